@@ -1,0 +1,34 @@
+import type { ConfState, Entry, HardState, Snapshot } from "./types.js";
+
+/**
+ * What the core reads from stable storage. The driver writes to storage as each `Ready` asks and
+ * only then calls `advance()`, so everything readable here is durable. Entry indexes run from
+ * `firstIndex()` to `lastIndex()`; the entry just before `firstIndex()` is the snapshot's, whose term
+ * `term()` still answers.
+ */
+export interface LogStorage {
+  initialState(): { hardState: HardState; conf: ConfState };
+  /** Entries in [lo, hi), at least one when lo < hi, then as many as fit in `maxBytes`. */
+  entries(lo: number, hi: number, maxBytes: number): readonly Entry[];
+  term(index: number): number;
+  firstIndex(): number;
+  lastIndex(): number;
+  snapshot(): Snapshot;
+}
+
+/** Bytes an entry counts for flow control and size limits. */
+export function entrySize(entry: Entry): number {
+  return entry.data.byteLength + 24;
+}
+
+/** The longest prefix of `entries` within `maxBytes`, but never empty when `entries` is not. */
+export function limitSize(entries: readonly Entry[], maxBytes: number): readonly Entry[] {
+  if (entries.length === 0) return entries;
+  let size = entrySize(entries[0]!);
+  let n = 1;
+  for (; n < entries.length; n++) {
+    size += entrySize(entries[n]!);
+    if (size > maxBytes) break;
+  }
+  return n === entries.length ? entries : entries.slice(0, n);
+}

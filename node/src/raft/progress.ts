@@ -1,0 +1,103 @@
+import { Inflights } from "./inflights.js";
+import type { Snapshot } from "./types.js";
+
+/**
+ * How the leader replicates to one follower:
+ * - `probe`: one append at a time until the follower's match is found;
+ * - `replicate`: optimistic pipelining, bounded by the inflight window;
+ * - `snapshot`: the follower is behind the log and is sent a snapshot in chunks.
+ */
+export type ProgressState = "probe" | "replicate" | "snapshot";
+
+/** The chunked InstallSnapshot under way to one follower. */
+export interface SnapshotTransfer {
+  readonly snapshot: Snapshot;
+  /** The next byte offset to send. */
+  sentOffset: number;
+  /** Every byte before this offset is acknowledged. */
+  ackedOffset: number;
+  /** A chunk went out since the last rewind (an empty snapshot, or a probe, is one empty chunk). */
+  started: boolean;
+}
+
+export class Progress {
+  match = 0;
+  next: number;
+  state: ProgressState = "probe";
+  /** In probe state: an append was sent and no answer has come yet. */
+  probeSent = false;
+  /** Heard from this peer since the last check-quorum round. */
+  recentActive = false;
+  /** The highest ReadIndex round this peer has confirmed. */
+  readRound = 0;
+  transfer: SnapshotTransfer | null = null;
+  readonly inflights: Inflights;
+
+  constructor(next: number, maxInflightMsgs: number, maxInflightBytes: number) {
+    this.next = next;
+    this.inflights = new Inflights(maxInflightMsgs, maxInflightBytes);
+  }
+
+  becomeProbe(): void {
+    // After a snapshot, resume right after it rather than from a match that may be far behind.
+    const snapIndex = this.transfer ? this.transfer.snapshot.meta.index : 0;
+    this.resetState("probe");
+    this.next = Math.max(this.match + 1, snapIndex + 1);
+  }
+
+  becomeReplicate(): void {
+    this.resetState("replicate");
+    this.next = this.match + 1;
+  }
+
+  becomeSnapshot(snapshot: Snapshot): void {
+    this.resetState("snapshot");
+    this.transfer = { snapshot, sentOffset: 0, ackedOffset: 0, started: false };
+  }
+
+  private resetState(state: ProgressState): void {
+    this.state = state;
+    this.probeSent = false;
+    this.transfer = null;
+    this.inflights.reset();
+  }
+
+  /** An acknowledgement up to `index`; false when it is stale. */
+  maybeUpdate(index: number): boolean {
+    let updated = false;
+    if (this.match < index) {
+      this.match = index;
+      updated = true;
+      this.probeSent = false;
+    }
+    this.next = Math.max(this.next, index + 1);
+    return updated;
+  }
+
+  /**
+   * A rejection of the append that followed `rejected`; `matchHint` is the leader's estimate of the
+   * last index both logs share. False when the rejection is stale.
+   */
+  maybeDecrTo(rejected: number, matchHint: number): boolean {
+    if (this.state === "replicate") {
+      if (rejected <= this.match) return false;
+      this.next = this.match + 1;
+      return true;
+    }
+    if (this.next - 1 !== rejected) return false;
+    this.next = Math.max(Math.min(rejected, matchHint + 1), this.match + 1);
+    this.probeSent = false;
+    return true;
+  }
+
+  isPaused(): boolean {
+    switch (this.state) {
+      case "probe":
+        return this.probeSent;
+      case "replicate":
+        return this.inflights.full();
+      case "snapshot":
+        return true;
+    }
+  }
+}

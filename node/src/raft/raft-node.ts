@@ -1,0 +1,915 @@
+import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
+import { entrySize } from "./log-storage.js";
+import { Progress } from "./progress.js";
+import { type ResolvedRaftOptions, type RaftOptions, resolveRaftOptions } from "./raft-config.js";
+import { RaftLog } from "./raft-log.js";
+import { ReadIndexQueue } from "./read-index-queue.js";
+import type {
+  AppendMessage,
+  AppendResponseMessage,
+  Entry,
+  HardState,
+  HeartbeatMessage,
+  HeartbeatResponseMessage,
+  Message,
+  NodeId,
+  RandomSource,
+  ReadFailure,
+  ReadIndexMessage,
+  ReadIndexResponseMessage,
+  ReadState,
+  Ready,
+  Role,
+  Snapshot,
+  SnapshotChunkMessage,
+  SnapshotChunkResponseMessage,
+  SnapshotMeta,
+  SoftState,
+  VoteMessage,
+  VoteResponseMessage,
+} from "./types.js";
+
+const EMPTY = new Uint8Array(0);
+
+export interface RaftStatus {
+  readonly id: NodeId;
+  readonly term: number;
+  readonly vote: NodeId | null;
+  readonly commit: number;
+  readonly applied: number;
+  readonly role: Role;
+  readonly leader: NodeId | null;
+  readonly lastIndex: number;
+  readonly transferee: NodeId | null;
+  /** Leader only: each peer's replication state. */
+  readonly progress: Readonly<Record<NodeId, { match: number; next: number; state: string }>>;
+}
+
+/** A snapshot being received in chunks, kept until the last byte arrives. */
+interface IncomingSnapshot {
+  readonly meta: SnapshotMeta;
+  readonly totalBytes: number;
+  readonly chunks: Uint8Array[];
+  received: number;
+}
+
+type Distribute<T> = T extends Message ? Omit<T, "from" | "term"> & { term?: number } : never;
+type Outgoing = Distribute<Message>;
+
+/**
+ * The Raft consensus core as a pure state machine, after the design of etcd-io/raft: ticks, messages,
+ * proposals and reads go in; a `Ready` with entries and hard state to persist, messages to send,
+ * committed entries to apply and read results comes out. It does no I/O and reads no clock; its only
+ * randomness comes from the injected source.
+ */
+export class RaftNode {
+  readonly id: NodeId;
+  private readonly opts: ResolvedRaftOptions;
+  private readonly voters: readonly NodeId[];
+  private readonly peers: readonly NodeId[];
+  private readonly quorum: number;
+  private readonly random: RandomSource;
+  private readonly log: RaftLog;
+
+  private term = 0;
+  private vote: NodeId | null = null;
+  private role: Role = "follower";
+  private leader: NodeId | null = null;
+
+  private electionElapsed = 0;
+  private heartbeatElapsed = 0;
+  private randomizedElectionTimeout = 0;
+
+  private readonly progress = new Map<NodeId, Progress>();
+  private readonly votes = new Map<NodeId, boolean>();
+  private transferee: NodeId | null = null;
+
+  /** Leader only: sizes of this term's uncommitted proposals, to bound the uncommitted tail. */
+  private uncommittedQueue: { index: number; size: number }[] = [];
+  private uncommittedHead = 0;
+  private uncommittedBytes = 0;
+
+  private readonly reads = new ReadIndexQueue();
+  /** Follower only: reads forwarded to the leader, with the ticks they have waited. */
+  private readonly forwardedReads = new Map<string, number>();
+  private incoming: IncomingSnapshot | null = null;
+
+  private msgs: Message[] = [];
+  private readStates: ReadState[] = [];
+  private readFailures: ReadFailure[] = [];
+  private prevSoft: SoftState;
+  private prevHard: HardState;
+  private outstanding: Ready | null = null;
+
+  constructor(options: RaftOptions) {
+    this.opts = resolveRaftOptions(options);
+    this.id = this.opts.id;
+    this.voters = [...this.opts.voters];
+    this.peers = this.voters.filter((v) => v !== this.id);
+    this.quorum = Math.floor(this.voters.length / 2) + 1;
+    this.random = this.opts.random;
+    this.log = new RaftLog(this.opts.storage, this.opts.applied);
+
+    const { hardState } = this.opts.storage.initialState();
+    if (hardState.commit < this.log.committed || hardState.commit > this.log.lastIndex()) {
+      throw new RaftInvariantError(
+        `hard state commit ${hardState.commit} is outside the stored log [${this.log.committed}, ${this.log.lastIndex()}]`,
+      );
+    }
+    this.term = hardState.term;
+    this.vote = hardState.vote;
+    this.log.committed = hardState.commit;
+    if (this.log.applied > this.log.committed) {
+      throw new RaftInvariantError(`applied ${this.log.applied} is beyond commit ${this.log.committed}`);
+    }
+    this.prevHard = hardState;
+    this.becomeFollower(this.term, null);
+    this.prevSoft = this.softState();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Inputs
+
+  /** Advances logical time by one tick. */
+  tick(): void {
+    if (this.role === "leader") this.tickLeader();
+    else this.tickElection();
+    this.tickForwardedReads();
+  }
+
+  /** Proposes one entry. Leader only; returns where it was appended. */
+  propose(data: Uint8Array): { index: number; term: number } {
+    const { firstIndex, term } = this.proposeBatch([data]);
+    return { index: firstIndex, term };
+  }
+
+  /** Proposes several entries, appended together or not at all. */
+  proposeBatch(data: readonly Uint8Array[]): { firstIndex: number; term: number } {
+    this.checkCanPropose(data);
+    const first = this.log.lastIndex() + 1;
+    const entries: Entry[] = data.map((d, i) => ({ term: this.term, index: first + i, type: "normal", data: d }));
+    this.appendEntries(entries);
+    this.broadcastAppend(false);
+    return { firstIndex: first, term: this.term };
+  }
+
+  /**
+   * Asks for a linearizable read index. The answer arrives in a later Ready as a ReadState (serve the
+   * read once the state machine has applied its index) or a ReadFailure.
+   */
+  readIndex(requestId: string): void {
+    if (this.role === "leader") {
+      this.handleReadRequest(requestId, null);
+      return;
+    }
+    if (this.leader === null) throw new ProposalRefusedError("NoLeader", null, "no leader is known");
+    this.forwardedReads.set(requestId, 0);
+    this.send({ type: "read-index", to: this.leader, requestId });
+  }
+
+  /** Hands leadership to `to` once it is caught up (TimeoutNow). Leader only. */
+  transferLeadership(to: NodeId): void {
+    if (this.role !== "leader") {
+      throw new ProposalRefusedError(this.leader === null ? "NoLeader" : "NotLeader", this.leader, "not the leader");
+    }
+    if (!this.peers.includes(to)) {
+      if (to === this.id) return;
+      throw new RangeError(`${to} is not a voter`);
+    }
+    if (this.transferee === to) return;
+    this.transferee = to;
+    // The transfer must finish within one election timeout or it is abandoned.
+    this.electionElapsed = 0;
+    const pr = this.progress.get(to)!;
+    if (pr.match === this.log.lastIndex()) this.send({ type: "timeout-now", to });
+    else this.sendAppend(to, pr, true);
+  }
+
+  /** Starts an election at once (as if the election timeout elapsed). */
+  campaign(): void {
+    if (this.role !== "leader") this.startCampaign(true, false);
+  }
+
+  /** Handles a message addressed to this node. Stale or unknown messages are dropped. */
+  step(m: Message): void {
+    if (m.to !== this.id || !this.voters.includes(m.from) || m.from === this.id) return;
+    if (m.term > this.term) {
+      if (m.type === "vote" || m.type === "pre-vote") {
+        // Check-quorum lease: while we hear from a live leader, ignore disruptive candidates.
+        const inLease = this.leader !== null && this.electionElapsed < this.opts.electionTicks;
+        if (inLease && !m.transfer) return;
+      }
+      if (m.type === "pre-vote") {
+        // A pre-vote never changes our term.
+      } else if (m.type === "pre-vote-response" && !m.reject) {
+        // Granted pre-votes carry the term we would campaign in; the term is ours only if we win.
+      } else if (m.type === "append" || m.type === "heartbeat" || m.type === "snapshot-chunk") {
+        this.becomeFollower(m.term, m.from);
+      } else {
+        this.becomeFollower(m.term, null);
+      }
+    } else if (m.term < this.term) {
+      if (m.type === "append" || m.type === "heartbeat") {
+        // A stale leader (e.g. healed from a partition) learns our term from this and steps down.
+        this.send({ type: "append-response", to: m.from, index: 0, reject: false, rejectHint: 0, logTerm: 0 });
+      } else if (m.type === "pre-vote") {
+        this.send({ type: "pre-vote-response", to: m.from, reject: true });
+      }
+      return;
+    }
+
+    switch (m.type) {
+      case "vote":
+      case "pre-vote":
+        this.handleVoteRequest(m);
+        return;
+      case "vote-response":
+      case "pre-vote-response":
+        this.handleVoteResponse(m);
+        return;
+    }
+
+    if (this.role === "leader") this.stepLeader(m);
+    else this.stepNonLeader(m);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Ready / advance
+
+  hasReady(): boolean {
+    if (this.outstanding) return false;
+    if (this.msgs.length > 0 || this.readStates.length > 0 || this.readFailures.length > 0) return true;
+    if (this.log.unstable.entries.length > 0 || this.log.unstable.snapshot !== null) return true;
+    if (this.log.hasNextCommittedEntries()) return true;
+    if (!sameSoft(this.softState(), this.prevSoft)) return true;
+    return !sameHard(this.hardState(), this.prevHard);
+  }
+
+  /** The next batch of work. Call `advance()` once it is handled, before asking for another. */
+  ready(): Ready {
+    if (this.outstanding) throw new RaftInvariantError("ready() called again before advance()");
+    const soft = this.softState();
+    const hard = this.hardState();
+    const unstable = this.log.unstable;
+    const committedEntries = this.log.nextCommittedEntries(this.opts.maxCommittedSizePerReady);
+    const rd: Ready = {
+      softState: sameSoft(soft, this.prevSoft) ? null : soft,
+      hardState: sameHard(hard, this.prevHard) ? null : hard,
+      entries: unstable.entries.slice(),
+      snapshot: unstable.snapshot,
+      committedEntries,
+      messages: this.msgs,
+      readStates: this.readStates,
+      readFailures: this.readFailures,
+    };
+    const lastCommitted = committedEntries[committedEntries.length - 1];
+    if (lastCommitted) this.log.applying = lastCommitted.index;
+    this.prevSoft = soft;
+    this.prevHard = hard;
+    this.msgs = [];
+    this.readStates = [];
+    this.readFailures = [];
+    this.outstanding = rd;
+    return rd;
+  }
+
+  /** Confirms that the last Ready was persisted, sent and applied. */
+  advance(): void {
+    const rd = this.outstanding;
+    if (!rd) throw new RaftInvariantError("advance() called without an outstanding ready()");
+    this.outstanding = null;
+    if (rd.snapshot) {
+      this.log.unstable.stableSnapTo(rd.snapshot.meta.index);
+      this.log.applied = Math.max(this.log.applied, rd.snapshot.meta.index);
+    }
+    const lastEntry = rd.entries[rd.entries.length - 1];
+    if (lastEntry) this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+    const lastCommitted = rd.committedEntries[rd.committedEntries.length - 1];
+    if (lastCommitted) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
+  }
+
+  status(): RaftStatus {
+    const progress: Record<NodeId, { match: number; next: number; state: string }> = {};
+    if (this.role === "leader") {
+      for (const [id, pr] of this.progress) progress[id] = { match: pr.match, next: pr.next, state: pr.state };
+    }
+    return {
+      id: this.id,
+      term: this.term,
+      vote: this.vote,
+      commit: this.log.committed,
+      applied: this.log.applied,
+      role: this.role,
+      leader: this.leader,
+      lastIndex: this.log.lastIndex(),
+      transferee: this.transferee,
+      progress,
+    };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Commitment
+
+  /**
+   * Figure 2: a leader commits by counting replicas only entries of its own term; earlier entries
+   * commit indirectly with them. Protected so a test can build a deliberately broken core.
+   */
+  protected commitAllowed(index: number): boolean {
+    return this.log.term(index) === this.term;
+  }
+
+  private maybeCommit(): boolean {
+    const matches: number[] = [];
+    for (const pr of this.progress.values()) matches.push(pr.match);
+    matches.sort((a, b) => b - a);
+    const index = matches[this.quorum - 1]!;
+    if (index <= this.log.committed || !this.commitAllowed(index)) return false;
+    this.log.commitTo(index);
+    this.releaseUncommitted(index);
+    if (this.log.term(index) === this.term && this.reads.deferred.length > 0) {
+      const deferred = this.reads.deferred;
+      this.reads.deferred = [];
+      for (const r of deferred) this.handleReadRequest(r.requestId, r.from);
+    }
+    return true;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Roles
+
+  private softState(): SoftState {
+    return { role: this.role, leader: this.leader, term: this.term };
+  }
+
+  private hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
+  }
+
+  private reset(term: number): void {
+    if (term !== this.term) {
+      this.term = term;
+      this.vote = null;
+    }
+    this.leader = null;
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    this.randomizedElectionTimeout = this.opts.electionTicks + this.random.nextInt(this.opts.electionTicks);
+    this.votes.clear();
+    this.transferee = null;
+    this.progress.clear();
+    this.uncommittedQueue = [];
+    this.uncommittedHead = 0;
+    this.uncommittedBytes = 0;
+    for (const r of this.reads.drain()) {
+      if (r.from === null) this.readFailures.push({ requestId: r.requestId, reason: "LeadershipLost" });
+    }
+    this.failForwardedReads("LeadershipLost");
+  }
+
+  private becomeFollower(term: number, leader: NodeId | null): void {
+    this.reset(term);
+    this.role = "follower";
+    this.leader = leader;
+  }
+
+  private becomePreCandidate(): void {
+    // The term and vote stay as they are: a pre-vote must leave no trace if it fails.
+    this.failForwardedReads("LeadershipLost");
+    this.role = "pre-candidate";
+    this.leader = null;
+    this.votes.clear();
+    this.electionElapsed = 0;
+    this.randomizedElectionTimeout = this.opts.electionTicks + this.random.nextInt(this.opts.electionTicks);
+  }
+
+  private becomeCandidate(): void {
+    this.reset(this.term + 1);
+    this.role = "candidate";
+    this.vote = this.id;
+  }
+
+  private becomeLeader(): void {
+    this.reset(this.term);
+    this.role = "leader";
+    this.leader = this.id;
+    const last = this.log.lastIndex();
+    for (const id of this.voters) {
+      const pr = new Progress(last + 1, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
+      pr.recentActive = true;
+      if (id === this.id) {
+        pr.match = last;
+        pr.becomeReplicate();
+      }
+      this.progress.set(id, pr);
+    }
+    // The no-op lets this term commit, and with it every entry of earlier terms.
+    this.appendEntries([{ term: this.term, index: last + 1, type: "noop", data: EMPTY }]);
+    this.broadcastAppend(true);
+  }
+
+  private startCampaign(preVote: boolean, transfer: boolean): void {
+    let term: number;
+    let type: "vote" | "pre-vote";
+    if (preVote) {
+      this.becomePreCandidate();
+      term = this.term + 1;
+      type = "pre-vote";
+    } else {
+      this.becomeCandidate();
+      term = this.term;
+      type = "vote";
+    }
+    this.votes.set(this.id, true);
+    if (this.countVotes() === "won") {
+      if (preVote) this.startCampaign(false, transfer);
+      else this.becomeLeader();
+      return;
+    }
+    const index = this.log.lastIndex();
+    const logTerm = this.log.lastTerm();
+    for (const to of this.peers) this.send({ type, to, term, index, logTerm, transfer });
+  }
+
+  private countVotes(): "won" | "lost" | "pending" {
+    let granted = 0;
+    let rejected = 0;
+    for (const v of this.votes.values()) {
+      if (v) granted++;
+      else rejected++;
+    }
+    if (granted >= this.quorum) return "won";
+    if (rejected > this.voters.length - this.quorum) return "lost";
+    return "pending";
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Ticks
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.randomizedElectionTimeout) {
+      this.electionElapsed = 0;
+      this.startCampaign(true, false);
+    }
+  }
+
+  private tickLeader(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.opts.electionTicks) {
+      this.electionElapsed = 0;
+      // Check-quorum: a leader that heard from no quorum for an election timeout steps down, so the
+      // minority side of a partition stops taking writes.
+      let active = 0;
+      for (const [id, pr] of this.progress) {
+        if (id === this.id || pr.recentActive) active++;
+        if (id !== this.id) pr.recentActive = false;
+      }
+      if (active < this.quorum) {
+        this.becomeFollower(this.term, null);
+        return;
+      }
+      this.transferee = null;
+    }
+    if (this.heartbeatElapsed >= this.opts.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.broadcastHeartbeat();
+    }
+  }
+
+  private tickForwardedReads(): void {
+    if (this.forwardedReads.size === 0) return;
+    for (const [requestId, waited] of this.forwardedReads) {
+      if (waited + 1 >= this.opts.electionTicks) {
+        this.forwardedReads.delete(requestId);
+        this.readFailures.push({ requestId, reason: "LeadershipLost" });
+      } else {
+        this.forwardedReads.set(requestId, waited + 1);
+      }
+    }
+  }
+
+  private failForwardedReads(reason: ReadFailure["reason"]): void {
+    for (const requestId of this.forwardedReads.keys()) this.readFailures.push({ requestId, reason });
+    this.forwardedReads.clear();
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Elections
+
+  private handleVoteRequest(m: VoteMessage): void {
+    const isPre = m.type === "pre-vote";
+    const canVote =
+      this.vote === m.from ||
+      (this.vote === null && this.leader === null) ||
+      // A pre-vote for a later term is granted whatever we voted in ours: it changes nothing.
+      (isPre && m.term > this.term);
+    const responseType = isPre ? "pre-vote-response" : "vote-response";
+    if (canVote && this.log.isUpToDate(m.index, m.logTerm)) {
+      // The granted response carries the candidate's term so it counts toward that election.
+      this.send({ type: responseType, to: m.from, term: m.term, reject: false });
+      if (!isPre) {
+        this.electionElapsed = 0;
+        this.vote = m.from;
+      }
+    } else {
+      this.send({ type: responseType, to: m.from, reject: true });
+    }
+  }
+
+  private handleVoteResponse(m: VoteResponseMessage): void {
+    const expected = this.role === "pre-candidate" ? "pre-vote-response" : this.role === "candidate" ? "vote-response" : null;
+    if (m.type !== expected) return;
+    this.votes.set(m.from, !m.reject);
+    const result = this.countVotes();
+    if (result === "won") {
+      if (this.role === "pre-candidate") this.startCampaign(false, false);
+      else this.becomeLeader();
+    } else if (result === "lost") {
+      this.becomeFollower(this.term, null);
+    }
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Leader
+
+  private checkCanPropose(data: readonly Uint8Array[]): void {
+    if (this.role !== "leader") {
+      const reason = this.leader === null ? "NoLeader" : "NotLeader";
+      throw new ProposalRefusedError(reason, this.leader, reason === "NoLeader" ? "no leader is known" : `the leader is ${this.leader}`);
+    }
+    if (this.transferee !== null) {
+      throw new ProposalRefusedError("TransferInProgress", this.id, `leadership is being transferred to ${this.transferee}`);
+    }
+    const max = this.opts.maxUncommittedEntriesBytes;
+    if (max > 0 && this.uncommittedBytes > 0) {
+      let size = 0;
+      for (const d of data) size += d.byteLength + 24;
+      if (this.uncommittedBytes + size > max) {
+        throw new ProposalRefusedError(
+          "UncommittedBytesExceeded",
+          this.id,
+          `the uncommitted tail holds ${this.uncommittedBytes} bytes; ${size} more would exceed ${max}`,
+        );
+      }
+    }
+  }
+
+  private appendEntries(entries: Entry[]): void {
+    const last = this.log.append(entries);
+    for (const e of entries) {
+      if (e.type === "noop") continue;
+      const size = entrySize(e);
+      this.uncommittedQueue.push({ index: e.index, size });
+      this.uncommittedBytes += size;
+    }
+    const self = this.progress.get(this.id)!;
+    self.maybeUpdate(last);
+    // A single voter commits on its own.
+    this.maybeCommit();
+  }
+
+  private releaseUncommitted(committed: number): void {
+    const q = this.uncommittedQueue;
+    while (this.uncommittedHead < q.length && q[this.uncommittedHead]!.index <= committed) {
+      this.uncommittedBytes -= q[this.uncommittedHead]!.size;
+      this.uncommittedHead++;
+    }
+    if (this.uncommittedHead === q.length) {
+      this.uncommittedQueue = [];
+      this.uncommittedHead = 0;
+    }
+  }
+
+  private broadcastAppend(sendIfEmpty: boolean): void {
+    for (const id of this.peers) this.sendAppend(id, this.progress.get(id)!, sendIfEmpty);
+  }
+
+  private broadcastHeartbeat(): void {
+    const readRound = this.reads.hasPending() ? this.reads.round : 0;
+    for (const id of this.peers) {
+      const pr = this.progress.get(id)!;
+      // Never tell a follower to commit past what it is known to hold.
+      const commit = Math.min(pr.match, this.log.committed);
+      this.send({ type: "heartbeat", to: id, commit, readRound });
+    }
+  }
+
+  /**
+   * Sends the follower what it lacks: as many append messages as its flow control allows, or a
+   * snapshot when the entries it needs are compacted away.
+   */
+  private sendAppend(to: NodeId, pr: Progress, sendIfEmpty: boolean): void {
+    let sentAny = false;
+    while (!pr.isPaused()) {
+      const prevIndex = pr.next - 1;
+      const prevTerm = this.log.term(prevIndex);
+      const last = this.log.lastIndex();
+      if (prevTerm === null || pr.next < this.log.firstIndex()) {
+        this.startSnapshot(to, pr);
+        return;
+      }
+      if (pr.next > last && (sentAny || !sendIfEmpty)) return;
+      const entries = this.log.slice(pr.next, last + 1, this.opts.maxSizePerMsg);
+      this.send({ type: "append", to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed });
+      sentAny = true;
+      const lastSent = entries[entries.length - 1];
+      if (pr.state === "replicate") {
+        if (!lastSent) return;
+        let bytes = 0;
+        for (const e of entries) bytes += entrySize(e);
+        pr.next = lastSent.index + 1;
+        pr.inflights.add(lastSent.index, bytes);
+      } else {
+        pr.probeSent = true;
+      }
+    }
+  }
+
+  private startSnapshot(to: NodeId, pr: Progress): void {
+    const snapshot = this.log.snapshot();
+    if (snapshot.meta.index === 0) throw new RaftInvariantError(`follower ${to} needs a snapshot but none exists`);
+    pr.becomeSnapshot(snapshot);
+    this.sendSnapshotChunks(to, pr);
+  }
+
+  /** Sends chunks within the window after the acknowledged offset; always at least one after a rewind. */
+  private sendSnapshotChunks(to: NodeId, pr: Progress): void {
+    const t = pr.transfer;
+    if (!t) return;
+    const total = t.snapshot.data.byteLength;
+    const chunk = this.opts.snapshotChunkBytes;
+    const windowEnd = t.ackedOffset + chunk * this.opts.maxInflightSnapshotChunks;
+    while ((!t.started || t.sentOffset < total) && t.sentOffset < windowEnd) {
+      const end = Math.min(total, t.sentOffset + chunk);
+      const data = t.snapshot.data.subarray(t.sentOffset, end);
+      this.send({ type: "snapshot-chunk", to, meta: t.snapshot.meta, offset: t.sentOffset, totalBytes: total, data });
+      t.sentOffset = end;
+      t.started = true;
+    }
+  }
+
+  private stepLeader(m: Message): void {
+    const pr = this.progress.get(m.from);
+    if (!pr) return;
+    pr.recentActive = true;
+    switch (m.type) {
+      case "append-response":
+        this.handleAppendResponse(m, pr);
+        return;
+      case "heartbeat-response":
+        this.handleHeartbeatResponse(m, pr);
+        return;
+      case "snapshot-chunk-response":
+        this.handleSnapshotChunkResponse(m, pr);
+        return;
+      case "read-index":
+        this.handleReadRequest(m.requestId, m.from);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private handleAppendResponse(m: AppendResponseMessage, pr: Progress): void {
+    if (m.reject) {
+      let hint = m.rejectHint;
+      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
+      if (pr.maybeDecrTo(m.index, hint)) {
+        if (pr.state === "replicate") pr.becomeProbe();
+        this.sendAppend(m.from, pr, false);
+      }
+      return;
+    }
+    const oldPaused = pr.isPaused();
+    if (!pr.maybeUpdate(m.index)) {
+      if (oldPaused && !pr.isPaused()) this.sendAppend(m.from, pr, false);
+      return;
+    }
+    switch (pr.state) {
+      case "probe":
+        pr.becomeReplicate();
+        break;
+      case "snapshot":
+        if (pr.transfer && pr.match >= pr.transfer.snapshot.meta.index) {
+          pr.becomeProbe();
+          pr.becomeReplicate();
+        }
+        break;
+      case "replicate":
+        pr.inflights.freeLE(m.index);
+        break;
+    }
+    if (this.maybeCommit()) this.broadcastAppend(true);
+    else this.sendAppend(m.from, pr, false);
+    if (m.from === this.transferee && pr.match === this.log.lastIndex()) {
+      this.send({ type: "timeout-now", to: m.from });
+    }
+  }
+
+  private handleHeartbeatResponse(m: HeartbeatResponseMessage, pr: Progress): void {
+    pr.probeSent = false;
+    if (pr.state === "snapshot" && pr.transfer) {
+      // Chunks, or the follower's final answer, may have been lost: resend from the acknowledged
+      // offset. Past the end this is an empty chunk, which makes the follower say where it stands.
+      pr.transfer.sentOffset = pr.transfer.ackedOffset;
+      pr.transfer.started = false;
+      this.sendSnapshotChunks(m.from, pr);
+    } else if (pr.match < this.log.lastIndex()) {
+      this.sendAppend(m.from, pr, false);
+    }
+    if (m.readRound > pr.readRound) {
+      pr.readRound = m.readRound;
+      this.confirmReads();
+    }
+  }
+
+  private handleSnapshotChunkResponse(m: SnapshotChunkResponseMessage, pr: Progress): void {
+    const t = pr.transfer;
+    if (pr.state !== "snapshot" || !t) return;
+    if (m.snapshotIndex !== t.snapshot.meta.index || m.snapshotTerm !== t.snapshot.meta.term) return;
+    if (m.reject) {
+      // A chunk was lost or reordered, or the follower restarted: go back to what it holds.
+      t.ackedOffset = m.nextOffset;
+      t.sentOffset = m.nextOffset;
+      t.started = false;
+    } else if (m.nextOffset > t.ackedOffset) {
+      t.ackedOffset = m.nextOffset;
+    } else {
+      return;
+    }
+    this.sendSnapshotChunks(m.from, pr);
+  }
+
+  private handleReadRequest(requestId: string, from: NodeId | null): void {
+    // Until an entry of this term commits the leader may not know the latest commit index.
+    if (this.log.term(this.log.committed) !== this.term) {
+      this.reads.deferred.push({ requestId, from });
+      return;
+    }
+    const index = this.log.committed;
+    if (this.voters.length === 1) {
+      this.answerRead(requestId, from, index);
+      return;
+    }
+    const round = ++this.reads.round;
+    this.reads.push({ requestId, from, index, round });
+    this.broadcastHeartbeat();
+  }
+
+  private confirmReads(): void {
+    const rounds: number[] = [];
+    for (const [id, pr] of this.progress) rounds.push(id === this.id ? this.reads.round : pr.readRound);
+    rounds.sort((a, b) => b - a);
+    const confirmed = rounds[this.quorum - 1]!;
+    for (const r of this.reads.confirm(confirmed)) this.answerRead(r.requestId, r.from, r.index);
+  }
+
+  private answerRead(requestId: string, from: NodeId | null, index: number): void {
+    if (from === null) this.readStates.push({ requestId, index });
+    else this.send({ type: "read-index-response", to: from, requestId, index, reject: false });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Followers and candidates
+
+  private stepNonLeader(m: Message): void {
+    switch (m.type) {
+      case "append":
+        this.acceptLeader(m.from);
+        this.handleAppend(m);
+        return;
+      case "heartbeat":
+        this.acceptLeader(m.from);
+        this.handleHeartbeat(m);
+        return;
+      case "snapshot-chunk":
+        this.acceptLeader(m.from);
+        this.handleSnapshotChunk(m);
+        return;
+      case "timeout-now":
+        if (this.role === "follower" && m.from === this.leader) this.startCampaign(false, true);
+        return;
+      case "read-index":
+        this.send({ type: "read-index-response", to: m.from, requestId: m.requestId, index: 0, reject: true });
+        return;
+      case "read-index-response":
+        this.handleReadIndexResponse(m);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** A message from the leader of our term: whatever our role, follow it. */
+  private acceptLeader(from: NodeId): void {
+    if (this.role !== "follower") this.becomeFollower(this.term, from);
+    this.electionElapsed = 0;
+    this.leader = from;
+  }
+
+  private handleAppend(m: AppendMessage): void {
+    if (m.index < this.log.committed) {
+      this.send({ type: "append-response", to: m.from, index: this.log.committed, reject: false, rejectHint: 0, logTerm: 0 });
+      return;
+    }
+    const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
+    if (lastNew !== null) {
+      this.send({ type: "append-response", to: m.from, index: lastNew, reject: false, rejectHint: 0, logTerm: 0 });
+      return;
+    }
+    // Tell the leader where our logs can next agree so it skips whole terms in one round trip.
+    const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
+    this.send({ type: "append-response", to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term });
+  }
+
+  private handleHeartbeat(m: HeartbeatMessage): void {
+    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    this.send({ type: "heartbeat-response", to: m.from, readRound: m.readRound });
+  }
+
+  private handleSnapshotChunk(m: SnapshotChunkMessage): void {
+    const respond = (nextOffset: number, reject = false): void =>
+      this.send({
+        type: "snapshot-chunk-response",
+        to: m.from,
+        snapshotIndex: m.meta.index,
+        snapshotTerm: m.meta.term,
+        nextOffset,
+        reject,
+      });
+    if (m.meta.index <= this.log.committed) {
+      // We already hold everything the snapshot covers.
+      this.incoming = null;
+      respond(m.totalBytes);
+      this.send({ type: "append-response", to: m.from, index: this.log.committed, reject: false, rejectHint: 0, logTerm: 0 });
+      return;
+    }
+    let inc = this.incoming;
+    if (!inc || inc.meta.index !== m.meta.index || inc.meta.term !== m.meta.term) {
+      if (m.offset !== 0) {
+        respond(0, true);
+        return;
+      }
+      inc = { meta: m.meta, totalBytes: m.totalBytes, chunks: [], received: 0 };
+      this.incoming = inc;
+    }
+    if (m.offset !== inc.received) {
+      // A duplicate of a chunk we hold is only acknowledged; a gap asks for a resend.
+      respond(inc.received, m.offset > inc.received);
+      return;
+    }
+    if (m.data.byteLength > 0) {
+      inc.chunks.push(m.data);
+      inc.received += m.data.byteLength;
+    }
+    respond(inc.received);
+    if (inc.received < inc.totalBytes) return;
+    this.incoming = null;
+    const data = concat(inc.chunks, inc.totalBytes);
+    this.restore({ meta: inc.meta, data });
+    this.send({ type: "append-response", to: m.from, index: this.log.lastIndex(), reject: false, rejectHint: 0, logTerm: 0 });
+  }
+
+  private restore(snapshot: Snapshot): void {
+    const { index, term } = snapshot.meta;
+    if (this.log.matchTerm(index, term)) {
+      // Our log already holds the snapshot's last entry: keep the entries after it.
+      this.log.commitTo(index);
+      return;
+    }
+    this.log.restore(snapshot);
+  }
+
+  private handleReadIndexResponse(m: ReadIndexResponseMessage): void {
+    if (!this.forwardedReads.delete(m.requestId)) return;
+    if (m.reject) this.readFailures.push({ requestId: m.requestId, reason: "NotLeader" });
+    else this.readStates.push({ requestId: m.requestId, index: m.index });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  private send(m: Outgoing): void {
+    const full = { from: this.id, term: this.term, ...m } as Message;
+    this.msgs.push(full);
+  }
+}
+
+function sameSoft(a: SoftState, b: SoftState): boolean {
+  return a.role === b.role && a.leader === b.leader && a.term === b.term;
+}
+
+function sameHard(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}
+
+function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
+  if (chunks.length === 1) return chunks[0]!;
+  const out = new Uint8Array(total);
+  let offset = 0;
+  for (const c of chunks) {
+    out.set(c, offset);
+    offset += c.byteLength;
+  }
+  return out;
+}

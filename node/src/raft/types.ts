@@ -1,0 +1,186 @@
+/**
+ * Plain data exchanged between the Raft core, its storage and its driver. Everything here is
+ * serialisable and immutable once handed over: the core never mutates an entry or a message after
+ * it leaves, so a transport may hold or duplicate them freely.
+ */
+
+export type NodeId = string;
+
+/** `noop` is the empty entry a new leader appends so it can commit entries of earlier terms. */
+export type EntryType = "normal" | "noop";
+
+export interface Entry {
+  readonly term: number;
+  readonly index: number;
+  readonly type: EntryType;
+  readonly data: Uint8Array;
+}
+
+export interface HardState {
+  readonly term: number;
+  readonly vote: NodeId | null;
+  readonly commit: number;
+}
+
+/**
+ * The voter set. Static today; kept as a value carried in snapshots so joint consensus can later add
+ * an outgoing set without changing the snapshot format.
+ */
+export interface ConfState {
+  readonly voters: readonly NodeId[];
+}
+
+export interface SnapshotMeta {
+  readonly index: number;
+  readonly term: number;
+  readonly conf: ConfState;
+}
+
+export interface Snapshot {
+  readonly meta: SnapshotMeta;
+  readonly data: Uint8Array;
+}
+
+export type Role = "follower" | "pre-candidate" | "candidate" | "leader";
+
+interface MessageBase {
+  readonly from: NodeId;
+  readonly to: NodeId;
+  readonly term: number;
+}
+
+export interface AppendMessage extends MessageBase {
+  readonly type: "append";
+  /** Index and term of the entry preceding `entries`. */
+  readonly index: number;
+  readonly logTerm: number;
+  readonly entries: readonly Entry[];
+  readonly commit: number;
+}
+
+export interface AppendResponseMessage extends MessageBase {
+  readonly type: "append-response";
+  /** On success the last index now matching the leader; on rejection the probed index. */
+  readonly index: number;
+  readonly reject: boolean;
+  /** On rejection: a hint (index, term) from the follower's log for fast backtracking. */
+  readonly rejectHint: number;
+  readonly logTerm: number;
+}
+
+export interface VoteMessage extends MessageBase {
+  readonly type: "vote" | "pre-vote";
+  readonly index: number;
+  readonly logTerm: number;
+  /** Set by a leadership transfer: the receiver must not ignore it for an unexpired leader lease. */
+  readonly transfer: boolean;
+}
+
+export interface VoteResponseMessage extends MessageBase {
+  readonly type: "vote-response" | "pre-vote-response";
+  readonly reject: boolean;
+}
+
+export interface HeartbeatMessage extends MessageBase {
+  readonly type: "heartbeat";
+  readonly commit: number;
+  /** The highest ReadIndex round this heartbeat confirms, or 0. */
+  readonly readRound: number;
+}
+
+export interface HeartbeatResponseMessage extends MessageBase {
+  readonly type: "heartbeat-response";
+  readonly readRound: number;
+}
+
+export interface SnapshotChunkMessage extends MessageBase {
+  readonly type: "snapshot-chunk";
+  readonly meta: SnapshotMeta;
+  readonly offset: number;
+  readonly totalBytes: number;
+  readonly data: Uint8Array;
+}
+
+export interface SnapshotChunkResponseMessage extends MessageBase {
+  readonly type: "snapshot-chunk-response";
+  readonly snapshotIndex: number;
+  readonly snapshotTerm: number;
+  /** The offset the follower expects next; `totalBytes` once it holds the whole snapshot. */
+  readonly nextOffset: number;
+  /** The chunk did not follow what the follower holds: resend from `nextOffset`. */
+  readonly reject: boolean;
+}
+
+/** A follower asks the leader to confirm a read index on its behalf. */
+export interface ReadIndexMessage extends MessageBase {
+  readonly type: "read-index";
+  readonly requestId: string;
+}
+
+export interface ReadIndexResponseMessage extends MessageBase {
+  readonly type: "read-index-response";
+  readonly requestId: string;
+  /** 0 with `reject` when the leader could not serve it. */
+  readonly index: number;
+  readonly reject: boolean;
+}
+
+export interface TimeoutNowMessage extends MessageBase {
+  readonly type: "timeout-now";
+}
+
+export type Message =
+  | AppendMessage
+  | AppendResponseMessage
+  | VoteMessage
+  | VoteResponseMessage
+  | HeartbeatMessage
+  | HeartbeatResponseMessage
+  | SnapshotChunkMessage
+  | SnapshotChunkResponseMessage
+  | ReadIndexMessage
+  | ReadIndexResponseMessage
+  | TimeoutNowMessage;
+
+export type MessageType = Message["type"];
+
+/** A confirmed linearizable read: once the local state machine has applied `index`, serve it. */
+export interface ReadState {
+  readonly requestId: string;
+  readonly index: number;
+}
+
+/** A read that can no longer be confirmed (leadership was lost or the leader refused it). */
+export interface ReadFailure {
+  readonly requestId: string;
+  readonly reason: "NotLeader" | "NoLeader" | "LeadershipLost";
+}
+
+export interface SoftState {
+  readonly role: Role;
+  readonly leader: NodeId | null;
+  readonly term: number;
+}
+
+/**
+ * One batch of work for the driver, handled in this order: persist `snapshot`, `entries` and
+ * `hardState` durably (fsync); then send `messages`; then apply `snapshot` and `committedEntries` to the
+ * state machine; then call `advance()`. Messages must never be sent before what precedes them is durable.
+ */
+export interface Ready {
+  readonly softState: SoftState | null;
+  readonly hardState: HardState | null;
+  /** Entries to append; an entry at an index already stored replaces it and everything after it. */
+  readonly entries: readonly Entry[];
+  readonly snapshot: Snapshot | null;
+  readonly committedEntries: readonly Entry[];
+  readonly messages: readonly Message[];
+  readonly readStates: readonly ReadState[];
+  readonly readFailures: readonly ReadFailure[];
+}
+
+/** The deterministic randomness the core may use (election timeouts). Never `Math.random`. */
+export interface RandomSource {
+  /** An integer in [0, bound). */
+  nextInt(bound: number): number;
+}
