@@ -10,7 +10,15 @@ const dir = mkdtempSync(join(tmpdir(), "keyload-vitest-"));
 const report = join(dir, "results.json");
 let status = 1;
 try {
-  const args = ["exec", "vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...process.argv.slice(2)];
+  const args = [
+    "exec",
+    "vitest",
+    "run",
+    "--reporter=default",
+    "--reporter=json",
+    `--outputFile.json=${report}`,
+    ...process.argv.slice(2),
+  ];
   const run = spawnSync("pnpm", args, { stdio: "inherit" });
   status = run.status ?? 1;
   let passed = 0;

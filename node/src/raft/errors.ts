@@ -1,6 +1,10 @@
 /** Typed errors of the Raft core. Every refusal a caller can act on carries a stable `code`. */
 
-export type ProposalRefusalReason = "NoLeader" | "NotLeader" | "TransferInProgress" | "UncommittedBytesExceeded";
+export type ProposalRefusalReason =
+  | "NoLeader"
+  | "NotLeader"
+  | "TransferInProgress"
+  | "UncommittedBytesExceeded";
 
 export class RaftError extends Error {
   readonly code: string;

@@ -1,7 +1,12 @@
 export * from "./errors.js";
 export { entrySize, type LogStorage, limitSize } from "./log-storage.js";
 export { MemoryStorage } from "./memory-storage.js";
-export { RAFT_DEFAULTS, type RaftOptions, type ResolvedRaftOptions, resolveRaftOptions } from "./raft-config.js";
+export {
+  RAFT_DEFAULTS,
+  type RaftOptions,
+  type ResolvedRaftOptions,
+  resolveRaftOptions,
+} from "./raft-config.js";
 export { RaftNode, type RaftStatus } from "./raft-node.js";
 export { SeededRandom } from "./seeded-random.js";
 export type * from "./types.js";

@@ -34,6 +34,12 @@ export class Inflights {
     }
   }
 
+  /** Frees the oldest message: a heartbeat answer shows the follower is reachable though acks were lost. */
+  freeFirstOne(): void {
+    const first = this.indexes[this.head];
+    if (first !== undefined) this.freeLE(first);
+  }
+
   count(): number {
     return this.indexes.length - this.head;
   }

@@ -1,4 +1,9 @@
-import { LogCompactedError, LogUnavailableError, RaftInvariantError, SnapshotOutOfDateError } from "./errors.js";
+import {
+  LogCompactedError,
+  LogUnavailableError,
+  RaftInvariantError,
+  SnapshotOutOfDateError,
+} from "./errors.js";
 import { type LogStorage, limitSize } from "./log-storage.js";
 import type { ConfState, Entry, HardState, Snapshot } from "./types.js";
 
@@ -54,7 +59,8 @@ export class MemoryStorage implements LogStorage {
 
   /** Replaces the whole log by a snapshot received from the leader. */
   applySnapshot(snap: Snapshot): void {
-    if (snap.meta.index <= this.snap.meta.index) throw new SnapshotOutOfDateError(snap.meta.index, this.snap.meta.index);
+    if (snap.meta.index <= this.snap.meta.index)
+      throw new SnapshotOutOfDateError(snap.meta.index, this.snap.meta.index);
     this.snap = snap;
     this.ents = [{ index: snap.meta.index, term: snap.meta.term, type: "noop", data: EMPTY }];
   }
@@ -75,7 +81,10 @@ export class MemoryStorage implements LogStorage {
       throw new RaftInvariantError(`compaction to ${index} passes the snapshot at ${this.snap.meta.index}`);
     }
     const sentinel = this.ents[index - offset]!;
-    this.ents = [{ index: sentinel.index, term: sentinel.term, type: "noop", data: EMPTY }, ...this.ents.slice(index - offset + 1)];
+    this.ents = [
+      { index: sentinel.index, term: sentinel.term, type: "noop", data: EMPTY },
+      ...this.ents.slice(index - offset + 1),
+    ];
   }
 
   /** Appends entries, replacing any stored suffix they conflict with. */

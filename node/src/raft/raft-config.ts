@@ -56,12 +56,15 @@ export function resolveRaftOptions(options: RaftOptions): ResolvedRaftOptions {
   ];
   for (const key of positive) {
     const value = resolved[key];
-    if (!Number.isInteger(value) || value <= 0) throw new RangeError(`raft option ${key} must be a positive integer, got ${value}`);
+    if (!Number.isInteger(value) || value <= 0)
+      throw new RangeError(`raft option ${key} must be a positive integer, got ${value}`);
   }
   if (resolved.heartbeatTicks >= resolved.electionTicks) {
     throw new RangeError("raft option heartbeatTicks must be smaller than electionTicks");
   }
-  if (!resolved.voters.includes(resolved.id)) throw new RangeError(`node ${resolved.id} is not among the voters`);
-  if (new Set(resolved.voters).size !== resolved.voters.length) throw new RangeError("voters must be distinct");
+  if (!resolved.voters.includes(resolved.id))
+    throw new RangeError(`node ${resolved.id} is not among the voters`);
+  if (new Set(resolved.voters).size !== resolved.voters.length)
+    throw new RangeError("voters must be distinct");
   return resolved;
 }

@@ -75,7 +75,9 @@ export class RaftLog {
     const conflict = this.findConflict(entries);
     if (conflict !== 0) {
       if (conflict <= this.committed) {
-        throw new RaftInvariantError(`entry ${conflict} conflicts with the committed prefix (committed ${this.committed})`);
+        throw new RaftInvariantError(
+          `entry ${conflict} conflicts with the committed prefix (committed ${this.committed})`,
+        );
       }
       const first = entries[0]!.index;
       this.append(conflict === first ? entries : entries.slice(conflict - first));
@@ -110,7 +112,9 @@ export class RaftLog {
     const first = entries[0];
     if (!first) return this.lastIndex();
     if (first.index - 1 < this.committed) {
-      throw new RaftInvariantError(`append at ${first.index} would overwrite committed index ${this.committed}`);
+      throw new RaftInvariantError(
+        `append at ${first.index} would overwrite committed index ${this.committed}`,
+      );
     }
     this.unstable.truncateAndAppend(entries);
     return this.lastIndex();

@@ -1,7 +1,7 @@
 import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
 import { entrySize } from "./log-storage.js";
 import { Progress } from "./progress.js";
-import { type ResolvedRaftOptions, type RaftOptions, resolveRaftOptions } from "./raft-config.js";
+import { type RaftOptions, type ResolvedRaftOptions, resolveRaftOptions } from "./raft-config.js";
 import { RaftLog } from "./raft-log.js";
 import { ReadIndexQueue } from "./read-index-queue.js";
 import type {
@@ -15,7 +15,6 @@ import type {
   NodeId,
   RandomSource,
   ReadFailure,
-  ReadIndexMessage,
   ReadIndexResponseMessage,
   ReadState,
   Ready,
@@ -147,7 +146,12 @@ export class RaftNode {
   proposeBatch(data: readonly Uint8Array[]): { firstIndex: number; term: number } {
     this.checkCanPropose(data);
     const first = this.log.lastIndex() + 1;
-    const entries: Entry[] = data.map((d, i) => ({ term: this.term, index: first + i, type: "normal", data: d }));
+    const entries: Entry[] = data.map((d, i) => ({
+      term: this.term,
+      index: first + i,
+      type: "normal",
+      data: d,
+    }));
     this.appendEntries(entries);
     this.broadcastAppend(false);
     return { firstIndex: first, term: this.term };
@@ -170,7 +174,11 @@ export class RaftNode {
   /** Hands leadership to `to` once it is caught up (TimeoutNow). Leader only. */
   transferLeadership(to: NodeId): void {
     if (this.role !== "leader") {
-      throw new ProposalRefusedError(this.leader === null ? "NoLeader" : "NotLeader", this.leader, "not the leader");
+      throw new ProposalRefusedError(
+        this.leader === null ? "NoLeader" : "NotLeader",
+        this.leader,
+        "not the leader",
+      );
     }
     if (!this.peers.includes(to)) {
       if (to === this.id) return;
@@ -211,7 +219,14 @@ export class RaftNode {
     } else if (m.term < this.term) {
       if (m.type === "append" || m.type === "heartbeat") {
         // A stale leader (e.g. healed from a partition) learns our term from this and steps down.
-        this.send({ type: "append-response", to: m.from, index: 0, reject: false, rejectHint: 0, logTerm: 0 });
+        this.send({
+          type: "append-response",
+          to: m.from,
+          index: 0,
+          reject: false,
+          rejectHint: 0,
+          logTerm: 0,
+        });
       } else if (m.type === "pre-vote") {
         this.send({ type: "pre-vote-response", to: m.from, reject: true });
       }
@@ -291,7 +306,8 @@ export class RaftNode {
   status(): RaftStatus {
     const progress: Record<NodeId, { match: number; next: number; state: string }> = {};
     if (this.role === "leader") {
-      for (const [id, pr] of this.progress) progress[id] = { match: pr.match, next: pr.next, state: pr.state };
+      for (const [id, pr] of this.progress)
+        progress[id] = { match: pr.match, next: pr.next, state: pr.state };
     }
     return {
       id: this.id,
@@ -518,7 +534,12 @@ export class RaftNode {
   }
 
   private handleVoteResponse(m: VoteResponseMessage): void {
-    const expected = this.role === "pre-candidate" ? "pre-vote-response" : this.role === "candidate" ? "vote-response" : null;
+    const expected =
+      this.role === "pre-candidate"
+        ? "pre-vote-response"
+        : this.role === "candidate"
+          ? "vote-response"
+          : null;
     if (m.type !== expected) return;
     this.votes.set(m.from, !m.reject);
     const result = this.countVotes();
@@ -536,10 +557,18 @@ export class RaftNode {
   private checkCanPropose(data: readonly Uint8Array[]): void {
     if (this.role !== "leader") {
       const reason = this.leader === null ? "NoLeader" : "NotLeader";
-      throw new ProposalRefusedError(reason, this.leader, reason === "NoLeader" ? "no leader is known" : `the leader is ${this.leader}`);
+      throw new ProposalRefusedError(
+        reason,
+        this.leader,
+        reason === "NoLeader" ? "no leader is known" : `the leader is ${this.leader}`,
+      );
     }
     if (this.transferee !== null) {
-      throw new ProposalRefusedError("TransferInProgress", this.id, `leadership is being transferred to ${this.transferee}`);
+      throw new ProposalRefusedError(
+        "TransferInProgress",
+        this.id,
+        `leadership is being transferred to ${this.transferee}`,
+      );
     }
     const max = this.opts.maxUncommittedEntriesBytes;
     if (max > 0 && this.uncommittedBytes > 0) {
@@ -611,7 +640,14 @@ export class RaftNode {
       }
       if (pr.next > last && (sentAny || !sendIfEmpty)) return;
       const entries = this.log.slice(pr.next, last + 1, this.opts.maxSizePerMsg);
-      this.send({ type: "append", to, index: prevIndex, logTerm: prevTerm, entries, commit: this.log.committed });
+      this.send({
+        type: "append",
+        to,
+        index: prevIndex,
+        logTerm: prevTerm,
+        entries,
+        commit: this.log.committed,
+      });
       sentAny = true;
       const lastSent = entries[entries.length - 1];
       if (pr.state === "replicate") {
@@ -628,7 +664,8 @@ export class RaftNode {
 
   private startSnapshot(to: NodeId, pr: Progress): void {
     const snapshot = this.log.snapshot();
-    if (snapshot.meta.index === 0) throw new RaftInvariantError(`follower ${to} needs a snapshot but none exists`);
+    if (snapshot.meta.index === 0)
+      throw new RaftInvariantError(`follower ${to} needs a snapshot but none exists`);
     pr.becomeSnapshot(snapshot);
     this.sendSnapshotChunks(to, pr);
   }
@@ -643,7 +680,14 @@ export class RaftNode {
     while ((!t.started || t.sentOffset < total) && t.sentOffset < windowEnd) {
       const end = Math.min(total, t.sentOffset + chunk);
       const data = t.snapshot.data.subarray(t.sentOffset, end);
-      this.send({ type: "snapshot-chunk", to, meta: t.snapshot.meta, offset: t.sentOffset, totalBytes: total, data });
+      this.send({
+        type: "snapshot-chunk",
+        to,
+        meta: t.snapshot.meta,
+        offset: t.sentOffset,
+        totalBytes: total,
+        data,
+      });
       t.sentOffset = end;
       t.started = true;
     }
@@ -716,7 +760,10 @@ export class RaftNode {
       pr.transfer.started = false;
       this.sendSnapshotChunks(m.from, pr);
     } else if (pr.match < this.log.lastIndex()) {
-      this.sendAppend(m.from, pr, false);
+      // Appends or their answers were lost. Free a slot if the window is full and send even an
+      // empty append: a follower missing entries rejects it, which restarts probing.
+      if (pr.state === "replicate" && pr.inflights.full()) pr.inflights.freeFirstOne();
+      this.sendAppend(m.from, pr, true);
     }
     if (m.readRound > pr.readRound) {
       pr.readRound = m.readRound;
@@ -791,7 +838,13 @@ export class RaftNode {
         if (this.role === "follower" && m.from === this.leader) this.startCampaign(false, true);
         return;
       case "read-index":
-        this.send({ type: "read-index-response", to: m.from, requestId: m.requestId, index: 0, reject: true });
+        this.send({
+          type: "read-index-response",
+          to: m.from,
+          requestId: m.requestId,
+          index: 0,
+          reject: true,
+        });
         return;
       case "read-index-response":
         this.handleReadIndexResponse(m);
@@ -810,17 +863,38 @@ export class RaftNode {
 
   private handleAppend(m: AppendMessage): void {
     if (m.index < this.log.committed) {
-      this.send({ type: "append-response", to: m.from, index: this.log.committed, reject: false, rejectHint: 0, logTerm: 0 });
+      this.send({
+        type: "append-response",
+        to: m.from,
+        index: this.log.committed,
+        reject: false,
+        rejectHint: 0,
+        logTerm: 0,
+      });
       return;
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== null) {
-      this.send({ type: "append-response", to: m.from, index: lastNew, reject: false, rejectHint: 0, logTerm: 0 });
+      this.send({
+        type: "append-response",
+        to: m.from,
+        index: lastNew,
+        reject: false,
+        rejectHint: 0,
+        logTerm: 0,
+      });
       return;
     }
     // Tell the leader where our logs can next agree so it skips whole terms in one round trip.
     const hint = this.log.findConflictByTerm(Math.min(m.index, this.log.lastIndex()), m.logTerm);
-    this.send({ type: "append-response", to: m.from, index: m.index, reject: true, rejectHint: hint.index, logTerm: hint.term });
+    this.send({
+      type: "append-response",
+      to: m.from,
+      index: m.index,
+      reject: true,
+      rejectHint: hint.index,
+      logTerm: hint.term,
+    });
   }
 
   private handleHeartbeat(m: HeartbeatMessage): void {
@@ -842,7 +916,14 @@ export class RaftNode {
       // We already hold everything the snapshot covers.
       this.incoming = null;
       respond(m.totalBytes);
-      this.send({ type: "append-response", to: m.from, index: this.log.committed, reject: false, rejectHint: 0, logTerm: 0 });
+      this.send({
+        type: "append-response",
+        to: m.from,
+        index: this.log.committed,
+        reject: false,
+        rejectHint: 0,
+        logTerm: 0,
+      });
       return;
     }
     let inc = this.incoming;
@@ -868,7 +949,14 @@ export class RaftNode {
     this.incoming = null;
     const data = concat(inc.chunks, inc.totalBytes);
     this.restore({ meta: inc.meta, data });
-    this.send({ type: "append-response", to: m.from, index: this.log.lastIndex(), reject: false, rejectHint: 0, logTerm: 0 });
+    this.send({
+      type: "append-response",
+      to: m.from,
+      index: this.log.lastIndex(),
+      reject: false,
+      rejectHint: 0,
+      logTerm: 0,
+    });
   }
 
   private restore(snapshot: Snapshot): void {

@@ -39,7 +39,8 @@ export class SeededRandom implements RandomSource {
   }
 
   nextInt(bound: number): number {
-    if (!Number.isInteger(bound) || bound <= 0) throw new RangeError(`bound must be a positive integer, got ${bound}`);
+    if (!Number.isInteger(bound) || bound <= 0)
+      throw new RangeError(`bound must be a positive integer, got ${bound}`);
     return Math.floor((this.nextUint32() / 0x1_0000_0000) * bound);
   }
 

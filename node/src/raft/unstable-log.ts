@@ -64,7 +64,9 @@ export class UnstableLog {
 
   slice(lo: number, hi: number): Entry[] {
     if (lo < this.offset || hi > this.offset + this.entries.length) {
-      throw new RaftInvariantError(`unstable slice [${lo}, ${hi}) outside [${this.offset}, ${this.offset + this.entries.length})`);
+      throw new RaftInvariantError(
+        `unstable slice [${lo}, ${hi}) outside [${this.offset}, ${this.offset + this.entries.length})`,
+      );
     }
     return this.entries.slice(lo - this.offset, hi - this.offset);
   }

@@ -20,7 +20,7 @@ export class EventQueue<T> {
     this.values.push(value);
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!this.before(time, seq, parent)) break;
+      if (!less(time, seq, this.times[parent]!, this.seqs[parent]!)) break;
       this.move(parent, i);
       i = parent;
     }
@@ -48,8 +48,11 @@ export class EventQueue<T> {
         const left = 2 * i + 1;
         if (left >= size) break;
         const right = left + 1;
-        const child = right < size && this.before(this.times[right]!, this.seqs[right]!, left) ? right : left;
-        if (!this.before(this.times[child]!, this.seqs[child]!, -1, lastTime, lastSeq)) break;
+        const child =
+          right < size && less(this.times[right]!, this.seqs[right]!, this.times[left]!, this.seqs[left]!)
+            ? right
+            : left;
+        if (!less(this.times[child]!, this.seqs[child]!, lastTime, lastSeq)) break;
         this.move(child, i);
         i = child;
       }
@@ -60,16 +63,13 @@ export class EventQueue<T> {
     return top;
   }
 
-  /** Whether (time, seq) sorts before slot `j`, or before (otherTime, otherSeq) when `j` is -1. */
-  private before(time: number, seq: number, j: number, otherTime = 0, otherSeq = 0): boolean {
-    const t = j < 0 ? otherTime : this.times[j]!;
-    const s = j < 0 ? otherSeq : this.seqs[j]!;
-    return time < t || (time === t && seq < s);
-  }
-
   private move(from: number, to: number): void {
     this.times[to] = this.times[from]!;
     this.seqs[to] = this.seqs[from]!;
     this.values[to] = this.values[from]!;
   }
+}
+
+function less(timeA: number, seqA: number, timeB: number, seqB: number): boolean {
+  return timeA < timeB || (timeA === timeB && seqA < seqB);
 }

@@ -37,7 +37,12 @@ export class LocalCluster {
     }
   }
 
-  private build(id: NodeId, storage: MemoryStorage, seed: number, ctor: typeof RaftNode = RaftNode): LocalMember {
+  private build(
+    id: NodeId,
+    storage: MemoryStorage,
+    seed: number,
+    ctor: typeof RaftNode = RaftNode,
+  ): LocalMember {
     const raft = new ctor({
       id,
       voters: this.ids,

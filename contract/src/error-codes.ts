@@ -1,0 +1,62 @@
+/**
+ * The registry of public error codes (contract section 6): every error a client can see has one of
+ * these codes, its HTTP status and the body shape below.
+ */
+export const ERROR_STATUS = {
+  ResourceExhausted: 429,
+  UnknownWriteOutcome: 504,
+  Unavailable: 503,
+  InvalidArgument: 400,
+  Unauthenticated: 401,
+  PermissionDenied: 403,
+  NotFound: 404,
+  CommandIdConflict: 409,
+  LeaseLost: 409,
+  FailedPrecondition: 412,
+  Internal: 500,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_STATUS;
+
+export const ERROR_CODES = Object.keys(ERROR_STATUS) as ErrorCode[];
+
+/** Why admission refused: the `reason` of a ResourceExhausted error. */
+export type ResourceExhaustedReason =
+  | "CommandCount"
+  | "CommandBytes"
+  | "TenantCommands"
+  | "PrincipalCommands"
+  | "ControlPayloadTooLarge"
+  | "HttpRequests"
+  | "HttpBytes"
+  | "TenantRequests"
+  | "PrincipalRequests"
+  | "BodyTooLarge";
+
+export type Governor = "command" | "http";
+export type Lane = "data" | "control";
+
+/** `details` of a ResourceExhausted error: which governor, lane or pool, and the limit that refused. */
+export interface ResourceExhaustedDetails {
+  readonly governor: Governor;
+  readonly lane?: Lane;
+  readonly pool?: Lane;
+  /** The configuration property that refused, e.g. `MaxRetainedBytes`. */
+  readonly limit?: string;
+  readonly limitValue?: number;
+  /** What the refused request would have needed (bytes or count). */
+  readonly requested?: number;
+  /** What was in use when it was refused. */
+  readonly inUse?: number;
+  readonly [key: string]: unknown;
+}
+
+export interface ErrorBody {
+  readonly error: {
+    readonly code: ErrorCode;
+    readonly reason: string;
+    readonly message: string;
+    readonly commandId?: string;
+    readonly details?: Readonly<Record<string, unknown>>;
+  };
+}

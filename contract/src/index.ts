@@ -1,0 +1,2 @@
+export * from "./error-codes.js";
+export * from "./keyload-error.js";

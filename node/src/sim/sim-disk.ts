@@ -1,0 +1,75 @@
+import { MemoryStorage } from "../raft/memory-storage.js";
+import type { SeededRandom } from "../raft/seeded-random.js";
+import type { ConfState, Entry, HardState, Snapshot } from "../raft/types.js";
+
+export interface DiskFaults {
+  readonly minSyncDelay: number;
+  readonly maxSyncDelay: number;
+  /** Chance that one fsync stalls up to `stallDelay` longer. */
+  readonly stallRate: number;
+  readonly stallDelay: number;
+}
+
+/** What one Ready asks to persist, in the order it must reach the disk. */
+export interface DiskWrite {
+  readonly snapshot: Snapshot | null;
+  readonly entries: readonly Entry[];
+  readonly hardState: HardState | null;
+}
+
+export function needsSync(write: DiskWrite): boolean {
+  return write.snapshot !== null || write.entries.length > 0 || write.hardState !== null;
+}
+
+/**
+ * One node's disk: `storage` is the durable image (what survives a crash and what the core reads),
+ * and at most one written-but-unsynced batch sits beside it until its fsync completes. A crash
+ * before then loses the batch whole.
+ */
+export class SimDisk {
+  readonly storage: MemoryStorage;
+  private unsynced: DiskWrite | null = null;
+
+  constructor(
+    conf: ConfState,
+    private readonly random: SeededRandom,
+    private faults: DiskFaults,
+  ) {
+    this.storage = new MemoryStorage(conf);
+  }
+
+  setFaults(faults: DiskFaults): void {
+    this.faults = faults;
+  }
+
+  get pending(): DiskWrite | null {
+    return this.unsynced;
+  }
+
+  /** Buffers a write and returns how long its fsync takes. */
+  write(write: DiskWrite): number {
+    if (this.unsynced !== null) throw new Error("a write is already waiting for its fsync");
+    this.unsynced = write;
+    const f = this.faults;
+    let delay = f.minSyncDelay + this.random.nextInt(f.maxSyncDelay - f.minSyncDelay + 1);
+    if (f.stallRate > 0 && this.random.chance(f.stallRate)) delay += 1 + this.random.nextInt(f.stallDelay);
+    return delay;
+  }
+
+  /** The fsync completed: the buffered write becomes durable. */
+  sync(): void {
+    const write = this.unsynced;
+    if (write === null) return;
+    this.unsynced = null;
+    if (write.snapshot !== null) this.storage.applySnapshot(write.snapshot);
+    this.storage.append(write.entries);
+    if (write.hardState !== null) this.storage.setHardState(write.hardState);
+  }
+
+  /** Power loss: whatever was not synced is gone. Returns the lost write, if any. */
+  crash(): DiskWrite | null {
+    const lost = this.unsynced;
+    this.unsynced = null;
+    return lost;
+  }
+}
