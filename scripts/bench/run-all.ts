@@ -1,5 +1,13 @@
 /** Runs every benchmark of this folder in turn and prints their figures. */
+import { formatCommandAdmissionBench, runCommandAdmissionBench } from "./admission-command.js";
+import { formatHttpAdmissionBench, runHttpAdmissionBench } from "./admission-http.js";
 import { formatRaftBench, runRaftBench } from "./raft-core.js";
 
 runRaftBench(50_000, 64, 1024);
 console.log(formatRaftBench(runRaftBench(1_000_000, 64, 1024)));
+
+await runCommandAdmissionBench(200_000, 50_000);
+console.log(formatCommandAdmissionBench(await runCommandAdmissionBench(5_000_000, 1_000_000)));
+
+runHttpAdmissionBench(200_000);
+console.log(formatHttpAdmissionBench(runHttpAdmissionBench(5_000_000)));

@@ -18,6 +18,10 @@ export interface SnapshotTransfer {
   ackedOffset: number;
   /** A chunk went out since the last rewind (an empty snapshot, or a probe, is one empty chunk). */
   started: boolean;
+  /** The offset of the rewind under way: further rejections naming it are ignored. */
+  rewoundTo: number | null;
+  /** `ackedOffset` at the last heartbeat answer, to notice a stalled transfer. */
+  ackedAtHeartbeat: number;
 }
 
 export class Progress {
@@ -52,7 +56,7 @@ export class Progress {
 
   becomeSnapshot(snapshot: Snapshot): void {
     this.resetState("snapshot");
-    this.transfer = { snapshot, sentOffset: 0, ackedOffset: 0, started: false };
+    this.transfer = { snapshot, sentOffset: 0, ackedOffset: 0, started: false, rewoundTo: null, ackedAtHeartbeat: -1 };
   }
 
   private resetState(state: ProgressState): void {

@@ -44,8 +44,10 @@ export const RAFT_DEFAULTS = {
 } as const satisfies Partial<RaftOptions>;
 
 export function resolveRaftOptions(options: RaftOptions): ResolvedRaftOptions {
-  const resolved: ResolvedRaftOptions = { ...RAFT_DEFAULTS, ...options };
-  const positive: (keyof typeof RAFT_DEFAULTS)[] = [
+  // An option given as `undefined` takes its default, as if it were absent.
+  const given = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined));
+  const resolved = { ...RAFT_DEFAULTS, ...given } as ResolvedRaftOptions;
+  const positive = [
     "electionTicks",
     "heartbeatTicks",
     "maxSizePerMsg",
@@ -53,18 +55,24 @@ export function resolveRaftOptions(options: RaftOptions): ResolvedRaftOptions {
     "maxCommittedSizePerReady",
     "snapshotChunkBytes",
     "maxInflightSnapshotChunks",
-  ];
+  ] as const;
   for (const key of positive) {
     const value = resolved[key];
-    if (!Number.isInteger(value) || value <= 0)
+    if (!Number.isSafeInteger(value) || value <= 0) {
       throw new RangeError(`raft option ${key} must be a positive integer, got ${value}`);
+    }
+  }
+  // 0 means unbounded for the byte limits; `applied` starts at 0.
+  for (const key of ["applied", "maxInflightBytes", "maxUncommittedEntriesBytes"] as const) {
+    const value = resolved[key];
+    if (!Number.isSafeInteger(value) || value < 0) {
+      throw new RangeError(`raft option ${key} must be a non-negative integer, got ${value}`);
+    }
   }
   if (resolved.heartbeatTicks >= resolved.electionTicks) {
     throw new RangeError("raft option heartbeatTicks must be smaller than electionTicks");
   }
-  if (!resolved.voters.includes(resolved.id))
-    throw new RangeError(`node ${resolved.id} is not among the voters`);
-  if (new Set(resolved.voters).size !== resolved.voters.length)
-    throw new RangeError("voters must be distinct");
+  if (!resolved.voters.includes(resolved.id)) throw new RangeError(`node ${resolved.id} is not among the voters`);
+  if (new Set(resolved.voters).size !== resolved.voters.length) throw new RangeError("voters must be distinct");
   return resolved;
 }

@@ -50,7 +50,11 @@ interface IncomingSnapshot {
   readonly totalBytes: number;
   readonly chunks: Uint8Array[];
   received: number;
+  /** Chunks that arrived ahead of a gap, by offset. */
+  readonly early: Map<number, Uint8Array>;
 }
+
+const MAX_EARLY_SNAPSHOT_CHUNKS = 16;
 
 type Distribute<T> = T extends Message ? Omit<T, "from" | "term"> & { term?: number } : never;
 type Outgoing = Distribute<Message>;
@@ -297,8 +301,15 @@ export class RaftNode {
       this.log.unstable.stableSnapTo(rd.snapshot.meta.index);
       this.log.applied = Math.max(this.log.applied, rd.snapshot.meta.index);
     }
-    const lastEntry = rd.entries[rd.entries.length - 1];
-    if (lastEntry) this.log.unstable.stableTo(lastEntry.index, lastEntry.term);
+    // Entries replaced while the Ready was being persisted stay unstable; the persisted prefix
+    // that still stands (same index and term, hence the same entry) does not.
+    for (let i = rd.entries.length - 1; i >= 0; i--) {
+      const e = rd.entries[i]!;
+      if (this.log.unstable.term(e.index) === e.term) {
+        this.log.unstable.stableTo(e.index, e.term);
+        break;
+      }
+    }
     const lastCommitted = rd.committedEntries[rd.committedEntries.length - 1];
     if (lastCommitted) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
   }
@@ -753,12 +764,13 @@ export class RaftNode {
 
   private handleHeartbeatResponse(m: HeartbeatResponseMessage, pr: Progress): void {
     pr.probeSent = false;
-    if (pr.state === "snapshot" && pr.transfer) {
-      // Chunks, or the follower's final answer, may have been lost: resend from the acknowledged
-      // offset. Past the end this is an empty chunk, which makes the follower say where it stands.
-      pr.transfer.sentOffset = pr.transfer.ackedOffset;
-      pr.transfer.started = false;
-      this.sendSnapshotChunks(m.from, pr);
+    const t = pr.transfer;
+    if (pr.state === "snapshot" && t) {
+      // No chunk was acknowledged for a whole heartbeat interval: chunks, or the follower's final
+      // answer, were lost. Resend from the acknowledged offset; past the end this is one empty
+      // chunk, which makes the follower say where it stands.
+      if (t.ackedOffset === t.ackedAtHeartbeat) this.rewindSnapshot(m.from, pr, t.ackedOffset);
+      t.ackedAtHeartbeat = t.ackedOffset;
     } else if (pr.match < this.log.lastIndex()) {
       // Appends or their answers were lost. Free a slot if the window is full and send even an
       // empty append: a follower missing entries rejects it, which restarts probing.
@@ -776,16 +788,25 @@ export class RaftNode {
     if (pr.state !== "snapshot" || !t) return;
     if (m.snapshotIndex !== t.snapshot.meta.index || m.snapshotTerm !== t.snapshot.meta.term) return;
     if (m.reject) {
-      // A chunk was lost or reordered, or the follower restarted: go back to what it holds.
-      t.ackedOffset = m.nextOffset;
-      t.sentOffset = m.nextOffset;
-      t.started = false;
-    } else if (m.nextOffset > t.ackedOffset) {
-      t.ackedOffset = m.nextOffset;
-    } else {
+      // The follower lost what it had received (it restarted). One rewind answers every rejection
+      // naming the same offset, so the chunks already in flight cannot each trigger another window.
+      if (m.nextOffset !== t.rewoundTo) this.rewindSnapshot(m.from, pr, m.nextOffset);
       return;
     }
+    if (m.nextOffset <= t.ackedOffset) return;
+    t.ackedOffset = m.nextOffset;
+    t.rewoundTo = null;
+    if (t.sentOffset < t.ackedOffset) t.sentOffset = t.ackedOffset;
     this.sendSnapshotChunks(m.from, pr);
+  }
+
+  private rewindSnapshot(to: NodeId, pr: Progress, offset: number): void {
+    const t = pr.transfer!;
+    t.ackedOffset = offset;
+    t.sentOffset = offset;
+    t.started = false;
+    t.rewoundTo = offset;
+    this.sendSnapshotChunks(to, pr);
   }
 
   private handleReadRequest(requestId: string, from: NodeId | null): void {
@@ -903,19 +924,9 @@ export class RaftNode {
   }
 
   private handleSnapshotChunk(m: SnapshotChunkMessage): void {
-    const respond = (nextOffset: number, reject = false): void =>
-      this.send({
-        type: "snapshot-chunk-response",
-        to: m.from,
-        snapshotIndex: m.meta.index,
-        snapshotTerm: m.meta.term,
-        nextOffset,
-        reject,
-      });
     if (m.meta.index <= this.log.committed) {
-      // We already hold everything the snapshot covers.
+      // We already hold everything the snapshot covers: tell the leader where we stand.
       this.incoming = null;
-      respond(m.totalBytes);
       this.send({
         type: "append-response",
         to: m.from,
@@ -926,33 +937,53 @@ export class RaftNode {
       });
       return;
     }
+    const respond = (nextOffset: number, reject: boolean): void =>
+      this.send({
+        type: "snapshot-chunk-response",
+        to: m.from,
+        snapshotIndex: m.meta.index,
+        snapshotTerm: m.meta.term,
+        nextOffset,
+        reject,
+      });
     let inc = this.incoming;
     if (!inc || inc.meta.index !== m.meta.index || inc.meta.term !== m.meta.term) {
       if (m.offset !== 0) {
         respond(0, true);
         return;
       }
-      inc = { meta: m.meta, totalBytes: m.totalBytes, chunks: [], received: 0 };
+      inc = { meta: m.meta, totalBytes: m.totalBytes, chunks: [], received: 0, early: new Map() };
       this.incoming = inc;
     }
-    if (m.offset !== inc.received) {
-      // A duplicate of a chunk we hold is only acknowledged; a gap asks for a resend.
-      respond(inc.received, m.offset > inc.received);
+    if (m.offset > inc.received) {
+      // A gap: keep a bounded number of early chunks so a resend from `received` completes quickly,
+      // and say where we stand (the leader's view may come from acknowledgements we lost in a restart).
+      if (inc.early.size < MAX_EARLY_SNAPSHOT_CHUNKS) inc.early.set(m.offset, m.data);
+      respond(inc.received, true);
       return;
     }
-    if (m.data.byteLength > 0) {
-      inc.chunks.push(m.data);
-      inc.received += m.data.byteLength;
+    if (m.offset === inc.received) {
+      let data: Uint8Array | undefined = m.data;
+      while (data !== undefined) {
+        if (data.byteLength > 0) {
+          inc.chunks.push(data);
+          inc.received += data.byteLength;
+        }
+        data = inc.early.get(inc.received);
+        inc.early.delete(inc.received);
+        if (data !== undefined && data.byteLength === 0) break;
+      }
     }
-    respond(inc.received);
+    respond(inc.received, false);
     if (inc.received < inc.totalBytes) return;
     this.incoming = null;
-    const data = concat(inc.chunks, inc.totalBytes);
-    this.restore({ meta: inc.meta, data });
+    this.restore({ meta: inc.meta, data: concat(inc.chunks, inc.totalBytes) });
+    // Only the committed prefix is known to match the leader: entries we kept after a fast-forward
+    // may come from a deposed leader and must not be acknowledged.
     this.send({
       type: "append-response",
       to: m.from,
-      index: this.log.lastIndex(),
+      index: this.log.committed,
       reject: false,
       rejectHint: 0,
       logTerm: 0,

@@ -18,9 +18,17 @@ export function combine(h: number, value: number): number {
   return finalize(Math.imul(h ^ 0x9e3779b9, 0x01000193) ^ value);
 }
 
+const NOOP_SEED = 0x6e6f6f70;
+const NORMAL_SEED = 0x6e726d6c;
+
 /** The identity of an entry's content; index and term are compared separately. */
 export function entryDigest(entry: Entry): number {
-  return hashBytes(entry.type === "noop" ? 0x6e6f6f70 : 0x6e726d6c, entry.data);
+  return hashBytes(entry.type === "noop" ? NOOP_SEED : NORMAL_SEED, entry.data);
+}
+
+/** The `entryDigest` a proposal of `data` will have once it is an entry. */
+export function commandDigest(data: Uint8Array): number {
+  return hashBytes(NORMAL_SEED, data);
 }
 
 /**

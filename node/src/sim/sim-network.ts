@@ -15,6 +15,11 @@ export interface NetworkFaults {
 
 export type SendOutcome = "queued" | "duplicated" | "dropped" | "cut";
 
+export interface LinkCut {
+  readonly from: NodeId;
+  readonly to: NodeId;
+}
+
 export interface Delivery {
   readonly message: Message;
   readonly at: number;
@@ -24,12 +29,13 @@ export interface Delivery {
 
 /**
  * The messages in flight between simulated nodes, each with its delivery time. A partition is a set
- * of cut directed links, so a one-way cut (A hears B, B does not hear A) is as easy as a full split.
- * A cut link loses what is sent on it and what is still on the wire when it is cut.
+ * of cut directed links, so a one-way cut (A hears B, B does not hear A) is as easy as isolating a
+ * node. A cut link loses what is sent on it and what is still on the wire when it is cut.
  */
 export class SimNetwork {
   private readonly slots = new Map<NodeId, number>();
-  private readonly cuts: boolean[];
+  /** Per directed link, how many partitions currently cut it. */
+  private readonly cuts: number[];
   private readonly inFlight = new EventQueue<Message>();
   private current: NetworkFaults;
 
@@ -38,13 +44,9 @@ export class SimNetwork {
     private readonly random: SeededRandom,
     faults: NetworkFaults,
   ) {
-    nodes.forEach((id, i) => this.slots.set(id, i));
-    this.cuts = new Array<boolean>(nodes.length * nodes.length).fill(false);
+    for (const [i, id] of nodes.entries()) this.slots.set(id, i);
+    this.cuts = new Array<number>(nodes.length * nodes.length).fill(0);
     this.current = faults;
-  }
-
-  get faults(): NetworkFaults {
-    return this.current;
   }
 
   setFaults(faults: NetworkFaults): void {
@@ -55,40 +57,36 @@ export class SimNetwork {
     return this.inFlight.size;
   }
 
-  cut(from: NodeId, to: NodeId): void {
-    this.cuts[this.link(from, to)] = true;
+  /** Cuts the link `from` -> `to`; returns the cuts made, for `restore`. */
+  cut(from: NodeId, to: NodeId): LinkCut[] {
+    this.cuts[this.link(from, to)]!++;
+    return [{ from, to }];
   }
 
   /** Cuts every link into and out of `node`. */
-  isolate(node: NodeId): void {
+  isolate(node: NodeId): LinkCut[] {
+    const made: LinkCut[] = [];
     for (const other of this.nodes) {
       if (other === node) continue;
-      this.cut(node, other);
-      this.cut(other, node);
+      made.push(...this.cut(node, other), ...this.cut(other, node));
     }
+    return made;
   }
 
-  /** Cuts every link between the two groups, both ways. */
-  split(left: readonly NodeId[], right: readonly NodeId[]): void {
-    for (const a of left) {
-      for (const b of right) {
-        this.cut(a, b);
-        this.cut(b, a);
-      }
+  /** Undoes cuts made earlier. A link cut by two overlapping partitions stays cut until both end. */
+  restore(cuts: readonly LinkCut[]): void {
+    for (const { from, to } of cuts) {
+      const i = this.link(from, to);
+      this.cuts[i] = Math.max(0, this.cuts[i]! - 1);
     }
   }
 
   heal(): void {
-    this.cuts.fill(false);
+    this.cuts.fill(0);
   }
 
   isCut(from: NodeId, to: NodeId): boolean {
-    return this.cuts[this.link(from, to)]!;
-  }
-
-  /** Whether any link is cut. */
-  get partitioned(): boolean {
-    return this.cuts.includes(true);
+    return this.cuts[this.link(from, to)]! > 0;
   }
 
   send(message: Message, now: number): SendOutcome {

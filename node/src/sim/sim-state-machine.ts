@@ -43,7 +43,9 @@ export class SimStateMachine {
     if (snapshot.meta.index === 0) return SimStateMachine.empty();
     const data = snapshot.data;
     if (data.byteLength !== SNAPSHOT_BYTES) {
-      throw new Error(`snapshot at ${snapshot.meta.index} holds ${data.byteLength} bytes, expected ${SNAPSHOT_BYTES}`);
+      throw new Error(
+        `snapshot at ${snapshot.meta.index} holds ${data.byteLength} bytes, expected ${SNAPSHOT_BYTES}`,
+      );
     }
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     const index = view.getUint32(0);
@@ -66,10 +68,6 @@ export class SimStateMachine {
   /** The chain digest of everything applied so far (see `chainDigest`). */
   get digest(): number {
     return this.chain;
-  }
-
-  get writes(): number {
-    return this.writeCount;
   }
 
   /** Applies the next entry; the caller has checked that `entry.index` is `applied + 1`. */

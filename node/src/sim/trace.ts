@@ -101,7 +101,7 @@ export function formatMessage(m: Message): string {
     case "snapshot-chunk":
       return `${head} snap=${m.meta.index}/${m.meta.term} bytes=${m.offset}+${m.data.byteLength}/${m.totalBytes}`;
     case "snapshot-chunk-response":
-      return `${head} snap=${m.snapshotIndex}/${m.snapshotTerm} next=${m.nextOffset}`;
+      return `${head} snap=${m.snapshotIndex}/${m.snapshotTerm} next=${m.nextOffset}${m.reject ? " REJECT" : ""}`;
     case "read-index":
       return `${head} req=${m.requestId}`;
     case "read-index-response":
@@ -113,7 +113,8 @@ export function formatMessage(m: Message): string {
 
 export function formatReady(rd: Ready): string {
   const parts: string[] = [];
-  if (rd.softState !== null) parts.push(`soft=${rd.softState.role}/t${rd.softState.term}/L=${rd.softState.leader ?? "-"}`);
+  if (rd.softState !== null)
+    parts.push(`soft=${rd.softState.role}/t${rd.softState.term}/L=${rd.softState.leader ?? "-"}`);
   if (rd.hardState !== null) {
     const hs = rd.hardState;
     parts.push(`hs=t${hs.term}/v=${hs.vote ?? "-"}/c${hs.commit}`);
@@ -122,7 +123,8 @@ export function formatReady(rd: Ready): string {
   if (rd.entries.length > 0) parts.push(`ents=${formatEntries(rd.entries)}`);
   if (rd.committedEntries.length > 0) parts.push(`apply=${formatEntries(rd.committedEntries)}`);
   if (rd.messages.length > 0) parts.push(`msgs=[${rd.messages.map((m) => `${m.type}->${m.to}`).join(",")}]`);
-  if (rd.readStates.length > 0) parts.push(`reads=[${rd.readStates.map((s) => `${s.requestId}@${s.index}`).join(",")}]`);
+  if (rd.readStates.length > 0)
+    parts.push(`reads=[${rd.readStates.map((s) => `${s.requestId}@${s.index}`).join(",")}]`);
   if (rd.readFailures.length > 0) {
     parts.push(`readFails=[${rd.readFailures.map((f) => `${f.requestId}:${f.reason}`).join(",")}]`);
   }

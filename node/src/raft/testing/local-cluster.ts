@@ -2,7 +2,7 @@ import { MemoryStorage } from "../memory-storage.js";
 import type { RaftOptions } from "../raft-config.js";
 import { RaftNode } from "../raft-node.js";
 import { SeededRandom } from "../seeded-random.js";
-import type { Entry, Message, NodeId, ReadFailure, ReadState } from "../types.js";
+import type { Entry, Message, NodeId, RandomSource, ReadFailure, ReadState, Ready } from "../types.js";
 
 export interface LocalMember {
   raft: RaftNode;
@@ -10,6 +10,16 @@ export interface LocalMember {
   applied: Entry[];
   readStates: ReadState[];
   readFailures: ReadFailure[];
+}
+
+/** Optional extension points of a LocalCluster. */
+export interface LocalClusterHooks {
+  /** Builds each core (also on restart); defaults to `new RaftNode(options)`. */
+  createNode?: (options: RaftOptions) => RaftNode;
+  /** Each node's randomness; defaults to `new SeededRandom(seed)`. */
+  random?: (id: NodeId, seed: number) => RandomSource;
+  /** Sees every Ready before the cluster persists it: `member.storage` still holds the previous state. */
+  onReady?: (id: NodeId, rd: Ready, member: LocalMember) => void;
 }
 
 /**
@@ -21,14 +31,22 @@ export class LocalCluster {
   readonly cut = new Set<string>();
   /** Every message delivered, in order, for assertions. */
   readonly delivered: Message[] = [];
+  /** Every message a node handed out in a Ready (delivered or not), in order. */
+  readonly sent: Message[] = [];
   /** Returning false drops the message. */
   filter: (m: Message) => boolean = () => true;
+  /**
+   * Optional network model applied to each round's batch before the filter: returns what to deliver
+   * now (in that order, duplicates allowed) and what to hold back until the next round.
+   */
+  network: ((batch: readonly Message[]) => { deliver: Message[]; hold: Message[] }) | null = null;
   private queue: Message[] = [];
 
   constructor(
     readonly ids: readonly NodeId[],
     readonly extra: Partial<RaftOptions> = {},
     seed = 1,
+    readonly hooks: LocalClusterHooks = {},
   ) {
     let s = seed;
     for (const id of ids) {
@@ -37,20 +55,16 @@ export class LocalCluster {
     }
   }
 
-  private build(
-    id: NodeId,
-    storage: MemoryStorage,
-    seed: number,
-    ctor: typeof RaftNode = RaftNode,
-  ): LocalMember {
-    const raft = new ctor({
+  private build(id: NodeId, storage: MemoryStorage, seed: number): LocalMember {
+    const options: RaftOptions = {
       id,
       voters: this.ids,
       storage,
-      random: new SeededRandom(seed),
+      random: this.hooks.random ? this.hooks.random(id, seed) : new SeededRandom(seed),
       applied: storage.snapshot().meta.index,
       ...this.extra,
-    });
+    };
+    const raft = this.hooks.createNode ? this.hooks.createNode(options) : new RaftNode(options);
     return { raft, storage, applied: [], readStates: [], readFailures: [] };
   }
 
@@ -82,15 +96,22 @@ export class LocalCluster {
     this.cut.clear();
   }
 
+  /** Messages handed out by the nodes and not yet delivered (or dropped). */
+  inFlight(): readonly Message[] {
+    return this.queue;
+  }
+
   /** Handles every Ready of one node; its messages join the queue. */
   process(id: NodeId): void {
     const m = this.member(id);
     while (m.raft.hasReady()) {
       const rd = m.raft.ready();
+      this.hooks.onReady?.(id, rd, m);
       if (rd.snapshot) m.storage.applySnapshot(rd.snapshot);
       m.storage.append(rd.entries);
       if (rd.hardState) m.storage.setHardState(rd.hardState);
       this.queue.push(...rd.messages);
+      this.sent.push(...rd.messages);
       if (rd.snapshot) m.applied = [];
       m.applied.push(...rd.committedEntries);
       m.readStates.push(...rd.readStates);
@@ -99,18 +120,32 @@ export class LocalCluster {
     }
   }
 
+  /**
+   * One round: every node handles its Readys, then every queued message is delivered (unless its
+   * link is cut or the filter drops it). Returns how many messages were taken off the queue.
+   */
+  deliverRound(): number {
+    for (const id of this.ids) this.process(id);
+    let batch = this.queue;
+    this.queue = [];
+    const taken = batch.length;
+    if (this.network) {
+      const { deliver, hold } = this.network(batch);
+      batch = deliver;
+      this.queue.push(...hold);
+    }
+    for (const msg of batch) {
+      if (this.cut.has(`${msg.from}->${msg.to}`) || !this.filter(msg)) continue;
+      this.delivered.push(msg);
+      this.member(msg.to).raft.step(msg);
+    }
+    return taken;
+  }
+
   /** Runs until no node has work and no message is in flight. */
   settle(maxRounds = 10_000): void {
     for (let round = 0; round < maxRounds; round++) {
-      for (const id of this.ids) this.process(id);
-      if (this.queue.length === 0) return;
-      const batch = this.queue;
-      this.queue = [];
-      for (const msg of batch) {
-        if (this.cut.has(`${msg.from}->${msg.to}`) || !this.filter(msg)) continue;
-        this.delivered.push(msg);
-        this.member(msg.to).raft.step(msg);
-      }
+      if (this.deliverRound() === 0) return;
     }
     throw new Error("cluster did not settle");
   }
@@ -119,12 +154,26 @@ export class LocalCluster {
     for (let i = 0; i < times; i++) this.node(id).tick();
   }
 
-  /** Ticks every node once per round, settling in between. */
-  tickAll(rounds: number): void {
+  /** Ticks every node (or only `only`) once per round, settling in between. */
+  tickAll(rounds: number, only: readonly NodeId[] = this.ids): void {
     for (let r = 0; r < rounds; r++) {
-      for (const id of this.ids) this.node(id).tick();
+      for (const id of only) this.node(id).tick();
       this.settle();
     }
+  }
+
+  /**
+   * Ticks `only` (every node by default) one round at a time, settling in between, until `done`
+   * holds; returns the rounds it took. Throws after `maxRounds`.
+   */
+  tickUntil(done: () => boolean, maxRounds = 1000, only: readonly NodeId[] = this.ids): number {
+    for (let r = 0; r <= maxRounds; r++) {
+      if (done()) return r;
+      if (r === maxRounds) break;
+      for (const id of only) this.node(id).tick();
+      this.settle();
+    }
+    throw new Error(`condition not reached within ${maxRounds} rounds`);
   }
 
   /** Makes `id` campaign and settles: it wins when it can. */

@@ -1,0 +1,129 @@
+import type { Lane } from "@keyload/contract";
+import { AdmissionRefusal } from "./admission-refusal.js";
+import type { CommandAdmissionLimits, CommandAdmissionProperty } from "./command-admission-options.js";
+import { CommandReservation } from "./command-reservation.js";
+import { retainedBytes, utf8ByteLength } from "./payload-accounting.js";
+import { VerifiedScopes } from "./verified-scopes.js";
+
+interface LaneLimit {
+  readonly property: CommandAdmissionProperty;
+  readonly value: number;
+}
+
+function limit(limits: CommandAdmissionLimits, property: CommandAdmissionProperty): LaneLimit {
+  return { property, value: limits[property] };
+}
+
+export interface CommandLaneUsage {
+  readonly commands: number;
+  readonly retainedBytes: number;
+  readonly queued: number;
+  readonly active: number;
+}
+
+/** The counters of one command lane; CommandAdmissionGovernor owns one per lane. */
+export class CommandLane {
+  readonly scopes = new VerifiedScopes();
+  private queued = 0;
+  private active = 0;
+  private retainedBytes = 0;
+  private readonly maxCommands: LaneLimit;
+  private readonly maxRetainedBytes: LaneLimit;
+  private readonly maxPerTenant: LaneLimit;
+  private readonly maxPerPrincipal: LaneLimit;
+  /** Only the control lane caps a single payload. */
+  private readonly maxPayloadBytes: LaneLimit | undefined;
+
+  constructor(
+    readonly lane: Lane,
+    limits: CommandAdmissionLimits,
+  ) {
+    if (lane === "control") {
+      this.maxCommands = limit(limits, "ControlMaxCommands");
+      this.maxRetainedBytes = limit(limits, "ControlMaxRetainedBytes");
+      this.maxPerTenant = limit(limits, "ControlMaxCommandsPerTenant");
+      this.maxPerPrincipal = limit(limits, "ControlMaxCommandsPerPrincipal");
+      this.maxPayloadBytes = limit(limits, "ControlMaxPayloadBytes");
+    } else {
+      this.maxCommands = limit(limits, "MaxCommands");
+      this.maxRetainedBytes = limit(limits, "MaxRetainedBytes");
+      this.maxPerTenant = limit(limits, "MaxCommandsPerTenant");
+      this.maxPerPrincipal = limit(limits, "MaxCommandsPerPrincipal");
+      this.maxPayloadBytes = undefined;
+    }
+  }
+
+  /** Checks in the contract's order: payload size (control), count, bytes, tenant, principal. */
+  tryAdmit(tenantId: string, principalId: string, payload: string): CommandReservation | AdmissionRefusal {
+    const cap = this.maxPayloadBytes;
+    // Measured only once needed on the data lane, so a full lane refuses a large payload without reading it.
+    let utf8Bytes = -1;
+    if (cap !== undefined) {
+      utf8Bytes = utf8ByteLength(payload);
+      if (utf8Bytes > cap.value) return this.refuse("ControlPayloadTooLarge", cap, utf8Bytes, 0);
+    }
+    const commands = this.queued + this.active;
+    if (commands >= this.maxCommands.value) return this.refuse("CommandCount", this.maxCommands, 1, commands);
+    const bytes = retainedBytes(payload, utf8Bytes < 0 ? utf8ByteLength(payload) : utf8Bytes);
+    if (this.retainedBytes + bytes > this.maxRetainedBytes.value)
+      return this.refuse("CommandBytes", this.maxRetainedBytes, bytes, this.retainedBytes);
+    const scope = this.scopes.tryAcquire(
+      tenantId,
+      principalId,
+      this.maxPerTenant.value,
+      this.maxPerPrincipal.value,
+    );
+    if (scope === "tenant")
+      return this.refuse("TenantCommands", this.maxPerTenant, 1, this.scopes.tenantCount(tenantId));
+    if (scope === "principal")
+      return this.refuse(
+        "PrincipalCommands",
+        this.maxPerPrincipal,
+        1,
+        this.scopes.principalCount(tenantId, principalId),
+      );
+    this.queued++;
+    this.retainedBytes += bytes;
+    return new CommandReservation(this, scope, bytes);
+  }
+
+  /** Called by a reservation moving from queued to active. */
+  activate(): void {
+    this.queued--;
+    this.active++;
+  }
+
+  /** Called by a reservation on its one release. */
+  release(reservation: CommandReservation, wasActive: boolean): void {
+    if (wasActive) this.active--;
+    else this.queued--;
+    this.retainedBytes -= reservation.retainedBytes;
+    this.scopes.release(reservation.scope);
+  }
+
+  usage(): CommandLaneUsage {
+    return {
+      commands: this.queued + this.active,
+      retainedBytes: this.retainedBytes,
+      queued: this.queued,
+      active: this.active,
+    };
+  }
+
+  private refuse(
+    reason: AdmissionRefusal["reason"],
+    refusedBy: LaneLimit,
+    requested: number,
+    inUse: number,
+  ): AdmissionRefusal {
+    return new AdmissionRefusal(
+      reason,
+      "command",
+      this.lane,
+      refusedBy.property,
+      refusedBy.value,
+      requested,
+      inUse,
+    );
+  }
+}

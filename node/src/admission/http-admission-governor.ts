@@ -1,0 +1,95 @@
+import type { Lane } from "@keyload/contract";
+import type { AdmissionRefusal } from "./admission-refusal.js";
+import {
+  type HttpAdmissionLimits,
+  type HttpAdmissionLimitsView,
+  type HttpAdmissionOptions,
+  httpAdmissionLimitsView,
+  resolveHttpAdmissionOptions,
+} from "./http-admission-options.js";
+import { HttpPool, type HttpPoolUsage, type HttpRequestKind } from "./http-pool.js";
+import type { HttpReservation } from "./http-reservation.js";
+
+export interface HttpAdmissionRequest {
+  /** `heavy` and `data` requests spend the data pool, `control` requests the control pool. */
+  readonly kind: HttpRequestKind;
+  /** The declared Content-Length; undefined when the length is unknown (chunked). */
+  readonly declaredLength?: number | undefined;
+  /** The route's body cap; the pool's `MaxDataBodyBytes` or `MaxControlBodyBytes` when absent, never more. */
+  readonly bodyCap?: number | undefined;
+}
+
+export interface HttpScopeStatus {
+  readonly pool: Lane;
+  readonly tenantId: string;
+  readonly principalId: string;
+  readonly tenantRequests: number;
+  readonly principalRequests: number;
+}
+
+/** `httpAdmission` of the admission status (contract section 7). */
+export interface HttpAdmissionStatus {
+  readonly limits: HttpAdmissionLimitsView;
+  readonly data: HttpPoolUsage;
+  readonly control: HttpPoolUsage;
+  readonly ingress: { readonly data: number; readonly control: number };
+  readonly verifiedScopes: HttpScopeStatus[];
+}
+
+/**
+ * Bounds a voter's public HTTP requests in flight: slots and modeled bytes per pool, then per tenant
+ * and per verified principal once the key is known. Native Raft, peer forwarding and health routes do
+ * not come here.
+ */
+export class HttpAdmissionGovernor {
+  readonly limits: HttpAdmissionLimits;
+  private readonly data: HttpPool;
+  private readonly control: HttpPool;
+
+  constructor(options?: HttpAdmissionOptions) {
+    this.limits = resolveHttpAdmissionOptions(options);
+    this.data = new HttpPool("data", this.limits);
+    this.control = new HttpPool("control", this.limits);
+  }
+
+  /**
+   * Reserves a slot before credentials are verified, a quorum read runs or JSON is parsed, under the
+   * pool's synthetic ingress scope. A declared length over the route's cap is refused here, before any
+   * body byte is read. The reservation lasts until the response is written: dispose it then.
+   */
+  reserve(request: HttpAdmissionRequest): HttpReservation | AdmissionRefusal {
+    const pool = request.kind === "control" ? this.control : this.data;
+    return pool.reserve(request.kind, request.declaredLength, request.bodyCap);
+  }
+
+  usage(pool: Lane): HttpPoolUsage {
+    return (pool === "control" ? this.control : this.data).usage();
+  }
+
+  /** Requests of the pool that hold a slot but are not bound to a verified principal yet. */
+  ingress(pool: Lane): number {
+    return (pool === "control" ? this.control : this.data).ingress;
+  }
+
+  status(): HttpAdmissionStatus {
+    const verifiedScopes: HttpScopeStatus[] = [];
+    for (const pool of [this.data, this.control]) {
+      for (const scope of pool.scopes.entries()) {
+        verifiedScopes.push({
+          pool: pool.pool,
+          tenantId: scope.tenantId,
+          principalId: scope.principalId,
+          tenantRequests: scope.tenantCount,
+          principalRequests: scope.principalCount,
+        });
+      }
+    }
+    return {
+      limits: httpAdmissionLimitsView(this.limits),
+      data: this.data.usage(),
+      control: this.control.usage(),
+      ingress: { data: this.data.ingress, control: this.control.ingress },
+      verifiedScopes,
+    };
+  }
+}

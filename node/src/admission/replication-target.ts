@@ -1,0 +1,21 @@
+import type { KeyLoadError } from "@keyload/contract";
+
+/** What became of one command: its result, or the typed error its caller answers with. */
+export type CommandOutcome<R> =
+  | { readonly ok: true; readonly value: R }
+  | { readonly ok: false; readonly error: KeyLoadError };
+
+/**
+ * Where the apply worker hands each unit: the leader replicates it through Raft and applies it, a
+ * follower forwards it to the leader. This is the worker's only dependency on the rest of the voter.
+ */
+export interface ReplicationTarget<C, R> {
+  /**
+   * Replicates or forwards `batch` as one unit and resolves with one outcome per command, in the same
+   * order. A rejection applies to every command of the unit: a KeyLoadError as it is (for instance an
+   * explicit leader admission rejection, or Unavailable when nothing was submitted), anything else as
+   * UnknownWriteOutcome. `signal` aborts when the replication deadline passes; the worker has then
+   * already answered the unit with UnknownWriteOutcome and the target should stop waiting.
+   */
+  replicate(batch: readonly C[], signal: AbortSignal): Promise<readonly CommandOutcome<R>[]>;
+}

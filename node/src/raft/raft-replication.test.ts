@@ -1,0 +1,359 @@
+import { describe, expect, it } from "vitest";
+import { entrySize } from "./log-storage.js";
+import {
+  append,
+  appendResponse,
+  entriesWithTerms,
+  entry,
+  heartbeat,
+  ofType,
+  Solo,
+  soloLeader,
+  storageWithLog,
+} from "./testing/helpers.js";
+import { checkLogMatching, InvariantChecker } from "./testing/invariants.js";
+import { LocalCluster, text } from "./testing/local-cluster.js";
+import type { AppendMessage, Message } from "./types.js";
+
+const VOTERS = ["a", "b", "c"];
+
+/** Follower "a" of leader "b" at `term`, holding entries with the given terms. */
+function follower(terms: number[], term: number, commit = 0): Solo {
+  return new Solo({ storage: storageWithLog(VOTERS, terms, { term, commit }) });
+}
+
+const appendsTo = (ms: readonly Message[], to: string, withEntries = true): AppendMessage[] =>
+  ms.filter(
+    (m): m is AppendMessage => m.type === "append" && m.to === to && (!withEntries || m.entries.length > 0),
+  );
+
+const payload = (n: number): Uint8Array => new Uint8Array(n).fill(7);
+
+describe("AppendEntries on the follower", () => {
+  it("rejects when the follower lacks the previous entry, with a hint, leaving the log alone", () => {
+    const s = follower([1, 1], 1);
+    const h = s.step(append("b", "a", 1, 3, 1, [entry(4, 1)], 0));
+    expect(ofType(h.messages, "append-response")).toEqual([
+      {
+        type: "append-response",
+        from: "a",
+        to: "b",
+        term: 1,
+        index: 3,
+        reject: true,
+        rejectHint: 2,
+        logTerm: 1,
+      },
+    ]);
+    expect(s.terms()).toEqual([1, 1]);
+    expect(h.entries).toEqual([]);
+  });
+
+  it("rejects when the previous entry's term differs", () => {
+    const s = follower([1, 1, 1], 2);
+    const h = s.step(append("b", "a", 2, 3, 2, [entry(4, 2)], 0));
+    expect(ofType(h.messages, "append-response")).toMatchObject([
+      { reject: true, index: 3, rejectHint: 3, logTerm: 1 },
+    ]);
+    expect(s.terms()).toEqual([1, 1, 1]);
+  });
+
+  it("accepts after a match and acknowledges the last new index", () => {
+    const s = follower([1, 1], 1);
+    const h = s.step(append("b", "a", 1, 2, 1, entriesWithTerms([1, 1], 3), 0));
+    expect(ofType(h.messages, "append-response")).toMatchObject([{ reject: false, index: 4 }]);
+    expect(h.entries.map((e) => e.index)).toEqual([3, 4]);
+    expect(s.terms()).toEqual([1, 1, 1, 1]);
+  });
+
+  it("truncates a conflicting suffix and replaces it", () => {
+    const s = follower([1, 1, 2, 2, 2], 3);
+    const h = s.step(append("b", "a", 3, 2, 1, [entry(3, 3, "new")], 0));
+    expect(ofType(h.messages, "append-response")).toMatchObject([{ reject: false, index: 3 }]);
+    expect(h.entries.map((e) => `${e.index}@${e.term}`)).toEqual(["3@3"]);
+    expect(s.terms()).toEqual([1, 1, 3]);
+  });
+
+  it("keeps entries after the new ones when nothing conflicts", () => {
+    const s = follower([1, 1, 2, 2], 2);
+    const h = s.step(append("b", "a", 2, 1, 1, [entry(2, 1, "e2")], 0));
+    expect(ofType(h.messages, "append-response")).toMatchObject([{ reject: false, index: 2 }]);
+    expect(h.entries).toEqual([]);
+    expect(s.terms()).toEqual([1, 1, 2, 2]);
+  });
+
+  it("never truncates committed entries: an append behind the commit is answered with the commit", () => {
+    const s = follower([1, 1, 2, 2], 3, 3);
+    const h = s.step(append("b", "a", 3, 1, 1, entriesWithTerms([3, 3], 2), 3));
+    expect(ofType(h.messages, "append-response")).toMatchObject([{ reject: false, index: 3 }]);
+    expect(s.terms()).toEqual([1, 1, 2, 2]);
+    expect(s.node.status().commit).toBe(3);
+  });
+
+  it("commits min(leader commit, last new entry), never an unverified entry of its own", () => {
+    // The follower holds entries 2..3 from an old term the leader may not have.
+    const s = follower([1, 1, 1], 2);
+    s.step(append("b", "a", 2, 0, 0, [entry(1, 1, "e1")], 3));
+    expect(s.node.status().commit).toBe(1);
+    s.step(append("b", "a", 2, 1, 1, [entry(2, 1, "e2")], 1));
+    expect(s.node.status().commit).toBe(1);
+    s.step(append("b", "a", 2, 2, 1, [entry(3, 1, "e3")], 3));
+    expect(s.node.status().commit).toBe(3);
+    // A later, lower leader commit does not move it back.
+    s.step(append("b", "a", 2, 3, 1, [], 2));
+    expect(s.node.status().commit).toBe(3);
+  });
+
+  it("hands out newly committed entries in order", () => {
+    const s = follower([], 1);
+    const h = s.step(append("b", "a", 1, 0, 0, entriesWithTerms([1, 1, 1]), 2));
+    expect(h.committed.map((e) => e.index)).toEqual([1, 2]);
+    const h2 = s.step(heartbeat("b", "a", 1, 3));
+    expect(h2.committed.map((e) => e.index)).toEqual([3]);
+  });
+
+  it("a heartbeat commits no further than the follower's log", () => {
+    const s = follower([1, 1], 1);
+    s.step(heartbeat("b", "a", 1, 9));
+    expect(s.node.status().commit).toBe(2);
+  });
+});
+
+describe("replication from the leader", () => {
+  it("replicates and applies proposals on every node in order", () => {
+    const checker = new InvariantChecker();
+    const c = new LocalCluster(VOTERS, {}, 1, { onReady: checker.hook });
+    c.elect("a");
+    for (let i = 0; i < 20; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    c.tickAll(1);
+    const expected = Array.from({ length: 20 }, (_, i) => `v${i}`);
+    for (const id of VOTERS) expect(c.appliedData(id)).toEqual(expected);
+    checkLogMatching(c);
+  });
+
+  it("heartbeats never tell a follower to commit past what it is known to hold", () => {
+    const c = new LocalCluster(VOTERS);
+    c.elect("a");
+    c.filter = (m) => !(m.type === "append" && m.to === "c");
+    for (let i = 0; i < 3; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    expect(c.node("a").status().commit).toBe(4);
+    const before = c.delivered.length;
+    c.tickAll(1);
+    const hb = c.delivered.slice(before).filter((m) => m.type === "heartbeat" && m.to === "c");
+    expect(hb.length).toBeGreaterThan(0);
+    for (const m of hb) expect((m as { commit: number }).commit).toBeLessThanOrEqual(1);
+    expect(c.node("b").status().commit).toBe(4);
+  });
+
+  it("batches a backlog into messages of at most maxSizePerMsg (one oversized entry alone)", () => {
+    const maxSizePerMsg = 250;
+    const c = new LocalCluster(VOTERS, { maxSizePerMsg });
+    c.elect("a");
+    c.isolate("c");
+    for (let i = 0; i < 10; i++) c.node("a").propose(payload(76)); // 100 bytes each
+    c.node("a").propose(payload(600)); // larger than a message on its own
+    for (let i = 0; i < 3; i++) c.node("a").propose(payload(76));
+    c.settle();
+    c.heal();
+    const before = c.delivered.length;
+    c.tickAll(5);
+    const sent = appendsTo(c.delivered.slice(before), "c");
+    const total = sent.reduce((n, m) => n + m.entries.length, 0);
+    expect(total).toBe(14);
+    for (const m of sent) {
+      const size = m.entries.reduce((n, e) => n + entrySize(e), 0);
+      if (m.entries.length > 1) expect(size).toBeLessThanOrEqual(maxSizePerMsg);
+    }
+    expect(sent.some((m) => m.entries.length === 2)).toBe(true);
+    expect(sent.some((m) => m.entries.length === 1 && m.entries[0]!.data.byteLength === 600)).toBe(true);
+    expect(c.node("c").status().lastIndex).toBe(c.node("a").status().lastIndex);
+  });
+
+  it("pipelines at most maxInflightMsgs appends to a follower that does not answer", () => {
+    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 3, maxInflightBytes: 0 });
+    c.elect("a");
+    expect(c.node("a").status().progress.c!.state).toBe("replicate");
+    c.filter = (m) => m.from !== "c";
+    const before = c.sent.length;
+    for (let i = 0; i < 10; i++) {
+      c.node("a").propose(text(`v${i}`));
+      c.settle();
+    }
+    expect(appendsTo(c.sent.slice(before), "c").length).toBe(3);
+    // b answers, so the proposals commit regardless.
+    expect(c.node("a").status().commit).toBe(11);
+
+    c.filter = () => true;
+    c.tickAll(5);
+    expect(c.node("c").status().lastIndex).toBe(11);
+    expect(c.node("c").status().commit).toBe(11);
+  });
+
+  it("pipelines at most maxInflightBytes of entries to a follower that does not answer", () => {
+    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 100, maxInflightBytes: 250 });
+    c.elect("a");
+    c.filter = (m) => m.from !== "c";
+    const before = c.sent.length;
+    for (let i = 0; i < 10; i++) {
+      c.node("a").propose(payload(76)); // 100 bytes
+      c.settle();
+    }
+    // 100 and 200 bytes are under the budget; the third message reaches it.
+    expect(appendsTo(c.sent.slice(before), "c").length).toBe(3);
+    c.filter = () => true;
+    c.tickAll(5);
+    expect(c.node("c").status().lastIndex).toBe(11);
+  });
+
+  it("an acknowledgement frees the window: with answers, everything flows", () => {
+    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 2 });
+    c.elect("a");
+    for (let i = 0; i < 30; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    for (const id of VOTERS) expect(c.node(id).status().lastIndex).toBe(31);
+    expect(c.node("a").status().commit).toBe(31);
+  });
+
+  it("probe state sends one append at a time until the follower answers", () => {
+    const c = new LocalCluster(VOTERS);
+    // c never answers appends: a never learns where c's log stands.
+    c.filter = (m) => !(m.from === "c" && m.type === "append-response");
+    c.elect("a");
+    expect(c.node("a").status().progress.c!.state).toBe("probe");
+    for (let i = 0; i < 5; i++) {
+      c.node("a").propose(text(`v${i}`));
+      c.settle();
+    }
+    expect(appendsTo(c.sent, "c", false).length).toBe(1);
+    // Each heartbeat answer allows exactly one more probe.
+    c.tickAll(3);
+    expect(appendsTo(c.sent, "c", false).length).toBe(4);
+    c.filter = () => true;
+    c.tickAll(1);
+    expect(c.node("a").status().progress.c!.state).toBe("replicate");
+    expect(c.node("c").status().lastIndex).toBe(6);
+  });
+
+  it("appends lost in flight are resent after a heartbeat, without new proposals", () => {
+    const c = new LocalCluster(VOTERS);
+    c.elect("a");
+    c.filter = (m) => !(m.type === "append" && m.to === "c");
+    for (let i = 0; i < 3; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    expect(c.node("c").status().lastIndex).toBe(1);
+    c.filter = () => true;
+    c.tickAll(3);
+    expect(c.node("c").status().lastIndex).toBe(4);
+    expect(c.appliedData("c")).toEqual(["v0", "v1", "v2"]);
+  });
+
+  it("a follower whose whole inflight window was lost during a partition catches up after it heals", () => {
+    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 2 });
+    c.elect("a");
+    c.isolate("c");
+    for (let i = 0; i < 8; i++) {
+      c.node("a").propose(text(`v${i}`));
+      c.settle();
+    }
+    c.heal();
+    c.tickAll(5);
+    expect(c.node("c").status().lastIndex).toBe(9);
+    expect(c.appliedData("c")).toHaveLength(8);
+    c.node("a").propose(text("after"));
+    c.settle();
+    c.tickAll(1);
+    expect(c.appliedData("c").at(-1)).toBe("after");
+  });
+
+  it("stale or duplicated answers never move the leader's view of a follower backwards", () => {
+    const s = soloLeader();
+    s.node.proposeBatch([text("x"), text("y"), text("z")]);
+    s.flush();
+    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 1, next: 5 });
+    s.step(appendResponse("b", "a", 1, 4));
+    expect(s.node.status()).toMatchObject({ commit: 4 });
+    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 4, next: 5 });
+    // A late acknowledgement and a late rejection of entries already acknowledged.
+    const h = s.step(appendResponse("b", "a", 1, 2), appendResponse("b", "a", 1, 3, true, 1, 1));
+    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 4, next: 5 });
+    expect(ofType(h.messages, "append")).toEqual([]);
+    expect(s.node.status().commit).toBe(4);
+  });
+
+  it("a probing leader ignores a rejection of anything but its last probe", () => {
+    // Leader of term 2 over a term-1 log of two entries; c has never answered.
+    const s = soloLeader({ storage: storageWithLog(VOTERS, [1, 1], { term: 1, commit: 2 }), applied: 2 });
+    expect(s.node.status()).toMatchObject({ term: 2, lastIndex: 3 });
+    expect(s.node.status().progress.c).toMatchObject({ state: "probe", next: 3 });
+    const stale = s.step(appendResponse("c", "a", 2, 7, true, 1, 1));
+    expect(ofType(stale.messages, "append")).toEqual([]);
+    expect(s.node.status().progress.c).toMatchObject({ state: "probe", next: 3 });
+    const fresh = s.step(appendResponse("c", "a", 2, 2, true, 1, 1));
+    expect(ofType(fresh.messages, "append")).toMatchObject([{ to: "c", index: 1, logTerm: 1 }]);
+    expect(s.node.status().progress.c).toMatchObject({ state: "probe", next: 2 });
+  });
+
+  it("fast backtracking: a long divergent tail is repaired in a few round trips", () => {
+    const ids = ["a", "b", "c", "d", "e"];
+    const checker = new InvariantChecker();
+    const c = new LocalCluster(ids, {}, 1, { onReady: checker.hook });
+    c.elect("a");
+    // a, cut off, keeps accepting proposals it can never commit: 100 divergent entries.
+    c.isolate("a");
+    for (let i = 0; i < 100; i++) c.node("a").propose(text(`lost${i}`));
+    c.settle();
+    const rest = ["b", "c", "d", "e"];
+    c.tickUntil(() => rest.some((id) => c.node(id).status().role === "leader"), 300, rest);
+    const l1 = rest.find((id) => c.node(id).status().role === "leader")!;
+    for (let i = 0; i < 150; i++) c.node(l1).propose(text(`kept${i}`));
+    c.settle();
+    // l1 crashes; the three others elect a leader with the long log.
+    c.isolate(l1);
+    const three = rest.filter((id) => id !== l1);
+    c.tickUntil(() => three.some((id) => c.node(id).status().role === "leader"), 300, three);
+    const l2 = three.find((id) => c.node(id).status().role === "leader")!;
+    expect(c.node("a").status().lastIndex).toBe(101);
+    expect(c.node(l2).status().lastIndex).toBeGreaterThan(150);
+
+    c.heal();
+    c.isolate(l1);
+    const before = c.delivered.length;
+    const live = ids.filter((id) => id !== l1);
+    c.tickUntil(() => c.node("a").status().commit === c.node(l2).status().commit, 50, live);
+    const rejections = c.delivered
+      .slice(before)
+      .filter((m) => m.type === "append-response" && m.from === "a" && m.reject);
+    expect(rejections.length).toBeGreaterThanOrEqual(1);
+    expect(rejections.length).toBeLessThanOrEqual(3);
+    expect(c.appliedData("a").filter((d) => d.startsWith("lost"))).toEqual([]);
+    expect(c.appliedData("a").filter((d) => d.startsWith("kept"))).toHaveLength(150);
+    checkLogMatching(c);
+  });
+
+  it("fast backtracking across several divergent terms", () => {
+    // Follower: many short terms the leader never had; leader: one long term.
+    const followerTerms = [1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6];
+    const leaderTerms = [1, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7];
+    const s = new Solo({ storage: storageWithLog(VOTERS, followerTerms, { term: 6, commit: 1 }) });
+    const leaderLog = entriesWithTerms(leaderTerms);
+    // The leader probes after its last entry; count the round trips a hint-following leader needs.
+    let prev = leaderTerms.length;
+    let trips = 0;
+    for (;;) {
+      trips++;
+      const logTerm = prev === 0 ? 0 : leaderTerms[prev - 1]!;
+      const h = s.step(append("b", "a", 8, prev, logTerm, leaderLog.slice(prev), 1));
+      const r = ofType(h.messages, "append-response")[0]!;
+      if (!r.reject) break;
+      // Leader side of the hint: the last index of its own log with term <= the follower's hint term.
+      let i = Math.min(r.rejectHint, leaderTerms.length);
+      while (i > 0 && leaderTerms[i - 1]! > r.logTerm) i--;
+      prev = i;
+      expect(trips).toBeLessThan(5);
+    }
+    expect(trips).toBeLessThanOrEqual(2);
+    expect(s.terms()).toEqual(leaderTerms);
+  });
+});

@@ -1,0 +1,95 @@
+/**
+ * Soak runner: `pnpm --filter @keyload/node sim -- --seeds 100000 [--from S] [--steps 1000]
+ * [--profile default|figure-eight]`, or `--seed S --trace` to replay one seed with its whole trace.
+ * Exits 1 when any seed fails.
+ */
+import { parseArgs } from "node:util";
+import { PROFILES } from "./fault-profile.js";
+import { runSeeds } from "./run-seeds.js";
+import { runSeed, type SimOptions } from "./simulator.js";
+
+const PROGRESS_EVERY_MS = 5000;
+
+function main(): number {
+  const { values } = parseArgs({
+    // pnpm passes the `--` separating its own options through; it is not ours.
+    args: process.argv.slice(2).filter((arg) => arg !== "--"),
+    options: {
+      seeds: { type: "string", default: "1000" },
+      from: { type: "string", default: "0" },
+      steps: { type: "string", default: "1000" },
+      seed: { type: "string" },
+      trace: { type: "boolean", default: false },
+      profile: { type: "string", default: "default" },
+      help: { type: "boolean", short: "h", default: false },
+    },
+    strict: true,
+  });
+  if (values.help) {
+    console.log(
+      "usage: sim [--seeds N] [--from S] [--steps N] [--profile NAME] | sim --seed S [--trace] [--steps N]",
+    );
+    console.log(`profiles: ${Object.keys(PROFILES).join(", ")}`);
+    return 0;
+  }
+  const profile = PROFILES[values.profile];
+  if (profile === undefined)
+    throw new Error(`unknown profile ${values.profile}; try ${Object.keys(PROFILES).join(", ")}`);
+  const options: SimOptions = { steps: integer("steps", values.steps), profile };
+
+  if (values.seed !== undefined) return replay(integer("seed", values.seed), options, values.trace);
+  return soak(integer("from", values.from), integer("seeds", values.seeds), options);
+}
+
+function replay(seed: number, options: SimOptions, trace: boolean): number {
+  const result = runSeed(seed, trace ? { ...options, traceCapacity: Number.POSITIVE_INFINITY } : options);
+  if (trace) console.log(result.trace.format());
+  console.log(JSON.stringify(result.stats, null, 2));
+  if (result.violation !== undefined) {
+    // The trace was printed in full above; repeat only the verdict.
+    console.log(trace ? result.violation.message.split("\n")[0] : result.violation.message);
+    return 1;
+  }
+  console.log(`seed ${seed}: ok after ${result.steps} steps`);
+  return 0;
+}
+
+function soak(from: number, count: number, options: SimOptions): number {
+  const started = performance.now();
+  let lastReport = started;
+  let done = 0;
+  let failed = 0;
+  const summary = runSeeds({ from, count }, options, (result) => {
+    done++;
+    if (result.violation !== undefined) {
+      failed++;
+      // The first failure gets its trace; later ones a line each, replayable with --seed S --trace.
+      console.log(failed === 1 ? result.violation.message : result.violation.message.split("\n")[0]);
+    }
+    const now = performance.now();
+    if (now - lastReport >= PROGRESS_EVERY_MS) {
+      lastReport = now;
+      const rate = (done / (now - started)) * 1000;
+      console.log(`${done}/${count} seeds, ${rate.toFixed(0)} seeds/s, ${failed} failed`);
+    }
+  });
+  const elapsed = (performance.now() - started) / 1000;
+  console.log(
+    `${count} seeds from ${from} (${summary.steps} steps) in ${elapsed.toFixed(1)} s: ` +
+      `${(count / elapsed).toFixed(0)} seeds/s, ${((elapsed * 1e6) / summary.steps).toFixed(1)} µs/step, ` +
+      `${summary.failures.length} failed`,
+  );
+  if (summary.failures.length === 0) return 0;
+  const seeds = summary.failures.map((f) => `${f.seed} (${f.violation?.invariant})`);
+  console.log(`failing seeds: ${seeds.join(", ")}`);
+  return 1;
+}
+
+function integer(name: string, raw: string): number {
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new Error(`--${name} must be a non-negative integer, got ${raw}`);
+  return value;
+}
+
+process.exitCode = main();

@@ -1,0 +1,35 @@
+export { EventQueue } from "./event-queue.js";
+export {
+  type BurstLevels,
+  type ClientMix,
+  DEFAULT_PROFILE,
+  type FaultMix,
+  type FaultProfile,
+  FIGURE_EIGHT_PROFILE,
+  PROFILES,
+  type RaftTuning,
+  type RaftVariants,
+  type Range,
+  tuningFor,
+} from "./fault-profile.js";
+export { type InvariantName, InvariantViolation, SAFETY_INVARIANTS, SafetyChecker } from "./invariants.js";
+export { formatFailures, runSeeds, type SeedRange, type SeedsSummary } from "./run-seeds.js";
+export { type DiskFaults, type DiskWrite, SimDisk } from "./sim-disk.js";
+export {
+  type Delivery,
+  type LinkCut,
+  type NetworkFaults,
+  type SendOutcome,
+  SimNetwork,
+} from "./sim-network.js";
+export { encodeCommand, SimStateMachine } from "./sim-state-machine.js";
+export {
+  NODE_IDS,
+  runSeed,
+  type SimOptions,
+  type SimResult,
+  type SimStats,
+  SimulationFailure,
+  Simulator,
+} from "./simulator.js";
+export { Trace } from "./trace.js";
