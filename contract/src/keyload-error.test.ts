@@ -1,13 +1,24 @@
 import { describe, expect, it } from "vitest";
 import { ERROR_CODES, ERROR_STATUS } from "./error-codes.js";
-import { CommandIdConflictError, KeyLoadError, ResourceExhaustedError, UnknownWriteOutcomeError } from "./keyload-error.js";
+import {
+  CommandIdConflictError,
+  KeyLoadError,
+  ResourceExhaustedError,
+  UnknownWriteOutcomeError,
+} from "./keyload-error.js";
 
 describe("KeyLoadError", () => {
   it("renders the contract's error body, without absent optional fields", () => {
-    const err = new CommandIdConflictError("command c1 was committed with another body", { reason: "DigestMismatch" });
+    const err = new CommandIdConflictError("command c1 was committed with another body", {
+      reason: "DigestMismatch",
+    });
     expect(err.status).toBe(409);
     expect(err.toBody()).toEqual({
-      error: { code: "CommandIdConflict", reason: "DigestMismatch", message: "command c1 was committed with another body" },
+      error: {
+        code: "CommandIdConflict",
+        reason: "DigestMismatch",
+        message: "command c1 was committed with another body",
+      },
     });
   });
 
@@ -15,13 +26,23 @@ describe("KeyLoadError", () => {
     const err = new UnknownWriteOutcomeError("replication deadline passed");
     const bound = err.withCommandId("cmd-1");
     expect(bound).toBeInstanceOf(UnknownWriteOutcomeError);
-    expect(bound.toBody().error).toMatchObject({ code: "UnknownWriteOutcome", reason: "UnknownWriteOutcome", commandId: "cmd-1" });
+    expect(bound.toBody().error).toMatchObject({
+      code: "UnknownWriteOutcome",
+      reason: "UnknownWriteOutcome",
+      commandId: "cmd-1",
+    });
     expect(err.commandId).toBeUndefined();
   });
 
   it("answers 413 for BodyTooLarge and 429 with a retry delay for every other exhaustion", () => {
-    const big = new ResourceExhaustedError("BodyTooLarge", "body over 8 MiB", { governor: "http", pool: "data" });
-    const busy = new ResourceExhaustedError("CommandBytes", "data lane full", { governor: "command", lane: "data" });
+    const big = new ResourceExhaustedError("BodyTooLarge", "body over 8 MiB", {
+      governor: "http",
+      pool: "data",
+    });
+    const busy = new ResourceExhaustedError("CommandBytes", "data lane full", {
+      governor: "command",
+      lane: "data",
+    });
     expect([big.status, big.retryAfterSeconds]).toEqual([413, undefined]);
     expect([busy.status, busy.retryAfterSeconds]).toEqual([429, 1]);
     expect(busy.toBody().error.details).toEqual({ governor: "command", lane: "data" });

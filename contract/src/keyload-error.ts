@@ -65,7 +65,11 @@ export class ResourceExhaustedError extends KeyLoadError {
     details: ResourceExhaustedDetails,
     options: { commandId?: string; retryAfterSeconds?: number } = {},
   ) {
-    super("ResourceExhausted", message, { reason, details, ...(options.commandId ? { commandId: options.commandId } : {}) });
+    super("ResourceExhausted", message, {
+      reason,
+      details,
+      ...(options.commandId ? { commandId: options.commandId } : {}),
+    });
     this.retryAfterSeconds = reason === "BodyTooLarge" ? undefined : (options.retryAfterSeconds ?? 1);
   }
 

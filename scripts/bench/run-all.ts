@@ -1,6 +1,7 @@
 /** Runs every benchmark of this folder in turn and prints their figures. */
 import { formatCommandAdmissionBench, runCommandAdmissionBench } from "./admission-command.js";
 import { formatHttpAdmissionBench, runHttpAdmissionBench } from "./admission-http.js";
+import { formatLogAppendBench, runLogAppendBench } from "./log-append.js";
 import { formatRaftBench, runRaftBench } from "./raft-core.js";
 
 runRaftBench(50_000, 64, 1024);
@@ -11,3 +12,5 @@ console.log(formatCommandAdmissionBench(await runCommandAdmissionBench(5_000_000
 
 runHttpAdmissionBench(200_000);
 console.log(formatHttpAdmissionBench(runHttpAdmissionBench(5_000_000)));
+
+console.log(formatLogAppendBench(await runLogAppendBench(3, 1024)));

@@ -56,7 +56,14 @@ export class Progress {
 
   becomeSnapshot(snapshot: Snapshot): void {
     this.resetState("snapshot");
-    this.transfer = { snapshot, sentOffset: 0, ackedOffset: 0, started: false, rewoundTo: null, ackedAtHeartbeat: -1 };
+    this.transfer = {
+      snapshot,
+      sentOffset: 0,
+      ackedOffset: 0,
+      started: false,
+      rewoundTo: null,
+      ackedAtHeartbeat: -1,
+    };
   }
 
   private resetState(state: ProgressState): void {

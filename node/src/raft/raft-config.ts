@@ -72,7 +72,9 @@ export function resolveRaftOptions(options: RaftOptions): ResolvedRaftOptions {
   if (resolved.heartbeatTicks >= resolved.electionTicks) {
     throw new RangeError("raft option heartbeatTicks must be smaller than electionTicks");
   }
-  if (!resolved.voters.includes(resolved.id)) throw new RangeError(`node ${resolved.id} is not among the voters`);
-  if (new Set(resolved.voters).size !== resolved.voters.length) throw new RangeError("voters must be distinct");
+  if (!resolved.voters.includes(resolved.id))
+    throw new RangeError(`node ${resolved.id} is not among the voters`);
+  if (new Set(resolved.voters).size !== resolved.voters.length)
+    throw new RangeError("voters must be distinct");
   return resolved;
 }

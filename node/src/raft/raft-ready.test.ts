@@ -142,31 +142,38 @@ describe("the Ready contract", () => {
     }
   });
 
-  it("persist-before-send and single hand-out hold through elections, truncations and restarts", () => {
-    const checker = new InvariantChecker();
-    const ids = ["a", "b", "c", "d", "e"];
-    const c = new LocalCluster(ids, { maxSizePerMsg: 64 }, 2, { onReady: checker.hook });
-    c.elect("a");
-    for (let round = 0; round < 8; round++) {
-      const l = ids.find((id) => c.node(id).status().role === "leader");
-      if (l) {
-        // The leader is cut off with proposals it cannot commit: they will be truncated later.
-        for (let i = 0; i < 4; i++) c.node(l).propose(text(`${round}:${i}`));
-        c.settle();
-        c.isolate(l);
-        c.node(l).propose(text(`doomed${round}`));
-        c.settle();
+  it.each([
+    ["synchronous", false],
+    ["asynchronous", true],
+  ])(
+    "persist-before-send and single hand-out hold through elections, truncations and restarts (%s persistence)",
+    (_name, asyncPersist) => {
+      const checker = new InvariantChecker();
+      const ids = ["a", "b", "c", "d", "e"];
+      const c = new LocalCluster(ids, { maxSizePerMsg: 64 }, 2, { onReady: checker.hook });
+      c.asyncPersist = asyncPersist;
+      c.elect("a");
+      for (let round = 0; round < 8; round++) {
+        const l = ids.find((id) => c.node(id).status().role === "leader");
+        if (l) {
+          // The leader is cut off with proposals it cannot commit: they will be truncated later.
+          for (let i = 0; i < 4; i++) c.node(l).propose(text(`${round}:${i}`));
+          c.settle();
+          c.isolate(l);
+          c.node(l).propose(text(`doomed${round}`));
+          c.settle();
+        }
+        const live = ids.filter((id) => id !== l);
+        c.tickUntil(() => live.some((id) => c.node(id).status().role === "leader"), 300, live);
+        c.heal();
+        if (l && round % 3 === 0) c.restart(l, 500 + round);
+        c.tickAll(4);
       }
-      const live = ids.filter((id) => id !== l);
-      c.tickUntil(() => live.some((id) => c.node(id).status().role === "leader"), 300, live);
-      c.heal();
-      if (l && round % 3 === 0) c.restart(l, 500 + round);
-      c.tickAll(4);
-    }
-    expect(checker.count).toBeGreaterThan(200);
-    expect(checker.leaders.size).toBeGreaterThanOrEqual(9);
-    for (const id of ids) expect(c.appliedData(id).some((d) => d.startsWith("doomed"))).toBe(false);
-  });
+      expect(checker.count).toBeGreaterThan(200);
+      expect(checker.leaders.size).toBeGreaterThanOrEqual(9);
+      for (const id of ids) expect(c.appliedData(id).some((d) => d.startsWith("doomed"))).toBe(false);
+    },
+  );
 
   describe("the invariant checker itself (so the properties above can fail)", () => {
     const member = (storage: MemoryStorage): LocalMember => ({

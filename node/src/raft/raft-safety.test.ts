@@ -12,11 +12,14 @@ interface Profile {
   readonly partition: number;
   /** Reorder each round's messages, duplicate some and delay others by a round. */
   readonly disorder?: boolean;
+  /** Persist each Ready a round late, stepping messages while it is outstanding. */
+  readonly asyncPersist?: boolean;
 }
 
 const FIVE: Profile = { ids: ["a", "b", "c", "d", "e"], drop: 0.05, restart: 0.02, partition: 0.04 };
 const THREE_LOSSY: Profile = { ids: ["a", "b", "c"], drop: 0.2, restart: 0.05, partition: 0.06 };
 const FIVE_DISORDERED: Profile = { ...FIVE, drop: 0.05, disorder: true };
+const THREE_ASYNC: Profile = { ...THREE_LOSSY, drop: 0.1, disorder: true, asyncPersist: true };
 
 interface Outcome {
   commits: number;
@@ -65,6 +68,7 @@ function run(seed: number, rounds: number, profile: Profile = FIVE): Outcome {
   );
   let dropRate = profile.drop;
   c.filter = () => !rng.chance(dropRate);
+  c.asyncPersist = profile.asyncPersist ?? false;
   if (profile.disorder) {
     c.network = (batch) => {
       const deliver: Message[] = [];
@@ -175,6 +179,11 @@ describe("safety under a seeded faulty network", () => {
   it.each([1, 2, 3, 4])("seed %i, reordered, duplicated and delayed messages: invariants hold", (seed) => {
     const out = run(seed, 400, FIVE_DISORDERED);
     expect(out.commits).toBeGreaterThan(30);
+  });
+
+  it.each([1, 2, 3, 4])("seed %i, asynchronous persistence: invariants hold", (seed) => {
+    const out = run(seed, 400, THREE_ASYNC);
+    expect(out.commits).toBeGreaterThan(20);
   });
 
   it("the runs exercise snapshots and reads", () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { RaftOptions } from "./raft-config.js";
+import { SeededRandom } from "./seeded-random.js";
 import { appendResponse, ofType, Solo, snapshotChunk, storageWithLog } from "./testing/helpers.js";
 import { checkLogMatching, InvariantChecker } from "./testing/invariants.js";
 import { LocalCluster, text } from "./testing/local-cluster.js";
@@ -181,6 +182,50 @@ describe("snapshots", () => {
     expect(readys.get("c")!.filter((rd) => rd.snapshot)).toHaveLength(1);
     expect(c.node("c").status().commit).toBe(11);
     expect(c.node("a").status().progress.c!.state).toBe("replicate");
+  });
+
+  it("chunks reordered, duplicated and delayed still make one intact snapshot", () => {
+    for (const seed of [1, 2, 3, 4, 5]) {
+      const { c, readys } = lagging();
+      const rng = new SeededRandom(seed);
+      c.network = (batch) => {
+        const deliver: Message[] = [];
+        const hold: Message[] = [];
+        for (const m of batch) {
+          if (rng.chance(0.2)) hold.push(m);
+          else deliver.push(m);
+          if (rng.chance(0.2)) deliver.push(m);
+        }
+        for (let i = deliver.length - 1; i > 0; i--) {
+          const j = rng.nextInt(i + 1);
+          [deliver[i], deliver[j]] = [deliver[j]!, deliver[i]!];
+        }
+        return { deliver, hold };
+      };
+      c.heal();
+      c.tickUntil(() => c.node("c").status().commit === 11, 60);
+      const snaps = readys.get("c")!.filter((rd) => rd.snapshot);
+      expect(snaps).toHaveLength(1);
+      expect(Array.from(snaps[0]!.snapshot!.data)).toEqual(Array.from(SNAP_DATA));
+    }
+  });
+
+  it("a follower that restarts in the middle of a transfer still gets the whole snapshot", () => {
+    const { c, readys } = lagging();
+    let delivered = 0;
+    c.filter = (m) => {
+      if (m.type === "snapshot-chunk" && m.to === "c" && ++delivered === 3) {
+        c.restart("c");
+        readys.set("c", []);
+      }
+      return true;
+    };
+    c.heal();
+    c.tickUntil(() => c.node("c").status().commit === 11, 30);
+    const snaps = readys.get("c")!.filter((rd) => rd.snapshot);
+    expect(snaps).toHaveLength(1);
+    expect(Array.from(snaps[0]!.snapshot!.data)).toEqual(Array.from(SNAP_DATA));
+    expect(c.appliedData("c")).toEqual(["v8", "v9"]);
   });
 
   it("a snapshot the follower already covers is not installed again", () => {

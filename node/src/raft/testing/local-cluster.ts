@@ -40,7 +40,14 @@ export class LocalCluster {
    * now (in that order, duplicates allowed) and what to hold back until the next round.
    */
   network: ((batch: readonly Message[]) => { deliver: Message[]; hold: Message[] }) | null = null;
+  /**
+   * Models a driver that persists asynchronously: a node's Ready is taken in one round and persisted
+   * (then its messages sent and `advance()` called) only in the next, so messages are stepped while
+   * it is outstanding. A restart discards an unpersisted Ready, as a crash would.
+   */
+  asyncPersist = false;
   private queue: Message[] = [];
+  private readonly pending = new Map<NodeId, Ready>();
 
   constructor(
     readonly ids: readonly NodeId[],
@@ -81,6 +88,7 @@ export class LocalCluster {
   /** Rebuilds a node from its storage alone, as after a crash. */
   restart(id: NodeId, seed = 99): void {
     const old = this.member(id);
+    this.pending.delete(id);
     this.members.set(id, this.build(id, old.storage, seed));
   }
 
@@ -101,28 +109,39 @@ export class LocalCluster {
     return this.queue;
   }
 
-  /** Handles every Ready of one node; its messages join the queue. */
+  /** Handles every Ready of one node (with `asyncPersist`, the one taken last round); its messages join the queue. */
   process(id: NodeId): void {
     const m = this.member(id);
-    while (m.raft.hasReady()) {
-      const rd = m.raft.ready();
-      this.hooks.onReady?.(id, rd, m);
-      if (rd.snapshot) m.storage.applySnapshot(rd.snapshot);
-      m.storage.append(rd.entries);
-      if (rd.hardState) m.storage.setHardState(rd.hardState);
-      this.queue.push(...rd.messages);
-      this.sent.push(...rd.messages);
-      if (rd.snapshot) m.applied = [];
-      m.applied.push(...rd.committedEntries);
-      m.readStates.push(...rd.readStates);
-      m.readFailures.push(...rd.readFailures);
-      m.raft.advance();
+    if (this.asyncPersist) {
+      const held = this.pending.get(id);
+      if (held) {
+        this.pending.delete(id);
+        this.handle(id, m, held);
+      }
+      if (m.raft.hasReady()) this.pending.set(id, m.raft.ready());
+      return;
     }
+    while (m.raft.hasReady()) this.handle(id, m, m.raft.ready());
+  }
+
+  private handle(id: NodeId, m: LocalMember, rd: Ready): void {
+    this.hooks.onReady?.(id, rd, m);
+    if (rd.snapshot) m.storage.applySnapshot(rd.snapshot);
+    m.storage.append(rd.entries);
+    if (rd.hardState) m.storage.setHardState(rd.hardState);
+    this.queue.push(...rd.messages);
+    this.sent.push(...rd.messages);
+    if (rd.snapshot) m.applied = [];
+    m.applied.push(...rd.committedEntries);
+    m.readStates.push(...rd.readStates);
+    m.readFailures.push(...rd.readFailures);
+    m.raft.advance();
   }
 
   /**
    * One round: every node handles its Readys, then every queued message is delivered (unless its
-   * link is cut or the filter drops it). Returns how many messages were taken off the queue.
+   * link is cut or the filter drops it). Returns how much work moved: messages taken off the queue
+   * plus Readys left outstanding (with `asyncPersist`); 0 means the cluster is quiet.
    */
   deliverRound(): number {
     for (const id of this.ids) this.process(id);
@@ -139,7 +158,7 @@ export class LocalCluster {
       this.delivered.push(msg);
       this.member(msg.to).raft.step(msg);
     }
-    return taken;
+    return taken + this.pending.size;
   }
 
   /** Runs until no node has work and no message is in flight. */
