@@ -10,7 +10,7 @@ export interface AdmissionProperty<N extends string = string> {
   /** What a valid value looks like, for the error message. */
   readonly expected: string;
   /** The value as a number, or undefined when it is invalid. Accepts the text of a variable or argument. */
-  readonly parse: (raw: number | string) => number | undefined;
+  readonly parse: (raw: number | string | boolean) => number | undefined;
 }
 
 export type PropertyName<T extends readonly AdmissionProperty[]> = T[number]["name"];
@@ -23,8 +23,8 @@ export type AdmissionLimitsView<N extends string> = { readonly [K in N as Uncapi
 
 const DIGITS = /^\s*\d+\s*$/;
 
-function parsePositiveInteger(raw: number | string): number | undefined {
-  if (typeof raw === "string" && !DIGITS.test(raw)) return undefined;
+function parsePositiveInteger(raw: number | string | boolean): number | undefined {
+  if (typeof raw === "boolean" || (typeof raw === "string" && !DIGITS.test(raw))) return undefined;
   const value = Number(raw);
   return Number.isSafeInteger(value) && value > 0 ? value : undefined;
 }

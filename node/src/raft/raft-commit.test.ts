@@ -205,6 +205,53 @@ describe("commitment", () => {
     expect(c.node("a").status().commit).toBe(2);
   });
 
+  describe("cluster sizes", () => {
+    it("a single voter commits each proposal in the Ready that carries it and never steps down", () => {
+      const s = new Solo({ voters: ["a"] });
+      s.node.campaign();
+      s.flush();
+      s.node.propose(text("x"));
+      const rd = s.node.ready();
+      expect(rd.entries.map((e) => e.index)).toEqual([2]);
+      expect(rd.committedEntries.map((e) => e.index)).toEqual([2]);
+      expect(rd.messages).toEqual([]);
+      s.storage.append(rd.entries);
+      s.node.advance();
+      s.tick(100);
+      expect(s.node.status()).toMatchObject({ role: "leader", term: 1, commit: 2, applied: 2 });
+    });
+
+    it("two voters need each other: one alone neither commits nor keeps leading", () => {
+      const c = new LocalCluster(["a", "b"]);
+      c.elect("a");
+      c.isolate("b");
+      c.node("a").propose(text("x"));
+      c.settle();
+      expect(c.node("a").status().commit).toBe(1);
+      c.tickAll(20, ["a"]);
+      expect(c.node("a").status().role).toBe("follower");
+      c.heal();
+      c.tickUntil(() => c.leader() !== null, 100);
+      c.tickAll(2);
+      expect(c.node("a").status().commit).toBeGreaterThanOrEqual(2);
+    });
+
+    it("four voters need three", () => {
+      const ids = ["a", "b", "c", "d"];
+      const c = new LocalCluster(ids);
+      c.elect("a");
+      c.isolate("c");
+      c.isolate("d");
+      c.node("a").propose(text("x"));
+      c.settle();
+      expect(c.node("a").status().commit).toBe(1);
+      c.heal();
+      c.isolate("d");
+      c.tickAll(1, ["a", "b", "c"]);
+      expect(c.node("a").status().commit).toBe(2);
+    });
+  });
+
   it("commit and applied never go backwards and each entry is applied once, in order", () => {
     const checker = new InvariantChecker();
     const c = new LocalCluster(["a", "b", "c", "d", "e"], {}, 4, { onReady: checker.hook });

@@ -52,10 +52,10 @@ describe("resolveRaftOptions", () => {
     expect(() => resolveRaftOptions(base({ voters: ["a", "b", "a"] }))).toThrow(RangeError);
   });
 
-  // Suspected core bug (see report): the byte budgets are not validated, so a typo'd negative or NaN
-  // budget silently means "unbounded".
+  // Regression: the byte budgets used not to be validated, so a negative or NaN budget silently
+  // meant "unbounded".
   it.each(["maxInflightBytes", "maxUncommittedEntriesBytes"] as const)(
-    "SUSPECTED CORE BUG: rejects a negative, fractional or NaN %s",
+    "regression: rejects a negative, fractional or NaN %s",
     (key) => {
       expect(() => resolveRaftOptions(base({ [key]: -1 }))).toThrow(RangeError);
       expect(() => resolveRaftOptions(base({ [key]: 0.5 }))).toThrow(RangeError);
@@ -63,17 +63,17 @@ describe("resolveRaftOptions", () => {
     },
   );
 
-  // Suspected core bug (see report): `{ ...RAFT_DEFAULTS, ...options }` lets an explicit `undefined`
-  // (legal for these optional fields) override the default.
+  // Regression: `{ ...RAFT_DEFAULTS, ...options }` used to let an explicit `undefined` (legal for these
+  // optional fields) override the default.
   it.each(["applied", "maxInflightBytes", "maxUncommittedEntriesBytes"] as const)(
-    "SUSPECTED CORE BUG: an option given as undefined takes its default (%s)",
+    "regression: an option given as undefined takes its default (%s)",
     (key) => {
       const r = resolveRaftOptions(base({ [key]: undefined }));
       expect(r[key]).toBe(RAFT_DEFAULTS[key]);
     },
   );
 
-  it("SUSPECTED CORE BUG: a node built with `applied: undefined` still applies committed entries", () => {
+  it("regression: a node built with `applied: undefined` still applies committed entries", () => {
     const storage = new MemoryStorage({ voters: ["a", "b", "c"] });
     const node = new RaftNode({ ...base({ storage }), applied: undefined });
     node.step(append("b", "a", 1, 0, 0, entriesWithTerms([1, 1]), 2));

@@ -339,8 +339,7 @@ describe("elections", () => {
     it("without a majority a candidate stays put, then retries in a new term after a timeout", () => {
       const s = candidate(); // term 1, no answers
       s.flush();
-      const ticks = s.node.status().term;
-      expect(ticks).toBe(1);
+      expect(s.node.status().term).toBe(1);
       let h = s.tick(25);
       // Retrying starts with a pre-vote for term 2; the term itself is unchanged.
       expect(ofType(h.messages, "pre-vote").length).toBeGreaterThan(0);

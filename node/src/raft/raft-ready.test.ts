@@ -114,9 +114,9 @@ describe("the Ready contract", () => {
     expect(rd2.entries.map((e) => `${e.index}@${e.term}`)).toEqual(["2@1"]);
   });
 
-  // Suspected core bug (see report): stableTo only marks entries stable when the Ready's *last* entry
-  // survived, so a truncation behind an outstanding Ready makes its untouched prefix be handed out again.
-  it("SUSPECTED CORE BUG: an entry is not handed out again when a later entry of the same outstanding Ready is replaced", () => {
+  // Regression: advance() used to mark entries stable only when the Ready's *last* entry survived, so a
+  // truncation behind an outstanding Ready made its untouched prefix be handed out again.
+  it("regression: an entry is not handed out again when a later entry of the same outstanding Ready is replaced", () => {
     const s = new Solo();
     s.node.step(append("b", "a", 1, 0, 0, entriesWithTerms([1, 1]), 0));
     const rd1 = s.node.ready();

@@ -354,9 +354,9 @@ describe("snapshots", () => {
       expect(s.storage.firstIndex()).toBe(1);
     });
 
-    // Suspected core bug (see report). AppendResponse.index means "the last index now matching the
-    // leader"; after a fast-forward the follower only knows that its log matches up to the snapshot.
-    it("SUSPECTED CORE BUG: after a fast-forward the follower does not acknowledge its unverified suffix", () => {
+    // Regression: the follower used to acknowledge its last index here. AppendResponse.index means "the
+    // last index now matching the leader"; after a fast-forward only the snapshot's prefix is known to.
+    it("regression: after a fast-forward the follower does not acknowledge its unverified suffix", () => {
       // Entries 5..6 come from a term-2 leader that never committed them; the term-3 leader has others.
       const s = new Solo({ storage: storageWithLog(VOTERS, [1, 1, 1, 1, 2, 2], { term: 2, commit: 2 }) });
       const h = s.step(

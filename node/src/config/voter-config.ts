@@ -1,0 +1,200 @@
+import {
+  COMMAND_ADMISSION_PROPERTIES,
+  type CommandAdmissionLimits,
+} from "../admission/command-admission-options.js";
+import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
+import { type CanonicalLimits, DEFAULT_LIMITS } from "../state/limits.js";
+import { ConfigError } from "./config-error.js";
+import { type ConfigProperty, integer, oneOf, type RawValue, text } from "./config-property.js";
+import {
+  type RawSettings,
+  readArguments,
+  readEnvironment,
+  readJsonFile,
+  settingKey,
+} from "./config-sources.js";
+
+export interface PeerAddress {
+  readonly id: string;
+  readonly host: string;
+  readonly port: number;
+}
+
+const ID = /^[A-Za-z0-9._-]{1,64}$/;
+const HOST = /^[A-Za-z0-9.:_-]{1,253}$/;
+const MiB = 1024 * 1024;
+
+function voterList(name: "Voters"): ConfigProperty<"Voters", readonly PeerAddress[]> {
+  return {
+    name,
+    expected: "a comma-separated list of id@host:port peer addresses, ids distinct",
+    parse: (raw: RawValue) => {
+      if (typeof raw !== "string") return undefined;
+      const voters: PeerAddress[] = [];
+      for (const item of raw.split(",")) {
+        const match = /^\s*([A-Za-z0-9._-]{1,64})@([A-Za-z0-9.:_-]+):(\d{1,5})\s*$/.exec(item);
+        if (!match) return undefined;
+        const port = Number(match[3]);
+        if (port < 1 || port > 65535) return undefined;
+        voters.push({ id: match[1]!, host: match[2]!, port });
+      }
+      return new Set(voters.map((v) => v.id)).size === voters.length ? voters : undefined;
+    },
+  };
+}
+
+/** Every section and property a voter reads, with defaults and validation: declared once, here. */
+export const VOTER_CONFIG = {
+  Node: [
+    text("Id", undefined, ID, "1-64 characters of [A-Za-z0-9._-]"),
+    text("HttpHost", "127.0.0.1", HOST, "a host name or IP address"),
+    integer("HttpPort", 7101, 0, 65535),
+    text("PeerHost", "127.0.0.1", HOST, "a host name or IP address"),
+    integer("PeerPort", 7201, 0, 65535),
+    text("DataDir", undefined, /^.+$/s, "a directory path"),
+  ],
+  Cluster: [voterList("Voters"), text("Secret", undefined, /^.{16,}$/s, "at least 16 characters", true)],
+  Raft: [
+    integer("ElectionTimeoutMs", 1000, 10, 600_000),
+    integer("HeartbeatIntervalMs", 100, 1, 60_000),
+    integer("ReplicationDeadlineMs", 10_000, 1, 3_600_000),
+    integer("SnapshotIntervalEntries", 10_000, 1),
+    integer("SnapshotIntervalBytes", 64 * MiB, 1),
+    integer("MaxUncommittedBytes", 64 * MiB, 1),
+  ],
+  CommandAdmission: COMMAND_ADMISSION_PROPERTIES,
+  HttpAdmission: HTTP_ADMISSION_PROPERTIES,
+  Canonical: (Object.keys(DEFAULT_LIMITS) as (keyof CanonicalLimits)[]).map((key) =>
+    integer(pascal(key), DEFAULT_LIMITS[key], 1),
+  ),
+  Bootstrap: [
+    text("AdminKey", undefined, /^[\x21-\x7e]{16,256}$/, "16-256 printable characters without spaces", true),
+  ],
+  Log: [oneOf("Level", "info", ["fatal", "error", "warn", "info", "debug", "trace", "silent"])],
+} as const;
+
+export interface VoterConfig {
+  readonly node: {
+    readonly id: string;
+    readonly httpHost: string;
+    readonly httpPort: number;
+    readonly peerHost: string;
+    readonly peerPort: number;
+    readonly dataDir: string;
+  };
+  readonly cluster: { readonly voters: readonly PeerAddress[]; readonly secret: string };
+  readonly raft: {
+    readonly electionTimeoutMs: number;
+    readonly heartbeatIntervalMs: number;
+    readonly replicationDeadlineMs: number;
+    readonly snapshotIntervalEntries: number;
+    readonly snapshotIntervalBytes: number;
+    readonly maxUncommittedBytes: number;
+  };
+  readonly commandAdmission: CommandAdmissionLimits;
+  readonly httpAdmission: HttpAdmissionLimits;
+  readonly canonical: CanonicalLimits;
+  readonly bootstrap: { readonly adminKey: string };
+  readonly log: { readonly level: string };
+}
+
+export interface ConfigInputs {
+  readonly env?: NodeJS.ProcessEnv;
+  readonly args?: readonly string[];
+}
+
+/**
+ * Reads the configuration, lowest precedence first: defaults, the JSON file named by `--config`,
+ * `KeyLoad__Section__Property` environment variables, `--KeyLoad:Section:Property=V` arguments.
+ * Keys are case-insensitive. Any invalid, missing or unknown key throws a ConfigError naming it.
+ */
+export function loadVoterConfig(inputs: ConfigInputs = {}): VoterConfig {
+  const fromArgs: RawSettings = new Map();
+  const configFile = readArguments(inputs.args ?? [], fromArgs);
+  const settings: RawSettings = new Map();
+  if (configFile) readJsonFile(configFile, settings);
+  readEnvironment(inputs.env ?? {}, settings);
+  for (const [key, setting] of fromArgs) settings.set(key, setting);
+
+  const consumed = new Set<string>();
+  const section = <T extends readonly ConfigProperty[]>(name: keyof typeof VOTER_CONFIG, table: T) =>
+    resolveSection(name, table, settings, consumed);
+
+  const node = section("Node", VOTER_CONFIG.Node);
+  const cluster = section("Cluster", VOTER_CONFIG.Cluster);
+  const raft = section("Raft", VOTER_CONFIG.Raft);
+  const commandAdmission = section("CommandAdmission", VOTER_CONFIG.CommandAdmission);
+  const httpAdmission = section("HttpAdmission", VOTER_CONFIG.HttpAdmission);
+  const canonical = section("Canonical", VOTER_CONFIG.Canonical);
+  const bootstrap = section("Bootstrap", VOTER_CONFIG.Bootstrap);
+  const log = section("Log", VOTER_CONFIG.Log);
+
+  for (const [key, setting] of settings) {
+    if (!consumed.has(key)) {
+      throw new ConfigError(
+        `KeyLoad:${setting.section}:${setting.property}`,
+        `is not a known setting (from ${setting.source})`,
+      );
+    }
+  }
+
+  const config: VoterConfig = {
+    node: camel(node) as VoterConfig["node"],
+    cluster: camel(cluster) as VoterConfig["cluster"],
+    raft: camel(raft) as VoterConfig["raft"],
+    commandAdmission: commandAdmission as unknown as CommandAdmissionLimits,
+    httpAdmission: httpAdmission as unknown as HttpAdmissionLimits,
+    canonical: camel(canonical) as unknown as CanonicalLimits,
+    bootstrap: camel(bootstrap) as VoterConfig["bootstrap"],
+    log: camel(log) as VoterConfig["log"],
+  };
+  checkConsistency(config);
+  return config;
+}
+
+function resolveSection(
+  section: string,
+  table: readonly ConfigProperty[],
+  settings: RawSettings,
+  consumed: Set<string>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const property of table) {
+    const key = settingKey(section, property.name);
+    const setting = settings.get(key);
+    const name = `KeyLoad:${section}:${property.name}`;
+    if (!setting) {
+      if (property.default === undefined) throw new ConfigError(name, `is required (${property.expected})`);
+      out[property.name] = property.default;
+      continue;
+    }
+    consumed.add(key);
+    const value = property.parse(setting.value);
+    if (value === undefined) {
+      const shown = property.secret ? "a value" : JSON.stringify(setting.value);
+      throw new ConfigError(name, `must be ${property.expected}; ${setting.source} gives ${shown}`);
+    }
+    out[property.name] = value;
+  }
+  return out;
+}
+
+function checkConsistency(config: VoterConfig): void {
+  const self = config.cluster.voters.find((v) => v.id === config.node.id);
+  if (!self) {
+    throw new ConfigError("KeyLoad:Cluster:Voters", `must include this node's id ${config.node.id}`);
+  }
+  if (config.raft.heartbeatIntervalMs * 2 > config.raft.electionTimeoutMs) {
+    throw new ConfigError("KeyLoad:Raft:HeartbeatIntervalMs", "must be at most half of ElectionTimeoutMs");
+  }
+}
+
+function pascal(name: string): string {
+  return name.charAt(0).toUpperCase() + name.slice(1);
+}
+
+function camel(record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(record)) out[k.charAt(0).toLowerCase() + k.slice(1)] = v;
+  return out;
+}
