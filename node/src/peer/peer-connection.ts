@@ -1,0 +1,158 @@
+import type { Socket } from "node:net";
+import { encodeFrame, FrameDecoder } from "./frame-codec.js";
+import { PeerConnectionClosedError, PeerProtocolError } from "./peer-errors.js";
+import type { PeerStats } from "./peer-stats.js";
+
+export interface Frame {
+  readonly type: number;
+  readonly body: Uint8Array;
+}
+
+/** Handshake frames are tiny: an unauthenticated peer may not make this node buffer more. */
+const HANDSHAKE_MAX_FRAME_BYTES = 64 * 1024;
+/** Frames an unauthenticated peer may send ahead of the handshake step that reads them. */
+const MAX_EARLY_FRAMES = 4;
+/** Lets the kernel notice a peer that vanished without closing (power loss, partition). */
+const KEEPALIVE_DELAY_MS = 5_000;
+
+export interface PeerConnectionOptions {
+  /** `host:port` of the other end, for logs. */
+  readonly remoteAddress: string;
+  /** The largest frame sent or, once open, received. */
+  readonly maxFrameBytes: number;
+  /** Sends fail (return false) while more than this many bytes wait in the socket's write buffer. */
+  readonly highWaterMarkBytes: number;
+  readonly stats: PeerStats;
+  /** Called once, with the reason, when the connection ends for whatever cause. */
+  readonly onClose: (error: Error) => void;
+}
+
+/**
+ * One framed TCP connection to a peer. During the handshake frames are pulled with `receive()`; once
+ * the handshake has succeeded, `open()` switches to pushing each frame to a handler. Any invalid frame,
+ * and any error a handler throws, closes the connection: a peer that breaks the protocol once is not
+ * trusted with the rest of the stream.
+ */
+export class PeerConnection {
+  readonly remoteAddress: string;
+  private readonly decoder = new FrameDecoder(HANDSHAKE_MAX_FRAME_BYTES);
+  private readonly early: Frame[] = [];
+  private waiter: { resolve(frame: Frame): void; reject(error: Error): void } | null = null;
+  private handler: ((frame: Frame) => void) | null = null;
+  private error: Error | null = null;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly options: PeerConnectionOptions,
+  ) {
+    this.remoteAddress = options.remoteAddress;
+    socket.setNoDelay(true);
+    socket.setKeepAlive(true, KEEPALIVE_DELAY_MS);
+    socket.on("data", (chunk: Buffer) => this.onData(chunk));
+    socket.on("error", (error) => this.close(error));
+    socket.on("close", () => this.close(new PeerConnectionClosedError("the connection was closed")));
+  }
+
+  get closed(): boolean {
+    return this.error !== null;
+  }
+
+  /** The next frame, during the handshake. Rejects with the reason once the connection is closed. */
+  receive(): Promise<Frame> {
+    if (this.error) return Promise.reject(this.error);
+    const frame = this.early.shift();
+    if (frame) return Promise.resolve(frame);
+    return new Promise((resolve, reject) => {
+      this.waiter = { resolve, reject };
+    });
+  }
+
+  /** The handshake is over: deliver every frame, up to the full frame size, to `handler`. */
+  open(handler: (frame: Frame) => void): void {
+    this.decoder.maxFrameBytes = this.options.maxFrameBytes;
+    this.handler = handler;
+    while (!this.error) {
+      const frame = this.early.shift();
+      if (!frame) break;
+      this.dispatch(frame);
+    }
+  }
+
+  /**
+   * Queues a frame; false when the connection is closed or its write buffer is over the high-water
+   * mark (nothing was queued). A frame over the size limit is the caller's bug and throws.
+   */
+  send(type: number, body: Uint8Array): boolean {
+    if (this.error) return false;
+    if (body.length > this.options.maxFrameBytes) {
+      throw new PeerProtocolError(
+        `a frame of ${body.length} bytes exceeds the limit of ${this.options.maxFrameBytes}`,
+      );
+    }
+    if (this.socket.writableLength > this.options.highWaterMarkBytes) return false;
+    const frame = encodeFrame(type, body);
+    this.socket.write(frame);
+    this.options.stats.framesSent++;
+    this.options.stats.bytesSent += frame.length;
+    return true;
+  }
+
+  /** Sends a last frame (a refusal) and closes once it is flushed, so the other side can read why. */
+  sendAndClose(type: number, body: Uint8Array, reason: Error): void {
+    if (this.error) return;
+    this.send(type, body);
+    this.finish(reason);
+    this.socket.end(() => this.socket.destroy());
+  }
+
+  close(reason: Error): void {
+    if (this.error) return;
+    this.finish(reason);
+    this.socket.destroy();
+  }
+
+  private finish(reason: Error): void {
+    this.error = reason;
+    if (reason instanceof PeerProtocolError) this.options.stats.protocolErrors++;
+    this.early.length = 0;
+    const waiter = this.waiter;
+    this.waiter = null;
+    waiter?.reject(reason);
+    this.options.onClose(reason);
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.error) return;
+    this.options.stats.bytesReceived += chunk.length;
+    try {
+      this.decoder.push(chunk, this.deliver);
+    } catch (error) {
+      this.close(error instanceof Error ? error : new PeerProtocolError(String(error)));
+    }
+  }
+
+  private readonly deliver = (type: number, body: Uint8Array): void => {
+    if (this.error) return;
+    this.options.stats.framesReceived++;
+    const frame: Frame = { type, body };
+    if (this.handler) {
+      this.dispatch(frame);
+    } else if (this.waiter) {
+      const waiter = this.waiter;
+      this.waiter = null;
+      waiter.resolve(frame);
+    } else if (this.early.length < MAX_EARLY_FRAMES) {
+      this.early.push(frame);
+    } else {
+      throw new PeerProtocolError("too many frames sent ahead of the handshake");
+    }
+  };
+
+  private dispatch(frame: Frame): void {
+    try {
+      this.handler!(frame);
+    } catch (error) {
+      this.close(error instanceof Error ? error : new PeerProtocolError(String(error)));
+    }
+  }
+}

@@ -1,0 +1,75 @@
+import { describe, expect, it } from "vitest";
+import { PeerHandshakeError, PeerProtocolError } from "./peer-errors.js";
+import {
+  decodeChallenge,
+  decodeCredentials,
+  decodeFailure,
+  decodeHello,
+  decodeRefusal,
+  decodeRequest,
+  decodeResponse,
+  encodeChallenge,
+  encodeCredentials,
+  encodeFailure,
+  encodeHello,
+  encodeRefusal,
+  encodeRequest,
+  encodeResponse,
+  NONCE_BYTES,
+  PROOF_BYTES,
+} from "./peer-frames.js";
+
+const nonce = new Uint8Array(NONCE_BYTES).fill(7);
+
+describe("peer frames", () => {
+  it("round-trip every handshake and request body", () => {
+    const hello = { dialerId: "voter1", acceptorId: "voter2", nonce };
+    expect(decodeHello(encodeHello(hello))).toEqual(hello);
+    const challenge = { acceptorId: "voter2", nonce };
+    expect(decodeChallenge(encodeChallenge(challenge))).toEqual(challenge);
+    const credentials = {
+      proof: new Uint8Array(PROOF_BYTES).fill(1),
+      httpUrl: "http://127.0.0.1:7101",
+      limits: new Map([
+        ["maxMutationBytes", 8388608],
+        ["maxLeaseBatch", 256],
+      ]),
+    };
+    expect(decodeCredentials(encodeCredentials(credentials))).toEqual(credentials);
+    const refusal = { reason: "BadProof", message: "voter9 failed to prove the cluster secret" };
+    expect(decodeRefusal(encodeRefusal(refusal))).toEqual(refusal);
+    const request = { id: 300, channel: "forward", body: Uint8Array.from([1, 2]) };
+    expect(decodeRequest(encodeRequest(request))).toEqual(request);
+    const response = { id: 2 ** 40, body: new Uint8Array(0) };
+    expect(decodeResponse(encodeResponse(response))).toEqual(response);
+    const failure = { id: 1, code: "ResourceExhausted", message: "é" };
+    expect(decodeFailure(encodeFailure(failure))).toEqual(failure);
+  });
+
+  it("refuses a stream that is not a KeyLoad peer, and names an unsupported version", () => {
+    const http = Buffer.from("GET / HTTP/1.1\r\n\r\n");
+    expect(() => decodeHello(http)).toThrow(PeerProtocolError);
+    const hello = Uint8Array.from(encodeHello({ dialerId: "a", acceptorId: "b", nonce }));
+    hello[4] = 2;
+    expect(() => decodeHello(hello)).toThrow(PeerHandshakeError);
+    expect(() => decodeHello(hello)).toThrow(/version 2 is not supported/);
+  });
+
+  it("refuses a short nonce or proof and a limit announced twice", () => {
+    const hello = encodeHello({ dialerId: "a", acceptorId: "b", nonce });
+    expect(() => decodeHello(hello.subarray(0, hello.length - 1))).toThrow(PeerProtocolError);
+    const proof = new Uint8Array(PROOF_BYTES);
+    const credentials = encodeCredentials({ proof, httpUrl: "u", limits: new Map([["x", 1]]) });
+    expect(() => decodeCredentials(credentials.subarray(0, 10))).toThrow(PeerProtocolError);
+    const twice = Buffer.concat([proof, Uint8Array.from([1, 117, 2]), ...Array(2).fill(limitEntry("x", 1))]);
+    expect(() => decodeCredentials(twice)).toThrow(/announced twice/);
+  });
+});
+
+function limitEntry(name: string, value: number): Buffer {
+  const bytes = Buffer.alloc(1 + name.length + 8);
+  bytes[0] = name.length;
+  bytes.write(name, 1, "ascii");
+  bytes.writeDoubleBE(value, 1 + name.length);
+  return bytes;
+}

@@ -1,0 +1,374 @@
+import { createSecretKey } from "node:crypto";
+import { createServer, type Server, type Socket } from "node:net";
+import type { Logger } from "pino";
+import type { PeerAddress } from "../config/voter-config.js";
+import type { Message } from "../raft/types.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "./frame-codec.js";
+import { type Frame, PeerConnection } from "./peer-connection.js";
+import {
+  PeerConnectionClosedError,
+  PeerError,
+  PeerHandshakeError,
+  PeerProtocolError,
+  PeerUnavailableError,
+} from "./peer-errors.js";
+import {
+  decodeRefusal,
+  decodeRequest,
+  encodeFailure,
+  encodeResponse,
+  FrameType,
+  type Request,
+} from "./peer-frames.js";
+import { acceptHandshake, type HandshakeIdentity } from "./peer-handshake.js";
+import { PeerLink, type RequestOptions } from "./peer-link.js";
+import { emptyPeerStats, type PeerStats } from "./peer-stats.js";
+import { decodeRaftMessage, encodeRaftMessage } from "./raft-message-codec.js";
+
+export interface PeerTransportOptions {
+  readonly nodeId: string;
+  /** Where to listen for peers: `Node.PeerHost` and `Node.PeerPort`. */
+  readonly host: string;
+  readonly port: number;
+  /** `Cluster.Voters`; this node's own entry is skipped. Only these ids are accepted as peers. */
+  readonly voters: readonly PeerAddress[];
+  readonly secret: string;
+  /** This node's public HTTP URL, announced to peers so they can hint clients to the leader. */
+  readonly httpUrl: string;
+  /** Compared in the handshake: a peer whose canonical limits differ is refused. */
+  readonly canonicalLimits: Readonly<Record<string, number>>;
+  readonly logger: Logger;
+  /** The largest frame sent or accepted; a peer sending a larger one is disconnected. Default 64 MiB. */
+  readonly maxFrameBytes?: number;
+  /** Per connection: bytes waiting to be written beyond which sends are dropped. Default 32 MiB. */
+  readonly highWaterMarkBytes?: number;
+  /** Default 5 s. */
+  readonly handshakeTimeoutMs?: number;
+  /** Redial backoff, doubling from the initial delay up to the cap. Defaults 50 ms and 2 s. */
+  readonly reconnectInitialMs?: number;
+  readonly reconnectMaxMs?: number;
+}
+
+export interface PeerInfo {
+  /** An authenticated outbound connection is up: messages and requests to the peer can be sent. */
+  readonly connected: boolean;
+  /** The public HTTP URL the peer last announced, or null before its first handshake. */
+  readonly httpUrl: string | null;
+}
+
+export type RequestHandler = (fromPeerId: string, body: Uint8Array) => Promise<Uint8Array>;
+
+/**
+ * The voter's peer network. Each node sends on the one connection it dials to each peer and receives
+ * on the connections its peers dial to it, so every pair of voters shares two TCP connections, one per
+ * direction. That keeps ownership simple (no tie-breaking when two voters dial each other at once, no
+ * connection shared by two reconnect loops) and a request's answer returns on the connection the
+ * request went out on.
+ *
+ * Raft messages are fire-and-forget: one that cannot be sent right now is dropped and counted, never
+ * queued without bound, since Raft retransmits what matters.
+ */
+export class PeerTransport {
+  private readonly identity: HandshakeIdentity;
+  private readonly links = new Map<string, PeerLink>();
+  /** The authenticated connection each peer dialed to this node. */
+  private readonly inbound = new Map<string, PeerConnection>();
+  /** Every accepted connection, authenticated or still in its handshake. */
+  private readonly accepted = new Set<PeerConnection>();
+  private readonly sockets = new Set<Socket>();
+  private readonly handlers = new Map<string, RequestHandler>();
+  private messageHandler: ((message: Message) => void) | null = null;
+  private readonly counters = emptyPeerStats();
+  private readonly log: Logger;
+  private readonly maxFrameBytes: number;
+  private readonly highWaterMarkBytes: number;
+  private readonly handshakeTimeoutMs: number;
+  private server: Server | null = null;
+  private listening: Promise<void> | null = null;
+  private state: "new" | "running" | "closed" = "new";
+
+  constructor(private readonly options: PeerTransportOptions) {
+    this.log = options.logger.child({ component: "peer-transport", nodeId: options.nodeId });
+    this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
+    this.highWaterMarkBytes = options.highWaterMarkBytes ?? 32 * 1024 * 1024;
+    this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5_000;
+    this.identity = {
+      nodeId: options.nodeId,
+      secret: createSecretKey(Buffer.from(options.secret, "utf8")),
+      voterIds: new Set(options.voters.map((v) => v.id)),
+      httpUrl: options.httpUrl,
+      limits: new Map(Object.entries(options.canonicalLimits)),
+    };
+    const settings = {
+      identity: this.identity,
+      stats: this.counters,
+      logger: this.log,
+      maxFrameBytes: this.maxFrameBytes,
+      highWaterMarkBytes: this.highWaterMarkBytes,
+      handshakeTimeoutMs: this.handshakeTimeoutMs,
+      reconnectInitialMs: options.reconnectInitialMs ?? 50,
+      reconnectMaxMs: options.reconnectMaxMs ?? 2_000,
+      track: (socket: Socket) => this.track(socket),
+    };
+    for (const peer of options.voters) {
+      if (peer.id !== options.nodeId) this.links.set(peer.id, new PeerLink(peer, settings));
+    }
+  }
+
+  /** Listens on the peer port, then starts dialing every peer. */
+  async start(): Promise<void> {
+    if (this.state !== "new") throw new PeerError("PeerTransportState", `the transport is ${this.state}`);
+    this.state = "running";
+    const server = createServer((socket) => this.accept(socket));
+    this.server = server;
+    this.listening = new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.options.port, this.options.host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    try {
+      await this.listening;
+    } catch (error) {
+      this.state = "closed";
+      this.server = null;
+      throw error;
+    }
+    // close() ran while the port was being bound: it closes the server; nothing may be dialed.
+    if (this.state !== "running") return;
+    server.on("error", (error) => this.log.error({ err: error }, "peer listener failed"));
+    for (const link of this.links.values()) link.start();
+    this.log.info({ address: server.address() }, "peer transport listening");
+  }
+
+  /** Closes every connection and the listener; pending requests end with PeerInterruptedError. */
+  async close(): Promise<void> {
+    if (this.state === "closed") return;
+    this.state = "closed";
+    // A server still binding cannot be closed yet, and would be left listening.
+    await this.listening?.catch(() => {});
+    for (const link of this.links.values()) link.close();
+    const closing = new PeerConnectionClosedError("the transport is closing");
+    for (const connection of this.accepted) connection.close(closing);
+    // Resolve only once every handle is released, so a caller that closes and exits leaves nothing.
+    const socketsClosed = [...this.sockets].map(
+      (socket) => new Promise<void>((resolve) => socket.once("close", () => resolve())),
+    );
+    for (const socket of this.sockets) socket.destroy();
+    const server = this.server;
+    this.server = null;
+    if (server) await new Promise<void>((resolve) => server.close(() => resolve()));
+    await Promise.all(socketsClosed);
+  }
+
+  /** Sends a Raft message to `message.to`, or drops it (counted) when that cannot happen right now. */
+  send(message: Message): void {
+    const link = this.links.get(message.to);
+    if (!link?.connected) {
+      this.counters.sendDrops++;
+      return;
+    }
+    try {
+      if (!link.send(FrameType.Raft, encodeRaftMessage(message))) this.counters.sendDrops++;
+    } catch (error) {
+      this.counters.sendDrops++;
+      this.log.error({ err: error, peerId: message.to, type: message.type }, "cannot send a Raft message");
+    }
+  }
+
+  /** Sets the receiver of Raft messages. Each one comes from the authenticated peer it names. */
+  onMessage(handler: (message: Message) => void): void {
+    this.messageHandler = handler;
+  }
+
+  /**
+   * Sends `body` to the handler of `channel` on the peer and resolves with its answer. Rejects with
+   * PeerUnavailableError (nothing sent), PeerInterruptedError (outcome unknown) or PeerRemoteError
+   * (the handler failed).
+   */
+  request(peerId: string, channel: string, body: Uint8Array, options: RequestOptions): Promise<Uint8Array> {
+    if (this.state !== "running") {
+      return Promise.reject(new PeerUnavailableError(peerId, `the transport is ${this.state}`));
+    }
+    const link = this.links.get(peerId);
+    if (!link) return Promise.reject(new PeerUnavailableError(peerId, "not a configured peer"));
+    return link.request(channel, body, options);
+  }
+
+  /**
+   * Serves requests on `channel` (replacing any earlier handler). What the handler throws reaches the
+   * requester as PeerRemoteError with the error's string `code` (or `Internal`) and message.
+   */
+  handle(channel: string, handler: RequestHandler): void {
+    this.handlers.set(channel, handler);
+  }
+
+  peerInfo(peerId: string): PeerInfo | null {
+    const link = this.links.get(peerId);
+    return link ? { connected: link.connected, httpUrl: link.httpUrl } : null;
+  }
+
+  stats(): PeerStats {
+    return { ...this.counters };
+  }
+
+  private track(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.once("close", () => this.sockets.delete(socket));
+  }
+
+  private accept(socket: Socket): void {
+    if (this.state !== "running") {
+      socket.destroy();
+      return;
+    }
+    this.track(socket);
+    const remoteAddress = `${socket.remoteAddress}:${socket.remotePort}`;
+    let peerId: string | null = null;
+    const connection = new PeerConnection(socket, {
+      remoteAddress,
+      maxFrameBytes: this.maxFrameBytes,
+      highWaterMarkBytes: this.highWaterMarkBytes,
+      stats: this.counters,
+      onClose: (reason) => this.onInboundClose(connection, peerId, reason),
+    });
+    this.accepted.add(connection);
+    const timeout = setTimeout(
+      () => connection.close(new PeerHandshakeError("Timeout", null, "the handshake timed out")),
+      this.handshakeTimeoutMs,
+    );
+    acceptHandshake(connection, this.identity).then(
+      (result) => {
+        clearTimeout(timeout);
+        if (connection.closed) return;
+        const id = result.peerId;
+        this.inbound.get(id)?.close(new PeerConnectionClosedError("replaced by a newer connection"));
+        peerId = id;
+        this.inbound.set(id, connection);
+        const link = this.links.get(id);
+        if (link) link.httpUrl = result.httpUrl;
+        connection.open((frame) => this.onInboundFrame(id, connection, frame));
+        this.log.info({ peerId: id, remoteAddress }, "accepted peer connection");
+      },
+      (error: unknown) => {
+        clearTimeout(timeout);
+        const reason = error instanceof Error ? error : new PeerProtocolError(String(error));
+        connection.close(reason);
+        if (this.state === "running") this.logInboundFailure(reason, remoteAddress);
+      },
+    );
+  }
+
+  private onInboundClose(connection: PeerConnection, peerId: string | null, reason: Error): void {
+    this.accepted.delete(connection);
+    // Before authentication the handshake reports the failure (it always settles once closed).
+    if (peerId === null) return;
+    if (this.inbound.get(peerId) === connection) this.inbound.delete(peerId);
+    if (this.state !== "running") return;
+    if (reason instanceof PeerHandshakeError) this.logInboundFailure(reason, connection.remoteAddress);
+    else
+      this.log.info(
+        { peerId, remoteAddress: connection.remoteAddress, err: reason },
+        "peer connection closed",
+      );
+  }
+
+  private logInboundFailure(reason: Error, remoteAddress: string): void {
+    if (!(reason instanceof PeerHandshakeError)) {
+      this.log.warn({ remoteAddress, err: reason }, `peer connection failed: ${reason.message}`);
+      return;
+    }
+    const fields = { peerId: reason.peerId, remoteAddress, reason: reason.reason };
+    if (reason.reason === "Timeout" || reason.reason === "Disconnected") {
+      this.log.warn(fields, `peer handshake failed: ${reason.message}`);
+      return;
+    }
+    this.counters.authFailures++;
+    this.log.error(fields, `peer handshake refused: ${reason.message}`);
+  }
+
+  private onInboundFrame(peerId: string, connection: PeerConnection, frame: Frame): void {
+    switch (frame.type) {
+      case FrameType.Raft:
+        this.deliver(peerId, decodeRaftMessage(frame.body));
+        return;
+      case FrameType.Request:
+        this.serve(peerId, connection, decodeRequest(frame.body));
+        return;
+      case FrameType.Refuse: {
+        // The dialer checks this node's proof and limits last, so it can still refuse after Accept.
+        const refusal = decodeRefusal(frame.body);
+        const message = `${peerId} refused the connection (${refusal.reason}): ${refusal.message}`;
+        throw new PeerHandshakeError("Refused", peerId, message, refusal.reason);
+      }
+      default:
+        throw new PeerProtocolError(`unexpected frame type ${frame.type} on an inbound connection`);
+    }
+  }
+
+  private deliver(peerId: string, message: Message): void {
+    if (message.from !== peerId || message.to !== this.options.nodeId) {
+      this.counters.receiveDrops++;
+      this.log.warn(
+        { peerId, from: message.from, to: message.to, type: message.type },
+        "dropped a Raft message not sent by the authenticated peer to this node",
+      );
+      return;
+    }
+    const handler = this.messageHandler;
+    if (!handler) {
+      this.counters.receiveDrops++;
+      return;
+    }
+    try {
+      handler(message);
+    } catch (error) {
+      this.log.error({ err: error, peerId, type: message.type }, "the Raft message handler threw");
+    }
+  }
+
+  private serve(peerId: string, connection: PeerConnection, request: Request): void {
+    const handler = this.handlers.get(request.channel);
+    const answer = handler
+      ? Promise.resolve().then(() => handler(peerId, request.body))
+      : Promise.reject(new PeerError("PeerNoHandler", `no handler for channel ${request.channel}`));
+    answer.then(
+      (body) => this.answer(connection, request, body),
+      (error: unknown) => this.fail(connection, request, error),
+    );
+  }
+
+  private answer(connection: PeerConnection, request: Request, body: Uint8Array): void {
+    try {
+      if (!connection.send(FrameType.Response, encodeResponse({ id: request.id, body })))
+        this.counters.sendDrops++;
+    } catch (error) {
+      // Too large to send: tell the requester now rather than let it wait for its timeout.
+      this.fail(connection, request, error);
+    }
+  }
+
+  private fail(connection: PeerConnection, request: Request, error: unknown): void {
+    const code = errorCode(error);
+    const message = (error instanceof Error ? error.message : String(error)).slice(0, MAX_ERROR_MESSAGE);
+    try {
+      if (!connection.send(FrameType.Failure, encodeFailure({ id: request.id, code, message }))) {
+        this.counters.sendDrops++;
+      }
+    } catch (sendError) {
+      this.counters.sendDrops++;
+      this.log.error({ err: sendError, channel: request.channel }, "cannot answer a peer request");
+    }
+  }
+}
+
+/** Error messages are for logs: a handler's oversized message must not make its answer unsendable. */
+const MAX_ERROR_MESSAGE = 4096;
+
+function errorCode(error: unknown): string {
+  if (typeof error === "object" && error !== null && "code" in error && typeof error.code === "string") {
+    return error.code.slice(0, 128);
+  }
+  return "Internal";
+}

@@ -1,0 +1,154 @@
+import fc from "fast-check";
+import { describe, expect, it } from "vitest";
+import type { Message } from "../raft/types.js";
+import { PeerProtocolError } from "./peer-errors.js";
+import { decodeRaftMessage, encodeRaftMessage } from "./raft-message-codec.js";
+import { anyMessage, appendOf, messageArbitraries } from "./testing/raft-message-arbitrary.js";
+
+const samples: Message[] = [
+  appendOf(3, 5),
+  { type: "append-response", from: "a", to: "b", term: 3, index: 9, reject: true, rejectHint: 4, logTerm: 2 },
+  { type: "vote", from: "a", to: "b", term: 3, index: 9, logTerm: 2, transfer: true },
+  { type: "pre-vote", from: "a", to: "b", term: 3, index: 9, logTerm: 2, transfer: false },
+  { type: "vote-response", from: "a", to: "b", term: 3, reject: false },
+  { type: "pre-vote-response", from: "a", to: "b", term: 3, reject: true },
+  { type: "heartbeat", from: "a", to: "b", term: 3, commit: 8, readRound: 2 },
+  { type: "heartbeat-response", from: "a", to: "b", term: 3, readRound: 2 },
+  {
+    type: "snapshot-chunk",
+    from: "a",
+    to: "b",
+    term: 3,
+    meta: { index: 100, term: 2, conf: { voters: ["a", "b", "c"] } },
+    offset: 0,
+    totalBytes: 3,
+    data: new Uint8Array([1, 2, 3]),
+  },
+  {
+    type: "snapshot-chunk-response",
+    from: "a",
+    to: "b",
+    term: 3,
+    snapshotIndex: 100,
+    snapshotTerm: 2,
+    nextOffset: 3,
+    reject: false,
+  },
+  { type: "read-index", from: "a", to: "b", term: 3, requestId: "r-1" },
+  { type: "read-index-response", from: "a", to: "b", term: 3, requestId: "r-1", index: 5, reject: false },
+  { type: "timeout-now", from: "a", to: "b", term: 3 },
+];
+
+function protocolError(run: () => unknown): PeerProtocolError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(PeerProtocolError);
+    expect((error as PeerProtocolError).code).toBe("PeerProtocol");
+    return error as PeerProtocolError;
+  }
+  throw new Error("expected a PeerProtocolError");
+}
+
+describe("raft message codec", () => {
+  it("has a fixed sample of every message type", () => {
+    expect(new Set(samples.map((m) => m.type))).toEqual(new Set(Object.keys(messageArbitraries)));
+  });
+
+  for (const [type, arbitrary] of Object.entries(messageArbitraries)) {
+    it(`round-trips random ${type} messages`, () => {
+      fc.assert(
+        fc.property(arbitrary, (message) => {
+          expect(decodeRaftMessage(encodeRaftMessage(message))).toEqual(message);
+        }),
+        { numRuns: 150 },
+      );
+    });
+  }
+
+  it("decodes entry data as views into the frame, without copying", () => {
+    const frame = encodeRaftMessage(appendOf(4, 100));
+    const decoded = decodeRaftMessage(frame);
+    if (decoded.type !== "append") throw new Error("not an append");
+    for (const entry of decoded.entries) {
+      expect(entry.data.buffer).toBe(frame.buffer);
+      expect(entry.data.constructor).toBe(Uint8Array);
+    }
+  });
+
+  it("is compact: a heartbeat takes a dozen bytes, an entry a few bytes beyond its data", () => {
+    expect(encodeRaftMessage(samples[6]!).length).toBeLessThanOrEqual(12);
+    const oneEntry = encodeRaftMessage(appendOf(1, 1024)).length;
+    const twoEntries = encodeRaftMessage(appendOf(2, 1024)).length;
+    expect(twoEntries - oneEntry).toBeLessThanOrEqual(1024 + 8);
+  });
+
+  it("refuses to encode numbers that are not non-negative safe integers", () => {
+    for (const term of [-1, 1.5, Number.NaN, 2 ** 53, Number.POSITIVE_INFINITY]) {
+      protocolError(() => encodeRaftMessage({ type: "timeout-now", from: "a", to: "b", term }));
+    }
+  });
+
+  it("refuses every truncation and any trailing byte", () => {
+    for (const message of samples) {
+      const frame = encodeRaftMessage(message);
+      for (let length = 0; length < frame.length; length++) {
+        protocolError(() => decodeRaftMessage(frame.subarray(0, length)));
+      }
+      const longer = new Uint8Array(frame.length + 1);
+      longer.set(frame);
+      expect(protocolError(() => decodeRaftMessage(longer)).message).toMatch(/trailing/);
+    }
+  });
+
+  it("refuses unknown tags, invalid booleans and entry types, bad varints and bad UTF-8", () => {
+    const header = [1, 97, 1, 98, 3]; // from "a", to "b", term 3, after the tag
+    expect(protocolError(() => decodeRaftMessage(Uint8Array.from([99, ...header]))).message).toMatch(
+      /unknown Raft message tag 99/,
+    );
+    const voteResponse = (flag: number) => Uint8Array.from([5, ...header, flag]);
+    expect(decodeRaftMessage(voteResponse(1))).toMatchObject({ reject: true });
+    expect(protocolError(() => decodeRaftMessage(voteResponse(2))).message).toMatch(/boolean/);
+    // append: index 0, logTerm 0, one entry (term 1, index 1, type 7, no data), commit 0
+    const badEntry = Uint8Array.from([1, ...header, 0, 0, 1, 1, 1, 7, 0, 0]);
+    expect(protocolError(() => decodeRaftMessage(badEntry)).message).toMatch(/entry type 7/);
+    const heartbeat = (...term: number[]) => Uint8Array.from([7, 1, 97, 1, 98, ...term, 0, 0]);
+    expect(decodeRaftMessage(heartbeat(0x81, 0x01)).term).toBe(129);
+    expect(protocolError(() => decodeRaftMessage(heartbeat(0x81, 0x00))).message).toMatch(/overlong/);
+    const tooBig = [0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x10];
+    expect(protocolError(() => decodeRaftMessage(heartbeat(...tooBig))).message).toMatch(/2\^53/);
+    const tooLong = [0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01];
+    expect(protocolError(() => decodeRaftMessage(heartbeat(...tooLong))).message).toMatch(/longer than 8/);
+    const badUtf8 = Uint8Array.from([13, 2, 0xc3, 0x28, 1, 98, 3]);
+    expect(protocolError(() => decodeRaftMessage(badUtf8)).message).toMatch(/UTF-8/);
+  });
+
+  it("refuses an entry count larger than the frame could hold, before looping over it", () => {
+    const frame = Uint8Array.from([...[1, 1, 97, 1, 98, 3], 0, 0, 0xff, 0xff, 0xff, 0xff, 0x0f, 0]);
+    expect(protocolError(() => decodeRaftMessage(frame)).message).toMatch(/count/);
+  });
+
+  it("turns arbitrary bytes into a PeerProtocolError or a message that re-encodes to the same bytes", () => {
+    const mutated = fc
+      .tuple(anyMessage, fc.nat(), fc.integer({ min: 0, max: 255 }))
+      .map(([message, at, byte]) => {
+        const frame = Uint8Array.from(encodeRaftMessage(message));
+        if (frame.length > 0) frame[at % frame.length] = byte;
+        return frame;
+      });
+    fc.assert(
+      fc.property(fc.oneof(fc.uint8Array({ maxLength: 64 }), mutated), (bytes) => {
+        let decoded: Message;
+        try {
+          decoded = decodeRaftMessage(bytes);
+        } catch (error) {
+          expect(error).toBeInstanceOf(PeerProtocolError);
+          return;
+        }
+        // Encodings are canonical, so whatever is accepted is exactly a valid message's encoding.
+        expect(Buffer.from(encodeRaftMessage(decoded)).equals(bytes)).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+  });
+});
