@@ -1,0 +1,20 @@
+import { createHash, randomBytes } from "node:crypto";
+
+const KEY_HASH = /^[0-9a-f]{64}$/;
+
+/** How every API key is stored and looked up: the lowercase hex SHA-256 of its UTF-8 text. */
+export function hashApiKey(apiKey: string): string {
+  return createHash("sha256").update(apiKey, "utf8").digest("hex");
+}
+
+export function isApiKeyHash(value: string): boolean {
+  return KEY_HASH.test(value);
+}
+
+/**
+ * A fresh API key, for the voter that accepts `POST .../keys`: it proposes only `hashApiKey(key)` and
+ * returns the key to the caller once. Never called while applying (that would break determinism).
+ */
+export function generateApiKey(): string {
+  return `kl_${randomBytes(32).toString("base64url")}`;
+}

@@ -1,0 +1,25 @@
+import { createHash } from "node:crypto";
+import type { CanonicalLimits } from "./limits.js";
+
+/** Everything an apply may depend on besides the database: all of it comes from the entry or the limits. */
+export interface ApplyContext {
+  readonly index: number;
+  /** Entry time: the leader's timestamp, never allowed to run backwards (see StateMachine). */
+  readonly nowMs: number;
+  readonly tenant: string;
+  readonly principal: string;
+  readonly commandId: string;
+  readonly limits: CanonicalLimits;
+}
+
+/**
+ * An unguessable-enough, deterministic identifier (lease tokens, delivery IDs, etags, key IDs): the hash
+ * of the command's identity and its log index, which no two commands share. Every voter derives the same
+ * one; randomness would make the voters diverge.
+ */
+export function deriveToken(ctx: ApplyContext, purpose: string): string {
+  return createHash("sha256")
+    .update(`${purpose}\u0000${ctx.tenant}\u0000${ctx.commandId}\u0000${ctx.index}`)
+    .digest("hex")
+    .slice(0, 32);
+}

@@ -1,0 +1,334 @@
+import { rmSync } from "node:fs";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parseBulkGetRequest, parseQueryRequest } from "./catalog-query.js";
+import { parseTraverseRequest } from "./graph.js";
+import { parseSearchRequest } from "./search-query.js";
+import { Harness, TempStates } from "./testing/state-fixtures.js";
+
+let temp: TempStates;
+let h: Harness;
+beforeEach(() => {
+  temp = new TempStates();
+  h = new Harness(temp.create("s"));
+});
+afterEach(() => temp.cleanup());
+
+const put = (key: string, value: unknown, extra: Record<string, unknown> = {}, tenant = "t1") =>
+  h.ok<{ key: string; version: number }>("catalog.put", { value, ...extra }, { params: { key }, tenant });
+
+describe("documents", () => {
+  it("puts, overwrites and gets with increasing versions, per tenant", () => {
+    expect(put("users/1", { name: "Ada" })).toEqual({ key: "users/1", version: 1 });
+    expect(put("users/1", { name: "Ada L." })).toEqual({ key: "users/1", version: 2 });
+    put("users/1", "other tenant", {}, "t2");
+    expect(h.sm.getDocument("t1", "users/1")).toEqual({
+      key: "users/1",
+      value: { name: "Ada L." },
+      version: 2,
+    });
+    expect(h.sm.getDocument("t2", "users/1")).toEqual({ key: "users/1", value: "other tenant", version: 1 });
+    expect(h.sm.getDocument("t3", "users/1")).toBeUndefined();
+  });
+
+  it("checks expectedVersion on put and delete (0: must not exist)", () => {
+    expect(put("k", 1, { expectedVersion: 0 })).toEqual({ key: "k", version: 1 });
+    expect(h.fail("catalog.put", { value: 2, expectedVersion: 0 }, { params: { key: "k" } })).toMatchObject({
+      code: "FailedPrecondition",
+      reason: "VersionMismatch",
+      message: "document k is at version 1, expected none",
+    });
+    expect(h.fail("catalog.put", { value: 2, expectedVersion: 2 }, { params: { key: "k" } })).toMatchObject({
+      code: "FailedPrecondition",
+    });
+    expect(put("k", 2, { expectedVersion: 1 })).toEqual({ key: "k", version: 2 });
+    expect(h.fail("catalog.delete", { expectedVersion: 1 }, { params: { key: "k" } })).toMatchObject({
+      code: "FailedPrecondition",
+    });
+    expect(h.ok("catalog.delete", { expectedVersion: 2 }, { params: { key: "k" } })).toEqual({
+      key: "k",
+      version: 3,
+    });
+    expect(h.sm.getDocument("t1", "k")).toBeUndefined();
+  });
+
+  it("keeps counting versions across a delete, so an old expectedVersion never matches a new document", () => {
+    put("k", "first");
+    h.ok("catalog.delete", "", { params: { key: "k" } });
+    expect(h.fail("catalog.delete", "", { params: { key: "k" } })).toMatchObject({
+      code: "NotFound",
+      reason: "DocumentNotFound",
+    });
+    expect(h.fail("catalog.put", { value: "x", expectedVersion: 1 }, { params: { key: "k" } })).toMatchObject(
+      {
+        code: "FailedPrecondition",
+      },
+    );
+    expect(put("k", "second", { expectedVersion: 0 })).toEqual({ key: "k", version: 3 });
+  });
+
+  it("refuses bad bodies with InvalidArgument and changes nothing", () => {
+    const bad: [unknown, string][] = [
+      ["{oops", "MalformedJson"],
+      ["[1,2]", "MalformedJson"],
+      ["", "MalformedJson"],
+      [{ notValue: 1 }, "InvalidBody"],
+      [{ value: 1, expectedVersion: -1 }, "InvalidBody"],
+      [{ value: 1, expectedVersion: "1" }, "InvalidBody"],
+      [{ value: 1, expectedVersion: 1.5 }, "InvalidBody"],
+      [{ value: JSON.parse(`${"[".repeat(70)}${"]".repeat(70)}`) }, "InvalidBody"],
+    ];
+    for (const [body, reason] of bad) {
+      expect(h.fail("catalog.put", body, { params: { key: "k" } })).toMatchObject({
+        code: "InvalidArgument",
+        reason,
+      });
+    }
+    expect(h.fail("catalog.delete", "{", { params: { key: "k" } })).toMatchObject({
+      code: "InvalidArgument",
+    });
+    expect(h.fail("catalog.put", "null", { params: { key: "k" } })).toMatchObject({
+      reason: "MalformedJson",
+    });
+    expect(h.sm.getDocument("t1", "k")).toBeUndefined();
+    // An optional body may also be JSON null.
+    put("k", 1);
+    expect(h.ok("catalog.delete", "null", { params: { key: "k" } })).toEqual({ key: "k", version: 2 });
+    // 64 levels is the deepest value accepted.
+    put("deep", JSON.parse(`${"[".repeat(64)}${"]".repeat(64)}`));
+  });
+
+  it("gets many keys at once, in request order", () => {
+    put("a", 1);
+    put("c", 3);
+    expect(h.sm.bulkGet("t1", parseBulkGetRequest({ keys: ["c", "b", "a", "c"] }))).toEqual([
+      { key: "c", value: 3, version: 1, found: true },
+      { key: "b", found: false },
+      { key: "a", value: 1, version: 1, found: true },
+      { key: "c", value: 3, version: 1, found: true },
+    ]);
+    expect(() => parseBulkGetRequest({ keys: "a" })).toThrow(/array/);
+    expect(() => parseBulkGetRequest({ keys: [1] })).toThrow(/string/);
+    expect(() => parseBulkGetRequest({ keys: Array(1001).fill("k") })).toThrow(/at most 1000/);
+    expect(() => parseBulkGetRequest({})).toThrow(/required/);
+  });
+});
+
+describe("catalog query", () => {
+  beforeEach(() => {
+    put("orders/1", { status: "open", total: 10, paid: false, customer: { id: "c1" }, tags: ["x"] });
+    put("orders/2", { status: "closed", total: 25.5, paid: true, customer: { id: "c2" }, note: null });
+    put("orders/3", { status: "open", total: 40, paid: true, customer: { id: "c1" } });
+    put("orders/10", { status: 1 });
+    put("ordersX", { status: "open" });
+    put("users/1", { status: "open" });
+    put("orders/9", { status: "open" }, {}, "t2");
+  });
+  const keys = (body: unknown) => h.sm.query("t1", parseQueryRequest(body)).items.map((d) => d.key);
+
+  it("filters by key prefix in key order, within the tenant", () => {
+    expect(keys({ prefix: "orders/" })).toEqual(["orders/1", "orders/10", "orders/2", "orders/3"]);
+    expect(keys({})).toHaveLength(6);
+    expect(keys({ prefix: "nothing" })).toEqual([]);
+  });
+
+  it("filters on JSON paths by type-aware equality and comparison", () => {
+    expect(keys({ prefix: "orders/", where: [{ path: "$.status", value: "open" }] })).toEqual([
+      "orders/1",
+      "orders/3",
+    ]);
+    expect(keys({ where: [{ path: "$.status", op: "eq", value: 1 }] })).toEqual(["orders/10"]);
+    expect(keys({ where: [{ path: "$.paid", value: true }] })).toEqual(["orders/2", "orders/3"]);
+    expect(keys({ where: [{ path: "$.paid", value: false }] })).toEqual(["orders/1"]);
+    expect(keys({ where: [{ path: "$.note", value: null }] })).toEqual(["orders/2"]);
+    expect(
+      keys({
+        where: [
+          { path: "$.customer.id", value: "c1" },
+          { path: "$.total", op: "gt", value: 20 },
+        ],
+      }),
+    ).toEqual(["orders/3"]);
+    expect(keys({ where: [{ path: "$.total", op: "lte", value: 25.5 }] })).toEqual(["orders/1", "orders/2"]);
+    expect(keys({ where: [{ path: "$.status", op: "gte", value: "op" }] })).toEqual([
+      "orders/1",
+      "orders/3",
+      "ordersX",
+      "users/1",
+    ]);
+    expect(keys({ prefix: "orders/", where: [{ path: "$.status", op: "ne", value: "open" }] })).toEqual([
+      "orders/10",
+      "orders/2",
+    ]);
+    expect(keys({ where: [{ path: "$.tags[0]", value: "x" }] })).toEqual(["orders/1"]);
+    expect(keys({ where: [{ path: "$.note", op: "exists", value: true }] })).toEqual(["orders/2"]);
+    expect(keys({ prefix: "orders/", where: [{ path: "$.customer", op: "exists", value: false }] })).toEqual([
+      "orders/10",
+    ]);
+  });
+
+  it("pages with limit and after", () => {
+    const first = h.sm.query("t1", parseQueryRequest({ prefix: "orders/", limit: 3 }));
+    expect(first.items.map((d) => d.key)).toEqual(["orders/1", "orders/10", "orders/2"]);
+    expect(first.next).toBe("orders/2");
+    const second = h.sm.query("t1", parseQueryRequest({ prefix: "orders/", limit: 3, after: first.next }));
+    expect(second).toEqual({ items: [expect.objectContaining({ key: "orders/3", version: 1 })] });
+  });
+
+  it("refuses malformed queries", () => {
+    const bad = [
+      null,
+      { where: {} },
+      { where: [{ path: "status", value: 1 }] },
+      { where: [{ path: "$.a b", value: 1 }] },
+      { where: [{ path: "$.a", op: "like", value: 1 }] },
+      { where: [{ path: "$.a", value: { x: 1 } }] },
+      { where: [{ path: "$.a", op: "lt", value: true }] },
+      { where: [{ path: "$.a", op: "exists", value: 1 }] },
+      { where: Array(17).fill({ path: "$.a", value: 1 }) },
+      { limit: 0 },
+      { limit: 1001 },
+      { prefix: 5 },
+    ];
+    for (const body of bad)
+      expect(() => parseQueryRequest(body), JSON.stringify(body)).toThrow(
+        expect.objectContaining({ code: "InvalidArgument" }),
+      );
+  });
+});
+
+describe("full-text search", () => {
+  const search = async (query: string, tenant = "t1", extra: Record<string, unknown> = {}) =>
+    (await h.sm.search(tenant, parseSearchRequest({ query, ...extra }))).map((hit) => hit.key);
+
+  it("finds documents by the words of their string values, per tenant", async () => {
+    put("a", { title: "Quick brown fox", tags: ["forest", "animal"], count: 12 });
+    put("b", { title: "Lazy dog", body: { text: "sleeps near the brown fence" } });
+    put("c", "brown", {}, "t2");
+    expect(await search("brown")).toEqual(expect.arrayContaining(["a", "b"]));
+    expect(await search("brown")).toHaveLength(2);
+    expect(await search("brown fox")).toEqual(["a"]);
+    expect(await search("FOREST")).toEqual(["a"]);
+    expect(await search("sle*")).toEqual(["b"]);
+    expect(await search("title")).toEqual([]);
+    expect(await search("12")).toEqual([]);
+    expect(await search("brown", "t2")).toEqual(["c"]);
+    expect(await search("brown", "t1", { prefix: "b" })).toEqual(["b"]);
+    const [hit] = await h.sm.search("t1", parseSearchRequest({ query: "fox" }));
+    expect(hit).toMatchObject({ key: "a", version: 1, value: { title: "Quick brown fox" } });
+    expect(hit!.score).toBeLessThan(0);
+  });
+
+  it("follows updates and deletes, including rolled-back ones", async () => {
+    put("a", "red apple");
+    put("a", "green pear");
+    put("b", "red cherry");
+    h.ok("catalog.delete", "", { params: { key: "b" } });
+    h.fail("transaction", {
+      operations: [
+        { op: "put", key: "c", value: "red grape" },
+        { op: "check", key: "a", version: 9 },
+      ],
+    });
+    expect(await search("red")).toEqual([]);
+    expect(await search("pear")).toEqual(["a"]);
+  });
+
+  it("quotes user text, so query syntax is just words", async () => {
+    put("a", 'says "NEAR" and OR AND not');
+    expect(await search("NEAR(")).toEqual(["a"]);
+    expect(await search('"near" or')).toEqual(["a"]);
+    expect(() => parseSearchRequest({ query: "  !!! " })).toThrow(
+      expect.objectContaining({ reason: "InvalidQuery" }),
+    );
+    expect(() => parseSearchRequest({ query: Array(33).fill("w").join(" ") })).toThrow(/32 words/);
+    expect(() => parseSearchRequest({})).toThrow(/required/);
+    expect(() => parseSearchRequest({ query: "x", limit: 0 })).toThrow(/limit/);
+  });
+
+  it("reuses its index across a clean restart and rebuilds a missing one", async () => {
+    put("a", "persistent words");
+    await h.sm.close();
+    const reopened = temp.create("s");
+    expect(
+      (await reopened.search("t1", parseSearchRequest({ query: "persistent" }))).map((x) => x.key),
+    ).toEqual(["a"]);
+    await reopened.close();
+    for (const suffix of ["", "-wal", "-shm"])
+      rmSync(`${temp.path("s.db.search")}${suffix}`, { force: true });
+    const rebuilt = temp.create("s");
+    expect((await rebuilt.search("t1", parseSearchRequest({ query: "words" }))).map((x) => x.key)).toEqual([
+      "a",
+    ]);
+  });
+});
+
+describe("graph", () => {
+  const edge = (from: string, type: string, to: string) => ({ from, type, to });
+
+  it("puts edges idempotently and deletes them", () => {
+    expect(h.ok("graph.putEdge", edge("a", "knows", "b"))).toEqual({
+      ...edge("a", "knows", "b"),
+      created: true,
+    });
+    expect(h.ok("graph.putEdge", edge("a", "knows", "b"))).toEqual({
+      ...edge("a", "knows", "b"),
+      created: false,
+    });
+    expect(h.ok("graph.deleteEdge", edge("a", "knows", "b"))).toEqual(edge("a", "knows", "b"));
+    expect(h.fail("graph.deleteEdge", edge("a", "knows", "b"))).toMatchObject({
+      code: "NotFound",
+      reason: "EdgeNotFound",
+    });
+    for (const bad of [
+      { from: "a", type: "t" },
+      { from: "", type: "t", to: "b" },
+      { from: "a", type: "x".repeat(129), to: "b" },
+      "[]",
+    ]) {
+      expect(h.fail("graph.putEdge", bad)).toMatchObject({ code: "InvalidArgument" });
+    }
+  });
+
+  it("traverses breadth-first with depth, direction, type and result limits", () => {
+    for (const [from, type, to] of [
+      ["a", "knows", "b"],
+      ["a", "owns", "c"],
+      ["b", "knows", "d"],
+      ["c", "knows", "d"],
+      ["d", "knows", "e"],
+      ["x", "knows", "a"],
+      ["a", "knows", "a"],
+    ] as const) {
+      h.ok("graph.putEdge", edge(from, type, to));
+    }
+    h.ok("graph.putEdge", edge("a", "knows", "z"), { tenant: "t2" });
+    const ids = (body: Record<string, unknown>) =>
+      h.sm
+        .traverse("t1", parseTraverseRequest({ start: "a", ...body }))
+        .nodes.map((n) => `${n.id}@${n.depth}`);
+    expect(ids({ maxDepth: 1 })).toEqual(["a@0", "b@1", "c@1"]);
+    expect(ids({ maxDepth: 3 })).toEqual(["a@0", "b@1", "c@1", "d@2", "e@3"]);
+    expect(ids({ maxDepth: 3, types: ["knows"] })).toEqual(["a@0", "b@1", "d@2", "e@3"]);
+    expect(ids({ direction: "in" })).toEqual(["a@0", "x@1"]);
+    expect(ids({ direction: "both", maxDepth: 1 })).toEqual(["a@0", "b@1", "c@1", "x@1"]);
+    const truncated = h.sm.traverse("t1", parseTraverseRequest({ start: "a", maxDepth: 5, limit: 3 }));
+    expect(truncated).toMatchObject({
+      truncated: true,
+      nodes: [{ id: "a", via: null }, { id: "b" }, { id: "c" }],
+    });
+    expect(truncated.nodes[2]!.via).toEqual(edge("a", "owns", "c"));
+    expect(h.sm.traverse("t1", parseTraverseRequest({ start: "nowhere" }))).toEqual({
+      nodes: [{ id: "nowhere", depth: 0, via: null }],
+      truncated: false,
+    });
+    for (const bad of [
+      {},
+      { start: "a", direction: "up" },
+      { start: "a", maxDepth: 0 },
+      { start: "a", maxDepth: 17 },
+      { start: "a", types: [1] },
+    ]) {
+      expect(() => parseTraverseRequest(bad)).toThrow(expect.objectContaining({ code: "InvalidArgument" }));
+    }
+  });
+});

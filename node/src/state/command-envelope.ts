@@ -1,0 +1,232 @@
+import { createHash } from "node:crypto";
+import { InvalidArgumentError } from "@keyload/contract";
+import { isApiKeyHash } from "./api-key.js";
+import { checkCommandId, checkKey, checkName, checkScopeId } from "./identifiers.js";
+import { checkQueueName } from "./queue-names.js";
+
+/**
+ * The route parameters each command kind carries (from the URL path), one kind per write route of the
+ * contract. The body travels separately, as the payload.
+ */
+export const COMMAND_KINDS = {
+  "catalog.put": ["key"], // PUT /v1/catalog/{key}
+  "catalog.delete": ["key"], // DELETE /v1/catalog/{key}
+  transaction: [], // POST /v1/transactions
+  "graph.putEdge": [], // PUT /v1/graph/edges
+  "graph.deleteEdge": [], // DELETE /v1/graph/edges
+  "queue.enqueue": ["queue"], // POST /v1/queues/{queue}/messages
+  "queue.lease": ["queue"], // POST /v1/queues/{queue}/leases
+  "queue.ack": ["queue", "messageId"], // POST .../messages/{messageId}/ack
+  "queue.nack": ["queue", "messageId"], // POST .../messages/{messageId}/nack
+  "queue.renew": ["queue", "messageId"], // POST .../messages/{messageId}/renew
+  "queue.complete": ["queue", "messageId"], // POST .../messages/{messageId}/complete (processing effect)
+  "subscription.put": ["name"], // PUT /v1/subscriptions/{name}
+  "subscription.deliver": ["name"], // POST /v1/subscriptions/{name}/deliveries
+  "subscription.ack": ["name", "deliveryId"], // POST .../deliveries/{deliveryId}/ack
+  "subscription.complete": ["name", "deliveryId"], // POST .../deliveries/{deliveryId}/complete (projection)
+  "membership.put": ["memberId"], // PUT /v1/membership/{memberId}
+  "dispatch.append": ["channel"], // POST /v1/dispatch/{channel}
+  "admin.putPrincipal": [], // POST /v1/admin/principals
+  "admin.createKey": ["principalId"], // POST /v1/admin/principals/{principalId}/keys
+  "admin.deleteKey": ["principalId", "keyId"], // DELETE /v1/admin/principals/{principalId}/keys/{keyId}
+} as const satisfies Record<string, readonly ParamName[]>;
+
+export type CommandKind = keyof typeof COMMAND_KINDS;
+
+export type ParamName =
+  | "key"
+  | "queue"
+  | "messageId"
+  | "name"
+  | "deliveryId"
+  | "memberId"
+  | "channel"
+  | "principalId"
+  | "keyId";
+
+export type RouteParams = Readonly<Partial<Record<ParamName, string>>>;
+
+const PARAM_CHECKS: Record<ParamName, (value: string) => string> = {
+  key: (v) => checkKey("key", v),
+  queue: checkQueueName,
+  messageId: (v) => checkName("messageId", v),
+  name: (v) => checkName("subscription name", v),
+  deliveryId: (v) => checkName("deliveryId", v),
+  memberId: (v) => checkName("memberId", v),
+  channel: (v) => checkName("channel", v),
+  principalId: (v) => checkScopeId("principalId", v),
+  keyId: (v) => checkName("keyId", v),
+};
+
+/**
+ * What a Raft entry's `data` carries for one command. The voter that accepted the request fills tenant
+ * and principal from its verified principal catalog and the timestamp from its own clock while leading;
+ * nothing else in the state machine ever reads a clock.
+ */
+export interface CommandEnvelope {
+  readonly commandId: string;
+  readonly kind: CommandKind;
+  readonly tenant: string;
+  readonly principal: string;
+  /** The leader's wall clock when it proposed the command, in ms since the epoch. */
+  readonly timestampMs: number;
+  readonly params: RouteParams;
+  /**
+   * Material the voter generated for this command, outside the digest so a retry that generates it
+   * afresh still deduplicates. Only `admin.createKey` carries one: the SHA-256 (hex) of the new API key,
+   * whose plain text never enters an entry.
+   */
+  readonly generated?: { readonly keyHash: string };
+  /** The request body text exactly as received; empty for a bodiless request. */
+  readonly payload: string;
+}
+
+/**
+ * Wire format: "KL", format version 1, the header length (uint32, big-endian), the header as UTF-8 JSON
+ * (every field but the payload), then the payload's UTF-8 bytes unescaped, so a body costs its own size.
+ */
+const MAGIC_0 = 0x4b;
+const MAGIC_1 = 0x4c;
+const FORMAT_VERSION = 1;
+const PREFIX_BYTES = 7;
+
+const encoder = new TextEncoder();
+const strictDecoder = new TextDecoder("utf-8", { fatal: true });
+
+export function encodeCommand(envelope: CommandEnvelope): Uint8Array {
+  const header = encoder.encode(
+    JSON.stringify({
+      commandId: envelope.commandId,
+      kind: envelope.kind,
+      tenant: envelope.tenant,
+      principal: envelope.principal,
+      timestampMs: envelope.timestampMs,
+      params: sortedParams(envelope.params),
+      ...(envelope.generated === undefined ? {} : { generated: { keyHash: envelope.generated.keyHash } }),
+    }),
+  );
+  const payload = encoder.encode(envelope.payload);
+  const out = new Uint8Array(PREFIX_BYTES + header.byteLength + payload.byteLength);
+  out[0] = MAGIC_0;
+  out[1] = MAGIC_1;
+  out[2] = FORMAT_VERSION;
+  new DataView(out.buffer).setUint32(3, header.byteLength);
+  out.set(header, PREFIX_BYTES);
+  out.set(payload, PREFIX_BYTES + header.byteLength);
+  return out;
+}
+
+/**
+ * Parses and validates an entry's data. Throws InvalidArgumentError (reason MalformedEnvelope, or the
+ * failing identifier's reason) for anything that is not a well-formed envelope, so the state machine can
+ * commit it as a deterministic refusal instead of crashing every voter on the same entry.
+ */
+export function decodeCommand(data: Uint8Array): CommandEnvelope {
+  if (data.byteLength < PREFIX_BYTES || data[0] !== MAGIC_0 || data[1] !== MAGIC_1) {
+    throw malformed("not a KeyLoad command envelope");
+  }
+  if (data[2] !== FORMAT_VERSION) throw malformed(`unsupported envelope format ${data[2]}`);
+  const headerBytes = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint32(3);
+  if (headerBytes > data.byteLength - PREFIX_BYTES) throw malformed("header length beyond the entry");
+  const header = parseHeader(data.subarray(PREFIX_BYTES, PREFIX_BYTES + headerBytes));
+  let payload: string;
+  try {
+    payload = strictDecoder.decode(data.subarray(PREFIX_BYTES + headerBytes));
+  } catch {
+    throw malformed("payload is not valid UTF-8");
+  }
+  return { ...header, payload };
+}
+
+/**
+ * The deduplication digest: SHA-256 over the kind, the route parameters (sorted) and the payload.
+ * Tenant is left out because command IDs are already scoped per tenant, and the principal because the
+ * same command resubmitted under another key of the tenant is still the same command.
+ */
+export function commandDigest(envelope: CommandEnvelope): Buffer {
+  const route = JSON.stringify([envelope.kind, Object.entries(sortedParams(envelope.params))]);
+  // The JSON prefix is self-delimiting, so the newline cannot be confused with payload bytes.
+  return createHash("sha256").update(route).update("\n").update(envelope.payload).digest();
+}
+
+/** Reads a route parameter the kind declares; the envelope was validated, so it is always present. */
+export function routeParam(envelope: CommandEnvelope, name: ParamName): string {
+  const value = envelope.params[name];
+  if (value === undefined) throw malformed(`${envelope.kind} carries no ${name}`);
+  return value;
+}
+
+function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(strictDecoder.decode(bytes));
+  } catch {
+    throw malformed("header is not UTF-8 JSON");
+  }
+  if (!isRecord(raw)) throw malformed("header is not an object");
+  const { commandId, kind, tenant, principal, timestampMs, params, generated, ...rest } = raw;
+  const extra = Object.keys(rest);
+  if (extra.length > 0) throw malformed(`unknown header fields ${extra.join(", ")}`);
+  if (typeof commandId !== "string") throw malformed("commandId is not a string");
+  if (typeof kind !== "string" || !Object.hasOwn(COMMAND_KINDS, kind))
+    throw malformed(`unknown kind ${kind}`);
+  if (typeof tenant !== "string" || typeof principal !== "string")
+    throw malformed("tenant/principal missing");
+  if (typeof timestampMs !== "number" || !Number.isSafeInteger(timestampMs) || timestampMs < 0) {
+    throw malformed("timestampMs is not a non-negative integer");
+  }
+  const commandKind = kind as CommandKind;
+  return {
+    commandId: checkCommandId(commandId),
+    kind: commandKind,
+    tenant: checkScopeId("tenant", tenant),
+    principal: checkScopeId("principal", principal),
+    timestampMs,
+    params: parseParams(commandKind, params),
+    ...parseGenerated(commandKind, generated),
+  };
+}
+
+function parseParams(kind: CommandKind, raw: unknown): RouteParams {
+  if (!isRecord(raw)) throw malformed("params is not an object");
+  const expected: readonly ParamName[] = COMMAND_KINDS[kind];
+  const names = Object.keys(raw);
+  if (names.length !== expected.length || !expected.every((name) => Object.hasOwn(raw, name))) {
+    throw malformed(`${kind} takes route parameters [${expected.join(", ")}], got [${names.join(", ")}]`);
+  }
+  const params: Partial<Record<ParamName, string>> = {};
+  for (const name of expected) {
+    const value = raw[name];
+    if (typeof value !== "string") throw malformed(`route parameter ${name} is not a string`);
+    params[name] = PARAM_CHECKS[name](value);
+  }
+  return params;
+}
+
+function parseGenerated(kind: CommandKind, raw: unknown): { generated?: { keyHash: string } } {
+  if (kind !== "admin.createKey") {
+    if (raw !== undefined) throw malformed(`${kind} carries no generated material`);
+    return {};
+  }
+  if (!isRecord(raw) || typeof raw.keyHash !== "string" || !isApiKeyHash(raw.keyHash)) {
+    throw malformed("admin.createKey needs generated.keyHash, a lowercase hex SHA-256");
+  }
+  return { generated: { keyHash: raw.keyHash } };
+}
+
+function sortedParams(params: RouteParams): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of Object.keys(params).sort()) {
+    const value = params[name as ParamName];
+    if (value !== undefined) out[name] = value;
+  }
+  return out;
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function malformed(message: string): InvalidArgumentError {
+  return new InvalidArgumentError(`malformed command envelope: ${message}`, { reason: "MalformedEnvelope" });
+}

@@ -1,0 +1,308 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { generateApiKey, hashApiKey } from "./api-key.js";
+import type { Member } from "./membership.js";
+import { ADMIN_KEY, Harness, TempStates } from "./testing/state-fixtures.js";
+
+let temp: TempStates;
+let h: Harness;
+beforeEach(() => {
+  temp = new TempStates();
+  h = new Harness(temp.create("s"));
+});
+afterEach(() => temp.cleanup());
+
+describe("membership", () => {
+  const put = (memberId: string, body: unknown) => h.run("membership.put", body, { params: { memberId } });
+  const write = (memberId: string, body: unknown) =>
+    h.ok<Member & { tableVersion: number }>("membership.put", body, { params: { memberId } });
+
+  it("inserts without an etag, updates with the current one, and versions the table", () => {
+    const inserted = write("silo-1", { status: "joining", address: "10.0.0.1:11111" });
+    expect(inserted).toMatchObject({
+      memberId: "silo-1",
+      status: "joining",
+      tableVersion: 1,
+      iAmAliveMs: h.log.nowMs,
+    });
+    expect(inserted.etag).toMatch(/^[0-9a-f]{16}$/);
+    expect(
+      h.fail("membership.put", { status: "active", address: "a" }, { params: { memberId: "silo-1" } }),
+    ).toMatchObject({
+      code: "FailedPrecondition",
+      reason: "EtagMismatch",
+    });
+    expect(
+      h.fail(
+        "membership.put",
+        { status: "active", address: "a", etag: "stale" },
+        { params: { memberId: "silo-1" } },
+      ),
+    ).toMatchObject({
+      reason: "EtagMismatch",
+    });
+    expect(
+      h.fail(
+        "membership.put",
+        { status: "active", address: "a", etag: "x" },
+        { params: { memberId: "silo-9" } },
+      ),
+    ).toMatchObject({
+      reason: "EtagMismatch",
+    });
+    const updated = write("silo-1", {
+      status: "active",
+      address: "10.0.0.1:11111",
+      etag: inserted.etag,
+      tableVersion: 1,
+    });
+    expect(updated).toMatchObject({ status: "active", tableVersion: 2 });
+    expect(updated.etag).not.toBe(inserted.etag);
+    expect(
+      h.fail(
+        "membership.put",
+        { status: "dead", address: "x", etag: updated.etag, tableVersion: 1 },
+        { params: { memberId: "silo-1" } },
+      ),
+    ).toMatchObject({
+      reason: "TableVersionMismatch",
+    });
+    write("silo-0", { status: "joining", address: "10.0.0.2:11111", tableVersion: 2 });
+    expect(h.sm.membership("t1")).toEqual({
+      tableVersion: 3,
+      members: [
+        expect.objectContaining({ memberId: "silo-0" }),
+        expect.objectContaining({ memberId: "silo-1", status: "active" }),
+      ],
+    });
+    expect(h.sm.membership("t2")).toEqual({ tableVersion: 0, members: [] });
+  });
+
+  it("refreshes I-am-alive alone, without an etag or a new table version", () => {
+    const row = write("silo-1", { status: "active", address: "a:1" });
+    h.advance(5_000);
+    const alive = write("silo-1", { iAmAlive: true });
+    expect(alive).toEqual({ ...row, iAmAliveMs: h.log.nowMs, tableVersion: 1 });
+    expect(h.fail("membership.put", { iAmAlive: true }, { params: { memberId: "ghost" } })).toMatchObject({
+      code: "NotFound",
+    });
+  });
+
+  it("refuses bad rows", () => {
+    for (const body of [
+      {},
+      { status: "zombie", address: "a" },
+      { status: "active" },
+      { status: "active", address: "" },
+      { status: "active", address: "a", tableVersion: -1 },
+      "x",
+    ]) {
+      expect(put("m", body)).toMatchObject({
+        outcome: { status: "failed", error: { code: "InvalidArgument" } },
+      });
+    }
+  });
+});
+
+describe("dispatch", () => {
+  it("appends directives with per-channel sequence numbers, readable after N", () => {
+    for (const directive of ["drain", "rebalance", "resume"]) {
+      h.ok("dispatch.append", { directive, data: { n: directive.length } }, { params: { channel: "ops" } });
+    }
+    expect(h.ok("dispatch.append", { directive: "other" }, { params: { channel: "control" } })).toEqual({
+      channel: "control",
+      sequence: 1,
+    });
+    expect(h.ok("dispatch.append", { directive: "x" }, { params: { channel: "ops" }, tenant: "t2" })).toEqual(
+      { channel: "ops", sequence: 1 },
+    );
+    expect(h.sm.readDispatch("t1", "ops", 1)).toEqual([
+      { sequence: 2, directive: "rebalance", data: { n: 9 }, atMs: expect.any(Number) },
+      { sequence: 3, directive: "resume", data: { n: 6 }, atMs: expect.any(Number) },
+    ]);
+    expect(h.sm.readDispatch("t1", "ops", 0, 1).map((d) => d.sequence)).toEqual([1]);
+    expect(h.sm.readDispatch("t1", "control", 0)[0]).toMatchObject({ data: null });
+    expect(h.sm.readDispatch("t1", "ops", 3)).toEqual([]);
+    expect(() => h.sm.readDispatch("t1", "ops", -1)).toThrow(
+      expect.objectContaining({ code: "InvalidArgument" }),
+    );
+    for (const body of [{}, { directive: "" }, { directive: 5 }, { directive: "x".repeat(257) }, "["]) {
+      expect(h.fail("dispatch.append", body, { params: { channel: "ops" } })).toMatchObject({
+        code: "InvalidArgument",
+      });
+    }
+  });
+});
+
+describe("principal catalog", () => {
+  const asAdmin = { tenant: "system", principal: "admin" };
+
+  it("seeds the bootstrap admin from the configured key hash and authenticates by hash only", () => {
+    expect(h.sm.authenticate(hashApiKey(ADMIN_KEY))).toEqual({
+      keyId: "bootstrap",
+      principalId: "admin",
+      tenantId: "system",
+      roles: ["admin"],
+    });
+    expect(h.sm.authenticate(hashApiKey("wrong"))).toBeUndefined();
+    expect(h.sm.dump()).not.toContain(ADMIN_KEY);
+  });
+
+  it("creates principals and keys, whose plain text never reaches the state", () => {
+    expect(
+      h.ok(
+        "admin.putPrincipal",
+        { principalId: "svc", tenantId: "t1", roles: ["reader", "writer", "reader"] },
+        asAdmin,
+      ),
+    ).toEqual({
+      principalId: "svc",
+      tenantId: "t1",
+      roles: ["writer", "reader"],
+      created: true,
+    });
+    const apiKey = generateApiKey();
+    const created = h.ok<{ keyId: string }>("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "svc" },
+      keyHash: hashApiKey(apiKey),
+    });
+    expect(created).toEqual({ principalId: "svc", keyId: expect.stringMatching(/^k[0-9a-f]{23}$/) });
+    expect(h.sm.authenticate(hashApiKey(apiKey))).toEqual({
+      keyId: created.keyId,
+      principalId: "svc",
+      tenantId: "t1",
+      roles: ["writer", "reader"],
+    });
+    expect(h.sm.dump()).not.toContain(apiKey);
+    // A retry generates another key, but is the same command: the first outcome, no second key.
+    const retry = h.run("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "svc" },
+      keyHash: hashApiKey("other"),
+      commandId: "ck",
+    });
+    const again = h.run("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "svc" },
+      keyHash: hashApiKey("third"),
+      commandId: "ck",
+    });
+    expect(again).toMatchObject({ duplicate: true, outcome: { index: retry.entryIndex } });
+    expect(h.sm.authenticate(hashApiKey("third"))).toBeUndefined();
+    expect(
+      h.ok("admin.deleteKey", "", { ...asAdmin, params: { principalId: "svc", keyId: created.keyId } }),
+    ).toEqual({
+      principalId: "svc",
+      keyId: created.keyId,
+    });
+    expect(h.sm.authenticate(hashApiKey(apiKey))).toBeUndefined();
+    expect(
+      h.fail("admin.deleteKey", "", { ...asAdmin, params: { principalId: "svc", keyId: created.keyId } }),
+    ).toMatchObject({
+      code: "NotFound",
+      reason: "KeyNotFound",
+    });
+  });
+
+  it("authorizes admin commands against the catalog at apply time", () => {
+    expect(
+      h.fail("admin.putPrincipal", { principalId: "x", tenantId: "t1", roles: ["admin"] }),
+    ).toMatchObject({ code: "PermissionDenied", reason: "NotAdmin" });
+    h.ok("admin.putPrincipal", { principalId: "t1-admin", tenantId: "t1", roles: ["admin"] }, asAdmin);
+    const tenantAdmin = { tenant: "t1", principal: "t1-admin" };
+    h.ok("admin.putPrincipal", { principalId: "t1-user", tenantId: "t1", roles: ["reader"] }, tenantAdmin);
+    expect(
+      h.fail(
+        "admin.putPrincipal",
+        { principalId: "t2-user", tenantId: "t2", roles: ["reader"] },
+        tenantAdmin,
+      ),
+    ).toMatchObject({
+      reason: "OtherTenant",
+    });
+    expect(
+      h.fail("admin.createKey", "", {
+        ...tenantAdmin,
+        params: { principalId: "admin" },
+        keyHash: hashApiKey("k"),
+      }),
+    ).toMatchObject({
+      reason: "OtherTenant",
+    });
+    // Same principal ID, claimed from another tenant's scope: not an admin there.
+    expect(
+      h.fail(
+        "admin.putPrincipal",
+        { principalId: "y", tenantId: "t2", roles: ["reader"] },
+        { tenant: "t2", principal: "t1-admin" },
+      ),
+    ).toMatchObject({
+      reason: "NotAdmin",
+    });
+    // Revoked by an earlier entry, the role no longer acts.
+    h.ok("admin.putPrincipal", { principalId: "t1-admin", tenantId: "t1", roles: ["reader"] }, asAdmin);
+    expect(
+      h.fail("admin.putPrincipal", { principalId: "z", tenantId: "t1", roles: ["reader"] }, tenantAdmin),
+    ).toMatchObject({ reason: "NotAdmin" });
+  });
+
+  it("keeps principals in one tenant and never removes the last system admin key", () => {
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["reader"] }, asAdmin);
+    expect(
+      h.fail("admin.putPrincipal", { principalId: "svc", tenantId: "t2", roles: ["reader"] }, asAdmin),
+    ).toMatchObject({
+      code: "FailedPrecondition",
+      reason: "PrincipalInOtherTenant",
+    });
+    expect(
+      h.fail("admin.deleteKey", "", { ...asAdmin, params: { principalId: "admin", keyId: "bootstrap" } }),
+    ).toMatchObject({
+      reason: "LastSystemAdmin",
+    });
+    expect(
+      h.fail("admin.putPrincipal", { principalId: "admin", tenantId: "system", roles: ["reader"] }, asAdmin),
+    ).toMatchObject({
+      reason: "LastSystemAdmin",
+    });
+    h.ok("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "admin" },
+      keyHash: hashApiKey("second"),
+    });
+    h.ok("admin.deleteKey", "", { ...asAdmin, params: { principalId: "admin", keyId: "bootstrap" } });
+    expect(h.sm.authenticate(hashApiKey(ADMIN_KEY))).toBeUndefined();
+    expect(h.sm.authenticate(hashApiKey("second"))?.principalId).toBe("admin");
+    expect(
+      h.fail("admin.createKey", "", {
+        ...asAdmin,
+        params: { principalId: "ghost" },
+        keyHash: hashApiKey("g"),
+      }),
+    ).toMatchObject({
+      code: "NotFound",
+      reason: "PrincipalNotFound",
+    });
+    expect(
+      h.fail("admin.createKey", "", {
+        ...asAdmin,
+        params: { principalId: "svc" },
+        keyHash: hashApiKey("second"),
+      }),
+    ).toMatchObject({
+      reason: "KeyHashTaken",
+    });
+  });
+
+  it("refuses malformed principal writes", () => {
+    for (const body of [
+      {},
+      { principalId: "x", tenantId: "t1" },
+      { principalId: "x", tenantId: "t1", roles: [] },
+      { principalId: "x", tenantId: "t1", roles: ["root"] },
+      { principalId: "bad id", tenantId: "t1", roles: ["reader"] },
+      { principalId: "x", tenantId: "", roles: ["reader"] },
+    ]) {
+      expect(h.fail("admin.putPrincipal", body, asAdmin)).toMatchObject({ code: "InvalidArgument" });
+    }
+  });
+});

@@ -1,0 +1,71 @@
+import type Database from "better-sqlite3";
+import type { ApplyContext } from "./apply-context.js";
+import { checkText } from "./identifiers.js";
+import { invalid, type JsonObject, requireString } from "./json-body.js";
+import { checkJsonDepth } from "./json-value.js";
+
+export interface Directive {
+  readonly sequence: number;
+  readonly directive: string;
+  /** Null when the directive carried no data. */
+  readonly data: unknown;
+  readonly atMs: number;
+}
+
+export interface DirectiveWrite {
+  readonly directive: string;
+  readonly data: unknown;
+}
+
+/** Validates a `POST /v1/dispatch/{channel}` body: `{"directive","data"?}`. */
+export function parseDirective(body: JsonObject): DirectiveWrite {
+  const directive = checkText("directive", requireString(body, "directive"), 256);
+  const data = body.data ?? null;
+  checkJsonDepth(data);
+  return { directive, data };
+}
+
+/** Append-only control channels: each directive gets the channel's next sequence number, from 1. */
+export class Dispatch {
+  private readonly bump: Database.Statement<[string, string], { last_seq: number }>;
+  private readonly insert: Database.Statement<
+    [string, string, number, string, string | null, number, number]
+  >;
+  private readonly after: Database.Statement<
+    [string, string, number, number],
+    { seq: number; directive: string; data: string | null; at_ms: number }
+  >;
+
+  constructor(db: Database.Database) {
+    this.bump = db.prepare(
+      `INSERT INTO dispatch_channels (tenant, channel, last_seq) VALUES (?, ?, 1)
+       ON CONFLICT (tenant, channel) DO UPDATE SET last_seq = last_seq + 1 RETURNING last_seq`,
+    );
+    this.insert = db.prepare(
+      `INSERT INTO directives (tenant, channel, seq, directive, data, at_ms, entry_index)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.after = db.prepare(
+      `SELECT seq, directive, data, at_ms FROM directives
+       WHERE tenant = ? AND channel = ? AND seq > ? ORDER BY seq LIMIT ?`,
+    );
+  }
+
+  append(ctx: ApplyContext, channel: string, write: DirectiveWrite): { channel: string; sequence: number } {
+    const sequence = this.bump.get(ctx.tenant, channel)!.last_seq;
+    const data = write.data === null ? null : JSON.stringify(write.data);
+    this.insert.run(ctx.tenant, channel, sequence, write.directive, data, ctx.nowMs, ctx.index);
+    return { channel, sequence };
+  }
+
+  /** Directives with a sequence number above `after`, oldest first. */
+  read(tenant: string, channel: string, after: number, limit: number): Directive[] {
+    if (!Number.isSafeInteger(after) || after < 0) throw invalid("after must be a non-negative integer");
+    return this.after.all(tenant, channel, after, limit).map((row) => ({
+      sequence: row.seq,
+      directive: row.directive,
+      data: row.data === null ? null : JSON.parse(row.data),
+      atMs: row.at_ms,
+    }));
+  }
+}

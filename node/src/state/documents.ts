@@ -1,0 +1,109 @@
+import { FailedPreconditionError, NotFoundError } from "@keyload/contract";
+import type Database from "better-sqlite3";
+import type { ApplyContext } from "./apply-context.js";
+import type { ChangeFeed } from "./change-feed.js";
+import { documentText } from "./json-value.js";
+import type { SearchChanges } from "./search-changes.js";
+
+export interface StoredDocument {
+  readonly key: string;
+  readonly value: unknown;
+  readonly version: number;
+}
+
+/** A write's answer: the key and the version it produced (a delete's version is its tombstone's). */
+export interface WriteResult {
+  readonly key: string;
+  readonly version: number;
+}
+
+interface DocumentRow {
+  id: number;
+  version: number;
+  live: number;
+}
+
+/**
+ * Per-tenant JSON documents. A delete leaves a tombstone that keeps the version counter, so a key that is
+ * deleted and written again continues from its last version: an `expectedVersion` read before the delete
+ * can never match a later incarnation of the key.
+ */
+export class Documents {
+  private readonly find: Database.Statement<[string, string], DocumentRow>;
+  private readonly insert: Database.Statement<[string, string, string, number]>;
+  private readonly update: Database.Statement<[number, string | null, number, number]>;
+  private readonly read: Database.Statement<[string, string], { version: number; value: string }>;
+
+  constructor(
+    db: Database.Database,
+    private readonly feed: ChangeFeed,
+    private readonly search: SearchChanges,
+  ) {
+    this.find = db.prepare(
+      "SELECT id, version, value IS NOT NULL AS live FROM documents WHERE tenant = ? AND key = ?",
+    );
+    this.insert = db.prepare(
+      "INSERT INTO documents (tenant, key, version, value, updated_index) VALUES (?, ?, 1, ?, ?)",
+    );
+    this.update = db.prepare("UPDATE documents SET version = ?, value = ?, updated_index = ? WHERE id = ?");
+    this.read = db.prepare(
+      "SELECT version, value FROM documents WHERE tenant = ? AND key = ? AND value IS NOT NULL",
+    );
+  }
+
+  /** `expectedVersion` 0 means "must not exist"; absent means unconditional. */
+  put(ctx: ApplyContext, key: string, value: unknown, expectedVersion: number | undefined): WriteResult {
+    const row = this.find.get(ctx.tenant, key);
+    checkVersion(key, row, expectedVersion);
+    const text = documentText(value);
+    const json = JSON.stringify(value);
+    let version: number;
+    let id: number;
+    if (row === undefined) {
+      version = 1;
+      id = Number(this.insert.run(ctx.tenant, key, json, ctx.index).lastInsertRowid);
+    } else {
+      version = row.version + 1;
+      id = row.id;
+      this.update.run(version, json, ctx.index, id);
+    }
+    this.search.index(id, ctx.tenant, key, text);
+    this.feed.append(ctx, "put", key, version, null);
+    return { key, version };
+  }
+
+  delete(ctx: ApplyContext, key: string, expectedVersion: number | undefined): WriteResult {
+    const row = this.find.get(ctx.tenant, key);
+    if (row === undefined || !row.live) {
+      throw new NotFoundError(`no document ${key}`, { reason: "DocumentNotFound" });
+    }
+    checkVersion(key, row, expectedVersion);
+    const version = row.version + 1;
+    this.update.run(version, null, ctx.index, row.id);
+    this.search.drop(row.id);
+    this.feed.append(ctx, "delete", key, version, null);
+    return { key, version };
+  }
+
+  /** A transaction's version check: `version` 0 asserts the key holds no live document. */
+  check(tenant: string, key: string, version: number): WriteResult {
+    checkVersion(key, this.find.get(tenant, key), version);
+    return { key, version };
+  }
+
+  get(tenant: string, key: string): StoredDocument | undefined {
+    const row = this.read.get(tenant, key);
+    return row === undefined ? undefined : { key, value: JSON.parse(row.value), version: row.version };
+  }
+}
+
+function checkVersion(key: string, row: DocumentRow | undefined, expected: number | undefined): void {
+  if (expected === undefined) return;
+  const current = row?.live ? row.version : 0;
+  if (current !== expected) {
+    throw new FailedPreconditionError(
+      `document ${key} is at version ${current === 0 ? "none" : current}, expected ${expected === 0 ? "none" : expected}`,
+      { reason: "VersionMismatch" },
+    );
+  }
+}

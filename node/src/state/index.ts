@@ -1,0 +1,46 @@
+export { generateApiKey, hashApiKey, isApiKeyHash } from "./api-key.js";
+export type { ApplyResult } from "./apply-result.js";
+export {
+  type BulkGetItem,
+  type FieldFilter,
+  type FilterOp,
+  parseBulkGetRequest,
+  parseQueryRequest,
+  type QueryPage,
+  type QueryRequest,
+} from "./catalog-query.js";
+export type { Change, ChangeKind } from "./change-feed.js";
+export {
+  COMMAND_KINDS,
+  type CommandEnvelope,
+  type CommandKind,
+  commandDigest,
+  decodeCommand,
+  encodeCommand,
+  type ParamName,
+  type RouteParams,
+} from "./command-envelope.js";
+export type { CommandOutcome, OutcomeError } from "./command-outcomes.js";
+export type { AppliedPosition } from "./database.js";
+export type { Directive } from "./dispatch.js";
+export type { StoredDocument, WriteResult } from "./documents.js";
+export {
+  type Edge,
+  parseTraverseRequest,
+  type Traversal,
+  type TraversedNode,
+  type TraverseRequest,
+} from "./graph.js";
+export { type CanonicalLimits, DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
+export type { Member, MemberStatus, MembershipTable } from "./membership.js";
+export {
+  BOOTSTRAP_PRINCIPAL,
+  ROLES,
+  type Role,
+  SYSTEM_TENANT,
+  type VerifiedPrincipal,
+} from "./principals.js";
+export { DEAD_LETTER_SUFFIX } from "./queue-names.js";
+export { READ_LIMITS } from "./read-limits.js";
+export { parseSearchRequest, type SearchHit, type SearchRequest } from "./search-query.js";
+export { type CommandOutcomeView, StateMachine, type StateMachineOptions } from "./state-machine.js";

@@ -1,0 +1,33 @@
+import type { IndexChange } from "./search-protocol.js";
+import { tenantToken } from "./search-query.js";
+
+/**
+ * The search index changes of the batch being applied. They reach the index only once the batch has
+ * committed; a command that rolls back drops what it added (`rollbackTo` its `mark`).
+ */
+export class SearchChanges {
+  private pending: IndexChange[] = [];
+
+  index(documentId: number, tenant: string, key: string, text: string): void {
+    this.pending.push({ id: documentId, token: tenantToken(tenant), key, text });
+  }
+
+  drop(documentId: number): void {
+    this.pending.push({ id: documentId });
+  }
+
+  mark(): number {
+    return this.pending.length;
+  }
+
+  rollbackTo(mark: number): void {
+    this.pending.length = mark;
+  }
+
+  /** Hands over everything pending and starts empty. */
+  take(): IndexChange[] {
+    const taken = this.pending;
+    this.pending = [];
+    return taken;
+  }
+}

@@ -1,0 +1,106 @@
+import { rmSync } from "node:fs";
+import Database from "better-sqlite3";
+import type { IndexChange, IndexHit } from "./search-protocol.js";
+
+/** A new index is complete through index 0: it matches a new state database, which holds no documents. */
+const DDL = `
+CREATE TABLE IF NOT EXISTS meta (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  indexed_through INTEGER NOT NULL,
+  complete INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO meta (id, indexed_through, complete) VALUES (1, 0, 1);
+CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(tenant, body, key UNINDEXED);
+`;
+
+/**
+ * The full-text index, in its own database file, written only by the search worker. It is derived
+ * state: not replicated, not in snapshots, rebuilt from the documents whenever it does not provably
+ * match them, so it may lose writes in a crash (it fsyncs only at checkpoints).
+ *
+ * The FTS5 table keeps its own copy of the text: deleting a row then removes exactly its terms, so the
+ * statistics BM25 ranks by are the same whether the index was built incrementally or rebuilt, and every
+ * voter ranks one state's documents alike. (A contentless table can only mark rows deleted, leaving
+ * their terms counted, so its ranking would drift with each voter's history.)
+ */
+export class SearchIndexStore {
+  private readonly insert: Database.Statement<[number, string, string, string]>;
+  private readonly remove: Database.Statement<[number]>;
+  private readonly setThrough: Database.Statement<[number]>;
+  private readonly match: Database.Statement<[string, string, string, number], IndexHit>;
+  readonly applyChanges: (changes: readonly IndexChange[], through: number | null) => void;
+
+  private constructor(private readonly db: Database.Database) {
+    this.insert = db.prepare("INSERT INTO fts (rowid, tenant, body, key) VALUES (?, ?, ?, ?)");
+    this.remove = db.prepare("DELETE FROM fts WHERE rowid = ?");
+    this.setThrough = db.prepare("UPDATE meta SET indexed_through = ? WHERE id = 1");
+    this.match = db.prepare(
+      `SELECT key, rank AS score FROM fts WHERE fts MATCH ? AND key >= ? AND key < ? ORDER BY rank, key LIMIT ?`,
+    );
+    this.applyChanges = db.transaction((changes: readonly IndexChange[], through: number | null) => {
+      for (const change of changes) {
+        // A rebuild may send a document the batches already sent, so every change replaces the row.
+        this.remove.run(change.id);
+        if ("text" in change) this.insert.run(change.id, change.token, change.text, change.key);
+      }
+      if (through !== null) this.setThrough.run(through);
+    });
+  }
+
+  /** Opens the index, starting over from an empty one when the file cannot be read. */
+  static open(path: string): SearchIndexStore {
+    try {
+      return new SearchIndexStore(openIndex(path));
+    } catch {
+      for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
+      return new SearchIndexStore(openIndex(path));
+    }
+  }
+
+  status(): { indexedThrough: number; complete: boolean } {
+    const row = this.db
+      .prepare<[], { indexed_through: number; complete: number }>(
+        "SELECT indexed_through, complete FROM meta WHERE id = 1",
+      )
+      .get()!;
+    return { indexedThrough: row.indexed_through, complete: row.complete === 1 };
+  }
+
+  reset(through: number): void {
+    this.db.transaction(() => {
+      this.db.exec("DELETE FROM fts");
+      this.db.prepare("UPDATE meta SET indexed_through = ?, complete = 0 WHERE id = 1").run(through);
+    })();
+  }
+
+  markComplete(): void {
+    this.db.exec("UPDATE meta SET complete = 1 WHERE id = 1");
+  }
+
+  /** Marks the index for a rebuild at the next start (after a failure left it unreliable). */
+  markIncomplete(): void {
+    this.db.exec("UPDATE meta SET complete = 0 WHERE id = 1");
+  }
+
+  query(match: string, low: string, high: string, limit: number): IndexHit[] {
+    return this.match.all(match, low, high, limit);
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}
+
+function openIndex(path: string): Database.Database {
+  const db = new Database(path);
+  try {
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = NORMAL");
+    db.pragma("wal_autocheckpoint = 10000");
+    db.exec(DDL);
+    return db;
+  } catch (error) {
+    db.close();
+    throw error;
+  }
+}

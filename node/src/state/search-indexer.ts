@@ -1,0 +1,188 @@
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
+import type { Worker } from "node:worker_threads";
+import { InternalError, InvalidArgumentError } from "@keyload/contract";
+import type { KeyRange } from "./key-range.js";
+import type {
+  FromSearchWorker,
+  IndexChange,
+  IndexHit,
+  SearchWorkerData,
+  ToSearchWorker,
+} from "./search-protocol.js";
+import { siblingModule, startWorker } from "./worker-thread.js";
+
+/** What a rebuild reads from the state database. */
+export interface IndexSource {
+  /** Live documents with a row ID above `afterId`, ascending, at most `limit`, as changes to index. */
+  readChunk(afterId: number, limit: number): { changes: IndexChange[]; lastId: number };
+  /** The applied index now: what a rebuild starting now brings the index to. */
+  appliedIndex(): number;
+}
+
+/** Index changes sent but not yet applied beyond which applying waits for the worker. */
+const MAX_BACKLOG = 100_000;
+/** The longest one submit waits for the backlog to shrink, so a stuck worker cannot stall applies. */
+const MAX_WAIT_MS = 1000;
+const REBUILD_CHUNK = 500;
+
+/**
+ * The applying thread's side of the full-text index. FTS5 indexing costs about as much as applying the
+ * document itself, so it runs on a worker thread (the voter's second core) instead of inside the
+ * apply: the index is derived state, fed each committed batch's changes in commit order. A search is
+ * still linearizable: its query reaches the worker after every change committed before it.
+ *
+ * At start the index is reused only if it is complete and indexed exactly through the database's
+ * applied index (the state at an index is the same on every voter, so that proves it matches);
+ * otherwise, and after a snapshot is installed, it is rebuilt from the documents in the background and
+ * searches wait for the rebuild.
+ */
+export class SearchIndexer {
+  private readonly worker: Worker;
+  private readonly progress = new Int32Array(new SharedArrayBuffer(4));
+  private submitted = 0;
+  private readonly queries = new Map<
+    number,
+    { resolve: (hits: IndexHit[]) => void; reject: (e: Error) => void }
+  >();
+  private nextQueryId = 1;
+  private failure: string | null = null;
+  private rebuilding: Promise<void>;
+  private generation = 0;
+  private readonly exited: Promise<void>;
+  private opened: (status: { indexedThrough: number; complete: boolean }) => void = () => {};
+
+  constructor(
+    path: string,
+    appliedAtOpen: number,
+    private readonly source: IndexSource,
+  ) {
+    const data: SearchWorkerData = { path, progress: this.progress.buffer as SharedArrayBuffer };
+    this.worker = startWorker(siblingModule(import.meta.url, "search-worker"), data);
+    const status = new Promise<{ indexedThrough: number; complete: boolean }>((resolve) => {
+      this.opened = resolve;
+    });
+    this.worker.on("message", (message: FromSearchWorker) => {
+      if (message.type === "opened") this.opened(message);
+      else if (message.type === "hits") this.settle(message.id, message.hits, null);
+      else if (message.type === "failed") {
+        if (message.id === null) this.fail(`the search index failed: ${message.message}`);
+        else this.settle(message.id, [], message.message);
+      }
+    });
+    this.worker.on("error", (error) => this.fail(`the search worker crashed: ${String(error)}`));
+    this.exited = new Promise((resolve) => {
+      this.worker.once("exit", () => {
+        this.fail("the search worker has exited");
+        resolve();
+      });
+    });
+    this.rebuilding = status.then(async (found) => {
+      // A snapshot installed meanwhile has started its own rebuild, which supersedes this check.
+      if (this.generation !== 0) return;
+      if (!found.complete || found.indexedThrough !== appliedAtOpen) await this.rebuildFrom(0);
+    });
+  }
+
+  /** Sends a committed batch's changes; `through` is the applied index after that batch. */
+  submit(changes: readonly IndexChange[], through: number): void {
+    this.waitForBacklog();
+    this.send({ type: "changes", changes, through });
+    this.submitted = (this.submitted + changes.length) | 0;
+  }
+
+  /** Starts over from the documents as they are now (after a snapshot replaced them). */
+  rebuild(): void {
+    this.generation++;
+    this.rebuilding = this.rebuildFrom(this.generation);
+  }
+
+  async query(match: string, range: KeyRange, limit: number): Promise<IndexHit[]> {
+    for (let waited: Promise<void> | null = null; waited !== this.rebuilding; ) {
+      waited = this.rebuilding;
+      await waited;
+    }
+    if (this.failure !== null) throw unavailable(this.failure);
+    const id = this.nextQueryId++;
+    const hits = new Promise<IndexHit[]>((resolve, reject) => this.queries.set(id, { resolve, reject }));
+    this.send({ type: "query", id, match, low: range.low, high: range.high, limit });
+    return hits;
+  }
+
+  async close(): Promise<void> {
+    this.generation++;
+    if (this.failure === null) this.send({ type: "close" });
+    await this.exited;
+  }
+
+  private async rebuildFrom(generation: number): Promise<void> {
+    // Posted before any later batch's changes, so those land on top of the emptied index; the chunks
+    // read afterwards already include every batch committed before they are read.
+    this.send({ type: "reset", through: this.source.appliedIndex() });
+    let afterId = 0;
+    for (;;) {
+      await nextTurn();
+      if (generation !== this.generation || this.failure !== null) return;
+      await this.backlogDrained();
+      const chunk = this.source.readChunk(afterId, REBUILD_CHUNK);
+      if (chunk.changes.length > 0) {
+        this.send({ type: "changes", changes: chunk.changes, through: null });
+        this.submitted = (this.submitted + chunk.changes.length) | 0;
+      }
+      if (chunk.changes.length < REBUILD_CHUNK) break;
+      afterId = chunk.lastId;
+    }
+    this.send({ type: "complete" });
+  }
+
+  private backlog(): number {
+    return (this.submitted - Atomics.load(this.progress, 0)) | 0;
+  }
+
+  /**
+   * Blocks the applying thread while the worker is far behind: the backlog is memory, and applying
+   * faster than the index can follow would only grow it. Bounded in time, so a stuck worker cannot
+   * stop applies (searches then fail instead).
+   */
+  private waitForBacklog(): void {
+    const deadline = performance.now() + MAX_WAIT_MS;
+    for (let processed = Atomics.load(this.progress, 0); this.backlog() > MAX_BACKLOG; ) {
+      const remaining = deadline - performance.now();
+      if (remaining <= 0 || this.failure !== null) return;
+      Atomics.wait(this.progress, 0, processed, remaining);
+      processed = Atomics.load(this.progress, 0);
+    }
+  }
+
+  private async backlogDrained(): Promise<void> {
+    while (this.backlog() > MAX_BACKLOG / 2 && this.failure === null) {
+      await sleep(5);
+    }
+  }
+
+  private send(message: ToSearchWorker): void {
+    if (this.failure === null) this.worker.postMessage(message);
+  }
+
+  private settle(id: number, hits: IndexHit[], error: string | null): void {
+    const waiting = this.queries.get(id);
+    if (waiting === undefined) return;
+    this.queries.delete(id);
+    if (error === null) waiting.resolve(hits);
+    else
+      waiting.reject(
+        new InvalidArgumentError("the search query cannot be evaluated", { reason: "InvalidQuery" }),
+      );
+  }
+
+  private fail(reason: string): void {
+    this.failure ??= reason;
+    // A worker that died before opening still settles the start, so searches fail instead of hanging.
+    this.opened({ indexedThrough: -1, complete: false });
+    for (const waiting of this.queries.values()) waiting.reject(unavailable(reason));
+    this.queries.clear();
+  }
+}
+
+function unavailable(reason: string): InternalError {
+  return new InternalError(reason, { reason: "SearchIndexUnavailable" });
+}

@@ -1,0 +1,40 @@
+/** Messages between the state machine's thread and the search index worker. */
+
+/** A document to (re)index under its row ID, or, without text, one to drop from the index. */
+export type IndexChange =
+  | { readonly id: number; readonly token: string; readonly key: string; readonly text: string }
+  | { readonly id: number };
+
+export interface SearchWorkerData {
+  readonly path: string;
+  /** One Int32 cell: changes the worker has applied, so the applying thread can bound the backlog. */
+  readonly progress: SharedArrayBuffer;
+}
+
+export type ToSearchWorker =
+  /** `through`: the applied index after the batch these changes came from; null for rebuild chunks. */
+  | { readonly type: "changes"; readonly changes: readonly IndexChange[]; readonly through: number | null }
+  /** Empties the index ahead of a rebuild that brings it to the state as of `through`. */
+  | { readonly type: "reset"; readonly through: number }
+  /** Every rebuild chunk has been sent: the index is whole again. */
+  | { readonly type: "complete" }
+  | {
+      readonly type: "query";
+      readonly id: number;
+      readonly match: string;
+      readonly low: string;
+      readonly high: string;
+      readonly limit: number;
+    }
+  | { readonly type: "close" };
+
+export interface IndexHit {
+  readonly key: string;
+  readonly score: number;
+}
+
+export type FromSearchWorker =
+  | { readonly type: "opened"; readonly indexedThrough: number; readonly complete: boolean }
+  | { readonly type: "hits"; readonly id: number; readonly hits: IndexHit[] }
+  /** `id` names the failed query, or is null when applying changes failed (the index is then unusable). */
+  | { readonly type: "failed"; readonly id: number | null; readonly message: string };

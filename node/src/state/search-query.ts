@@ -1,0 +1,69 @@
+import { createHash } from "node:crypto";
+import { invalid, isJsonObject, optionalInteger, optionalString } from "./json-body.js";
+import { READ_LIMITS } from "./read-limits.js";
+
+export interface SearchRequest {
+  /** Words to find, all of them; a word ending in `*` matches as a prefix. */
+  readonly query: string;
+  /** Only keys starting with this. */
+  readonly prefix: string;
+  readonly limit: number;
+}
+
+export interface SearchHit {
+  readonly key: string;
+  readonly version: number;
+  readonly value: unknown;
+  /** BM25 rank: lower is a better match. */
+  readonly score: number;
+}
+
+const MAX_TERMS = 32;
+const WORD = /[\p{L}\p{N}]/u;
+
+/** Validates a `POST /v1/search` body: `{"query","prefix"?,"limit"?}`. */
+export function parseSearchRequest(body: unknown): SearchRequest {
+  if (!isJsonObject(body)) throw invalid("the search body must be a JSON object");
+  const query = optionalString(body, "query");
+  if (query === undefined) throw invalid("query is required");
+  matchExpression("t", query);
+  return {
+    query,
+    prefix: optionalString(body, "prefix") ?? "",
+    limit:
+      optionalInteger(body, "limit", 1, READ_LIMITS.maxSearchResults) ?? READ_LIMITS.defaultSearchResults,
+  };
+}
+
+/**
+ * The FTS5 expression for a query within one tenant. Every word is quoted as an FTS5 string, so user
+ * text is never parsed as query syntax, and the tenant's token is required, so one tenant's query never
+ * matches another's documents.
+ */
+export function matchExpression(tenantToken: string, query: string): string {
+  const terms = query
+    .split(/\s+/u)
+    .filter((word) => WORD.test(word))
+    .map((word) => {
+      const prefix = word.length > 1 && word.endsWith("*");
+      const text = (prefix ? word.slice(0, -1) : word).replaceAll('"', '""');
+      return prefix ? `"${text}" *` : `"${text}"`;
+    });
+  if (terms.length === 0) throw invalid("the search query holds no words", "InvalidQuery");
+  if (terms.length > MAX_TERMS)
+    throw invalid(`a search query holds at most ${MAX_TERMS} words`, "InvalidQuery");
+  return `tenant : ${tenantToken} AND body : (${terms.join(" AND ")})`;
+}
+
+const tokens = new Map<string, string>();
+
+/** A single-token stand-in for a tenant ID, which the tokenizer might otherwise split into several. */
+export function tenantToken(tenant: string): string {
+  let token = tokens.get(tenant);
+  if (token === undefined) {
+    token = `t${createHash("sha256").update(tenant).digest("hex").slice(0, 24)}`;
+    if (tokens.size >= 10_000) tokens.clear();
+    tokens.set(tenant, token);
+  }
+  return token;
+}

@@ -1,0 +1,64 @@
+import { closeSync, copyFileSync, fsyncSync, openSync, renameSync, rmSync } from "node:fs";
+import { dirname } from "node:path";
+import { InvalidArgumentError } from "@keyload/contract";
+import Database from "better-sqlite3";
+import { type AppliedPosition, readMeta } from "./database.js";
+import { SCHEMA_VERSION } from "./schema.js";
+
+/** Flushes a file, or a directory's entries after a rename, to the disk. */
+export function fsyncPath(path: string): void {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Reads the applied position a snapshot file covers, refusing a file that is not an intact state
+ * database of this schema, so a bad snapshot never replaces good state.
+ */
+export function inspectSnapshot(path: string): AppliedPosition {
+  let db: Database.Database;
+  try {
+    db = new Database(path, { readonly: true, fileMustExist: true });
+  } catch (error) {
+    throw badSnapshot(path, "it cannot be opened", error);
+  }
+  try {
+    const check = db.pragma("quick_check", { simple: true });
+    if (check !== "ok") throw badSnapshot(path, `quick_check says ${String(check)}`);
+    const meta = readMeta(db);
+    if (meta.schema_version !== SCHEMA_VERSION) throw badSnapshot(path, `schema ${meta.schema_version}`);
+    return { index: meta.applied_index, term: meta.applied_term };
+  } catch (error) {
+    if (error instanceof InvalidArgumentError) throw error;
+    throw badSnapshot(path, "it is not a state database", error);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Replaces the closed database at `dbPath` with a copy of `snapshotPath`: copy beside it, fsync, rename
+ * over, fsync the directory. A crash before the rename leaves the old database whole, after it the new.
+ * The old WAL goes first (the caller checkpointed it into the database before closing), since SQLite
+ * would otherwise replay it onto the new file.
+ */
+export function replaceDatabaseFile(dbPath: string, snapshotPath: string): void {
+  const staging = `${dbPath}.installing`;
+  copyFileSync(snapshotPath, staging);
+  fsyncPath(staging);
+  rmSync(`${dbPath}-wal`, { force: true });
+  rmSync(`${dbPath}-shm`, { force: true });
+  renameSync(staging, dbPath);
+  fsyncPath(dirname(dbPath));
+}
+
+function badSnapshot(path: string, why: string, cause?: unknown): InvalidArgumentError {
+  return new InvalidArgumentError(`${path} is not a usable state snapshot: ${why}`, {
+    reason: "InvalidSnapshot",
+    ...(cause === undefined ? {} : { cause }),
+  });
+}

@@ -1,0 +1,65 @@
+import { writeFileSync } from "node:fs";
+import Database from "better-sqlite3";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { parseSearchRequest } from "./search-query.js";
+import { Harness, TempStates } from "./testing/state-fixtures.js";
+
+let temp: TempStates;
+beforeEach(() => {
+  temp = new TempStates();
+});
+afterEach(() => temp.cleanup());
+
+describe("snapshots", () => {
+  it("covers the position read from the copy itself, while applies go on during the backup", async () => {
+    const h = new Harness(temp.create("source"));
+    for (let i = 0; i < 2_000; i++)
+      h.ok("catalog.put", { value: "x".repeat(500) }, { params: { key: `k${i}` } });
+    const pending = h.sm.createSnapshot(temp.path("snap.db"));
+    h.ok("catalog.put", { value: "during" }, { params: { key: "late" } });
+    const covered = await pending;
+    expect(covered.index).toBeGreaterThanOrEqual(2_000);
+    const copy = new Database(temp.path("snap.db"), { readonly: true });
+    const meta = copy.prepare("SELECT applied_index AS applied FROM meta").get() as { applied: number };
+    const late = copy.prepare("SELECT count(*) AS n FROM documents WHERE key = 'late'").get() as {
+      n: number;
+    };
+    copy.close();
+    expect(meta.applied).toBe(covered.index);
+    expect(late.n).toBe(covered.index === 2_001 ? 1 : 0);
+  });
+
+  it("refuses a file that is not a state snapshot and keeps the old state usable", async () => {
+    const h = new Harness(temp.create("s"));
+    h.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
+    writeFileSync(temp.path("junk.db"), "definitely not sqlite".repeat(100));
+    expect(() => h.sm.restoreFromSnapshot(temp.path("junk.db"))).toThrow(
+      expect.objectContaining({ reason: "InvalidSnapshot" }),
+    );
+    expect(() => h.sm.restoreFromSnapshot(temp.path("absent.db"))).toThrow(
+      expect.objectContaining({ reason: "InvalidSnapshot" }),
+    );
+    const other = new Database(temp.path("other.db"));
+    other.exec("CREATE TABLE t (x)");
+    other.close();
+    expect(() => h.sm.restoreFromSnapshot(temp.path("other.db"))).toThrow(
+      expect.objectContaining({ reason: "InvalidSnapshot" }),
+    );
+    expect(h.sm.getDocument("t1", "k")?.value).toBe(1);
+    h.ok("catalog.put", { value: 2 }, { params: { key: "k" } });
+  });
+
+  it("rebuilds the search index from an installed snapshot", async () => {
+    const source = new Harness(temp.create("source"));
+    source.ok("catalog.put", { value: "snapshot words" }, { params: { key: "a" } });
+    await source.sm.createSnapshot(temp.path("snap.db"));
+    const target = new Harness(temp.create("target"));
+    target.ok("catalog.put", { value: "local words" }, { params: { key: "b" } });
+    target.sm.restoreFromSnapshot(temp.path("snap.db"));
+    const words = parseSearchRequest({ query: "words" });
+    expect((await target.sm.search("t1", words)).map((hit) => hit.key)).toEqual(["a"]);
+    // The source had applied one entry too, so the target's log continues at index 2.
+    target.ok("catalog.put", { value: "more words" }, { params: { key: "c" } });
+    expect((await target.sm.search("t1", words)).map((hit) => hit.key).sort()).toEqual(["a", "c"]);
+  });
+});

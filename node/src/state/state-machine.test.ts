@@ -1,0 +1,350 @@
+import { InternalError } from "@keyload/contract";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { hashApiKey } from "./api-key.js";
+import type { CommandKind } from "./command-envelope.js";
+import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
+import { DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
+import {
+  ADMIN_KEY,
+  type CommandOptions,
+  committed,
+  Harness,
+  LogBuilder,
+  outcomeOf,
+  refused,
+  TempStates,
+} from "./testing/state-fixtures.js";
+
+describe("canonical limits", () => {
+  it("fills defaults and fingerprints the values, not their order", () => {
+    expect(resolveLimits()).toEqual(DEFAULT_LIMITS);
+    const a = resolveLimits({ maxLeaseBatch: 10, maxOutboxMessages: 3 });
+    const b = resolveLimits({ maxOutboxMessages: 3, maxLeaseBatch: 10 });
+    expect(limitsFingerprint(a)).toBe(limitsFingerprint(b));
+    expect(limitsFingerprint(a)).toMatch(/^[0-9a-f]{64}$/);
+    expect(limitsFingerprint(a)).not.toBe(limitsFingerprint(resolveLimits()));
+  });
+
+  it("refuses values that are not positive integers, unknown names and inconsistent timeouts", () => {
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      expect(() => resolveLimits({ maxLeaseBatch: bad })).toThrow(/maxLeaseBatch/);
+    }
+    expect(() => resolveLimits({ maxLeases: 3 } as never)).toThrow(/unknown canonical limit maxLeases/);
+    expect(() => resolveLimits({ defaultVisibilityTimeoutMs: 10, maxVisibilityTimeoutMs: 5 })).toThrow(
+      /exceeds/,
+    );
+  });
+});
+
+describe("state machine", () => {
+  let temp: TempStates;
+  beforeEach(() => {
+    temp = new TempStates();
+  });
+  afterEach(() => temp.cleanup());
+
+  it("advances the applied index on noops and skips entries it already applied", () => {
+    const sm = temp.create("s");
+    const log = new LogBuilder();
+    expect(sm.apply(log.noop())).toEqual({ type: "noop", entryIndex: 1 });
+    const put = log.command("catalog.put", { value: 1 }, { params: { key: "k" } });
+    expect(committed(sm.apply(put))).toEqual({ key: "k", version: 1 });
+    expect(sm.applied()).toEqual({ index: 2, term: 1 });
+    const before = sm.dump();
+    expect(sm.applyBatch(log.entries)).toEqual([
+      { type: "skipped", entryIndex: 1 },
+      { type: "skipped", entryIndex: 2 },
+    ]);
+    expect(sm.dump()).toBe(before);
+  });
+
+  it("refuses a gap in the log without applying anything", () => {
+    const sm = temp.create("s");
+    const log = new LogBuilder();
+    log.noop();
+    const second = log.noop();
+    expect(() => sm.apply(second)).toThrow(expect.objectContaining({ reason: "ApplyGap" }));
+    expect(() => sm.applyBatch([log.entries[0]!, log.entries[0]!])).toThrow(InternalError);
+    expect(sm.applied().index).toBe(0);
+  });
+
+  it("persists state and applied index across a reopen", async () => {
+    const sm = temp.create("s");
+    const h = new Harness(sm);
+    h.ok("catalog.put", { value: { a: 1 } }, { params: { key: "k" } });
+    const dump = sm.dump();
+    await sm.close();
+    const reopened = temp.create("s");
+    expect(reopened.applied()).toEqual({ index: 1, term: 1 });
+    expect(reopened.dump()).toBe(dump);
+    expect(reopened.getDocument("t1", "k")).toEqual({ key: "k", value: { a: 1 }, version: 1 });
+  });
+
+  it("commits a malformed envelope as a deterministic InvalidArgument that takes no command ID", () => {
+    const sm = temp.create("s");
+    const log = new LogBuilder();
+    const result = sm.apply(log.raw(new TextEncoder().encode("not an envelope")));
+    expect(result).toMatchObject({ type: "command", tenant: null, commandId: null, duplicate: false });
+    expect(outcomeOf(result)).toMatchObject({
+      status: "failed",
+      index: 1,
+      error: { code: "InvalidArgument", reason: "MalformedEnvelope" },
+    });
+    expect(sm.applied().index).toBe(1);
+  });
+
+  it("commits a payload over the canonical mutation limit as InvalidArgument under its command ID", () => {
+    const sm = temp.create("s", { maxMutationBytes: 64 });
+    const h = new Harness(sm);
+    const big = { value: "é".repeat(30) };
+    expect(h.fail("catalog.put", big, { params: { key: "k" }, commandId: "big" })).toMatchObject({
+      code: "InvalidArgument",
+      reason: "MutationTooLarge",
+    });
+    expect(sm.commandOutcome("t1", "big")).toMatchObject({
+      status: "failed",
+      error: { reason: "MutationTooLarge" },
+    });
+    expect(sm.getDocument("t1", "k")).toBeUndefined();
+    h.ok("catalog.put", { value: "small" }, { params: { key: "k" } });
+  });
+
+  it("keeps entry time monotonic when a new leader's clock runs behind", () => {
+    const sm = temp.create("s");
+    const h = new Harness(sm);
+    const t0 = h.log.nowMs;
+    h.ok("dispatch.append", { directive: "a" }, { params: { channel: "c" }, timestampMs: t0 + 10_000 });
+    h.ok("dispatch.append", { directive: "b" }, { params: { channel: "c" }, timestampMs: t0 });
+    expect(sm.readDispatch("t1", "c", 0).map((d) => d.atMs)).toEqual([t0 + 10_000, t0 + 10_000]);
+  });
+
+  it("rolls back a whole batch and throws on an error that is not a deterministic refusal", () => {
+    const sm = temp.create("s");
+    const log = new LogBuilder();
+    sm.apply(log.command("catalog.put", { value: 1 }, { params: { key: "before" } }));
+    const dump = sm.dump();
+    const batch = [
+      log.command("catalog.put", { value: 2 }, { params: { key: "k" } }),
+      log.command("dispatch.append", { directive: "x" }, { params: { channel: "c" } }),
+    ];
+    const original = COMMAND_HANDLERS["dispatch.append"];
+    COMMAND_HANDLERS["dispatch.append"] = () => {
+      throw new TypeError("a bug");
+    };
+    try {
+      expect(() => sm.applyBatch(batch)).toThrow(
+        expect.objectContaining({ code: "Internal", reason: "ApplyFailed" }),
+      );
+    } finally {
+      COMMAND_HANDLERS["dispatch.append"] = original;
+    }
+    expect(sm.applied().index).toBe(1);
+    expect(sm.dump()).toBe(dump);
+    expect(sm.applyBatch(batch).map((r) => outcomeOf(r).status)).toEqual(["committed", "committed"]);
+  });
+});
+
+describe("refusals without a savepoint", () => {
+  let temp: TempStates;
+  beforeEach(() => {
+    temp = new TempStates();
+  });
+  afterEach(() => temp.cleanup());
+
+  /** The state but for command outcomes and the applied position, which every entry changes. */
+  const withoutBookkeeping = (dump: string) =>
+    dump.replace(/# command_outcomes[^#]*/, "").replace(/# meta[^#]*/, "");
+
+  it("leave no write behind for every kind that runs without one", () => {
+    const h = new Harness(temp.create("s"));
+    const admin = { tenant: "system", principal: "admin" };
+    h.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
+    h.ok("queue.enqueue", { body: 1 }, { params: { queue: "q" } });
+    const lease = h.ok<{ messages: { messageId: string }[] }>("queue.lease", {}, { params: { queue: "q" } });
+    const onMessage = { params: { queue: "q", messageId: lease.messages[0]!.messageId } };
+    h.ok("subscription.put", { prefix: "" }, { params: { name: "s" } });
+    h.ok("subscription.deliver", {}, { params: { name: "s" } });
+    h.ok("membership.put", { status: "active", address: "a" }, { params: { memberId: "m" } });
+    const refusals: [CommandKind, unknown, CommandOptions][] = [
+      ["catalog.put", { value: 2, expectedVersion: 5 }, { params: { key: "k" } }],
+      ["catalog.put", { value: JSON.parse(`${"[".repeat(65)}${"]".repeat(65)}`) }, { params: { key: "k" } }],
+      ["catalog.delete", { expectedVersion: 5 }, { params: { key: "k" } }],
+      ["catalog.delete", "", { params: { key: "missing" } }],
+      ["graph.putEdge", { from: "a", type: "t" }, {}],
+      ["graph.deleteEdge", { from: "a", type: "t", to: "b" }, {}],
+      ["queue.enqueue", { body: 1, delayMs: -1 }, { params: { queue: "q" } }],
+      ["queue.lease", { max: 100_000 }, { params: { queue: "q" } }],
+      ["queue.ack", { leaseToken: "wrong" }, onMessage],
+      ["queue.nack", { leaseToken: "wrong" }, onMessage],
+      ["queue.renew", { leaseToken: "wrong" }, onMessage],
+      ["subscription.put", { prefix: 1 }, { params: { name: "s" } }],
+      ["subscription.deliver", {}, { params: { name: "s" } }],
+      ["subscription.ack", "", { params: { name: "s", deliveryId: "wrong" } }],
+      ["membership.put", { status: "dead", address: "a", etag: "wrong" }, { params: { memberId: "m" } }],
+      ["membership.put", { iAmAlive: true }, { params: { memberId: "ghost" } }],
+      ["dispatch.append", { directive: "" }, { params: { channel: "c" } }],
+      ["admin.createKey", "", { ...admin, params: { principalId: "ghost" }, keyHash: hashApiKey("x") }],
+      ["admin.createKey", "", { ...admin, params: { principalId: "admin" }, keyHash: hashApiKey(ADMIN_KEY) }],
+      ["admin.createKey", "", { params: { principalId: "admin" }, keyHash: hashApiKey("y") }],
+    ];
+    const kinds = new Set(refusals.map(([kind]) => kind));
+    for (const kind of Object.keys(COMMAND_HANDLERS) as CommandKind[]) {
+      expect(kinds.has(kind) || REFUSES_AFTER_WRITING.has(kind), kind).toBe(true);
+    }
+    for (const [kind, payload, options] of refusals) {
+      const before = withoutBookkeeping(h.sm.dump());
+      expect(refused(h.run(kind, payload, options)), kind).toBeDefined();
+      expect(withoutBookkeeping(h.sm.dump()), `${kind} ${JSON.stringify(payload)}`).toBe(before);
+    }
+  });
+});
+
+describe("command outcomes", () => {
+  let temp: TempStates;
+  beforeEach(() => {
+    temp = new TempStates();
+  });
+  afterEach(() => temp.cleanup());
+
+  it("returns the stored outcome for a duplicate without applying it again", () => {
+    const sm = temp.create("s");
+    const h = new Harness(sm);
+    const first = h.run("catalog.put", { value: { n: 1 } }, { params: { key: "k" }, commandId: "c1" });
+    const dump = sm.dump().replace(/\n# meta.*\n.*\n/, "");
+    const again = h.run(
+      "catalog.put",
+      { value: { n: 1 } },
+      { params: { key: "k" }, commandId: "c1", principal: "p2" },
+    );
+    expect(again).toMatchObject({
+      type: "command",
+      entryIndex: 2,
+      duplicate: true,
+      commandId: "c1",
+      tenant: "t1",
+    });
+    expect(outcomeOf(again)).toStrictEqual(outcomeOf(first));
+    expect(sm.dump().replace(/\n# meta.*\n.*\n/, "")).toBe(dump);
+    expect(sm.getDocument("t1", "k")?.version).toBe(1);
+    expect(sm.commandOutcome("t1", "c1")).toStrictEqual({ commandId: "c1", ...outcomeOf(first) });
+  });
+
+  it("stores refusals too, and answers a duplicate of a refusal with the same refusal", () => {
+    const sm = temp.create("s");
+    const h = new Harness(sm);
+    const refusal = h.fail("catalog.delete", "", { params: { key: "nope" }, commandId: "d1" });
+    expect(refusal).toMatchObject({ code: "NotFound", reason: "DocumentNotFound" });
+    h.ok("catalog.put", { value: 1 }, { params: { key: "nope" } });
+    const again = h.run("catalog.delete", "", { params: { key: "nope" }, commandId: "d1" });
+    expect(outcomeOf(again)).toEqual({ status: "failed", index: 1, error: refusal });
+    expect(sm.getDocument("t1", "nope")).toBeDefined();
+  });
+
+  it("answers CommandIdConflict for the same ID with another route or body, per tenant", () => {
+    const sm = temp.create("s");
+    const h = new Harness(sm);
+    h.ok("catalog.put", { value: 1 }, { params: { key: "k" }, commandId: "c1" });
+    const conflicts = [
+      h.run("catalog.put", { value: 2 }, { params: { key: "k" }, commandId: "c1" }),
+      h.run("catalog.put", { value: 1 }, { params: { key: "other" }, commandId: "c1" }),
+      h.run("catalog.delete", { value: 1 }, { params: { key: "k" }, commandId: "c1" }),
+    ];
+    for (const result of conflicts) {
+      expect(outcomeOf(result)).toMatchObject({
+        status: "failed",
+        error: { code: "CommandIdConflict", reason: "DigestMismatch" },
+      });
+    }
+    expect(sm.commandOutcome("t1", "c1")).toMatchObject({ status: "committed", index: 1 });
+    // Another tenant's c1 is another command.
+    expect(
+      h.ok("catalog.put", { value: 2 }, { params: { key: "k" }, commandId: "c1", tenant: "t2" }),
+    ).toEqual({ key: "k", version: 1 });
+    expect(sm.commandOutcome("t2", "c1")).toMatchObject({ index: 5 });
+    expect(sm.commandOutcome("t3", "c1")).toBeUndefined();
+  });
+
+  it("keeps outcomes while young OR among the most recent, and only then expires them", () => {
+    const sm = temp.create("s", { outcomeRetentionCommands: 3, outcomeRetentionMs: 1_000 });
+    const h = new Harness(sm);
+    for (let i = 1; i <= 6; i++)
+      h.ok("dispatch.append", { directive: "x" }, { params: { channel: "c" }, commandId: `c${i}` });
+    // Six commands within a second: past the count, but young, so all are kept.
+    for (let i = 1; i <= 6; i++) expect(sm.commandOutcome("t1", `c${i}`)).toBeDefined();
+    h.advance(2_000);
+    h.ok("dispatch.append", { directive: "x" }, { params: { channel: "c" }, commandId: "c7" });
+    // Now c1..c4 are old and outside the last three commands (c5, c6, c7).
+    for (let i = 1; i <= 4; i++) expect(sm.commandOutcome("t1", `c${i}`)).toBeUndefined();
+    for (let i = 5; i <= 7; i++) expect(sm.commandOutcome("t1", `c${i}`)).toBeDefined();
+    // An expired ID is free again: it applies as a new command.
+    const reused = h.run(
+      "dispatch.append",
+      { directive: "x" },
+      { params: { channel: "c" }, commandId: "c1" },
+    );
+    expect(reused).toMatchObject({ duplicate: false });
+    expect(committed(reused)).toEqual({ channel: "c", sequence: 8 });
+  });
+
+  it("expires by count alone once outcomes are old, a few per apply", () => {
+    const sm = temp.create("s", { outcomeRetentionCommands: 2, outcomeRetentionMs: 1 });
+    const h = new Harness(sm);
+    for (let i = 1; i <= 30; i++) {
+      h.ok(
+        "dispatch.append",
+        { directive: "x" },
+        { params: { channel: "c" }, commandId: `c${i}`, advanceMs: 10 },
+      );
+    }
+    const kept = Array.from({ length: 30 }, (_, i) => sm.commandOutcome("t1", `c${i + 1}`) !== undefined);
+    expect(kept.filter(Boolean)).toHaveLength(2);
+    expect(kept.slice(-2)).toEqual([true, true]);
+  });
+
+  it("answers a fresh result exactly as its stored outcome will", () => {
+    const sm = temp.create("s");
+    const h = new Harness(sm);
+    h.ok("queue.enqueue", { body: { job: 1 } }, { params: { queue: "q" } });
+    const results = [
+      h.run("queue.lease", { max: 5 }, { params: { queue: "q" }, commandId: "lease" }),
+      h.run(
+        "transaction",
+        {
+          operations: [{ op: "put", key: "a", value: [1, { b: null }] }],
+          outbox: [{ queue: "q", body: "x" }],
+        },
+        { commandId: "tx" },
+      ),
+      h.run("graph.putEdge", { from: "a", type: "t", to: "b" }, { commandId: "edge" }),
+    ];
+    for (const result of results) {
+      if (result.type !== "command" || result.commandId === null) throw new Error("not a command");
+      const { commandId: _, ...stored } = sm.commandOutcome("t1", result.commandId)!;
+      expect(stored).toStrictEqual(result.outcome);
+    }
+  });
+
+  it("ignores claims of tenant or principal in a body: scope comes from the envelope only", () => {
+    const sm = temp.create("s");
+    const h = new Harness(sm);
+    h.ok(
+      "catalog.put",
+      { value: 1, tenant: "t9", tenantId: "t9", principal: "admin" },
+      { params: { key: "k" } },
+    );
+    expect(sm.getDocument("t1", "k")).toBeDefined();
+    expect(sm.getDocument("t9", "k")).toBeUndefined();
+    expect(
+      refused(
+        h.run("admin.putPrincipal", {
+          principalId: "x",
+          tenantId: "t1",
+          roles: ["admin"],
+          principal: "admin",
+        }),
+      ),
+    ).toMatchObject({
+      code: "PermissionDenied",
+    });
+  });
+});

@@ -1,0 +1,367 @@
+import { CommandIdConflictError, InternalError, InvalidArgumentError, KeyLoadError } from "@keyload/contract";
+import type Database from "better-sqlite3";
+import type { Entry } from "../raft/types.js";
+import type { ApplyContext } from "./apply-context.js";
+import type { ApplyResult } from "./apply-result.js";
+import type { BulkGetItem, QueryPage, QueryRequest } from "./catalog-query.js";
+import { type CommandEnvelope, commandDigest, decodeCommand } from "./command-envelope.js";
+import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
+import type { CommandOutcome } from "./command-outcomes.js";
+import { type AppliedPosition, openDatabase, readMeta } from "./database.js";
+import type { Directive } from "./dispatch.js";
+import type { StoredDocument } from "./documents.js";
+import { dumpDatabase } from "./dump.js";
+import type { Traversal, TraverseRequest } from "./graph.js";
+import { documentText } from "./json-value.js";
+import { prefixRange } from "./key-range.js";
+import { type CanonicalLimits, limitsFingerprint, resolveLimits } from "./limits.js";
+import type { MembershipTable } from "./membership.js";
+import type { VerifiedPrincipal } from "./principals.js";
+import { READ_LIMITS } from "./read-limits.js";
+import { SearchIndexer } from "./search-indexer.js";
+import type { IndexChange } from "./search-protocol.js";
+import { matchExpression, type SearchHit, type SearchRequest, tenantToken } from "./search-query.js";
+import { fsyncPath, inspectSnapshot, replaceDatabaseFile } from "./snapshot-files.js";
+import { createStores, type Stores } from "./stores.js";
+
+export interface StateMachineOptions {
+  /** The database file; created with the schema and the bootstrap admin when absent. */
+  readonly path: string;
+  /** Overrides of the canonical limits; must be identical on every voter. */
+  readonly limits?: Partial<CanonicalLimits>;
+  /**
+   * SHA-256 (lowercase hex) of the bootstrap admin key, from configuration and identical on every
+   * voter. Read only when the database is created: from then on the principal catalog is state.
+   */
+  readonly bootstrapAdminKeyHash: string;
+}
+
+/** A stored command outcome as `GET /v1/commands/{commandId}` answers it. */
+export type CommandOutcomeView = CommandOutcome & { readonly commandId: string };
+
+/** One open database and everything prepared on it; replaced as a whole when a snapshot is installed. */
+interface Session {
+  readonly db: Database.Database;
+  readonly stores: Stores;
+  readonly runBatch: (entries: readonly Entry[]) => ApplyResult[];
+}
+
+/** Runs one command's handler; inside runBatch, so a savepoint is a nested transaction. */
+type RunCommand = (ctx: ApplyContext, envelope: CommandEnvelope) => object;
+
+/**
+ * KeyLoad's deterministic state machine over SQLite. It applies committed entries in index order and
+ * reads nothing but the entries, the database and the canonical limits: no clock, no randomness. The
+ * time it uses is the leader's timestamp in each entry, clamped so that it never runs backwards (a new
+ * leader's clock may lag the old one's); the clamped clock is state, stored with the applied index.
+ */
+export class StateMachine {
+  readonly limits: CanonicalLimits;
+  readonly limitsFingerprint: string;
+  private session: Session;
+  private position: AppliedPosition;
+  private clockMs: number;
+  private readonly indexer: SearchIndexer;
+
+  private constructor(
+    private readonly options: StateMachineOptions,
+    limits: CanonicalLimits,
+  ) {
+    this.limits = limits;
+    this.limitsFingerprint = limitsFingerprint(limits);
+    this.session = this.openSession();
+    const meta = readMeta(this.session.db);
+    this.position = { index: meta.applied_index, term: meta.applied_term };
+    this.clockMs = meta.clock_ms;
+    this.indexer = new SearchIndexer(`${options.path}.search`, this.position.index, {
+      readChunk: (afterId, limit) => this.readIndexChunk(afterId, limit),
+      appliedIndex: () => this.position.index,
+    });
+  }
+
+  /** Opens (or creates) the state at `options.path`; the search index lives beside it, in `<path>.search`. */
+  static open(options: StateMachineOptions): StateMachine {
+    return new StateMachine(options, resolveLimits(options.limits));
+  }
+
+  /** The last applied entry; a driver replays the log from `index + 1` after opening. */
+  applied(): AppliedPosition {
+    return this.position;
+  }
+
+  apply(entry: Entry): ApplyResult {
+    return this.applyBatch([entry])[0]!;
+  }
+
+  /**
+   * Applies committed entries in one SQLite transaction that also records the applied index, so the
+   * database always holds a prefix of the log. A command that refuses (a KeyLoadError) leaves no write
+   * behind (it refuses before writing, or runs in a savepoint: see REFUSES_AFTER_WRITING) and commits
+   * as its deterministic error outcome. Any other error (I/O, a bug) rolls back the whole batch and is
+   * thrown as InternalError: committing it as an outcome could make this voter diverge from the others.
+   */
+  applyBatch(entries: readonly Entry[]): ApplyResult[] {
+    const results: ApplyResult[] = [];
+    let next = this.position.index + 1;
+    let firstNew = entries.length;
+    for (const [i, entry] of entries.entries()) {
+      if (entry.index < next && firstNew === entries.length) {
+        results.push({ type: "skipped", entryIndex: entry.index });
+        continue;
+      }
+      if (entry.index !== next) {
+        throw new InternalError(`entry ${entry.index} does not follow applied index ${next - 1}`, {
+          reason: "ApplyGap",
+        });
+      }
+      if (firstNew === entries.length) firstNew = i;
+      next++;
+    }
+    if (firstNew === entries.length) return results;
+    const saved = { position: this.position, clockMs: this.clockMs };
+    const { stores, runBatch } = this.session;
+    try {
+      results.push(...runBatch(entries.slice(firstNew)));
+    } catch (error) {
+      stores.searchChanges.rollbackTo(0);
+      this.position = saved.position;
+      this.clockMs = saved.clockMs;
+      throw new InternalError(`applying entries from ${entries[firstNew]!.index} failed`, {
+        reason: "ApplyFailed",
+        cause: error,
+      });
+    }
+    this.indexer.submit(stores.searchChanges.take(), this.position.index);
+    return results;
+  }
+
+  // Reads: pure queries of the applied state; a linearizable read waits until `applied()` reaches its
+  // read index before calling one.
+
+  getDocument(tenant: string, key: string): StoredDocument | undefined {
+    return this.session.stores.documents.get(tenant, key);
+  }
+
+  bulkGet(tenant: string, keys: readonly string[]): BulkGetItem[] {
+    return this.session.stores.catalog.bulkGet(tenant, keys);
+  }
+
+  query(tenant: string, request: QueryRequest): QueryPage {
+    return this.session.stores.catalog.query(tenant, request);
+  }
+
+  /** Full-text search; asynchronous because the index lives on a worker thread (see SearchIndexer). */
+  async search(tenant: string, request: SearchRequest): Promise<SearchHit[]> {
+    const match = matchExpression(tenantToken(tenant), request.query);
+    const hits = await this.indexer.query(match, prefixRange(request.prefix), request.limit);
+    const found: SearchHit[] = [];
+    for (const hit of hits) {
+      const doc = this.session.stores.documents.get(tenant, hit.key);
+      if (doc !== undefined) found.push({ ...doc, score: hit.score });
+    }
+    return found;
+  }
+
+  traverse(tenant: string, request: TraverseRequest): Traversal {
+    return this.session.stores.graph.traverse(tenant, request);
+  }
+
+  commandOutcome(tenant: string, commandId: string): CommandOutcomeView | undefined {
+    const stored = this.session.stores.outcomes.get(tenant, commandId);
+    return stored === undefined ? undefined : { commandId, ...stored.outcome };
+  }
+
+  membership(tenant: string): MembershipTable {
+    return this.session.stores.membership.read(tenant);
+  }
+
+  /** `GET /v1/dispatch/{channel}?after=N`: directives with a sequence number above `after`. */
+  readDispatch(
+    tenant: string,
+    channel: string,
+    after: number,
+    limit: number = READ_LIMITS.defaultDispatchRead,
+  ): Directive[] {
+    return this.session.stores.dispatch.read(
+      tenant,
+      channel,
+      after,
+      Math.min(limit, READ_LIMITS.maxDispatchRead),
+    );
+  }
+
+  /** Who holds the API key with this hash (see hashApiKey), or undefined. */
+  authenticate(keyHash: string): VerifiedPrincipal | undefined {
+    return this.session.stores.principals.authenticate(keyHash);
+  }
+
+  /**
+   * Writes a consistent copy of the state to `targetPath` (SQLite online backup: applies may continue
+   * meanwhile, the copy follows them) and returns the position the copy covers, read from the copy
+   * itself. The database is then checkpointed, which fsyncs it, so the log may be compacted up to the
+   * returned index without leaving the database relying on entries the log no longer holds.
+   */
+  async createSnapshot(targetPath: string): Promise<AppliedPosition> {
+    await this.session.db.backup(targetPath);
+    fsyncPath(targetPath);
+    const covered = inspectSnapshot(targetPath);
+    this.session.db.pragma("wal_checkpoint(TRUNCATE)");
+    return covered;
+  }
+
+  /**
+   * Replaces the whole state with a snapshot file (validated first), atomically: a crash midway leaves
+   * either the old state or the new one, and so does a failed copy, after which the old state is open
+   * again. Returns the position the snapshot covers; apply continues after it.
+   */
+  restoreFromSnapshot(snapshotPath: string): AppliedPosition {
+    const covered = inspectSnapshot(snapshotPath);
+    this.session.db.pragma("wal_checkpoint(TRUNCATE)");
+    this.session.db.close();
+    try {
+      replaceDatabaseFile(this.options.path, snapshotPath);
+    } finally {
+      this.session = this.openSession();
+      const meta = readMeta(this.session.db);
+      this.position = { index: meta.applied_index, term: meta.applied_term };
+      this.clockMs = meta.clock_ms;
+      this.indexer.rebuild();
+    }
+    return covered;
+  }
+
+  /** Every table in a canonical order, for comparing voters' state (tests and diagnostics). */
+  dump(): string {
+    return dumpDatabase(this.session.db);
+  }
+
+  /** Stops the search worker (its index stays reusable when it had caught up) and closes the database. */
+  async close(): Promise<void> {
+    await this.indexer.close();
+    if (this.session.db.open) this.session.db.close();
+  }
+
+  private readIndexChunk(afterId: number, limit: number): { changes: IndexChange[]; lastId: number } {
+    const rows = this.session.db
+      .prepare<[number, number], { id: number; tenant: string; key: string; value: string }>(
+        "SELECT id, tenant, key, value FROM documents WHERE id > ? AND value IS NOT NULL ORDER BY id LIMIT ?",
+      )
+      .all(afterId, limit);
+    const changes = rows.map((row) => ({
+      id: row.id,
+      token: tenantToken(row.tenant),
+      key: row.key,
+      text: documentText(JSON.parse(row.value)),
+    }));
+    return { changes, lastId: rows.at(-1)?.id ?? afterId };
+  }
+
+  private openSession(): Session {
+    const db = openDatabase(this.options.path, this.options.bootstrapAdminKeyHash);
+    const stores = createStores(db);
+    const writeMeta = db.prepare<[number, number, number]>(
+      "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ? WHERE id = 1",
+    );
+    const inSavepoint = db.transaction((ctx: ApplyContext, envelope: CommandEnvelope) =>
+      COMMAND_HANDLERS[envelope.kind](ctx, envelope, stores),
+    );
+    const runCommand: RunCommand = (ctx, envelope) =>
+      REFUSES_AFTER_WRITING.has(envelope.kind)
+        ? inSavepoint(ctx, envelope)
+        : COMMAND_HANDLERS[envelope.kind](ctx, envelope, stores);
+    const runBatch = db.transaction((entries: readonly Entry[]) => {
+      const results = entries.map((entry) => this.applyEntry(entry, stores, runCommand));
+      const last = entries[entries.length - 1]!;
+      writeMeta.run(last.index, last.term, this.clockMs);
+      this.position = { index: last.index, term: last.term };
+      return results;
+    });
+    return { db, stores, runBatch };
+  }
+
+  private applyEntry(entry: Entry, stores: Stores, runCommand: RunCommand): ApplyResult {
+    if (entry.type === "noop") return { type: "noop", entryIndex: entry.index };
+    let envelope: CommandEnvelope;
+    try {
+      envelope = decodeCommand(entry.data);
+    } catch (error) {
+      return this.unstoredRefusal(entry, null, null, error);
+    }
+    this.clockMs = Math.max(this.clockMs, envelope.timestampMs);
+    const { tenant, commandId } = envelope;
+    const digest = commandDigest(envelope);
+    const stored = stores.outcomes.get(tenant, commandId);
+    if (stored !== undefined) {
+      if (stored.digest.equals(digest)) {
+        return {
+          type: "command",
+          entryIndex: entry.index,
+          tenant,
+          commandId,
+          duplicate: true,
+          outcome: stored.outcome,
+        };
+      }
+      const conflict = new CommandIdConflictError(
+        `command ${commandId} was committed with another route or body`,
+        {
+          reason: "DigestMismatch",
+        },
+      );
+      return this.unstoredRefusal(entry, tenant, commandId, conflict);
+    }
+    const ctx: ApplyContext = {
+      index: entry.index,
+      nowMs: this.clockMs,
+      tenant,
+      principal: envelope.principal,
+      commandId,
+      limits: this.limits,
+    };
+    let outcome: CommandOutcome;
+    const searchMark = stores.searchChanges.mark();
+    try {
+      const payloadBytes = Buffer.byteLength(envelope.payload, "utf8");
+      if (payloadBytes > this.limits.maxMutationBytes) {
+        throw new InvalidArgumentError(
+          `the payload of ${payloadBytes} bytes exceeds ${this.limits.maxMutationBytes}`,
+          {
+            reason: "MutationTooLarge",
+          },
+        );
+      }
+      outcome = { status: "committed", index: entry.index, result: runCommand(ctx, envelope) };
+    } catch (error) {
+      if (!(error instanceof KeyLoadError)) throw error;
+      stores.searchChanges.rollbackTo(searchMark);
+      outcome = {
+        status: "failed",
+        index: entry.index,
+        error: { code: error.code, reason: error.reason, message: error.message },
+      };
+    }
+    stores.outcomes.record(tenant, commandId, digest, ctx.nowMs, outcome, this.limits);
+    return { type: "command", entryIndex: entry.index, tenant, commandId, duplicate: false, outcome };
+  }
+
+  private unstoredRefusal(
+    entry: Entry,
+    tenant: string | null,
+    commandId: string | null,
+    error: unknown,
+  ): ApplyResult {
+    if (!(error instanceof KeyLoadError)) throw error;
+    return {
+      type: "command",
+      entryIndex: entry.index,
+      tenant,
+      commandId,
+      duplicate: false,
+      outcome: {
+        status: "failed",
+        index: entry.index,
+        error: { code: error.code, reason: error.reason, message: error.message },
+      },
+    };
+  }
+}

@@ -1,0 +1,46 @@
+import type Database from "better-sqlite3";
+import { CatalogQueries } from "./catalog-query.js";
+import { ChangeFeed } from "./change-feed.js";
+import { CommandOutcomes } from "./command-outcomes.js";
+import { Dispatch } from "./dispatch.js";
+import { Documents } from "./documents.js";
+import { Graph } from "./graph.js";
+import { Membership } from "./membership.js";
+import { Principals } from "./principals.js";
+import { Queues } from "./queues.js";
+import { SearchChanges } from "./search-changes.js";
+import { Subscriptions } from "./subscriptions.js";
+
+/** Every feature area's prepared statements over one open database; rebuilt whenever the file changes. */
+export interface Stores {
+  readonly outcomes: CommandOutcomes;
+  readonly feed: ChangeFeed;
+  readonly searchChanges: SearchChanges;
+  readonly documents: Documents;
+  readonly catalog: CatalogQueries;
+  readonly graph: Graph;
+  readonly queues: Queues;
+  readonly subscriptions: Subscriptions;
+  readonly membership: Membership;
+  readonly dispatch: Dispatch;
+  readonly principals: Principals;
+}
+
+export function createStores(db: Database.Database): Stores {
+  const feed = new ChangeFeed(db);
+  const searchChanges = new SearchChanges();
+  const documents = new Documents(db, feed, searchChanges);
+  return {
+    outcomes: new CommandOutcomes(db),
+    feed,
+    searchChanges,
+    documents,
+    catalog: new CatalogQueries(db, documents),
+    graph: new Graph(db, feed),
+    queues: new Queues(db),
+    subscriptions: new Subscriptions(db, feed),
+    membership: new Membership(db),
+    dispatch: new Dispatch(db),
+    principals: new Principals(db),
+  };
+}

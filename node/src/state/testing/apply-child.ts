@@ -1,0 +1,23 @@
+/**
+ * A child process for crash tests: opens the state at argv[2], applies the log in argv[3] (one entry a
+ * line, JSON with base64 data) in batches of varying size, and prints the applied index after each
+ * batch, until its parent kills it.
+ */
+import { readFileSync } from "node:fs";
+import { SeededRandom } from "../../raft/seeded-random.js";
+import type { Entry } from "../../raft/types.js";
+import { StateMachine } from "../state-machine.js";
+import { CRASH_LIMITS, decodeLogLine } from "./crash-log.js";
+import { ADMIN_KEY_HASH } from "./state-fixtures.js";
+
+const [path, logPath, seed] = process.argv.slice(2) as [string, string, string];
+const entries: Entry[] = readFileSync(logPath, "utf8").trim().split("\n").map(decodeLogLine);
+const sm = StateMachine.open({ path, bootstrapAdminKeyHash: ADMIN_KEY_HASH, limits: CRASH_LIMITS });
+const random = new SeededRandom(Number(seed));
+for (let start = sm.applied().index; start < entries.length; ) {
+  const size = 1 + random.nextInt(32);
+  sm.applyBatch(entries.slice(start, start + size));
+  start += size;
+  process.stdout.write(`${sm.applied().index}\n`);
+}
+await sm.close();

@@ -1,0 +1,140 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Entry } from "../../raft/types.js";
+import { hashApiKey } from "../api-key.js";
+import type { ApplyResult } from "../apply-result.js";
+import { type CommandKind, encodeCommand, type RouteParams } from "../command-envelope.js";
+import type { CommandOutcome } from "../command-outcomes.js";
+import type { CanonicalLimits } from "../limits.js";
+import { StateMachine } from "../state-machine.js";
+
+export const ADMIN_KEY = "bootstrap-admin-key-for-tests";
+export const ADMIN_KEY_HASH = hashApiKey(ADMIN_KEY);
+
+/** State machines in a temporary directory that `cleanup` closes and removes. */
+export class TempStates {
+  readonly dir = mkdtempSync(join(tmpdir(), "keyload-state-"));
+  private readonly open: StateMachine[] = [];
+
+  path(name: string): string {
+    return join(this.dir, name);
+  }
+
+  create(name: string, limits?: Partial<CanonicalLimits>): StateMachine {
+    const sm = StateMachine.open({
+      path: this.path(`${name}.db`),
+      bootstrapAdminKeyHash: ADMIN_KEY_HASH,
+      ...(limits === undefined ? {} : { limits }),
+    });
+    this.open.push(sm);
+    return sm;
+  }
+
+  async cleanup(): Promise<void> {
+    await Promise.all(this.open.map((sm) => sm.close()));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface CommandOptions {
+  readonly tenant?: string;
+  readonly principal?: string;
+  readonly commandId?: string;
+  /** Milliseconds after the log's current time; the log's clock then stays there. */
+  readonly advanceMs?: number;
+  /** An absolute timestamp instead (may run backwards, as a new leader's clock can). */
+  readonly timestampMs?: number;
+  readonly keyHash?: string;
+  readonly params?: RouteParams;
+}
+
+/** Builds a Raft log of command entries, with indexes, terms and leader timestamps. */
+export class LogBuilder {
+  readonly entries: Entry[] = [];
+  nowMs = 1_700_000_000_000;
+  term = 1;
+  private nextId = 1;
+
+  command(kind: CommandKind, payload: unknown, options: CommandOptions = {}): Entry {
+    this.nowMs += options.advanceMs ?? 1;
+    const data = encodeCommand({
+      commandId: options.commandId ?? `cmd-${this.nextId++}`,
+      kind,
+      tenant: options.tenant ?? "t1",
+      principal: options.principal ?? "p1",
+      timestampMs: options.timestampMs ?? this.nowMs,
+      params: options.params ?? {},
+      ...(options.keyHash === undefined ? {} : { generated: { keyHash: options.keyHash } }),
+      payload: typeof payload === "string" ? payload : JSON.stringify(payload),
+    });
+    return this.raw(data);
+  }
+
+  noop(): Entry {
+    return this.push({ type: "noop", data: new Uint8Array(0) });
+  }
+
+  raw(data: Uint8Array): Entry {
+    return this.push({ type: "normal", data });
+  }
+
+  private push(entry: Pick<Entry, "type" | "data">): Entry {
+    const full: Entry = { index: this.entries.length + 1, term: this.term, ...entry };
+    this.entries.push(full);
+    return full;
+  }
+}
+
+/** The outcome of a command result, failing the test if the entry was not a command. */
+export function outcomeOf(result: ApplyResult): CommandOutcome {
+  if (result.type !== "command") throw new Error(`entry ${result.entryIndex} applied as ${result.type}`);
+  return result.outcome;
+}
+
+/** The result of a committed command, failing the test with the error otherwise. */
+export function committed<T = Record<string, unknown>>(result: ApplyResult): T {
+  const outcome = outcomeOf(result);
+  if (outcome.status !== "committed") {
+    throw new Error(
+      `entry ${outcome.index} failed: ${outcome.error.code}/${outcome.error.reason}: ${outcome.error.message}`,
+    );
+  }
+  return outcome.result as T;
+}
+
+/** The error of a refused command, failing the test if it committed. */
+export function refused(result: ApplyResult): { code: string; reason: string; message: string } {
+  const outcome = outcomeOf(result);
+  if (outcome.status !== "failed")
+    throw new Error(`entry ${outcome.index} committed: ${JSON.stringify(outcome.result)}`);
+  return outcome.error;
+}
+
+/** A state machine with its own log: each call proposes one command and applies it at once. */
+export class Harness {
+  readonly log = new LogBuilder();
+
+  constructor(readonly sm: StateMachine) {}
+
+  run(kind: CommandKind, payload: unknown, options: CommandOptions = {}): ApplyResult {
+    return this.sm.apply(this.log.command(kind, payload, options));
+  }
+
+  ok<T = Record<string, unknown>>(kind: CommandKind, payload: unknown, options: CommandOptions = {}): T {
+    return committed<T>(this.run(kind, payload, options));
+  }
+
+  fail(
+    kind: CommandKind,
+    payload: unknown,
+    options: CommandOptions = {},
+  ): { code: string; reason: string; message: string } {
+    return refused(this.run(kind, payload, options));
+  }
+
+  /** Moves the leader's clock on without applying anything. */
+  advance(ms: number): void {
+    this.log.nowMs += ms;
+  }
+}
