@@ -138,3 +138,26 @@ export class InternalError extends KeyLoadError {
     super("Internal", message, options);
   }
 }
+
+/**
+ * Rebuilds the typed error an error body describes (a leader's answer relayed by a follower, or a
+ * response a client received), keeping code, reason, message and details.
+ */
+export function errorFromBody(error: ErrorBody["error"], commandId = error.commandId): KeyLoadError {
+  if (error.code === "ResourceExhausted") {
+    const details = (error.details ?? { governor: "command" }) as ResourceExhaustedDetails;
+    return new ResourceExhaustedError(error.reason as ResourceExhaustedReason, error.message, details, {
+      ...(commandId === undefined ? {} : { commandId }),
+    });
+  }
+  return new KeyLoadError(error.code, error.message, {
+    reason: error.reason,
+    ...(commandId === undefined ? {} : { commandId }),
+    ...(error.details ? { details: error.details } : {}),
+  });
+}
+
+/** Whether a value received from elsewhere is a registered error code. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === "string" && Object.hasOwn(ERROR_STATUS, code);
+}

@@ -3,6 +3,7 @@ import { formatCommandAdmissionBench, runCommandAdmissionBench } from "./admissi
 import { formatHttpAdmissionBench, runHttpAdmissionBench } from "./admission-http.js";
 import { formatLogAppendBench, runLogAppendBench } from "./log-append.js";
 import { formatRaftBench, runRaftBench } from "./raft-core.js";
+import { formatStateApplyBench, runStateApplyBench } from "./state-apply.js";
 
 runRaftBench(50_000, 64, 1024);
 console.log(formatRaftBench(runRaftBench(1_000_000, 64, 1024)));
@@ -14,3 +15,6 @@ runHttpAdmissionBench(200_000);
 console.log(formatHttpAdmissionBench(runHttpAdmissionBench(5_000_000)));
 
 console.log(formatLogAppendBench(await runLogAppendBench(3, 1024)));
+
+await runStateApplyBench(20_000, 64, 1024);
+console.log(formatStateApplyBench(await runStateApplyBench(200_000, 64, 1024)));

@@ -1,0 +1,122 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { performance } from "node:perf_hooks";
+import {
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+  UnavailableError,
+} from "@keyload/contract";
+import type { FastifyRequest, onRequestHookHandler } from "fastify";
+import { AdmissionRefusal, type HttpAdmissionGovernor } from "../admission/index.js";
+import { isCommandId } from "../state/identifiers.js";
+import { bearerKey } from "./bearer-token.js";
+import type { ErrorReplies } from "./error-replies.js";
+import { RequestEdge } from "./request-edge.js";
+import type { RequestObserver } from "./request-observer.js";
+import type { ApiRoute } from "./routes.js";
+import type { VoterService } from "./voter-service.js";
+
+export const COMMAND_ID_HEADER = "KeyLoad-Command-Id";
+/** Node lowercases header names. */
+const COMMAND_ID_KEY = COMMAND_ID_HEADER.toLowerCase();
+
+export interface EdgeGateDeps {
+  readonly service: VoterService;
+  readonly governor: HttpAdmissionGovernor;
+  readonly replies: ErrorReplies;
+  readonly observer: RequestObserver;
+  readonly closing: () => boolean;
+}
+
+/**
+ * The first hook of every request, before any body byte is read. In the contract's order: an HTTP slot
+ * under the pool's ingress scope (a declared body over the cap is refused here), the API key, the
+ * tenant and principal counts, the role, the command ID. A refusal is answered at once and the body is
+ * never read; health, metrics and the API document pass without a slot or a key.
+ */
+export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
+  return function gate(request, reply, done) {
+    const route = request.routeOptions.config.keyloadRoute;
+    const edge = new RequestEdge(route, performance.now());
+    request.keyloadEdge = edge;
+    deps.observer.watch(request, reply, edge);
+    try {
+      if (deps.closing())
+        throw new UnavailableError("the voter is shutting down", { reason: "ShuttingDown" });
+      if (route === undefined) {
+        const path = request.url.split("?", 1)[0]?.slice(0, 200);
+        throw new NotFoundError(`no route matches ${request.method} ${path}`, {
+          reason: "RouteNotFound",
+        });
+      }
+      if (route.type === "ops") {
+        done();
+        return;
+      }
+      admit(deps, request, edge, route);
+    } catch (error) {
+      deps.replies.send(request, reply, error, hasBody(request.headers));
+      return;
+    }
+    done();
+  };
+}
+
+function admit(deps: EdgeGateDeps, request: FastifyRequest, edge: RequestEdge, route: ApiRoute): void {
+  const admitted = deps.governor.reserve({
+    kind: route.reservation,
+    declaredLength: declaredLength(request.headers),
+    bodyCap: deps.governor.limits[route.bodyCap],
+  });
+  if (admitted instanceof AdmissionRefusal) throw admitted.toError();
+  edge.reservation = admitted;
+
+  const identity = deps.service.authenticate(bearerKey(request.headers.authorization));
+  if (identity === null) {
+    throw new UnauthenticatedError("the API key is not valid", { reason: "InvalidCredentials" });
+  }
+  const refusal = admitted.bind(identity.tenantId, identity.principalId);
+  if (refusal !== undefined) throw refusal.toError();
+  edge.identity = identity;
+
+  if (!route.roles.some((role) => identity.roles.includes(role))) {
+    throw new PermissionDeniedError(
+      `${route.method} ${route.path} needs one of the roles ${route.roles.join(", ")}`,
+      {
+        reason: "MissingRole",
+      },
+    );
+  }
+  if (route.type === "command") edge.commandId = commandIdOf(request.headers);
+}
+
+function commandIdOf(headers: IncomingHttpHeaders): string {
+  const value = headers[COMMAND_ID_KEY];
+  if (value === undefined) {
+    throw new InvalidArgumentError("every write needs a KeyLoad-Command-Id header", {
+      reason: "MissingCommandId",
+    });
+  }
+  if (typeof value !== "string" || !isCommandId(value)) {
+    throw new InvalidArgumentError("KeyLoad-Command-Id must be 1-128 characters of [A-Za-z0-9._:-]", {
+      reason: "InvalidCommandId",
+    });
+  }
+  return value;
+}
+
+/**
+ * The body size admission accounts for: the declared Content-Length, undefined for a chunked body (the
+ * governor then takes the route's cap), 0 for a request that declares neither (it has no body).
+ */
+function declaredLength(headers: IncomingHttpHeaders): number | undefined {
+  if (headers["transfer-encoding"] !== undefined) return undefined;
+  const length = headers["content-length"];
+  return length === undefined ? 0 : Number(length);
+}
+
+function hasBody(headers: IncomingHttpHeaders): boolean {
+  const length = headers["content-length"];
+  return headers["transfer-encoding"] !== undefined || (length !== undefined && length !== "0");
+}

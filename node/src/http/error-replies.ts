@@ -1,0 +1,115 @@
+import { InternalError, InvalidArgumentError, KeyLoadError, ResourceExhaustedError } from "@keyload/contract";
+import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type { HttpAdmissionLimits } from "../admission/index.js";
+import type { HttpMetrics } from "./http-metrics.js";
+import { LEADER_HEADER, leaderHeaderValue } from "./leader-header.js";
+import type { VoterService } from "./voter-service.js";
+
+const JSON_TYPE = "application/json; charset=utf-8";
+
+/**
+ * Turns every failure into the contract's error body (section 6) and writes it: typed errors as they
+ * are, fastify's own errors mapped to the contract's codes, anything else as a 500 that says nothing
+ * about its cause (which goes to the log instead).
+ */
+export class ErrorReplies {
+  constructor(
+    private readonly service: VoterService,
+    private readonly limits: HttpAdmissionLimits,
+    private readonly metrics: HttpMetrics,
+  ) {}
+
+  /**
+   * Answers `failure`. `unreadBody`: the body was never read, so the connection is closed after the
+   * answer instead of reading whatever the client still sends.
+   */
+  send(request: FastifyRequest, reply: FastifyReply, failure: unknown, unreadBody = false): FastifyReply {
+    let error = this.toKeyLoadError(request, failure);
+    const commandId = request.keyloadEdge?.commandId;
+    if (commandId !== undefined && error.commandId === undefined) error = error.withCommandId(commandId);
+    if (error instanceof ResourceExhaustedError) {
+      if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
+      const { governor, pool } = error.details;
+      if (governor === "http" && pool !== undefined) this.metrics.rejected(pool, error.reason);
+    } else if (error.code === "Unavailable" || error.code === "UnknownWriteOutcome") {
+      const leader = leaderHeaderValue(this.service.leaderHint());
+      if (leader !== undefined) reply.header(LEADER_HEADER, leader);
+    } else if (error.code === "Unauthenticated") {
+      reply.header("www-authenticate", 'Bearer realm="keyload"');
+    }
+    if (unreadBody) reply.header("connection", "close");
+    return reply.code(error.status).type(JSON_TYPE).send(JSON.stringify(error.toBody()));
+  }
+
+  private toKeyLoadError(request: FastifyRequest, failure: unknown): KeyLoadError {
+    if (failure instanceof KeyLoadError) {
+      if (failure.code === "Internal") request.log.error({ err: failure }, "internal error");
+      return failure;
+    }
+    const mapped = isFastifyError(failure) ? this.fromFastify(request, failure) : undefined;
+    if (mapped !== undefined) return mapped;
+    request.log.error({ err: failure }, "unexpected error");
+    return new InternalError("the voter failed to answer this request");
+  }
+
+  private fromFastify(request: FastifyRequest, error: FastifyError): KeyLoadError | undefined {
+    switch (error.code) {
+      case "FST_ERR_CTP_BODY_TOO_LARGE":
+        return this.bodyTooLarge(request);
+      case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
+        return new InvalidArgumentError("a request body must be application/json", {
+          reason: "UnsupportedContentType",
+        });
+      case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
+        return new InvalidArgumentError("the body's length differs from its Content-Length", {
+          reason: "InvalidContentLength",
+        });
+      case "FST_ERR_VALIDATION":
+        return new InvalidArgumentError(error.message, {
+          reason: VALIDATION_REASONS[error.validationContext ?? "body"],
+        });
+      case "FST_ERR_BAD_URL":
+        return new InvalidArgumentError("the URL is not validly percent-encoded", { reason: "MalformedUrl" });
+      // The request stream failed under the body parser: the client hung up, nobody reads this answer.
+      case "ECONNRESET":
+        return new InvalidArgumentError("the client closed the connection while sending the request", {
+          reason: "RequestAborted",
+        });
+      case "FST_ERR_MAX_PARAM_LENGTH":
+        return new InvalidArgumentError("a path parameter is longer than any valid one", {
+          reason: "InvalidParameter",
+        });
+      default:
+        // A client error fastify raises that this edge does not know yet: still the client's, still 4xx.
+        return error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500
+          ? new InvalidArgumentError("the request could not be processed as sent", {
+              reason: "InvalidRequest",
+            })
+          : undefined;
+    }
+  }
+
+  /** A chunked body that passed the route's cap while it was read, cut there. */
+  private bodyTooLarge(request: FastifyRequest): KeyLoadError {
+    const route = request.keyloadEdge?.route;
+    if (route === undefined || route.type === "ops")
+      return new InternalError("a body was read outside an API route");
+    const limitValue = this.limits[route.bodyCap];
+    return new ResourceExhaustedError(
+      "BodyTooLarge",
+      `the body passed the route's cap of ${limitValue} bytes (${route.bodyCap}) while it was read`,
+      { governor: "http", pool: route.pool, limit: route.bodyCap, limitValue },
+    );
+  }
+}
+
+const VALIDATION_REASONS: Readonly<Record<string, string>> = {
+  body: "InvalidBody",
+  params: "InvalidParameter",
+  querystring: "InvalidQuery",
+  headers: "InvalidHeader",
+};
+
+function isFastifyError(error: unknown): error is FastifyError {
+  return error instanceof Error && typeof (error as { code?: unknown }).code === "string";
+}

@@ -1,0 +1,167 @@
+import type { Socket } from "node:net";
+import { performance } from "node:perf_hooks";
+import { InvalidArgumentError } from "@keyload/contract";
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import type { Logger } from "pino";
+import type { HttpAdmissionGovernor } from "../admission/index.js";
+import { edgeGate } from "./edge-gate.js";
+import { ErrorReplies } from "./error-replies.js";
+import { HttpMetrics } from "./http-metrics.js";
+import { parseJsonBody } from "./json-body-parser.js";
+import { openApiDocument } from "./openapi.js";
+import { RequestEdge } from "./request-edge.js";
+import { RequestObserver } from "./request-observer.js";
+import { PATH_PARAM_SCHEMAS, type PathParamName } from "./request-schemas.js";
+import { commandHandler, opsHandler, readHandler } from "./route-handlers.js";
+import { ROUTES, type RouteSpec } from "./routes.js";
+import type { VoterService } from "./voter-service.js";
+
+/** Connection bounds of the public port; HTTP admission itself is the governor's. */
+export interface HttpEdgeLimits {
+  /**
+   * Time to receive a whole request, headers and body. A request holds its HTTP slot while its body
+   * arrives, so without this bound a slow client could hold a slot for as long as it likes.
+   */
+  readonly requestTimeoutMs: number;
+  readonly keepAliveTimeoutMs: number;
+}
+
+export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = { requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000 };
+
+export interface HttpServerOptions {
+  readonly service: VoterService;
+  readonly httpAdmission: HttpAdmissionGovernor;
+  readonly logger: Logger;
+  readonly limits?: Partial<HttpEdgeLimits>;
+}
+
+/** The longest percent-encoded key: 512 code points of 4 UTF-8 bytes, each byte written as %XX. */
+const MAX_PARAM_CHARS = 512 * 4 * 3;
+
+/** Paths of log fields that could hold a credential, censored should any log call ever pass one. */
+const REDACTED = ["req.headers.authorization", "headers.authorization", "*.headers.authorization", "apiKey"];
+
+/**
+ * The voter's public HTTP API as a fastify app (not listening): the route table, the edge's first hook,
+ * the body parser, the contract's error body on every path and the HTTP metrics.
+ */
+export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
+  const { service, httpAdmission: governor } = options;
+  const limits = { ...HTTP_EDGE_DEFAULTS, ...options.limits };
+  const metrics = new HttpMetrics(service.metricsRegistry, governor);
+  const replies = new ErrorReplies(service, governor.limits, metrics);
+  const observer = new RequestObserver(metrics);
+  let closing = false;
+
+  const logger: FastifyBaseLogger = options.logger.child(
+    { component: "http" },
+    { redact: { paths: REDACTED, censor: "[redacted]" } },
+  );
+  const app = Fastify({
+    loggerInstance: logger,
+    // One line per request, written by RequestObserver; fastify's own would not name tenant or command.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: Math.max(governor.limits.MaxDataBodyBytes, governor.limits.MaxControlBodyBytes),
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    exposeHeadRoutes: false,
+    // Draining is answered by the first hook, in the contract's error body.
+    return503OnClosing: false,
+    routerOptions: { maxParamLength: MAX_PARAM_CHARS },
+    // The schemas check types, never coerce, default or strip: the payload the voter gets is the text as
+    // received, so validation must judge that same text.
+    ajv: {
+      customOptions: {
+        coerceTypes: false,
+        useDefaults: false,
+        removeAdditional: false,
+        allowUnionTypes: true,
+      },
+    },
+    // Fastify answers a URL it cannot route (bad percent-encoding) before any hook runs.
+    frameworkErrors: (error, request, reply) => {
+      const edge = new RequestEdge(undefined, performance.now());
+      request.keyloadEdge = edge;
+      observer.watch(request, reply, edge);
+      replies.send(request, reply, error, true);
+    },
+    clientErrorHandler: (error, socket) => answerClientError(error, socket),
+  });
+
+  app.decorateRequest("keyloadEdge", null);
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser("application/json", { parseAs: "buffer" }, parseJsonBody);
+  app.setErrorHandler((error, request, reply) => replies.send(request, reply, error));
+  app.addHook("onRequest", edgeGate({ service, governor, replies, observer, closing: () => closing }));
+  app.addHook("preClose", (done) => {
+    closing = true;
+    done();
+  });
+  app.addHook("onClose", (_instance, done) => {
+    metrics.unregister();
+    done();
+  });
+
+  const openApiJson = JSON.stringify(openApiDocument(ROUTES, governor.limits));
+  for (const route of ROUTES) registerRoute(app, route, service, governor, openApiJson);
+  return app;
+}
+
+function registerRoute(
+  app: FastifyInstance,
+  route: RouteSpec,
+  service: VoterService,
+  governor: HttpAdmissionGovernor,
+  openApiJson: string,
+): void {
+  const url = route.path.replace(/\{([A-Za-z]+)\}/g, ":$1");
+  const config = { keyloadRoute: route };
+  if (route.type === "ops") {
+    app.route({ method: route.method, url, config, handler: opsHandler(route, service, openApiJson) });
+    return;
+  }
+  const schema = {
+    ...(route.params.length === 0 ? {} : { params: paramsSchema(route.params) }),
+    ...(route.body === null ? {} : { body: route.body }),
+    ...(Object.keys(route.query).length === 0
+      ? {}
+      : { querystring: { type: "object", properties: route.query } }),
+  };
+  app.route({
+    method: route.method,
+    url,
+    config,
+    schema,
+    bodyLimit: governor.limits[route.bodyCap],
+    handler: route.type === "command" ? commandHandler(route, service) : readHandler(route, service),
+  });
+}
+
+function paramsSchema(names: readonly PathParamName[]): Record<string, unknown> {
+  return {
+    type: "object",
+    properties: Object.fromEntries(names.map((name) => [name, PATH_PARAM_SCHEMAS[name]])),
+    required: names,
+  };
+}
+
+/**
+ * Requests Node's parser rejects (malformed HTTP, oversized headers, the request timeout) never reach
+ * fastify: they are answered on the raw socket, still in the contract's body, and the connection closed.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === "ECONNRESET" || !socket.writable) return;
+  const timedOut = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
+  const body = JSON.stringify(
+    new InvalidArgumentError(
+      timedOut ? "the request did not arrive in time" : "the request is not valid HTTP",
+      {
+        reason: timedOut ? "RequestTimeout" : "MalformedRequest",
+      },
+    ).toBody(),
+  );
+  socket.end(
+    "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n" +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,246 @@
+import { pino } from "pino";
+import { Gauge } from "prom-client";
+import { afterEach, describe, expect, it } from "vitest";
+import { HttpAdmissionGovernor } from "../admission/index.js";
+import { buildHttpApp } from "./http-app.js";
+import { createHttpServer } from "./http-server.js";
+import { expectContractError } from "./testing/contract-error.js";
+import { bearer, FakeVoterService, KEYS } from "./testing/fake-voter-service.js";
+import { type HttpFixture, httpFixture, idleStatus } from "./testing/http-fixture.js";
+import { exchange, waitFor } from "./testing/raw-http.js";
+
+let fx: HttpFixture;
+afterEach(async () => {
+  await waitFor(() => fx.governor.usage("data").requests === 0, "idle");
+  expect(fx.governor.status()).toMatchObject(idleStatus());
+  await fx.close();
+});
+
+describe("health", () => {
+  it("answers live and ready with the voter's report", async () => {
+    fx = httpFixture();
+    for (const url of ["/health/live", "/health/ready"]) {
+      const response = await fx.app.inject({ method: "GET", url });
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual({ live: true, ready: true, detail: { role: "leader", term: 3 } });
+    }
+  });
+
+  it("answers 503 Unavailable when not ready, and when not live", async () => {
+    fx = httpFixture();
+    fx.service.healthReport = { live: true, ready: false, detail: { role: "follower", leader: null } };
+    const notReady = await fx.app.inject({ method: "GET", url: "/health/ready" });
+    const error = expectContractError(notReady, 503, "Unavailable", "NotReady");
+    expect(error.details).toEqual({ role: "follower", leader: null });
+    expect((await fx.app.inject({ method: "GET", url: "/health/live" })).statusCode).toBe(200);
+    fx.service.healthReport = { live: false, ready: false, detail: {} };
+    expectContractError(
+      await fx.app.inject({ method: "GET", url: "/health/live" }),
+      503,
+      "Unavailable",
+      "NotLive",
+    );
+  });
+
+  it("needs no key and spends no pool, even when the pool is full", async () => {
+    fx = httpFixture({ admission: { MaxRequests: 1 } });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    fx.service.onRead = async () => {
+      await gate;
+      return {};
+    };
+    const held = fx.app.inject({
+      method: "GET",
+      url: "/v1/catalog/k",
+      headers: { authorization: bearer("reader") },
+    });
+    await waitFor(() => fx.service.reads.length === 1, "the held read");
+    const authentications = fx.service.authentications;
+    for (const url of ["/health/live", "/health/ready", "/metrics", "/openapi.json"]) {
+      for (const headers of [{}, { authorization: "Bearer nonsense" }]) {
+        const response = await fx.app.inject({ method: "GET", url, headers });
+        expect(response.statusCode, url).toBe(200);
+      }
+    }
+    expect(fx.service.authentications).toBe(authentications);
+    expect(fx.governor.usage("data").requests).toBe(1);
+    expect(fx.governor.usage("control").requests).toBe(0);
+    release();
+    await held;
+  });
+});
+
+describe("metrics", () => {
+  it("serves the voter's registry with the edge's latency, usage and rejections", async () => {
+    fx = httpFixture({ admission: { MaxRequestsPerPrincipal: 1 } });
+    new Gauge({ name: "keyload_raft_term", help: "term", registers: [fx.service.metricsRegistry] }).set(7);
+    await fx.app.inject({
+      method: "PUT",
+      url: "/v1/catalog/k",
+      headers: {
+        authorization: bearer("writer"),
+        "keyload-command-id": "c1",
+        "content-type": "application/json",
+      },
+      payload: '{"value":1}',
+    });
+    await fx.app.inject({ method: "GET", url: "/v1/nowhere" });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    fx.service.onRead = async () => {
+      await gate;
+      return {};
+    };
+    const held = fx.app.inject({
+      method: "GET",
+      url: "/v1/catalog/k",
+      headers: { authorization: bearer("reader") },
+    });
+    await waitFor(() => fx.service.reads.length === 1, "the held read");
+    await fx.app.inject({
+      method: "GET",
+      url: "/v1/catalog/k",
+      headers: { authorization: bearer("reader") },
+    });
+
+    const response = await fx.app.inject({ method: "GET", url: "/metrics" });
+    expect(response.statusCode).toBe(200);
+    expect(response.headers["content-type"]).toMatch(/^text\/plain; version=0\.0\.4/);
+    const text = response.body;
+    expect(text).toContain("keyload_raft_term 7");
+    expect(text).toMatch(
+      /keyload_http_request_duration_seconds_count\{method="PUT",route="\/v1\/catalog\/\{key\}",status="200"\} 1/,
+    );
+    expect(text).toMatch(
+      /keyload_http_request_duration_seconds_count\{method="GET",route="unmatched",status="404"\} 1/,
+    );
+    expect(text).toContain('keyload_http_admission_requests{pool="data"} 1');
+    expect(text).toContain('keyload_http_admission_requests{pool="control"} 0');
+    expect(text).toContain(`keyload_http_admission_modeled_bytes{pool="data"} ${8 * 1024 * 1024 + 4096}`);
+    expect(text).toContain('keyload_http_admission_ingress_requests{pool="data"} 0');
+    expect(text).toContain(
+      'keyload_http_admission_rejections_total{pool="data",reason="PrincipalRequests"} 1',
+    );
+    expect(text).toContain('keyload_http_admission_rejections_total{pool="control",reason="BodyTooLarge"} 0');
+    release();
+    await held;
+  });
+
+  it("leaves the registry when the edge closes, so another edge can register again", async () => {
+    fx = httpFixture();
+    const registry = fx.service.metricsRegistry;
+    await fx.close();
+    expect(await registry.metrics()).not.toContain("keyload_http_");
+    const again = buildHttpApp({
+      service: fx.service,
+      httpAdmission: new HttpAdmissionGovernor(),
+      logger: pino({ level: "silent" }),
+    });
+    expect(await registry.metrics()).toContain("keyload_http_request_duration_seconds");
+    await again.close();
+    fx = httpFixture();
+  });
+});
+
+describe("logs", () => {
+  it("writes one structured line per request naming route, status, duration, command and scope", async () => {
+    fx = httpFixture();
+    await fx.app.inject({
+      method: "PUT",
+      url: "/v1/catalog/secret-customer-key",
+      headers: {
+        authorization: bearer("writer"),
+        "keyload-command-id": "c-42",
+        "content-type": "application/json",
+      },
+      payload: '{"value":1}',
+    });
+    const lines = fx.logLines().filter((line) => line.msg === "request");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({
+      method: "PUT",
+      route: "/v1/catalog/{key}",
+      status: 200,
+      aborted: false,
+      commandId: "c-42",
+      tenantId: "t1",
+      principalId: "w1",
+      component: "http",
+    });
+    expect(typeof lines[0]?.durationMs).toBe("number");
+    expect(typeof lines[0]?.reqId).toBe("string");
+    expect(fx.logText()).not.toContain("secret-customer-key");
+  });
+
+  it("never logs the Authorization header or an API key, on any path", async () => {
+    fx = httpFixture({ admission: { MaxRequestsPerPrincipal: 1 } });
+    fx.service.onSubmit = async () => {
+      throw new Error("boom");
+    };
+    const keys = [...Object.values(KEYS).map((entry) => entry.key), "kl_unknown_key_123456"];
+    for (const key of keys) {
+      for (const url of ["/v1/catalog/k", "/v1/admin/principals/p/keys", "/v1/nowhere", "/health/live"]) {
+        await fx.app.inject({
+          method: url.includes("/admin/") ? "POST" : "PUT",
+          url,
+          headers: {
+            authorization: `Bearer ${key}`,
+            "keyload-command-id": "c1",
+            "content-type": "application/json",
+          },
+          payload: '{"value":1}',
+        });
+      }
+      await fx.app.inject({
+        method: "PUT",
+        url: "/v1/catalog/k",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "keyload-command-id": "c1",
+          "content-type": "application/json",
+        },
+        payload: '{"value":',
+      });
+    }
+    const log = fx.logText();
+    expect(log).toContain('"level":50');
+    for (const key of keys) expect(log).not.toContain(key);
+    expect(log.toLowerCase()).not.toContain("bearer");
+    expect(log.toLowerCase()).not.toContain("authorization");
+  });
+});
+
+describe("the raw connection", () => {
+  it("answers a request Node cannot parse in the contract's body", async () => {
+    fx = httpFixture();
+    const { port } = await fx.listen();
+    const response = await exchange(port, "THIS IS NOT HTTP\r\n\r\n");
+    expectContractError(response, 400, "InvalidArgument", "MalformedRequest");
+  });
+});
+
+describe("createHttpServer", () => {
+  it("listens on a free port, serves, and closes", async () => {
+    fx = httpFixture();
+    const service = new FakeVoterService();
+    const server = createHttpServer({
+      service,
+      httpAdmission: new HttpAdmissionGovernor(),
+      logger: pino({ level: "silent" }),
+      limits: { requestTimeoutMs: 10_000 },
+    });
+    const { host, port } = await server.listen("127.0.0.1", 0);
+    expect(host).toBe("127.0.0.1");
+    const response = await fetch(`http://127.0.0.1:${port}/v1/catalog/k`, {
+      headers: { authorization: bearer("reader") },
+    });
+    expect(response.status).toBe(200);
+    await server.close();
+    await expect(fetch(`http://127.0.0.1:${port}/health/live`)).rejects.toThrow();
+  });
+});

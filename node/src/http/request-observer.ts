@@ -1,0 +1,50 @@
+import { performance } from "node:perf_hooks";
+import type { FastifyReply, FastifyRequest } from "fastify";
+import type { HttpMetrics } from "./http-metrics.js";
+import type { RequestEdge } from "./request-edge.js";
+
+/** The route label of requests no route matched, so unknown URLs never become label values. */
+const UNMATCHED = "unmatched";
+
+/**
+ * Once per request, when its response is over: the latency histogram and one structured log line. The
+ * line names the route template, never the URL (keys are user data) nor any header (the API key is one).
+ */
+export class RequestObserver {
+  constructor(private readonly metrics: HttpMetrics) {}
+
+  /** Calls `finished` once, on the first of 'finish' (written) and 'close' (written, or connection gone). */
+  watch(request: FastifyRequest, reply: FastifyReply, edge: RequestEdge): void {
+    const response = reply.raw;
+    const onEnd = (aborted: boolean): void => {
+      response.off("finish", onFinish);
+      response.off("close", onClose);
+      this.finished(request, reply, edge, aborted);
+    };
+    const onFinish = (): void => onEnd(false);
+    const onClose = (): void => onEnd(!response.writableFinished);
+    response.on("finish", onFinish);
+    response.on("close", onClose);
+  }
+
+  private finished(request: FastifyRequest, reply: FastifyReply, edge: RequestEdge, aborted: boolean): void {
+    edge.end(aborted);
+    const durationMs = performance.now() - edge.startedAt;
+    const route = edge.route === undefined ? UNMATCHED : edge.route.path;
+    const status = aborted ? "aborted" : String(reply.statusCode);
+    this.metrics.observe(request.method, route, status, durationMs / 1000);
+    request.log.info(
+      {
+        method: request.method,
+        route,
+        status: aborted ? null : reply.statusCode,
+        aborted,
+        durationMs: Math.round(durationMs * 1000) / 1000,
+        commandId: edge.commandId,
+        tenantId: edge.identity?.tenantId,
+        principalId: edge.identity?.principalId,
+      },
+      "request",
+    );
+  }
+}

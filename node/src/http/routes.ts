@@ -1,0 +1,262 @@
+import type { Lane } from "@keyload/contract";
+import type { HttpAdmissionProperty, HttpRequestKind } from "../admission/index.js";
+import type { CommandKind } from "../state/command-envelope.js";
+import type { Role } from "../state/principals.js";
+import type { JsonSchema } from "./json-schema.js";
+import type { ReadKind } from "./read-kinds.js";
+import {
+  BODY_SCHEMAS,
+  type BodyKind,
+  DISPATCH_QUERY_SCHEMAS,
+  type PathParamName,
+} from "./request-schemas.js";
+import { HEALTH_SCHEMA, RESPONSE_SCHEMAS } from "./response-schemas.js";
+
+export type HttpMethod = "GET" | "PUT" | "POST" | "DELETE";
+export type BodyCapProperty = Extract<HttpAdmissionProperty, "MaxDataBodyBytes" | "MaxControlBodyBytes">;
+
+/** The admission columns of the contract's route table (section 4). */
+interface Admission {
+  /** The HTTP pool the request's slot comes from. */
+  readonly pool: Lane;
+  /** What the slot models: 64 MiB working space (heavy), 8 MiB (data) or none (control). */
+  readonly reservation: HttpRequestKind;
+  /** The configured limit that caps the body, read while the body is. */
+  readonly bodyCap: BodyCapProperty;
+}
+
+interface Documented {
+  readonly method: HttpMethod;
+  /** The contract's path; parameters in braces. */
+  readonly path: string;
+  readonly summary: string;
+  readonly status: 200 | 201;
+  readonly response: JsonSchema;
+}
+
+interface ApiRouteFields extends Documented, Admission {
+  readonly params: readonly PathParamName[];
+  /** Any of these roles may call the route. */
+  readonly roles: readonly Role[];
+  /** The body's schema; null for a route that reads no body (GET). */
+  readonly body: JsonSchema | null;
+  /** The query-string parameters the route reads; the voter sees only these. */
+  readonly query: Readonly<Record<string, JsonSchema>>;
+}
+
+/** A write: one command, submitted under the `KeyLoad-Command-Id` header. */
+export interface CommandRoute extends ApiRouteFields {
+  readonly type: "command";
+  readonly kind: CommandKind;
+  readonly lane: Lane;
+}
+
+export interface ReadRoute extends ApiRouteFields {
+  readonly type: "read";
+  readonly kind: ReadKind;
+}
+
+export type OpsKind = "health.live" | "health.ready" | "metrics" | "openapi";
+
+/** Health, metrics and the API document: no authentication, no HTTP pool. */
+export interface OpsRoute extends Documented {
+  readonly type: "ops";
+  readonly kind: OpsKind;
+  readonly contentType: string;
+}
+
+export type ApiRoute = CommandRoute | ReadRoute;
+export type RouteSpec = ApiRoute | OpsRoute;
+
+const DATA: Admission = { pool: "data", reservation: "data", bodyCap: "MaxDataBodyBytes" };
+const HEAVY: Admission = { pool: "data", reservation: "heavy", bodyCap: "MaxDataBodyBytes" };
+const CONTROL: Admission = { pool: "control", reservation: "control", bodyCap: "MaxControlBodyBytes" };
+
+const ADMIN: readonly Role[] = ["admin"];
+const WRITE: readonly Role[] = ["writer", "admin"];
+const READ: readonly Role[] = ["reader", "writer", "admin"];
+
+function pathParams(path: string): PathParamName[] {
+  return [...path.matchAll(/\{([A-Za-z]+)\}/g)].map((match) => match[1] as PathParamName);
+}
+
+function command(
+  method: Exclude<HttpMethod, "GET">,
+  path: string,
+  kind: CommandKind,
+  admission: Admission,
+  roles: readonly Role[],
+  summary: string,
+  status: 200 | 201 = 200,
+): CommandRoute {
+  return {
+    type: "command",
+    method,
+    path,
+    kind,
+    lane: admission.pool,
+    ...admission,
+    params: pathParams(path),
+    roles,
+    body: BODY_SCHEMAS[kind],
+    query: {},
+    status,
+    response: RESPONSE_SCHEMAS[kind],
+    summary,
+  };
+}
+
+function read(
+  method: "GET" | "POST",
+  path: string,
+  kind: ReadKind,
+  admission: Admission,
+  roles: readonly Role[],
+  summary: string,
+  body: JsonSchema | null,
+  query: Readonly<Record<string, JsonSchema>> = {},
+): ReadRoute {
+  return {
+    type: "read",
+    method,
+    path,
+    kind,
+    ...admission,
+    params: pathParams(path),
+    roles,
+    body,
+    query,
+    status: 200,
+    response: RESPONSE_SCHEMAS[kind],
+    summary,
+  };
+}
+
+function getRead(
+  path: string,
+  kind: ReadKind,
+  admission: Admission,
+  roles: readonly Role[],
+  summary: string,
+  query?: Readonly<Record<string, JsonSchema>>,
+): ReadRoute {
+  return read("GET", path, kind, admission, roles, summary, null, query);
+}
+
+/** The heavy reads take their request as a JSON body. */
+function postRead(path: string, kind: ReadKind & BodyKind, summary: string): ReadRoute {
+  return read("POST", path, kind, HEAVY, READ, summary, BODY_SCHEMAS[kind]);
+}
+
+function ops(
+  path: string,
+  kind: OpsKind,
+  contentType: string,
+  response: JsonSchema,
+  summary: string,
+): OpsRoute {
+  return { type: "ops", method: "GET", path, kind, contentType, status: 200, response, summary };
+}
+
+const MESSAGE = "/v1/queues/{queue}/messages/{messageId}";
+const DELIVERY = "/v1/subscriptions/{name}/deliveries/{deliveryId}";
+
+/** Every route of the contract (section 4, with section 3's admin routes and section 7's status), in its order. */
+export const ROUTES: readonly RouteSpec[] = [
+  command("PUT", "/v1/catalog/{key}", "catalog.put", DATA, WRITE, "Put a document"),
+  command("DELETE", "/v1/catalog/{key}", "catalog.delete", DATA, WRITE, "Delete a document"),
+  command("POST", "/v1/transactions", "transaction", DATA, WRITE, "Atomic puts, deletes, checks and outbox"),
+  command("PUT", "/v1/graph/edges", "graph.putEdge", DATA, WRITE, "Put a graph edge"),
+  command("DELETE", "/v1/graph/edges", "graph.deleteEdge", DATA, WRITE, "Delete a graph edge"),
+  command("POST", "/v1/queues/{queue}/messages", "queue.enqueue", DATA, WRITE, "Enqueue a message", 201),
+  command("POST", `${MESSAGE}/complete`, "queue.complete", DATA, WRITE, "Processing effect: ack + writes"),
+  command(
+    "PUT",
+    "/v1/subscriptions/{name}",
+    "subscription.put",
+    DATA,
+    WRITE,
+    "Create or change a subscription",
+  ),
+  command(
+    "POST",
+    `${DELIVERY}/complete`,
+    "subscription.complete",
+    DATA,
+    WRITE,
+    "Projection effect: ack + writes",
+  ),
+  command(
+    "POST",
+    "/v1/admin/principals",
+    "admin.putPrincipal",
+    DATA,
+    ADMIN,
+    "Create or update a principal",
+    201,
+  ),
+  command(
+    "POST",
+    "/v1/admin/principals/{principalId}/keys",
+    "admin.createKey",
+    DATA,
+    ADMIN,
+    "Create an API key",
+    201,
+  ),
+  command(
+    "DELETE",
+    "/v1/admin/principals/{principalId}/keys/{keyId}",
+    "admin.deleteKey",
+    DATA,
+    ADMIN,
+    "Revoke an API key",
+  ),
+  getRead("/v1/catalog/{key}", "catalog.get", DATA, READ, "Read a document"),
+  getRead("/v1/commands/{commandId}", "command.get", DATA, READ, "A command's committed outcome"),
+  getRead("/v1/admin/admission", "admin.admissionStatus", DATA, ADMIN, "Admission limits and usage"),
+  postRead("/v1/catalog/bulk-get", "catalog.bulkGet", "Read many documents"),
+  postRead("/v1/query", "query", "Filter documents by key prefix and fields"),
+  postRead("/v1/search", "search", "Full-text search"),
+  postRead("/v1/graph/traverse", "graph.traverse", "Breadth-first graph traversal"),
+  command("POST", "/v1/queues/{queue}/leases", "queue.lease", CONTROL, WRITE, "Lease visible messages"),
+  command("POST", `${MESSAGE}/ack`, "queue.ack", CONTROL, WRITE, "Acknowledge a leased message"),
+  command("POST", `${MESSAGE}/nack`, "queue.nack", CONTROL, WRITE, "Return a leased message"),
+  command("POST", `${MESSAGE}/renew`, "queue.renew", CONTROL, WRITE, "Extend a message's lease"),
+  command(
+    "POST",
+    "/v1/subscriptions/{name}/deliveries",
+    "subscription.deliver",
+    CONTROL,
+    WRITE,
+    "Lease the next changes",
+  ),
+  command("POST", `${DELIVERY}/ack`, "subscription.ack", CONTROL, WRITE, "Acknowledge a delivery"),
+  command("PUT", "/v1/membership/{memberId}", "membership.put", CONTROL, WRITE, "Write a membership row"),
+  getRead("/v1/membership", "membership.list", CONTROL, READ, "The membership table"),
+  command("POST", "/v1/dispatch/{channel}", "dispatch.append", CONTROL, WRITE, "Append a directive"),
+  getRead(
+    "/v1/dispatch/{channel}",
+    "dispatch.read",
+    CONTROL,
+    READ,
+    "Directives after N",
+    DISPATCH_QUERY_SCHEMAS,
+  ),
+  ops("/health/live", "health.live", "application/json", HEALTH_SCHEMA, "Liveness"),
+  ops(
+    "/health/ready",
+    "health.ready",
+    "application/json",
+    HEALTH_SCHEMA,
+    "Readiness: member, leader known, caught up",
+  ),
+  ops("/metrics", "metrics", "text/plain", { type: "string" }, "Prometheus metrics"),
+  ops(
+    "/openapi.json",
+    "openapi",
+    "application/json",
+    { type: "object" },
+    "This API as an OpenAPI 3.1 document",
+  ),
+];

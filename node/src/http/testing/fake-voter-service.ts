@@ -1,0 +1,86 @@
+import { Registry } from "prom-client";
+import type {
+  CommandAnswer,
+  CommandSubmission,
+  HealthReport,
+  Identity,
+  LeaderHint,
+  ReadRequest,
+  VoterService,
+} from "../voter-service.js";
+
+/** API keys the fake knows, by the plain key (tests only: a real voter keeps hashes). */
+export const KEYS = {
+  admin: {
+    key: "kl_admin_key_for_tests_0001",
+    identity: { tenantId: "system", principalId: "admin", roles: ["admin"] },
+  },
+  writer: {
+    key: "kl_writer_key_for_tests_001",
+    identity: { tenantId: "t1", principalId: "w1", roles: ["writer"] },
+  },
+  reader: {
+    key: "kl_reader_key_for_tests_001",
+    identity: { tenantId: "t1", principalId: "r1", roles: ["reader"] },
+  },
+  otherWriter: {
+    key: "kl_other_writer_key_tests_01",
+    identity: { tenantId: "t2", principalId: "w2", roles: ["writer"] },
+  },
+} as const satisfies Record<string, { key: string; identity: Identity }>;
+
+export const bearer = (who: keyof typeof KEYS): string => `Bearer ${KEYS[who].key}`;
+
+/**
+ * A test double of the voter behind the HTTP edge: it records what the edge hands over and answers what
+ * a test scripts. It has no Raft, no state machine and no admission of its own.
+ */
+export class FakeVoterService implements VoterService {
+  readonly metricsRegistry = new Registry();
+  readonly submitted: CommandSubmission[] = [];
+  readonly reads: ReadRequest[] = [];
+  authentications = 0;
+  healthReport: HealthReport = { live: true, ready: true, detail: { role: "leader", term: 3 } };
+  leader: LeaderHint = { leaderId: "voter2", leaderHttpUrl: "http://127.0.0.1:7102" };
+  private nextIndex = 10;
+
+  /** What a command answers; by default a result naming the route parameters. */
+  onSubmit: (command: CommandSubmission) => Promise<CommandAnswer> = async (command) => ({
+    commandId: command.commandId,
+    index: this.nextIndex++,
+    result: { ...command.params, applied: command.kind },
+  });
+
+  onRead: (request: ReadRequest) => Promise<unknown> = async (request) => ({
+    kind: request.kind,
+    ...request.params,
+  });
+
+  authenticate(apiKey: string): Identity | null {
+    this.authentications++;
+    for (const { key, identity } of Object.values(KEYS)) if (key === apiKey) return identity;
+    return null;
+  }
+
+  submitCommand(command: CommandSubmission): Promise<CommandAnswer> {
+    this.submitted.push(command);
+    return this.onSubmit(command);
+  }
+
+  read(request: ReadRequest): Promise<unknown> {
+    this.reads.push(request);
+    return this.onRead(request);
+  }
+
+  health(): HealthReport {
+    return this.healthReport;
+  }
+
+  leaderHint(): LeaderHint {
+    return this.leader;
+  }
+
+  get calls(): number {
+    return this.submitted.length + this.reads.length;
+  }
+}

@@ -1,0 +1,94 @@
+import type { Lane } from "@keyload/contract";
+import type { Registry } from "prom-client";
+import type { CommandKind, RouteParams } from "../state/command-envelope.js";
+import type { Role } from "../state/principals.js";
+import type { ReadKind, ReadParams } from "./read-kinds.js";
+
+/** Who a verified API key belongs to: the only source of tenant, principal and roles for a request. */
+export interface Identity {
+  readonly tenantId: string;
+  readonly principalId: string;
+  readonly roles: readonly Role[];
+}
+
+/** One write, as the HTTP edge hands it over once the request is admitted, authorized and read. */
+export interface CommandSubmission {
+  readonly kind: CommandKind;
+  /** The route's path parameters (COMMAND_KINDS names them), percent-decoded. */
+  readonly params: RouteParams;
+  /** The request body text exactly as received; "" for a request without a body. */
+  readonly payload: string;
+  /** The `KeyLoad-Command-Id` header, already checked against the contract's alphabet. */
+  readonly commandId: string;
+  readonly identity: Identity;
+  readonly lane: Lane;
+  /**
+   * Aborts when the client goes away before its response is written. The command may still commit:
+   * this only tells the voter nobody waits for the answer.
+   */
+  readonly signal: AbortSignal;
+}
+
+/** A committed command's outcome. */
+export interface CommandAnswer {
+  readonly commandId: string;
+  /** The Raft index of the entry that applied the command (the original one for a deduplicated retry). */
+  readonly index: number;
+  /** The state machine's JSON result; its fields become the response body beside `commandId`. */
+  readonly result: unknown;
+}
+
+/** One read; the voter answers it linearizably unless the route documents otherwise. */
+export interface ReadRequest {
+  readonly kind: ReadKind;
+  readonly params: ReadParams;
+  /** The parsed JSON body of the POST reads (bulk-get, query, search, traverse); undefined otherwise. */
+  readonly body: unknown;
+  /** The query-string parameters the route declares (dispatch reads: `after`, `limit`), as given. */
+  readonly query: Readonly<Record<string, string>>;
+  readonly identity: Identity;
+  /** Aborts when the client goes away before its response is written. */
+  readonly signal: AbortSignal;
+}
+
+export interface HealthReport {
+  /** The process serves requests at all. */
+  readonly live: boolean;
+  /** A member of a cluster with a known leader, caught up within its bound. */
+  readonly ready: boolean;
+  /** Shown as is on the health routes: role, term, indexes, why not ready. */
+  readonly detail: Readonly<Record<string, unknown>>;
+}
+
+export interface LeaderHint {
+  readonly leaderId: string | null;
+  readonly leaderHttpUrl: string | null;
+}
+
+/**
+ * What the public HTTP edge needs from the voter, and all of it. The voter wiring implements it; the
+ * edge owns HTTP admission, authentication order, body caps and the error body, the voter everything
+ * behind them. Every failure is thrown as a KeyLoadError (contract section 6); anything else answers
+ * 500 Internal without its message.
+ */
+export interface VoterService {
+  /**
+   * Looks the key's hash up in the local principal catalog; null when no key matches. Synchronous
+   * because it runs while the request holds an HTTP slot and before its body is read; constant-time
+   * comparison is the implementation's concern.
+   */
+  authenticate(apiKey: string): Identity | null;
+  /**
+   * Admits, replicates and applies one command. Throws ResourceExhausted (command admission),
+   * UnknownWriteOutcome, Unavailable, CommandIdConflict, InvalidArgument, FailedPrecondition, NotFound,
+   * LeaseLost, PermissionDenied.
+   */
+  submitCommand(command: CommandSubmission): Promise<CommandAnswer>;
+  /** Answers one read route; throws NotFound (404), InvalidArgument, Unavailable... */
+  read(request: ReadRequest): Promise<unknown>;
+  health(): HealthReport;
+  /** Where a client should go instead; sent in `KeyLoad-Leader` on Unavailable and UnknownWriteOutcome. */
+  leaderHint(): LeaderHint;
+  /** The voter's registry; the edge registers its HTTP metrics here too, and `/metrics` serves it. */
+  readonly metricsRegistry: Registry;
+}

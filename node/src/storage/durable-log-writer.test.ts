@@ -1,0 +1,183 @@
+import { readdirSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { RaftInvariantError } from "../raft/errors.js";
+import { LOG_FILE, SNAPSHOT_DIR } from "./durable-log-store.js";
+import type { DurableLogWriter } from "./durable-log-writer.js";
+import { SnapshotPolicy } from "./snapshot-policy.js";
+import type { SnapshotSource } from "./snapshot-source.js";
+import { StorageFailedError } from "./storage-errors.js";
+import { CONF, dataFor, entries, entry, hs, storageFixture } from "./testing/storage-fixture.js";
+
+const fx = storageFixture();
+const none = { snapshot: null, hardState: null };
+
+/** A state machine stand-in: its "database" is the bytes of the last applied index. */
+function source(index: () => number, term = 1): SnapshotSource {
+  return {
+    async createSnapshotFile(path) {
+      const at = index();
+      writeFileSync(path, dataFor(at, term, 256));
+      return { index: at, term };
+    },
+  };
+}
+
+describe("DurableLogWriter", () => {
+  it("coalesces writes queued behind a running fsync into one transaction and one fsync", async () => {
+    const later: Promise<void>[] = [];
+    let w: DurableLogWriter | null = null;
+    w = fx.openWriter(fx.dir(), {
+      faultHook: (point) => {
+        // While the first group's fsync is pending, 50 more writes arrive.
+        if (point === "log-committed" && later.length === 0) {
+          for (let i = 0; i < 50; i++) later.push(w!.write({ ...none, entries: [entry(3 + i, 1)] }));
+        }
+      },
+    });
+    // Made in the same turn: they share the first transaction.
+    const first = [
+      w.write({ ...none, entries: [entry(1, 1)] }),
+      w.write({ ...none, entries: [entry(2, 1)] }),
+    ];
+    await Promise.all(first);
+    await Promise.all(later);
+    expect(w.store.stats.commits).toBe(2);
+    expect(w.store.stats.syncs).toBe(2);
+    expect(w.store.lastIndex()).toBe(52);
+  });
+
+  it("acknowledges a write only after its fsync", async () => {
+    let acked = false;
+    const seen: string[] = [];
+    const w = fx.openWriter(fx.dir(), { faultHook: (point) => seen.push(`${point}:${acked}`) });
+    await w.write({ ...none, entries: [entry(1, 1)] }).then(() => {
+      acked = true;
+    });
+    expect(seen).toEqual(["log-committed:false", "log-synced:false"]);
+    expect(acked).toBe(true);
+  });
+
+  it("works the same with the fsync on the thread pool", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, { fsync: "thread-pool" });
+    await Promise.all([
+      w.write({ ...none, entries: entries(1, 5, 1) }),
+      w.write({ snapshot: null, entries: entries(6, 8, 1), hardState: hs(1, "n1", 8) }),
+    ]);
+    expect(w.store.stats.syncs).toBe(1);
+    await w.close();
+    const store = fx.open(dir);
+    expect(store.entries(1, 9, 1e9)).toEqual(entries(1, 8, 1));
+    expect(store.initialState().hardState).toEqual(hs(1, "n1", 8));
+  });
+
+  it("keeps order within a group: a refused write does not stop the ones after it", async () => {
+    const w = fx.openWriter(fx.dir());
+    const results = await Promise.allSettled([
+      w.write({ ...none, entries: entries(1, 3, 1) }),
+      w.write({ ...none, entries: [entry(9, 1)] }),
+      w.write({ ...none, entries: [entry(4, 1)] }),
+      w.write({ ...none, entries: entries(3, 4, 2) }),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect((results[1] as PromiseRejectedResult).reason).toBeInstanceOf(RaftInvariantError);
+    expect(w.store.entries(1, 5, 1e9)).toEqual([entry(1, 1), entry(2, 1), entry(3, 2), entry(4, 2)]);
+    expect(w.store.stats.commits).toBe(1);
+  });
+
+  it("stops for good after a failure between commit and fsync", async () => {
+    let armed = true;
+    const w = fx.openWriter(fx.dir(), {
+      faultHook: (point) => {
+        if (armed && point === "log-committed") {
+          armed = false;
+          throw new StorageFailedError("injected");
+        }
+      },
+    });
+    await expect(w.write({ ...none, entries: [entry(1, 1)] })).rejects.toThrow("injected");
+    await expect(w.write({ ...none, entries: [entry(2, 1)] })).rejects.toThrow("injected");
+  });
+
+  it("snapshots when the policy says so and compacts behind it, keeping the retained entries", async () => {
+    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
+    const w = fx.openWriter(fx.dir(), {}, policy);
+    let applied = 0;
+    for (let i = 1; i <= 60; i += 10) {
+      await w.write({ snapshot: null, entries: entries(i, i + 9, 1), hardState: hs(1, "n1", i + 9) });
+      applied = i + 9;
+      await w.maybeSnapshot(
+        source(() => applied),
+        CONF,
+        applied,
+      );
+    }
+    expect(w.store.snapshotIndex()).toBe(60);
+    expect(w.store.firstIndex()).toBe(56);
+    expect(w.store.snapshot().data).toEqual(dataFor(60, 1, 256));
+    // Superseded snapshot files go once the commit replacing them is durable, in the background.
+    await waitFor(() => readdirSync(join(w.store.dir, SNAPSHOT_DIR)).length === 1);
+    expect(
+      await w.maybeSnapshot(
+        source(() => 60),
+        CONF,
+        60,
+      ),
+    ).toBeNull();
+  });
+
+  it("snapshots by bytes too", async () => {
+    const policy = new SnapshotPolicy({ entries: 1_000_000, bytes: 10_000, retainEntries: 0 });
+    const w = fx.openWriter(fx.dir(), {}, policy);
+    await w.write({ snapshot: null, entries: entries(1, 9, 1, 1000), hardState: hs(1, null, 9) });
+    expect(
+      await w.maybeSnapshot(
+        source(() => 9),
+        CONF,
+        9,
+      ),
+    ).toBeNull();
+    await w.write({ snapshot: null, entries: entries(10, 10, 1, 1000), hardState: hs(1, null, 10) });
+    expect(
+      await w.maybeSnapshot(
+        source(() => 10),
+        CONF,
+        10,
+      ),
+    ).toEqual({ index: 10, term: 1, conf: CONF });
+    expect(w.store.firstIndex()).toBe(11);
+  });
+
+  it("checkpoints the WAL in the background and restarts it instead of letting it grow", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, { checkpointBytes: 256 * 1024 });
+    const wal = join(dir, `${LOG_FILE}-wal`);
+    let index = 0;
+    const round = () =>
+      Promise.all(
+        Array.from({ length: 8 }, () => {
+          const from = index + 1;
+          index += 4;
+          return w.write({ ...none, entries: entries(from, index, 1, 1024) });
+        }),
+      );
+    // Until the worker has started and completed a couple of checkpoints.
+    for (let i = 0; i < 2000 && w.store.stats.checkpoints < 2; i++) await round();
+    expect(w.store.stats.checkpoints).toBeGreaterThanOrEqual(2);
+    const before = statSync(wal).size;
+    const firstNew = index + 1;
+    for (let i = 0; i < 64; i++) await round();
+    // 2 MiB more of entries: written over the restarted WAL, not appended to it.
+    expect(statSync(wal).size - before).toBeLessThan(1024 * 1024);
+    await w.close();
+    const store = fx.open(dir);
+    expect(store.lastIndex()).toBe(index);
+    expect(store.entries(firstNew, index + 1, 1e12)).toEqual(entries(firstNew, index, 1, 1024));
+  });
+});
+
+async function waitFor(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  expect(cond()).toBe(true);
+}

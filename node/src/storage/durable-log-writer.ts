@@ -1,0 +1,212 @@
+import { rm } from "node:fs/promises";
+import { SnapshotOutOfDateError } from "../raft/errors.js";
+import type { ConfState, Entry, HardState, Snapshot, SnapshotMeta } from "../raft/types.js";
+import type { DurableLogStore, StoreOp } from "./durable-log-store.js";
+import type { SnapshotFile } from "./snapshot-file-store.js";
+import { SnapshotPolicy } from "./snapshot-policy.js";
+import type { SnapshotSource } from "./snapshot-source.js";
+import { StorageClosedError, StorageFailedError } from "./storage-errors.js";
+import { checkWriteShape } from "./write-shape.js";
+
+/**
+ * What one Ready asks to persist (a Ready itself fits). The snapshot is either the bytes the core
+ * assembled or a file already received through `snapshotFiles.receive`.
+ */
+export interface LogWrite {
+  readonly snapshot: Snapshot | SnapshotFile | null;
+  readonly entries: readonly Entry[];
+  readonly hardState: HardState | null;
+}
+
+interface Pending {
+  readonly write: LogWrite | null;
+  readonly record: SnapshotFile | null;
+  readonly resolve: () => void;
+  readonly reject: (err: Error) => void;
+}
+
+/**
+ * The write side of a DurableLogStore, with group commit: writes arriving while an fsync is running
+ * queue up, and when it completes they all go into ONE transaction made durable by ONE fsync. A
+ * write's promise resolves only after the fsync covering it, so the driver sends a Ready's messages
+ * (and calls `advance`) only once it resolves; writes are applied in the order they were made.
+ *
+ * The event loop is held by each transaction's writes into the page cache and by that group's one
+ * fsync, unless the store's `fsync: "thread-pool"` option moves the fsync off it. A failed
+ * transaction or fsync stops the writer: the writes concerned and all later ones reject with the
+ * error (StorageFailedError), and the node must restart.
+ */
+export class DurableLogWriter {
+  private queue: Pending[] = [];
+  /** The group being written, if any; the next group starts once it is acknowledged. */
+  private flushing: Promise<void> | null = null;
+  private scheduled = false;
+  private snapshotting = false;
+  /** Set when a write failed for a reason other than a refusal: the writer is stopped for good. */
+  private failure: Error | null = null;
+  readonly policy: SnapshotPolicy;
+
+  constructor(
+    readonly store: DurableLogStore,
+    policy: SnapshotPolicy = new SnapshotPolicy(),
+  ) {
+    this.policy = policy;
+  }
+
+  /**
+   * Persists one Ready's snapshot, entries and hard state atomically. Throws at once when the write is
+   * malformed in itself; rejects when the log refuses it (a gap, a stale snapshot, a rewritten vote).
+   */
+  write(write: LogWrite): Promise<void> {
+    const shape = checkWriteShape(write);
+    if (shape !== null) throw shape;
+    return this.enqueue(write, null);
+  }
+
+  /**
+   * Takes a snapshot of the state machine through `source`, seals its file and records it in the log
+   * durably. The log is not compacted here; `maybeSnapshot` does both.
+   */
+  async createSnapshot(source: SnapshotSource, conf: ConfState): Promise<SnapshotMeta> {
+    if (this.failure !== null) throw this.failure;
+    const temp = this.store.snapshotFiles.tempPath();
+    let taken: { index: number; term: number };
+    try {
+      taken = await source.createSnapshotFile(temp);
+      const refused = this.store.localSnapshotRefusal(taken.index, taken.term);
+      if (refused !== null) throw refused;
+    } catch (err) {
+      await rm(temp, { force: true });
+      throw err;
+    }
+    const file = await this.store.snapshotFiles.adopt(temp, { index: taken.index, term: taken.term, conf });
+    await this.enqueue(null, file);
+    return file.meta;
+  }
+
+  /**
+   * Snapshots when the policy says it is due for `appliedIndex`, then compacts the log behind the new
+   * snapshot, keeping the policy's retained entries. Returns the snapshot taken, or null when none was
+   * due or one is already being taken.
+   */
+  async maybeSnapshot(
+    source: SnapshotSource,
+    conf: ConfState,
+    appliedIndex: number,
+  ): Promise<SnapshotMeta | null> {
+    if (this.snapshotting || !this.policy.due(this.store, appliedIndex)) return null;
+    this.snapshotting = true;
+    try {
+      const meta = await this.createSnapshot(source, conf);
+      this.store.compact(Math.min(this.policy.compactionIndex(meta.index), this.store.snapshotIndex()));
+      return meta;
+    } finally {
+      this.snapshotting = false;
+    }
+  }
+
+  /** Waits for every queued write, then closes the store; later writes fail with StorageClosedError. */
+  async close(): Promise<void> {
+    while (this.flushing !== null || this.scheduled) {
+      await (this.flushing ?? new Promise((resolve) => setImmediate(resolve)));
+    }
+    this.failure ??= new StorageClosedError();
+    await this.store.close();
+  }
+
+  private enqueue(write: LogWrite | null, record: SnapshotFile | null): Promise<void> {
+    if (this.failure !== null) return Promise.reject(this.failure);
+    return new Promise<void>((resolve, reject) => {
+      this.queue.push({ write, record, resolve, reject });
+      this.schedule();
+    });
+  }
+
+  /**
+   * Starts the next group in a later turn of the event loop (setImmediate, not a microtask): writes
+   * made in this turn and those the I/O polled meanwhile brings in all join it, and a driver awaiting
+   * write after write still lets the event loop run between groups.
+   */
+  private schedule(): void {
+    if (this.scheduled || this.flushing !== null || this.queue.length === 0) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      const group = this.queue;
+      this.queue = [];
+      this.flushing = this.flush(group).finally(() => {
+        this.flushing = null;
+        this.schedule();
+      });
+    });
+  }
+
+  private async flush(group: Pending[]): Promise<void> {
+    let ops: (StoreOp | null)[];
+    let results: (Error | null)[];
+    try {
+      ops = await Promise.all(group.map((p) => this.toOp(p)));
+      await this.store.writeGate();
+      results = this.store.commit(ops.filter((op): op is StoreOp => op !== null));
+    } catch (err) {
+      this.failAll(group, err);
+      return;
+    }
+    const accepted: Pending[] = [];
+    let r = 0;
+    for (let i = 0; i < group.length; i++) {
+      const p = group[i]!;
+      const op = ops[i];
+      if (op === null || op === undefined) continue;
+      const refused = results[r++] ?? null;
+      if (refused === null) {
+        accepted.push(p);
+        continue;
+      }
+      if (op.snapshot !== null) await this.store.discardSnapshotFile(op.snapshot);
+      p.reject(refused);
+    }
+    if (accepted.length === 0) return;
+    try {
+      await this.store.sync();
+    } catch (err) {
+      this.failAll(accepted, err);
+      return;
+    }
+    for (const p of accepted) p.resolve();
+  }
+
+  /** The store op for a queued write, its snapshot bytes first sealed in their file; null if refused. */
+  private async toOp(p: Pending): Promise<StoreOp | null> {
+    if (p.record !== null) return { kind: "record-snapshot", snapshot: p.record };
+    const w = p.write!;
+    let snapshot: SnapshotFile | null = null;
+    if (w.snapshot !== null) {
+      if ("data" in w.snapshot) {
+        const current = this.store.snapshotIndex();
+        // Refused before its bytes are written: the commit would refuse it anyway.
+        if (w.snapshot.meta.index <= current) {
+          p.reject(new SnapshotOutOfDateError(w.snapshot.meta.index, current));
+          return null;
+        }
+        snapshot = await this.store.snapshotFiles.store(w.snapshot.meta, w.snapshot.data);
+      } else {
+        snapshot = w.snapshot;
+      }
+    }
+    return { kind: "persist", snapshot, entries: w.entries, hardState: w.hardState };
+  }
+
+  /**
+   * After a failed commit, fsync or snapshot file write nothing since the last good fsync can be
+   * trusted: everything queued fails, and so does every later write.
+   */
+  private failAll(group: readonly Pending[], err: unknown): void {
+    const error = err instanceof Error ? err : new StorageFailedError(String(err));
+    this.failure ??= error;
+    for (const p of group) p.reject(error);
+    const rest = this.queue;
+    this.queue = [];
+    for (const p of rest) p.reject(error);
+  }
+}

@@ -1,0 +1,19 @@
+/**
+ * The points between the durable steps of a write where a crash test stops the process, to show that
+ * every such crash leaves a state recovery accepts. Production passes no hook.
+ */
+export type StorageFaultPoint =
+  /** A snapshot's bytes are in its temporary file, not yet fsynced. */
+  | "snapshot-temp-written"
+  /** The temporary file is fsynced but still has its temporary name. */
+  | "snapshot-temp-synced"
+  /** The file has its final name; the directory entry is not yet fsynced. */
+  | "snapshot-renamed"
+  /** The snapshot file is durable; the log does not refer to it yet. */
+  | "snapshot-dir-synced"
+  /** A write batch is committed to SQLite but the WAL is not yet fsynced. */
+  | "log-committed"
+  /** The WAL is fsynced; nothing is acknowledged yet and superseded snapshot files still exist. */
+  | "log-synced";
+
+export type FaultHook = (point: StorageFaultPoint) => void;

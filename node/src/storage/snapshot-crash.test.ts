@@ -1,0 +1,68 @@
+import { readdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { SNAPSHOT_DIR } from "./durable-log-store.js";
+import type { StorageFaultPoint } from "./fault-hook.js";
+import { runCrashChild } from "./testing/crash-runner.js";
+import { dataFor, hs, storageFixture } from "./testing/storage-fixture.js";
+
+const fx = storageFixture();
+
+describe("snapshot crash safety", () => {
+  const points: StorageFaultPoint[] = [
+    "snapshot-temp-written",
+    "snapshot-temp-synced",
+    "snapshot-renamed",
+    "snapshot-dir-synced",
+    "log-committed",
+    "log-synced",
+  ];
+  /** Before the commit the old snapshot must be in place; once fsynced, the new one. */
+  const mustBeNew = (p: StorageFaultPoint) =>
+    p === "log-synced" ? true : p === "log-committed" ? null : false;
+
+  it.each(points)(
+    "installs a leader's snapshot atomically: crash at %s",
+    async (point) => {
+      const dir = fx.dir();
+      const run = await runCrashChild(["install", dir, "1", point]);
+      expect(run.done).toBe(false);
+      const store = fx.open(dir);
+      const isNew = store.snapshotIndex() === 80;
+      if (mustBeNew(point) !== null) expect(isNew).toBe(mustBeNew(point));
+      if (isNew) {
+        expect(store.snapshot()).toEqual({
+          meta: { index: 80, term: 3, conf: store.initialState().conf },
+          data: dataFor(80, 3, 90_000),
+        });
+        expect([store.firstIndex(), store.lastIndex()]).toEqual([81, 85]);
+        expect(store.initialState().hardState).toEqual(hs(3, null, 80));
+      } else {
+        expect(store.snapshot().meta.index).toBe(40);
+        expect(store.snapshot().data).toEqual(dataFor(40, 2, 70_000));
+        expect([store.firstIndex(), store.lastIndex()]).toEqual([41, 45]);
+        expect(store.initialState().hardState).toEqual(hs(2, "n2", 40));
+      }
+      // Leftovers of the interrupted install are gone; only the snapshot in use remains.
+      expect(readdirSync(join(dir, SNAPSHOT_DIR))).toHaveLength(1);
+    },
+    20_000,
+  );
+
+  it.each(points)(
+    "records a local snapshot atomically: crash at %s",
+    async (point) => {
+      const dir = fx.dir();
+      const run = await runCrashChild(["create", dir, "1", point]);
+      expect(run.done).toBe(false);
+      const store = fx.open(dir);
+      const at = store.snapshotIndex();
+      if (mustBeNew(point) !== null) expect(at).toBe(mustBeNew(point) ? 40 : 20);
+      expect([20, 40]).toContain(at);
+      expect(store.snapshot().data).toEqual(dataFor(at, 1, 60_000));
+      expect([store.firstIndex(), store.lastIndex()]).toEqual([1, 50]);
+      expect(readdirSync(join(dir, SNAPSHOT_DIR))).toHaveLength(1);
+    },
+    20_000,
+  );
+});

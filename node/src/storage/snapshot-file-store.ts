@@ -1,0 +1,224 @@
+import { randomUUID } from "node:crypto";
+import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
+import { type FileHandle, open, rename, rm } from "node:fs/promises";
+import { join } from "node:path";
+import type { SnapshotMeta } from "../raft/types.js";
+import { crc32c } from "./crc32c.js";
+import type { FaultHook } from "./fault-hook.js";
+import { fsyncDir, fsyncDirSync } from "./fsync.js";
+import { SnapshotReader } from "./snapshot-reader.js";
+import { SnapshotReceiver } from "./snapshot-receiver.js";
+import { StorageArgumentError, StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
+
+/** A sealed snapshot file: immutable from the moment it got its name. */
+export interface SnapshotFile {
+  readonly meta: SnapshotMeta;
+  /** Its name within the snapshot directory. */
+  readonly file: string;
+  readonly size: number;
+  /** CRC-32C of the whole file. */
+  readonly checksum: number;
+}
+
+const SNAPSHOT_NAME = /^snap-\d{20}-\d+-[0-9a-f]{8}\.sqlite$/;
+const TEMP_NAME = /^tmp-[0-9a-f-]{36}\.part$/;
+const READ_BLOCK = 1 << 20;
+
+/**
+ * The snapshot files of one data directory. A snapshot is written under a temporary name, fsynced,
+ * renamed to a name no other file ever had (index, term and a random tag) and the directory fsynced;
+ * only then may the log refer to it. A crash at any step leaves at worst an unreferenced file, which
+ * the next open deletes, while the snapshot the log refers to is untouched. The metadata (index, term,
+ * conf, size, checksum) lives in the log database, committed atomically with the log change it
+ * belongs to.
+ */
+export class SnapshotFileStore {
+  private constructor(
+    readonly dir: string,
+    private readonly hook: FaultHook | undefined,
+  ) {}
+
+  static open(dir: string, hook?: FaultHook): SnapshotFileStore {
+    mkdirSync(dir, { recursive: true });
+    return new SnapshotFileStore(dir, hook);
+  }
+
+  path(file: string): string {
+    return join(this.dir, file);
+  }
+
+  /** A fresh temporary path in the snapshot directory, for a SnapshotSource to write into. */
+  tempPath(): string {
+    return join(this.dir, `tmp-${randomUUID()}.part`);
+  }
+
+  /** Starts receiving a snapshot of `totalBytes` bytes chunk by chunk. */
+  async receive(meta: SnapshotMeta, totalBytes: number): Promise<SnapshotReceiver> {
+    checkMeta(meta);
+    if (!Number.isSafeInteger(totalBytes) || totalBytes < 0) {
+      throw new StorageArgumentError(`snapshot size must be a non-negative integer, got ${totalBytes}`);
+    }
+    const temp = this.tempPath();
+    const handle = await open(temp, "wx");
+    return new SnapshotReceiver(
+      meta,
+      totalBytes,
+      handle,
+      (h, size, checksum) => this.seal(temp, h, meta, size, checksum),
+      () => discard(temp, handle),
+    );
+  }
+
+  /** Writes a snapshot held in memory (as the Raft core hands it over) to its durable file. */
+  async store(meta: SnapshotMeta, data: Uint8Array): Promise<SnapshotFile> {
+    const receiver = await this.receive(meta, data.byteLength);
+    try {
+      await receiver.write(0, data);
+    } catch (err) {
+      await receiver.abort();
+      throw err;
+    }
+    return receiver.finish();
+  }
+
+  /** Seals the file a SnapshotSource wrote at `tempPath` (from `tempPath()`), checksumming it first. */
+  async adopt(tempPath: string, meta: SnapshotMeta): Promise<SnapshotFile> {
+    checkMeta(meta);
+    const handle = await open(tempPath, "r+");
+    try {
+      const buf = Buffer.allocUnsafe(READ_BLOCK);
+      let size = 0;
+      let checksum = 0;
+      for (;;) {
+        const { bytesRead } = await handle.read(buf, 0, READ_BLOCK, size);
+        if (bytesRead === 0) break;
+        checksum = crc32c(buf.subarray(0, bytesRead), checksum);
+        size += bytesRead;
+      }
+      return await this.seal(tempPath, handle, meta, size, checksum);
+    } catch (err) {
+      await discard(tempPath, handle);
+      throw err;
+    }
+  }
+
+  /** The whole snapshot, verified against its size and checksum. */
+  readAll(snap: SnapshotFile): Uint8Array {
+    const path = this.path(snap.file);
+    let data: Buffer;
+    try {
+      data = readFileSync(path);
+    } catch (err) {
+      throw missingOrFailed(path, snap, err);
+    }
+    if (data.byteLength !== snap.size) {
+      throw new StorageCorruptionError(
+        path,
+        snap.meta.index,
+        `snapshot file holds ${data.byteLength} bytes, ${snap.size} recorded`,
+      );
+    }
+    if (crc32c(data) !== snap.checksum) {
+      throw new StorageCorruptionError(path, snap.meta.index, "snapshot file checksum mismatch");
+    }
+    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  /** Opens the snapshot for streaming; the reader keeps it readable even if a newer one replaces it. */
+  async openReader(snap: SnapshotFile): Promise<SnapshotReader> {
+    const path = this.path(snap.file);
+    let handle: FileHandle;
+    try {
+      handle = await open(path, "r");
+    } catch (err) {
+      throw missingOrFailed(path, snap, err);
+    }
+    return new SnapshotReader(snap, path, handle);
+  }
+
+  /** Checks at open that the referenced file exists with its recorded size (the checksum is checked on read). */
+  check(snap: SnapshotFile): void {
+    const path = this.path(snap.file);
+    let size: number;
+    try {
+      size = statSync(path).size;
+    } catch (err) {
+      throw missingOrFailed(path, snap, err);
+    }
+    if (size !== snap.size) {
+      throw new StorageCorruptionError(
+        path,
+        snap.meta.index,
+        `snapshot file holds ${size} bytes, ${snap.size} recorded`,
+      );
+    }
+  }
+
+  /** Deletes a superseded snapshot file. */
+  async remove(file: string): Promise<void> {
+    await rm(this.path(file), { force: true });
+  }
+
+  /**
+   * Deletes every temporary or snapshot file but `keep`: leftovers of writes a crash interrupted and
+   * snapshots superseded before their deletion. Run at open, before anything new is written.
+   */
+  removeAllBut(keep: string | null): void {
+    let removed = false;
+    for (const name of readdirSync(this.dir)) {
+      if (name === keep || !(SNAPSHOT_NAME.test(name) || TEMP_NAME.test(name))) continue;
+      unlinkSync(this.path(name));
+      removed = true;
+    }
+    if (removed) fsyncDirSync(this.dir);
+  }
+
+  private async seal(
+    tempPath: string,
+    handle: FileHandle,
+    meta: SnapshotMeta,
+    size: number,
+    checksum: number,
+  ): Promise<SnapshotFile> {
+    this.hook?.("snapshot-temp-written");
+    await handle.datasync();
+    this.hook?.("snapshot-temp-synced");
+    await handle.close();
+    const file = `snap-${String(meta.index).padStart(20, "0")}-${meta.term}-${randomUUID().slice(0, 8)}.sqlite`;
+    await rename(tempPath, this.path(file));
+    this.hook?.("snapshot-renamed");
+    await fsyncDir(this.dir);
+    this.hook?.("snapshot-dir-synced");
+    return { meta, file, size, checksum };
+  }
+}
+
+function checkMeta(meta: SnapshotMeta): void {
+  if (
+    !Number.isSafeInteger(meta.index) ||
+    meta.index < 1 ||
+    !Number.isSafeInteger(meta.term) ||
+    meta.term < 1
+  ) {
+    throw new StorageArgumentError(
+      `snapshot index and term must be positive integers, got ${meta.index}/${meta.term}`,
+    );
+  }
+}
+
+async function discard(path: string, handle: FileHandle): Promise<void> {
+  // The handle may already be closed when sealing failed after closing it.
+  await handle.close().catch(() => undefined);
+  await rm(path, { force: true });
+}
+
+function missingOrFailed(path: string, snap: SnapshotFile, err: unknown): Error {
+  if ((err as NodeJS.ErrnoException).code === "ENOENT") {
+    return new StorageCorruptionError(
+      path,
+      snap.meta.index,
+      "the snapshot file the log refers to is missing",
+    );
+  }
+  return new StorageFailedError(`${path}: ${(err as Error).message}`, { cause: err });
+}

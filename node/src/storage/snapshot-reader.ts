@@ -1,0 +1,62 @@
+import type { FileHandle } from "node:fs/promises";
+import { crc32c } from "./crc32c.js";
+import type { SnapshotFile } from "./snapshot-file-store.js";
+import { StorageArgumentError, StorageCorruptionError } from "./storage-errors.js";
+
+/**
+ * Streams one snapshot file in chunks without loading it whole. Its open handle keeps the file
+ * readable after a newer snapshot supersedes and deletes it. A front-to-back pass is checksummed as it
+ * goes: the chunk that completes it fails with StorageCorruptionError instead of handing out a
+ * damaged end, so a corrupt snapshot is never sent whole to a follower.
+ */
+export class SnapshotReader {
+  private verifiedTo = 0;
+  private crc = 0;
+
+  constructor(
+    readonly snapshot: SnapshotFile,
+    private readonly path: string,
+    private readonly handle: FileHandle,
+  ) {}
+
+  /** Up to `length` bytes from `offset` (fewer at the end of the file, none at or past it). */
+  async readChunk(offset: number, length: number): Promise<Uint8Array> {
+    const size = this.snapshot.size;
+    if (!Number.isSafeInteger(offset) || offset < 0 || offset > size) {
+      throw new StorageArgumentError(`snapshot chunk offset ${offset} outside [0, ${size}]`);
+    }
+    if (!Number.isSafeInteger(length) || length < 0) {
+      throw new StorageArgumentError(`snapshot chunk length must be a non-negative integer, got ${length}`);
+    }
+    const want = Math.min(length, size - offset);
+    const buf = new Uint8Array(want);
+    let got = 0;
+    while (got < want) {
+      const { bytesRead } = await this.handle.read(buf, got, want - got, offset + got);
+      if (bytesRead === 0) {
+        throw new StorageCorruptionError(
+          this.path,
+          this.snapshot.meta.index,
+          `snapshot file ends at ${offset + got}, ${size} bytes recorded`,
+        );
+      }
+      got += bytesRead;
+    }
+    if (offset === this.verifiedTo && want > 0) {
+      this.crc = crc32c(buf, this.crc);
+      this.verifiedTo += want;
+      if (this.verifiedTo === size && this.crc !== this.snapshot.checksum) {
+        throw new StorageCorruptionError(
+          this.path,
+          this.snapshot.meta.index,
+          "snapshot file checksum mismatch",
+        );
+      }
+    }
+    return buf;
+  }
+
+  async close(): Promise<void> {
+    await this.handle.close();
+  }
+}

@@ -1,0 +1,96 @@
+import type { FileHandle } from "node:fs/promises";
+import type { SnapshotMeta } from "../raft/types.js";
+import { crc32c } from "./crc32c.js";
+import type { SnapshotFile } from "./snapshot-file-store.js";
+import {
+  SnapshotChunkOutOfOrderError,
+  SnapshotMismatchError,
+  StorageArgumentError,
+} from "./storage-errors.js";
+
+/** Makes a fully written temporary file the durable snapshot file (fsync, rename, fsync directory). */
+export type SealSnapshot = (handle: FileHandle, size: number, checksum: number) => Promise<SnapshotFile>;
+
+/**
+ * Receives a snapshot chunk by chunk into a temporary file. Chunks must arrive in order, each
+ * starting where the received bytes end; nothing is visible under a snapshot name until `finish`
+ * has checked the size (and the checksum, when the sender announced one) and sealed it.
+ */
+export class SnapshotReceiver {
+  private received = 0;
+  private crc = 0;
+  private writes: Promise<unknown> = Promise.resolve();
+  private state: "receiving" | "finished" | "aborted" = "receiving";
+
+  constructor(
+    readonly meta: SnapshotMeta,
+    readonly totalBytes: number,
+    private readonly handle: FileHandle,
+    private readonly seal: SealSnapshot,
+    private readonly discard: () => Promise<void>,
+  ) {}
+
+  /** Bytes accepted so far: the offset the next chunk must start at. */
+  get receivedBytes(): number {
+    return this.received;
+  }
+
+  /** Writes one chunk; resolves once it is in the temporary file (not yet durable). */
+  write(offset: number, data: Uint8Array): Promise<void> {
+    const closed = this.closedError();
+    if (closed) return Promise.reject(closed);
+    if (offset !== this.received)
+      return Promise.reject(new SnapshotChunkOutOfOrderError(this.received, offset));
+    if (offset + data.byteLength > this.totalBytes) {
+      return Promise.reject(
+        new SnapshotMismatchError(
+          `snapshot chunk ends at ${offset + data.byteLength}, beyond the announced ${this.totalBytes} bytes`,
+        ),
+      );
+    }
+    // Order and checksum are settled now, so writes queued back to back stay correct.
+    this.received += data.byteLength;
+    this.crc = crc32c(data, this.crc);
+    const write = this.writes.then(() => this.handle.write(data, 0, data.byteLength, offset));
+    this.writes = write;
+    return write.then(() => undefined);
+  }
+
+  /** Seals the received snapshot; `expectedChecksum` is the CRC-32C the sender announced, if any. */
+  async finish(expectedChecksum?: number): Promise<SnapshotFile> {
+    const closed = this.closedError();
+    if (closed) throw closed;
+    this.state = "finished";
+    try {
+      await this.writes;
+      if (this.received !== this.totalBytes) {
+        throw new SnapshotMismatchError(
+          `snapshot holds ${this.received} of ${this.totalBytes} announced bytes`,
+        );
+      }
+      if (expectedChecksum !== undefined && expectedChecksum !== this.crc) {
+        throw new SnapshotMismatchError(
+          `snapshot checksum ${this.crc.toString(16)} differs from the announced ${expectedChecksum.toString(16)}`,
+        );
+      }
+      return await this.seal(this.handle, this.received, this.crc);
+    } catch (err) {
+      await this.discard();
+      throw err;
+    }
+  }
+
+  /** Drops what was received; the temporary file is deleted. */
+  async abort(): Promise<void> {
+    if (this.state !== "receiving") return;
+    this.state = "aborted";
+    await this.writes.catch(() => undefined);
+    await this.discard();
+  }
+
+  private closedError(): StorageArgumentError | null {
+    return this.state === "receiving"
+      ? null
+      : new StorageArgumentError(`the snapshot receiver for index ${this.meta.index} is ${this.state}`);
+  }
+}

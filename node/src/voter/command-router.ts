@@ -1,0 +1,307 @@
+import type { Lane } from "@keyload/contract";
+import {
+  type ErrorBody,
+  errorFromBody,
+  isErrorCode,
+  KeyLoadError,
+  UnavailableError,
+  UnknownWriteOutcomeError,
+} from "@keyload/contract";
+import type { Logger } from "pino";
+import { AdmissionRefusal } from "../admission/admission-refusal.js";
+import type { ApplyWorker } from "../admission/apply-worker.js";
+import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import type { CommandOutcome, ReplicationTarget } from "../admission/replication-target.js";
+import { PeerInterruptedError, PeerUnavailableError } from "../peer/peer-errors.js";
+import type { PeerTransport } from "../peer/peer-transport.js";
+import type { ApplyResult } from "../state/apply-result.js";
+import { type CommandKind, encodeCommand, type RouteParams } from "../state/command-envelope.js";
+import type { RaftDriver } from "./raft-driver.js";
+
+/** A command as the voter handles it, with the scope taken from the verified principal catalog. */
+export interface VoterCommand {
+  readonly commandId: string;
+  readonly kind: CommandKind;
+  readonly lane: Lane;
+  readonly params: RouteParams;
+  readonly payload: string;
+  readonly tenant: string;
+  readonly principal: string;
+  readonly generated?: { readonly keyHash: string };
+  /** Arrived from a follower: never forwarded again, so a leadership change cannot bounce it around. */
+  readonly forwarded?: boolean;
+}
+
+/** A committed command's durable outcome as the caller sees it. */
+export interface CommandResult {
+  /** The entry that applied the command (for a duplicate, the first one). */
+  readonly index: number;
+  /** True when this submission found the outcome of an earlier one with the same ID. */
+  readonly duplicate: boolean;
+  readonly result: unknown;
+}
+
+export const FORWARD_CHANNEL = "forward";
+
+type WireOutcome = { ok: true; value: CommandResult } | { ok: false; error: ErrorBody["error"] };
+
+/**
+ * Where the apply worker's units go: on the leader they are proposed to Raft and answered from the
+ * state machine's apply results; on a follower they are forwarded to the leader over the peer
+ * transport, whose explicit answers (including an admission rejection) are returned unchanged. An
+ * interrupted or malformed answer is UnknownWriteOutcome: the leader may have committed the command.
+ */
+export class CommandRouter implements ReplicationTarget<VoterCommand, CommandResult> {
+  constructor(
+    private readonly driver: RaftDriver,
+    private readonly transport: PeerTransport,
+    private readonly logger: Logger,
+    private readonly forwardTimeoutMs: number,
+  ) {}
+
+  async replicate(
+    batch: readonly VoterCommand[],
+    signal: AbortSignal,
+  ): Promise<readonly CommandOutcome<CommandResult>[]> {
+    if (this.driver.isLeader()) return this.propose(batch, signal);
+    const leader = this.driver.status().leader;
+    if (leader === null)
+      throw new UnavailableError("no leader is known; nothing was submitted", { reason: "NoLeader" });
+    const outcomes = new Array<CommandOutcome<CommandResult>>(batch.length);
+    const local: number[] = [];
+    batch.forEach((c, i) => {
+      if (c.forwarded) {
+        outcomes[i] = {
+          ok: false,
+          error: new UnavailableError(
+            "leadership moved before the command was proposed; nothing was submitted",
+            {
+              reason: "NotLeader",
+              commandId: c.commandId,
+            },
+          ),
+        };
+      } else {
+        local.push(i);
+      }
+    });
+    if (local.length > 0) {
+      const forwarded = await this.forward(
+        leader,
+        local.map((i) => batch[i]!),
+        signal,
+      );
+      local.forEach((i, k) => {
+        outcomes[i] = forwarded[k]!;
+      });
+    }
+    return outcomes;
+  }
+
+  private async propose(
+    batch: readonly VoterCommand[],
+    signal: AbortSignal,
+  ): Promise<CommandOutcome<CommandResult>[]> {
+    const now = Date.now();
+    const data = batch.map((c) =>
+      encodeCommand({
+        commandId: c.commandId,
+        kind: c.kind,
+        tenant: c.tenant,
+        principal: c.principal,
+        timestampMs: now,
+        params: c.params,
+        payload: c.payload,
+        ...(c.generated ? { generated: c.generated } : {}),
+      }),
+    );
+    const results = await this.driver.propose(data, signal);
+    return results.map((r, i) => toOutcome(r, batch[i]!.commandId));
+  }
+
+  private async forward(
+    leader: string,
+    batch: readonly VoterCommand[],
+    signal: AbortSignal,
+  ): Promise<CommandOutcome<CommandResult>[]> {
+    const body = Buffer.from(JSON.stringify({ commands: batch }));
+    let answer: Uint8Array;
+    try {
+      answer = await this.transport.request(leader, FORWARD_CHANNEL, body, {
+        timeoutMs: this.forwardTimeoutMs,
+        signal,
+      });
+    } catch (err) {
+      if (err instanceof PeerUnavailableError) {
+        throw new UnavailableError(`the leader ${leader} is not reachable; nothing was submitted`, {
+          reason: "LeaderUnreachable",
+        });
+      }
+      if (err instanceof PeerInterruptedError) {
+        throw new UnknownWriteOutcomeError(
+          "the forward to the leader was interrupted; retry with the same command ID",
+          {
+            reason: "ForwardInterrupted",
+          },
+        );
+      }
+      this.logger.warn({ err, leader }, "the leader failed a forwarded batch");
+      throw new UnknownWriteOutcomeError(
+        "the leader failed the forwarded batch; retry with the same command ID",
+        {
+          reason: "ForwardFailed",
+        },
+      );
+    }
+    const outcomes = parseWireOutcomes(answer, batch.length);
+    if (outcomes === null) {
+      this.logger.warn({ leader }, "malformed answer to a forwarded batch");
+      throw new UnknownWriteOutcomeError(
+        "the leader's answer was malformed; retry with the same command ID",
+        {
+          reason: "ForwardMalformed",
+        },
+      );
+    }
+    return outcomes.map((o, i) =>
+      o.ok ? o : { ok: false, error: errorFromBody(o.error, batch[i]!.commandId) },
+    );
+  }
+}
+
+/**
+ * The leader's side of forwarding: each forwarded command is admitted into this voter's own governor
+ * under the verified scope the follower forwarded, then queued on this voter's apply worker. An
+ * admission refusal is answered explicitly, so the follower can return it unchanged.
+ */
+export function forwardHandler(
+  governor: CommandAdmissionGovernor,
+  worker: ApplyWorker<VoterCommand, CommandResult>,
+  driver: RaftDriver,
+): (from: string, body: Uint8Array) => Promise<Uint8Array> {
+  return async (_from, body) => {
+    const commands = parseForwardedBatch(body);
+    const outcomes = await Promise.all(
+      commands.map(async (c): Promise<WireOutcome> => {
+        if (!driver.isLeader()) {
+          return {
+            ok: false,
+            error: new UnavailableError("this voter is not the leader; nothing was submitted", {
+              reason: "NotLeader",
+              commandId: c.commandId,
+            }).toBody().error,
+          };
+        }
+        const admitted = governor.tryAdmit({
+          lane: c.lane,
+          tenantId: c.tenant,
+          principalId: c.principal,
+          payload: c.payload,
+        });
+        if (admitted instanceof AdmissionRefusal)
+          return { ok: false, error: admitted.toError(c.commandId).toBody().error };
+        const outcome = await worker.submit(admitted, { ...c, forwarded: true });
+        return outcome.ok
+          ? outcome
+          : { ok: false, error: outcome.error.withCommandId(c.commandId).toBody().error };
+      }),
+    );
+    return Buffer.from(JSON.stringify({ outcomes }));
+  };
+}
+
+function toOutcome(r: ApplyResult, commandId: string): CommandOutcome<CommandResult> {
+  if (r.type !== "command") {
+    return {
+      ok: false,
+      error: new UnknownWriteOutcomeError("the entry did not apply as a command", {
+        reason: "NotACommand",
+        commandId,
+      }),
+    };
+  }
+  const o = r.outcome;
+  if (o.status === "committed")
+    return { ok: true, value: { index: o.index, duplicate: r.duplicate, result: o.result } };
+  return {
+    ok: false,
+    error: new KeyLoadError(o.error.code, o.error.message, {
+      reason: o.error.reason,
+      commandId,
+      details: { index: o.index },
+    }),
+  };
+}
+
+function parseWireOutcomes(answer: Uint8Array, expected: number): WireOutcome[] | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength).toString("utf8"));
+  } catch {
+    return null;
+  }
+  if (!isRecord(parsed) || !Array.isArray(parsed.outcomes) || parsed.outcomes.length !== expected)
+    return null;
+  const out: WireOutcome[] = [];
+  for (const o of parsed.outcomes as unknown[]) {
+    if (!isRecord(o)) return null;
+    if (
+      o.ok === true &&
+      isRecord(o.value) &&
+      typeof o.value.index === "number" &&
+      typeof o.value.duplicate === "boolean"
+    ) {
+      out.push({
+        ok: true,
+        value: { index: o.value.index, duplicate: o.value.duplicate, result: o.value.result },
+      });
+    } else if (
+      o.ok === false &&
+      isRecord(o.error) &&
+      typeof o.error.code === "string" &&
+      isErrorCode(o.error.code) &&
+      typeof o.error.reason === "string" &&
+      typeof o.error.message === "string"
+    ) {
+      out.push({
+        ok: false,
+        error: {
+          code: o.error.code,
+          reason: o.error.reason,
+          message: o.error.message,
+          ...(isRecord(o.error.details) ? { details: o.error.details } : {}),
+        },
+      });
+    } else {
+      return null;
+    }
+  }
+  return out;
+}
+
+function parseForwardedBatch(body: Uint8Array): VoterCommand[] {
+  const parsed: unknown = JSON.parse(
+    Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("utf8"),
+  );
+  if (!isRecord(parsed) || !Array.isArray(parsed.commands))
+    throw new TypeError("a forwarded batch must hold commands");
+  return (parsed.commands as unknown[]).map((c) => {
+    if (
+      !isRecord(c) ||
+      typeof c.commandId !== "string" ||
+      typeof c.kind !== "string" ||
+      (c.lane !== "data" && c.lane !== "control") ||
+      !isRecord(c.params) ||
+      typeof c.payload !== "string" ||
+      typeof c.tenant !== "string" ||
+      typeof c.principal !== "string"
+    ) {
+      throw new TypeError("malformed forwarded command");
+    }
+    return c as unknown as VoterCommand;
+  });
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,371 @@
+import { UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
+import type { Logger } from "pino";
+import type { PeerTransport } from "../peer/peer-transport.js";
+import { ProposalRefusedError } from "../raft/errors.js";
+import { RaftNode, type RaftStatus } from "../raft/raft-node.js";
+import type { SeededRandom } from "../raft/seeded-random.js";
+import type { ConfState, Entry, Message, NodeId, Ready } from "../raft/types.js";
+import type { ApplyResult } from "../state/apply-result.js";
+import type { StateMachine } from "../state/state-machine.js";
+import type { DurableLogStore } from "../storage/durable-log-store.js";
+import type { DurableLogWriter } from "../storage/durable-log-writer.js";
+
+export interface RaftDriverOptions {
+  readonly id: NodeId;
+  readonly voters: readonly NodeId[];
+  readonly store: DurableLogStore;
+  readonly writer: DurableLogWriter;
+  readonly stateMachine: StateMachine;
+  readonly transport: PeerTransport;
+  readonly random: SeededRandom;
+  readonly logger: Logger;
+  readonly electionTimeoutMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly maxUncommittedBytes: number;
+}
+
+interface ProposalWaiter {
+  readonly term: number;
+  readonly resolve: (result: ApplyResult) => void;
+  readonly reject: (error: Error) => void;
+}
+
+interface ReadWaiter {
+  index: number;
+  readonly resolve: () => void;
+  readonly reject: (error: Error) => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** Applied-index listeners, e.g. readiness checks waiting to catch up. */
+export type AppliedListener = (index: number) => void;
+
+/**
+ * Runs one Raft core for real: ticks on a timer, steps peer messages, and handles each Ready in order
+ * (persist with group commit, then send, then apply to the state machine, then advance). Proposals and
+ * linearizable reads are promises resolved from what the state machine applies.
+ */
+export class RaftDriver {
+  readonly raft: RaftNode;
+  private readonly opts: RaftDriverOptions;
+  private readonly conf: ConfState;
+  private readonly proposals = new Map<number, ProposalWaiter>();
+  private readonly reads = new Map<string, ReadWaiter>();
+  /** Confirmed reads waiting for the state machine to apply their index. */
+  private confirmedReads: ReadWaiter[] = [];
+  private nextReadId = 1;
+  private ticker: NodeJS.Timeout | undefined;
+  private running = false;
+  private looping = false;
+  private wakeScheduled = false;
+  private stopped: Promise<void> = Promise.resolve();
+  private failure: Error | null = null;
+  private snapshotting: Promise<unknown> = Promise.resolve();
+  private snapshotInProgress = false;
+  private lastRole: RaftStatus["role"] = "follower";
+
+  constructor(options: RaftDriverOptions) {
+    this.opts = options;
+    this.conf = { voters: options.voters };
+    const electionTicks = Math.max(2, Math.round(options.electionTimeoutMs / options.heartbeatIntervalMs));
+    this.raft = new RaftNode({
+      id: options.id,
+      voters: options.voters,
+      storage: options.store,
+      random: options.random,
+      applied: options.stateMachine.applied().index,
+      electionTicks,
+      heartbeatTicks: 1,
+      maxUncommittedEntriesBytes: options.maxUncommittedBytes,
+    });
+  }
+
+  start(): void {
+    if (this.running) return;
+    this.running = true;
+    this.opts.transport.onMessage((m: Message) => {
+      if (!this.running) return;
+      this.raft.step(m);
+      this.wake();
+    });
+    this.ticker = setInterval(() => {
+      this.raft.tick();
+      this.wake();
+    }, this.opts.heartbeatIntervalMs);
+    this.wake();
+  }
+
+  status(): RaftStatus {
+    return this.raft.status();
+  }
+
+  isLeader(): boolean {
+    return this.raft.status().role === "leader";
+  }
+
+  /**
+   * Proposes entries (leader only) and resolves with each one's apply result. Refused before anything
+   * is appended: Unavailable. Appended but overwritten by another leader, or cut short by `signal`:
+   * UnknownWriteOutcome, since the caller cannot know whether a later leader committed it.
+   */
+  propose(data: readonly Uint8Array[], signal?: AbortSignal): Promise<ApplyResult[]> {
+    this.checkUsable();
+    let first: number;
+    let term: number;
+    try {
+      ({ firstIndex: first, term } = this.raft.proposeBatch(data));
+    } catch (err) {
+      if (err instanceof ProposalRefusedError) throw unavailable(err);
+      throw err;
+    }
+    this.wake();
+    const pending = data.map(
+      (_, i) =>
+        new Promise<ApplyResult>((resolve, reject) => {
+          this.proposals.set(first + i, { term, resolve, reject });
+        }),
+    );
+    if (signal) {
+      const onAbort = (): void => {
+        for (let i = 0; i < data.length; i++) {
+          const w = this.proposals.get(first + i);
+          if (w && w.term === term) {
+            this.proposals.delete(first + i);
+            w.reject(
+              new UnknownWriteOutcomeError("the replication deadline passed", {
+                reason: "ReplicationDeadline",
+              }),
+            );
+          }
+        }
+      };
+      if (signal.aborted) onAbort();
+      else signal.addEventListener("abort", onAbort, { once: true });
+    }
+    return Promise.all(pending);
+  }
+
+  /**
+   * A linearizable read barrier (ReadIndex): resolves once the local state machine has applied
+   * everything committed when the read began. Rejects with Unavailable when no leader confirms it.
+   */
+  readBarrier(timeoutMs = this.opts.electionTimeoutMs * 2): Promise<void> {
+    this.checkUsable();
+    const requestId = `${this.opts.id}-${this.nextReadId++}`;
+    try {
+      this.raft.readIndex(requestId);
+    } catch (err) {
+      if (err instanceof ProposalRefusedError) throw unavailable(err);
+      throw err;
+    }
+    this.wake();
+    return new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.reads.delete(requestId);
+        this.confirmedReads = this.confirmedReads.filter((w) => w.timer !== timer);
+        reject(new UnavailableError("no leader confirmed the read in time", { reason: "ReadIndexTimeout" }));
+      }, timeoutMs);
+      this.reads.set(requestId, { index: 0, resolve, reject, timer });
+    });
+  }
+
+  /** Hands leadership to the most caught-up peer and waits (bounded) until this node is no longer leader. */
+  async transferLeadership(timeoutMs = this.opts.electionTimeoutMs): Promise<boolean> {
+    const status = this.raft.status();
+    if (status.role !== "leader") return false;
+    let best: NodeId | null = null;
+    let bestMatch = -1;
+    for (const [id, pr] of Object.entries(status.progress)) {
+      if (id !== this.opts.id && pr.match > bestMatch) {
+        best = id;
+        bestMatch = pr.match;
+      }
+    }
+    if (best === null) return false;
+    this.raft.transferLeadership(best);
+    this.wake();
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+      if (this.raft.status().role !== "leader") return true;
+    }
+    return false;
+  }
+
+  /** Stops ticking and stepping, finishes the Ready in progress, fails everything still waiting. */
+  async stop(): Promise<void> {
+    if (!this.running) return this.stopped;
+    this.running = false;
+    clearInterval(this.ticker);
+    await this.stopped;
+    await this.snapshotting.catch(() => undefined);
+    const err = new UnknownWriteOutcomeError("the voter stopped before the outcome was known", {
+      reason: "ShuttingDown",
+    });
+    for (const w of this.proposals.values()) w.reject(err);
+    this.proposals.clear();
+    for (const w of this.reads.values()) {
+      clearTimeout(w.timer);
+      w.reject(new UnavailableError("the voter is stopping", { reason: "ShuttingDown" }));
+    }
+    this.reads.clear();
+    this.confirmedReads = [];
+  }
+
+  private checkUsable(): void {
+    if (this.failure)
+      throw new UnavailableError("this voter's storage failed; it must restart", {
+        reason: "StorageFailed",
+        cause: this.failure,
+      });
+    if (!this.running) throw new UnavailableError("the voter is not running", { reason: "ShuttingDown" });
+  }
+
+  /** Schedules the Ready loop; calls within one turn of the event loop share a single pass. */
+  private wake(): void {
+    if (this.wakeScheduled || this.looping) return;
+    this.wakeScheduled = true;
+    setImmediate(() => {
+      this.wakeScheduled = false;
+      if (!this.looping) this.stopped = this.loop();
+    });
+  }
+
+  private async loop(): Promise<void> {
+    this.looping = true;
+    try {
+      while (this.failure === null && this.raft.hasReady()) {
+        await this.handle(this.raft.ready());
+      }
+    } catch (err) {
+      this.fail(err);
+    } finally {
+      this.looping = false;
+    }
+    if (this.running && this.failure === null && this.raft.hasReady()) this.wake();
+  }
+
+  private async handle(rd: Ready): Promise<void> {
+    if (rd.softState) this.onSoftState(rd);
+    if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
+      await this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+    }
+    for (const m of rd.messages) this.opts.transport.send(m);
+    const sm = this.opts.stateMachine;
+    if (rd.snapshot) {
+      const path = this.opts.store.currentSnapshotPath();
+      if (path === null) throw new Error("a persisted snapshot has no file");
+      sm.restoreFromSnapshot(path);
+      this.failOverwrittenProposals(rd.snapshot.meta.index);
+      this.opts.logger.info(
+        { index: rd.snapshot.meta.index, term: rd.snapshot.meta.term },
+        "installed snapshot from the leader",
+      );
+    }
+    if (rd.committedEntries.length > 0) this.apply(rd.committedEntries);
+    for (const rs of rd.readStates) {
+      const w = this.reads.get(rs.requestId);
+      if (!w) continue;
+      this.reads.delete(rs.requestId);
+      w.index = rs.index;
+      this.confirmedReads.push(w);
+    }
+    for (const rf of rd.readFailures) {
+      const w = this.reads.get(rf.requestId);
+      if (!w) continue;
+      this.reads.delete(rf.requestId);
+      clearTimeout(w.timer);
+      w.reject(new UnavailableError(`the read could not be confirmed: ${rf.reason}`, { reason: rf.reason }));
+    }
+    this.serveReads();
+    this.raft.advance();
+    this.maybeSnapshot();
+  }
+
+  private apply(entries: readonly Entry[]): void {
+    const results = this.opts.stateMachine.applyBatch(entries);
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
+      const w = this.proposals.get(entry.index);
+      if (!w) continue;
+      this.proposals.delete(entry.index);
+      if (w.term === entry.term) w.resolve(results[i]!);
+      else w.reject(overwritten());
+    }
+  }
+
+  /** Proposals at or below an installed snapshot: whether they made it is known only by their ID. */
+  private failOverwrittenProposals(upTo: number): void {
+    for (const [index, w] of this.proposals) {
+      if (index <= upTo) {
+        this.proposals.delete(index);
+        w.reject(overwritten());
+      }
+    }
+  }
+
+  private serveReads(): void {
+    if (this.confirmedReads.length === 0) return;
+    const applied = this.opts.stateMachine.applied().index;
+    const waiting: ReadWaiter[] = [];
+    for (const w of this.confirmedReads) {
+      if (w.index <= applied) {
+        clearTimeout(w.timer);
+        w.resolve();
+      } else {
+        waiting.push(w);
+      }
+    }
+    this.confirmedReads = waiting;
+  }
+
+  private onSoftState(rd: Ready): void {
+    const soft = rd.softState!;
+    if (soft.role !== this.lastRole) {
+      this.opts.logger.info({ term: soft.term, role: soft.role, leader: soft.leader }, "raft role changed");
+      this.lastRole = soft.role;
+    }
+  }
+
+  private maybeSnapshot(): void {
+    if (this.snapshotInProgress) return;
+    const sm = this.opts.stateMachine;
+    const applied = sm.applied().index;
+    if (!this.opts.writer.policy.due(this.opts.store, applied)) return;
+    this.snapshotInProgress = true;
+    this.snapshotting = this.opts.writer
+      .maybeSnapshot({ createSnapshotFile: (path) => sm.createSnapshot(path) }, this.conf, applied)
+      .then((meta) => {
+        if (meta)
+          this.opts.logger.info({ index: meta.index, term: meta.term }, "snapshot taken and log compacted");
+      })
+      .catch((err: unknown) => this.opts.logger.error({ err }, "taking a snapshot failed"))
+      .finally(() => {
+        this.snapshotInProgress = false;
+      });
+  }
+
+  private fail(err: unknown): void {
+    this.failure = err instanceof Error ? err : new Error(String(err));
+    this.opts.logger.fatal({ err: this.failure }, "the Raft driver stopped: storage or apply failed");
+    const error = new UnknownWriteOutcomeError("this voter failed before the outcome was known", {
+      reason: "StorageFailed",
+    });
+    for (const w of this.proposals.values()) w.reject(error);
+    this.proposals.clear();
+  }
+}
+
+function unavailable(err: ProposalRefusedError): UnavailableError {
+  return new UnavailableError(`nothing was submitted: ${err.message}`, {
+    reason: err.reason,
+    details: err.leaderHint === null ? {} : { leaderId: err.leaderHint },
+  });
+}
+
+function overwritten(): UnknownWriteOutcomeError {
+  return new UnknownWriteOutcomeError(
+    "leadership changed before this entry was confirmed; retry with the same command ID to learn its outcome",
+    { reason: "LeadershipChanged" },
+  );
+}

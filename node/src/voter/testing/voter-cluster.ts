@@ -1,0 +1,131 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { loadVoterConfig } from "../../config/voter-config.js";
+import { type RunningVoter, startVoter } from "../voter.js";
+
+export const ADMIN_KEY = "test-admin-key-0123456789";
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+export interface ClusterOptions {
+  /** `KeyLoad__...` variables for every voter. */
+  readonly env?: Record<string, string>;
+  /** Per voter (by index) extra variables. */
+  readonly voterEnv?: Record<number, Record<string, string>>;
+}
+
+/** Three voters in this process on loopback, each in its own temp data dir; `dispose` removes everything. */
+export class VoterCluster {
+  readonly voters: (RunningVoter | null)[] = [];
+  readonly envs: Record<string, string>[] = [];
+  private readonly root = mkdtempSync(join(tmpdir(), "keyload-voters-"));
+
+  static async start(options: ClusterOptions = {}): Promise<VoterCluster> {
+    const c = new VoterCluster();
+    const peerPorts = [await freePort(), await freePort(), await freePort()];
+    const voters = peerPorts.map((p, i) => `voter${i + 1}@127.0.0.1:${p}`).join(",");
+    for (let i = 0; i < 3; i++) {
+      c.envs.push({
+        KeyLoad__Node__Id: `voter${i + 1}`,
+        KeyLoad__Node__DataDir: join(c.root, `voter${i + 1}`),
+        KeyLoad__Node__HttpPort: String(await freePort()),
+        KeyLoad__Node__PeerPort: String(peerPorts[i]),
+        KeyLoad__Cluster__Voters: voters,
+        KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+        KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
+        KeyLoad__Raft__ElectionTimeoutMs: "300",
+        KeyLoad__Raft__HeartbeatIntervalMs: "30",
+        KeyLoad__Log__Level: "silent",
+        ...options.env,
+        ...options.voterEnv?.[i],
+      });
+    }
+    try {
+      for (let i = 0; i < 3; i++) c.voters.push(await c.startVoter(i));
+    } catch (err) {
+      await c.dispose();
+      throw err;
+    }
+    return c;
+  }
+
+  private startVoter(i: number): Promise<RunningVoter> {
+    const config = loadVoterConfig({ env: this.envs[i]! });
+    return startVoter(config, pino({ level: "silent" }));
+  }
+
+  voter(i: number): RunningVoter {
+    const v = this.voters[i];
+    if (!v) throw new Error(`voter${i + 1} is stopped`);
+    return v;
+  }
+
+  async waitForLeader(timeoutMs = 10_000): Promise<number> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const i = this.voters.findIndex((v) => v?.driver.isLeader());
+      if (i >= 0 && this.voters.every((v) => v === null || v.driver.status().leader !== null)) return i;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new Error("no leader elected in time");
+  }
+
+  async stop(i: number): Promise<void> {
+    const v = this.voters[i];
+    this.voters[i] = null;
+    await v?.shutdown();
+  }
+
+  async restart(i: number): Promise<void> {
+    await this.stop(i);
+    this.voters[i] = await this.startVoter(i);
+  }
+
+  async dispose(): Promise<void> {
+    await Promise.allSettled(this.voters.map((v) => v?.shutdown()));
+    rmSync(this.root, { recursive: true, force: true });
+  }
+}
+
+export interface HttpAnswer {
+  readonly status: number;
+  readonly body: Record<string, unknown>;
+  readonly headers: Headers;
+}
+
+/** One JSON request with the admin key (or `key`). */
+export async function call(
+  url: string,
+  method: string,
+  path: string,
+  options: { body?: unknown; commandId?: string; key?: string | null } = {},
+): Promise<HttpAnswer> {
+  const headers: Record<string, string> = {};
+  const key = options.key === undefined ? ADMIN_KEY : options.key;
+  if (key !== null) headers.authorization = `Bearer ${key}`;
+  if (options.commandId) headers["keyload-command-id"] = options.commandId;
+  let body: string | undefined;
+  if (options.body !== undefined) {
+    headers["content-type"] = "application/json";
+    body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
+  }
+  const res = await fetch(`${url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const text = await res.text();
+  return {
+    status: res.status,
+    body: text ? (JSON.parse(text) as Record<string, unknown>) : {},
+    headers: res.headers,
+  };
+}

@@ -1,0 +1,84 @@
+import { Counter, Gauge, type Registry } from "prom-client";
+import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import type { PeerTransport } from "../peer/peer-transport.js";
+import type { StateMachine } from "../state/state-machine.js";
+import type { RaftDriver } from "./raft-driver.js";
+
+export interface VoterMetricSources {
+  readonly driver: RaftDriver;
+  readonly stateMachine: StateMachine;
+  readonly commandGovernor: CommandAdmissionGovernor;
+  readonly transport: PeerTransport;
+}
+
+/** Counts command admission refusals; the service increments it, `/metrics` shows it. */
+export type CommandRejections = Counter<"lane" | "reason">;
+
+/**
+ * The voter's own metrics beside the HTTP edge's: Raft position, command admission usage and the peer
+ * transport's counters. Gauges are read when scraped, so nothing is updated on the hot path.
+ */
+export function registerVoterMetrics(registry: Registry, sources: VoterMetricSources): CommandRejections {
+  const { driver, stateMachine, commandGovernor, transport } = sources;
+  new Gauge({
+    name: "keyload_raft_term",
+    help: "Current Raft term",
+    registers: [registry],
+    collect() {
+      this.set(driver.status().term);
+    },
+  });
+  new Gauge({
+    name: "keyload_raft_commit_index",
+    help: "Highest log index known to be committed",
+    registers: [registry],
+    collect() {
+      this.set(driver.status().commit);
+    },
+  });
+  new Gauge({
+    name: "keyload_raft_applied_index",
+    help: "Highest log index applied to the state machine",
+    registers: [registry],
+    collect() {
+      this.set(stateMachine.applied().index);
+    },
+  });
+  new Gauge({
+    name: "keyload_raft_is_leader",
+    help: "1 when this voter is the leader",
+    registers: [registry],
+    collect() {
+      this.set(driver.isLeader() ? 1 : 0);
+    },
+  });
+  const usage = (field: "commands" | "retainedBytes" | "queued" | "active") =>
+    new Gauge({
+      name: `keyload_command_admission_${field === "retainedBytes" ? "retained_bytes" : field}`,
+      help: `Command admission usage: ${field}, per lane`,
+      labelNames: ["lane"],
+      registers: [registry],
+      collect() {
+        for (const lane of ["data", "control"] as const)
+          this.set({ lane }, commandGovernor.usage(lane)[field]);
+      },
+    });
+  usage("commands");
+  usage("retainedBytes");
+  usage("queued");
+  usage("active");
+  new Gauge({
+    name: "keyload_peer_send_drops",
+    help: "Peer messages dropped because the peer was unreachable or slow",
+    registers: [registry],
+    collect() {
+      this.set(transport.stats().sendDrops);
+    },
+  });
+  return new Counter({
+    name: "keyload_command_admission_rejections_total",
+    help: "Commands refused by command admission, by lane and reason",
+    labelNames: ["lane", "reason"],
+    registers: [registry],
+  });
+}

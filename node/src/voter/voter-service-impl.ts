@@ -1,0 +1,170 @@
+import { InvalidArgumentError, NotFoundError } from "@keyload/contract";
+import type { Registry } from "prom-client";
+import { AdmissionRefusal } from "../admission/admission-refusal.js";
+import { admissionStatus } from "../admission/admission-status.js";
+import type { ApplyWorker } from "../admission/apply-worker.js";
+import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import type { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
+import type {
+  CommandAnswer,
+  CommandSubmission,
+  HealthReport,
+  Identity,
+  LeaderHint,
+  ReadRequest,
+  VoterService,
+} from "../http/voter-service.js";
+import type { PeerTransport } from "../peer/peer-transport.js";
+import { generateApiKey, hashApiKey } from "../state/api-key.js";
+import { parseBulkGetRequest, parseQueryRequest } from "../state/catalog-query.js";
+import { parseTraverseRequest } from "../state/graph.js";
+import { parseSearchRequest } from "../state/search-query.js";
+import type { StateMachine } from "../state/state-machine.js";
+import type { CommandResult, VoterCommand } from "./command-router.js";
+import type { RaftDriver } from "./raft-driver.js";
+import type { CommandRejections } from "./voter-metrics.js";
+
+export interface VoterServiceParts {
+  readonly nodeId: string;
+  readonly httpUrl: string;
+  readonly driver: RaftDriver;
+  readonly stateMachine: StateMachine;
+  readonly transport: PeerTransport;
+  readonly commandGovernor: CommandAdmissionGovernor;
+  readonly httpGovernor: HttpAdmissionGovernor;
+  readonly worker: ApplyWorker<VoterCommand, CommandResult>;
+  readonly metricsRegistry: Registry;
+  readonly rejections: CommandRejections;
+  /** How far the applied index may trail the commit index for the voter to call itself ready. */
+  readonly readyLagEntries: number;
+}
+
+/**
+ * The voter behind the HTTP edge: command admission, then the apply worker (which replicates on the
+ * leader or forwards to it), and linearizable reads through ReadIndex on the local state machine.
+ */
+export class KeyLoadVoterService implements VoterService {
+  readonly metricsRegistry: Registry;
+
+  constructor(private readonly parts: VoterServiceParts) {
+    this.metricsRegistry = parts.metricsRegistry;
+  }
+
+  authenticate(apiKey: string): Identity | null {
+    // The catalog is looked up by the key's SHA-256, so no comparison of the key itself can leak timing.
+    const found = this.parts.stateMachine.authenticate(hashApiKey(apiKey));
+    return found ? { tenantId: found.tenantId, principalId: found.principalId, roles: found.roles } : null;
+  }
+
+  async submitCommand(cmd: CommandSubmission): Promise<CommandAnswer> {
+    const { commandGovernor, worker } = this.parts;
+    const admitted = commandGovernor.tryAdmit({
+      lane: cmd.lane,
+      tenantId: cmd.identity.tenantId,
+      principalId: cmd.identity.principalId,
+      payload: cmd.payload,
+    });
+    if (admitted instanceof AdmissionRefusal) {
+      this.parts.rejections.inc({ lane: cmd.lane, reason: admitted.reason });
+      throw admitted.toError(cmd.commandId);
+    }
+    // A new API key is made here; only its hash enters the log, the plain key goes back once.
+    const apiKey = cmd.kind === "admin.createKey" ? generateApiKey() : undefined;
+    const command: VoterCommand = {
+      commandId: cmd.commandId,
+      kind: cmd.kind,
+      lane: cmd.lane,
+      params: cmd.params,
+      payload: cmd.payload,
+      tenant: cmd.identity.tenantId,
+      principal: cmd.identity.principalId,
+      ...(apiKey ? { generated: { keyHash: hashApiKey(apiKey) } } : {}),
+    };
+    const outcome = await worker.submit(admitted, command);
+    if (!outcome.ok) throw outcome.error.withCommandId(cmd.commandId);
+    const { index, duplicate, result } = outcome.value;
+    const revealed = apiKey !== undefined && !duplicate && isRecord(result) ? { ...result, apiKey } : result;
+    return { commandId: cmd.commandId, index, result: revealed };
+  }
+
+  async read(req: ReadRequest): Promise<unknown> {
+    const { driver, stateMachine: sm } = this.parts;
+    await driver.readBarrier();
+    const tenant = req.identity.tenantId;
+    switch (req.kind) {
+      case "catalog.get": {
+        const key = req.params.key!;
+        const doc = sm.getDocument(tenant, key);
+        if (!doc) throw new NotFoundError(`no document at key ${key}`, { reason: "DocumentNotFound" });
+        return doc;
+      }
+      case "catalog.bulkGet":
+        return { items: sm.bulkGet(tenant, parseBulkGetRequest(req.body)) };
+      case "query":
+        return sm.query(tenant, parseQueryRequest(req.body));
+      case "search":
+        return { hits: await sm.search(tenant, parseSearchRequest(req.body)) };
+      case "graph.traverse":
+        return sm.traverse(tenant, parseTraverseRequest(req.body));
+      case "command.get": {
+        const commandId = req.params.commandId!;
+        const outcome = sm.commandOutcome(tenant, commandId);
+        if (!outcome)
+          throw new NotFoundError(`no outcome is committed for command ${commandId}`, {
+            reason: "CommandNotFound",
+          });
+        return outcome;
+      }
+      case "membership.list":
+        return sm.membership(tenant);
+      case "dispatch.read": {
+        const after = nonNegative(req.query.after ?? "0", "after");
+        const limit = req.query.limit === undefined ? undefined : nonNegative(req.query.limit, "limit");
+        return { directives: sm.readDispatch(tenant, req.params.channel!, after, limit) };
+      }
+      case "admin.admissionStatus":
+        return admissionStatus(this.parts.nodeId, this.parts.commandGovernor, this.parts.httpGovernor);
+    }
+  }
+
+  health(): HealthReport {
+    const s = this.parts.driver.status();
+    const lag = s.commit - this.parts.stateMachine.applied().index;
+    const reasons: string[] = [];
+    if (s.leader === null) reasons.push("no leader is known");
+    if (lag > this.parts.readyLagEntries) reasons.push(`applied index trails commit by ${lag} entries`);
+    return {
+      live: true,
+      ready: reasons.length === 0,
+      detail: {
+        nodeId: this.parts.nodeId,
+        role: s.role,
+        term: s.term,
+        leader: s.leader,
+        commit: s.commit,
+        applied: s.applied,
+        reasons,
+      },
+    };
+  }
+
+  leaderHint(): LeaderHint {
+    const leaderId = this.parts.driver.status().leader;
+    if (leaderId === null) return { leaderId: null, leaderHttpUrl: null };
+    if (leaderId === this.parts.nodeId) return { leaderId, leaderHttpUrl: this.parts.httpUrl };
+    return { leaderId, leaderHttpUrl: this.parts.transport.peerInfo(leaderId)?.httpUrl ?? null };
+  }
+}
+
+function nonNegative(raw: string, name: string): number {
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw new InvalidArgumentError(`${name} must be a non-negative integer`, {
+      reason: "InvalidQueryParameter",
+    });
+  }
+  return Number(raw);
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,131 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { call, VoterCluster } from "./testing/voter-cluster.js";
+
+vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
+
+let cluster: VoterCluster | undefined;
+afterEach(async () => {
+  await cluster?.dispose();
+  cluster = undefined;
+});
+
+describe("three voters on loopback", () => {
+  it("elect a leader, replicate, forward from followers and answer quorum reads everywhere", async () => {
+    cluster = await VoterCluster.start();
+    const leader = await cluster.waitForLeader();
+    const follower = (leader + 1) % 3;
+    const put = await call(cluster.voter(leader).httpUrl, "PUT", "/v1/catalog/a%2Fb", {
+      body: { value: { n: 1 } },
+      commandId: "w1",
+    });
+    expect(put).toMatchObject({ status: 200, body: { commandId: "w1", key: "a/b", version: 1 } });
+    // Written through a follower, which forwards to the leader.
+    const viaFollower = await call(cluster.voter(follower).httpUrl, "PUT", "/v1/catalog/a%2Fb", {
+      body: { value: { n: 2 }, expectedVersion: 1 },
+      commandId: "w2",
+    });
+    expect(viaFollower).toMatchObject({ status: 200, body: { version: 2 } });
+    for (let i = 0; i < 3; i++) {
+      const got = await call(cluster.voter(i).httpUrl, "GET", "/v1/catalog/a%2Fb");
+      expect(got).toMatchObject({ status: 200, body: { key: "a/b", value: { n: 2 }, version: 2 } });
+    }
+  });
+
+  it("answers a retry with the same command ID from the durable outcome, and a different body with a conflict", async () => {
+    cluster = await VoterCluster.start();
+    const leader = await cluster.waitForLeader();
+    const url = cluster.voter((leader + 2) % 3).httpUrl;
+    const first = await call(url, "PUT", "/v1/catalog/k", { body: { value: 1 }, commandId: "same" });
+    const again = await call(url, "PUT", "/v1/catalog/k", { body: { value: 1 }, commandId: "same" });
+    expect(again.body).toEqual(first.body);
+    const other = await call(url, "PUT", "/v1/catalog/k", { body: { value: 2 }, commandId: "same" });
+    expect(other).toMatchObject({
+      status: 409,
+      body: { error: { code: "CommandIdConflict", commandId: "same" } },
+    });
+    const outcome = await call(url, "GET", "/v1/commands/same");
+    expect(outcome).toMatchObject({ status: 200, body: { commandId: "same", status: "committed" } });
+    const doc = await call(url, "GET", "/v1/catalog/k");
+    expect(doc.body).toMatchObject({ value: 1, version: 1 });
+  });
+
+  it("returns the leader's explicit admission rejection unchanged through a follower, before the ID is taken", async () => {
+    // voter1 alone has a tiny data lane; the others admit the command locally and forward it.
+    cluster = await VoterCluster.start({
+      voterEnv: { 0: { KeyLoad__CommandAdmission__MaxRetainedBytes: "5000" } },
+    });
+    let leader = await cluster.waitForLeader();
+    if (leader !== 0) {
+      cluster.voter(leader).driver.raft.transferLeadership("voter1");
+      const deadline = Date.now() + 5000;
+      while (!cluster.voter(0).driver.isLeader() && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 20));
+      leader = await cluster.waitForLeader();
+    }
+    expect(leader).toBe(0);
+    const big = { value: "x".repeat(2000) };
+    const refused = await call(cluster.voter(1).httpUrl, "PUT", "/v1/catalog/big", {
+      body: big,
+      commandId: "r1",
+    });
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({
+      error: {
+        code: "ResourceExhausted",
+        reason: "CommandBytes",
+        commandId: "r1",
+        details: { governor: "command", lane: "data" },
+      },
+    });
+    expect(refused.headers.get("retry-after")).not.toBeNull();
+    // Nothing took the ID: it commits other work afterwards.
+    expect((await call(cluster.voter(1).httpUrl, "GET", "/v1/commands/r1")).status).toBe(404);
+    const reused = await call(cluster.voter(1).httpUrl, "POST", "/v1/dispatch/ops", {
+      body: { directive: "drain" },
+      commandId: "r1",
+    });
+    expect(reused.status).toBe(200);
+    const status = await call(cluster.voter(0).httpUrl, "GET", "/v1/admin/admission");
+    expect(status.body).toMatchObject({
+      nodeId: "voter1",
+      commandAdmission: { data: { commands: 0, retainedBytes: 0 } },
+    });
+  });
+
+  it("keeps acknowledged writes across a restart of every voter", async () => {
+    cluster = await VoterCluster.start();
+    const leader = await cluster.waitForLeader();
+    for (let i = 0; i < 20; i++) {
+      const r = await call(cluster.voter(leader).httpUrl, "PUT", `/v1/catalog/k${i}`, {
+        body: { value: i },
+        commandId: `c${i}`,
+      });
+      expect(r.status).toBe(200);
+    }
+    for (let i = 0; i < 3; i++) await cluster.restart(i);
+    await cluster.waitForLeader();
+    for (let i = 0; i < 20; i += 7) {
+      const r = await call(cluster.voter(i % 3).httpUrl, "GET", `/v1/catalog/k${i}`);
+      expect(r.body).toMatchObject({ value: i, version: 1 });
+    }
+  });
+
+  it("refuses to join a voter whose canonical limits differ", async () => {
+    cluster = await VoterCluster.start({ voterEnv: { 2: { KeyLoad__Canonical__MaxLeaseBatch: "7" } } });
+    const deadline = Date.now() + 5000;
+    while (
+      !cluster.voter(0).driver.isLeader() &&
+      !cluster.voter(1).driver.isLeader() &&
+      Date.now() < deadline
+    ) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const ok = await call(cluster.voter(0).httpUrl, "PUT", "/v1/catalog/x", {
+      body: { value: 1 },
+      commandId: "x1",
+    });
+    expect(ok.status).toBe(200);
+    expect(cluster.voter(2).driver.status().leader).toBeNull();
+    expect(cluster.voter(2).driver.status().commit).toBe(0);
+  });
+});

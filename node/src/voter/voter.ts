@@ -1,0 +1,187 @@
+import { randomInt } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import pino, { type Logger } from "pino";
+import { Registry } from "prom-client";
+import { ApplyWorker } from "../admission/apply-worker.js";
+import { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
+import type { VoterConfig } from "../config/voter-config.js";
+import { createHttpServer, type HttpServer } from "../http/http-server.js";
+import { PeerTransport } from "../peer/peer-transport.js";
+import { SeededRandom } from "../raft/seeded-random.js";
+import { hashApiKey } from "../state/api-key.js";
+import { StateMachine } from "../state/state-machine.js";
+import { DurableLogStore } from "../storage/durable-log-store.js";
+import { DurableLogWriter } from "../storage/durable-log-writer.js";
+import { SnapshotPolicy } from "../storage/snapshot-policy.js";
+import {
+  type CommandResult,
+  CommandRouter,
+  FORWARD_CHANNEL,
+  forwardHandler,
+  type VoterCommand,
+} from "./command-router.js";
+import { RaftDriver } from "./raft-driver.js";
+import { registerVoterMetrics } from "./voter-metrics.js";
+import { KeyLoadVoterService } from "./voter-service-impl.js";
+
+export interface RunningVoter {
+  readonly nodeId: string;
+  readonly httpUrl: string;
+  readonly peerAddress: string;
+  readonly driver: RaftDriver;
+  readonly logger: Logger;
+  /** Graceful: stop accepting, answer queued commands, let the active unit finish, hand leadership over, close storage. */
+  shutdown(): Promise<void>;
+}
+
+/**
+ * The composition root: storage, the state machine, the Raft driver, the peer transport, both
+ * admission governors, the apply worker and the HTTP edge, wired and started in that order.
+ */
+export async function startVoter(config: VoterConfig, logger?: Logger): Promise<RunningVoter> {
+  const log = logger ?? pino({ level: config.log.level, base: { nodeId: config.node.id } });
+  const { node, cluster, raft } = config;
+  mkdirSync(join(node.dataDir, "raft"), { recursive: true });
+  mkdirSync(join(node.dataDir, "state"), { recursive: true });
+
+  const voters = cluster.voters.map((v) => v.id);
+  const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters } });
+  const writer = new DurableLogWriter(
+    store,
+    new SnapshotPolicy({
+      entries: raft.snapshotIntervalEntries,
+      bytes: raft.snapshotIntervalBytes,
+      retainEntries: Math.min(5000, raft.snapshotIntervalEntries),
+    }),
+  );
+  const stateMachine = StateMachine.open({
+    path: join(node.dataDir, "state", "state.sqlite"),
+    limits: config.canonical,
+    bootstrapAdminKeyHash: hashApiKey(config.bootstrap.adminKey),
+  });
+  // A crash between persisting a received snapshot and installing it leaves the state behind the log.
+  const snapshotPath = store.currentSnapshotPath();
+  if (snapshotPath !== null && stateMachine.applied().index < store.snapshotIndex()) {
+    stateMachine.restoreFromSnapshot(snapshotPath);
+    log.info(
+      { index: store.snapshotIndex() },
+      "installed the log's snapshot into the state machine at start",
+    );
+  }
+
+  const httpPort = node.httpPort === 0 ? await freePort(node.httpHost) : node.httpPort;
+  const httpUrl = `http://${urlHost(node.httpHost)}:${httpPort}`;
+  const transport = new PeerTransport({
+    nodeId: node.id,
+    host: node.peerHost,
+    port: node.peerPort,
+    voters: cluster.voters,
+    secret: cluster.secret,
+    httpUrl,
+    canonicalLimits: { ...config.canonical },
+    logger: log.child({ component: "peer" }),
+  });
+  const driver = new RaftDriver({
+    id: node.id,
+    voters,
+    store,
+    writer,
+    stateMachine,
+    transport,
+    random: new SeededRandom(randomInt(2 ** 31)),
+    logger: log.child({ component: "raft" }),
+    electionTimeoutMs: raft.electionTimeoutMs,
+    heartbeatIntervalMs: raft.heartbeatIntervalMs,
+    maxUncommittedBytes: raft.maxUncommittedBytes,
+  });
+  const commandGovernor = new CommandAdmissionGovernor(config.commandAdmission);
+  const httpGovernor = new HttpAdmissionGovernor(config.httpAdmission);
+  const router = new CommandRouter(
+    driver,
+    transport,
+    log.child({ component: "router" }),
+    raft.replicationDeadlineMs,
+  );
+  const worker = new ApplyWorker<VoterCommand, CommandResult>(router, {
+    maxConsecutiveControl: config.commandAdmission.MaxConsecutiveControl,
+    replicationDeadlineMs: raft.replicationDeadlineMs,
+  });
+  transport.handle(FORWARD_CHANNEL, forwardHandler(commandGovernor, worker, driver));
+
+  const metricsRegistry = new Registry();
+  const rejections = registerVoterMetrics(metricsRegistry, {
+    driver,
+    stateMachine,
+    commandGovernor,
+    transport,
+  });
+  const service = new KeyLoadVoterService({
+    nodeId: node.id,
+    httpUrl,
+    driver,
+    stateMachine,
+    transport,
+    commandGovernor,
+    httpGovernor,
+    worker,
+    metricsRegistry,
+    rejections,
+    readyLagEntries: 1000,
+  });
+  const http: HttpServer = createHttpServer({
+    service,
+    httpAdmission: httpGovernor,
+    logger: log.child({ component: "http" }),
+  });
+
+  await transport.start();
+  driver.start();
+  await http.listen(node.httpHost, httpPort);
+  log.info({ httpUrl, peer: `${node.peerHost}:${node.peerPort}`, voters }, "voter started");
+
+  let stopping: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      log.info("shutting down");
+      const closingHttp = http.close();
+      await worker.shutdown();
+      if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
+      await closingHttp;
+      await driver.stop();
+      await transport.close();
+      await writer.close();
+      await stateMachine.close();
+      log.info("voter stopped");
+    })();
+    return stopping;
+  };
+
+  return {
+    nodeId: node.id,
+    httpUrl,
+    peerAddress: `${node.peerHost}:${node.peerPort}`,
+    driver,
+    logger: log,
+    shutdown,
+  };
+}
+
+function urlHost(host: string): string {
+  return host.includes(":") ? `[${host}]` : host;
+}
+
+/** A free port on `host`, for a voter configured with HttpPort 0 (tests): its URL is announced before it listens. */
+function freePort(host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, host, () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
