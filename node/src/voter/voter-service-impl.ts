@@ -120,7 +120,8 @@ export class KeyLoadVoterService implements VoterService {
       case "dispatch.read": {
         const after = nonNegative(req.query.after ?? "0", "after");
         const limit = req.query.limit === undefined ? undefined : nonNegative(req.query.limit, "limit");
-        return { directives: sm.readDispatch(tenant, req.params.channel!, after, limit) };
+        const channel = req.params.channel!;
+        return { channel, directives: sm.readDispatch(tenant, channel, after, limit) };
       }
       case "admin.admissionStatus":
         return admissionStatus(this.parts.nodeId, this.parts.commandGovernor, this.parts.httpGovernor);
