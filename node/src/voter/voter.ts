@@ -82,7 +82,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     secret: cluster.secret,
     httpUrl,
     canonicalLimits: { ...config.canonical },
-    logger: log.child({ component: "peer" }),
+    logger: log,
   });
   const driver = new RaftDriver({
     id: node.id,
