@@ -8,7 +8,7 @@ import { type RunningVoter, startVoter } from "../voter.js";
 
 export const ADMIN_KEY = "test-admin-key-0123456789";
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);
@@ -121,7 +121,12 @@ export async function call(
     headers["content-type"] = "application/json";
     body = typeof options.body === "string" ? options.body : JSON.stringify(options.body);
   }
-  const res = await fetch(`${url}${path}`, { method, headers, ...(body === undefined ? {} : { body }) });
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers,
+    signal: AbortSignal.timeout(15_000),
+    ...(body === undefined ? {} : { body }),
+  });
   const text = await res.text();
   return {
     status: res.status,

@@ -1,0 +1,122 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, describe, expect, it } from "vitest";
+import { SeededRandom } from "../raft/seeded-random.js";
+import { ADMIN_KEY, call, freePort } from "./testing/voter-cluster.js";
+
+const NODE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+let dir: string | undefined;
+let child: ChildProcess | undefined;
+afterEach(() => {
+  child?.kill("SIGKILL");
+  child = undefined;
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** A single-voter cluster as a real process, so SIGKILL lands anywhere: mid-fsync, between fsync and apply... */
+async function startVoterProcess(dataDir: string, httpPort: number, peerPort: number): Promise<ChildProcess> {
+  const proc = spawn(process.execPath, ["--conditions=source", "--import", "tsx", "src/main.ts"], {
+    cwd: NODE_DIR,
+    stdio: ["ignore", "ignore", "pipe"],
+    env: {
+      ...process.env,
+      KeyLoad__Node__Id: "voter1",
+      KeyLoad__Node__DataDir: dataDir,
+      KeyLoad__Node__HttpPort: String(httpPort),
+      KeyLoad__Node__PeerPort: String(peerPort),
+      KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
+      KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+      KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
+      KeyLoad__Raft__ElectionTimeoutMs: "200",
+      KeyLoad__Raft__HeartbeatIntervalMs: "20",
+      // Small intervals so snapshots and compaction happen between the kills too.
+      KeyLoad__Raft__SnapshotIntervalEntries: "150",
+      KeyLoad__Log__Level: "silent",
+    },
+  });
+  let stderr = "";
+  proc.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const url = `http://127.0.0.1:${httpPort}`;
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null) throw new Error(`the voter exited with ${proc.exitCode}: ${stderr}`);
+    try {
+      const res = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(1000) });
+      if (res.status === 200) return proc;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`the voter did not become ready: ${stderr}`);
+}
+
+describe("a voter killed with SIGKILL at random points", () => {
+  it("keeps every acknowledged write and applies each exactly once after restart", async () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-kill-"));
+    const httpPort = await freePort();
+    const peerPort = await freePort();
+    const url = `http://127.0.0.1:${httpPort}`;
+    const random = new SeededRandom(20261130);
+    /** key -> the highest value acknowledged; every write increments its key's counter. */
+    const acked = new Map<string, number>();
+    let next = 0;
+    for (let round = 0; round < 5; round++) {
+      child = await startVoterProcess(join(dir, "voter1"), httpPort, peerPort);
+      let stop = false;
+      const writers = Array.from({ length: 8 }, async (_, w) => {
+        while (!stop) {
+          const n = next++;
+          const key = `k${w}`;
+          try {
+            const r = await call(url, "PUT", `/v1/catalog/${key}`, {
+              body: { value: n },
+              commandId: `c${n}`,
+            });
+            if (r.status === 200) acked.set(key, n);
+          } catch {
+            // Killed mid-request: the outcome is unknown, which the check below allows.
+          }
+        }
+      });
+      await new Promise((r) => setTimeout(r, 300 + random.nextInt(700)));
+      child.kill("SIGKILL");
+      stop = true;
+      await Promise.all(writers);
+      const killed = child;
+      // A process ended by a signal keeps exitCode null; signalCode says it is gone.
+      await new Promise<void>((r) =>
+        killed.exitCode !== null || killed.signalCode !== null ? r() : killed.once("exit", () => r()),
+      );
+    }
+    child = await startVoterProcess(join(dir, "voter1"), httpPort, peerPort);
+    expect(acked.size).toBe(8);
+    for (const [key, n] of acked) {
+      const doc = await call(url, "GET", `/v1/catalog/${key}`);
+      expect(doc.status).toBe(200);
+      // A later unacknowledged write may have committed too, never an earlier value.
+      expect(doc.body.value as number).toBeGreaterThanOrEqual(n);
+      const outcome = await call(url, "GET", `/v1/commands/c${n}`);
+      expect(outcome.body).toMatchObject({ status: "committed" });
+    }
+    // Every write applied exactly once: a document's version counts the writes that committed to it,
+    // each committed command ID having exactly one outcome.
+    const committed = new Map<string, number>();
+    for (let n = 0; n < next; n++) {
+      const o = await call(url, "GET", `/v1/commands/c${n}`);
+      const key = (o.body.result as { key?: string } | undefined)?.key;
+      if (o.status === 200 && key) committed.set(key, (committed.get(key) ?? 0) + 1);
+    }
+    for (let w = 0; w < 8; w++) {
+      const doc = await call(url, "GET", `/v1/catalog/k${w}`);
+      expect(doc.body.version).toBe(committed.get(`k${w}`));
+    }
+  }, 120_000);
+});
