@@ -223,14 +223,7 @@ export class RaftNode {
     } else if (m.term < this.term) {
       if (m.type === "append" || m.type === "heartbeat") {
         // A stale leader (e.g. healed from a partition) learns our term from this and steps down.
-        this.send({
-          type: "append-response",
-          to: m.from,
-          index: 0,
-          reject: false,
-          rejectHint: 0,
-          logTerm: 0,
-        });
+        this.acknowledge(m.from, 0);
       } else if (m.type === "pre-vote") {
         this.send({ type: "pre-vote-response", to: m.from, reject: true });
       }
@@ -884,26 +877,12 @@ export class RaftNode {
 
   private handleAppend(m: AppendMessage): void {
     if (m.index < this.log.committed) {
-      this.send({
-        type: "append-response",
-        to: m.from,
-        index: this.log.committed,
-        reject: false,
-        rejectHint: 0,
-        logTerm: 0,
-      });
+      this.acknowledge(m.from, this.log.committed);
       return;
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== null) {
-      this.send({
-        type: "append-response",
-        to: m.from,
-        index: lastNew,
-        reject: false,
-        rejectHint: 0,
-        logTerm: 0,
-      });
+      this.acknowledge(m.from, lastNew);
       return;
     }
     // Tell the leader where our logs can next agree so it skips whole terms in one round trip.
@@ -918,6 +897,11 @@ export class RaftNode {
     });
   }
 
+  /** A successful append answer: our log matches the leader's up to `index`. */
+  private acknowledge(to: NodeId, index: number): void {
+    this.send({ type: "append-response", to, index, reject: false, rejectHint: 0, logTerm: 0 });
+  }
+
   private handleHeartbeat(m: HeartbeatMessage): void {
     this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
     this.send({ type: "heartbeat-response", to: m.from, readRound: m.readRound });
@@ -927,14 +911,7 @@ export class RaftNode {
     if (m.meta.index <= this.log.committed) {
       // We already hold everything the snapshot covers: tell the leader where we stand.
       this.incoming = null;
-      this.send({
-        type: "append-response",
-        to: m.from,
-        index: this.log.committed,
-        reject: false,
-        rejectHint: 0,
-        logTerm: 0,
-      });
+      this.acknowledge(m.from, this.log.committed);
       return;
     }
     const respond = (nextOffset: number, reject: boolean): void =>
@@ -980,14 +957,7 @@ export class RaftNode {
     this.restore({ meta: inc.meta, data: concat(inc.chunks, inc.totalBytes) });
     // Only the committed prefix is known to match the leader: entries we kept after a fast-forward
     // may come from a deposed leader and must not be acknowledged.
-    this.send({
-      type: "append-response",
-      to: m.from,
-      index: this.log.committed,
-      reject: false,
-      rejectHint: 0,
-      logTerm: 0,
-    });
+    this.acknowledge(m.from, this.log.committed);
   }
 
   private restore(snapshot: Snapshot): void {
