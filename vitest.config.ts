@@ -13,7 +13,12 @@ export default defineConfig({
         extends: true,
         test: {
           name: "unit",
-          include: ["contract/src/**/*.test.ts", "node/src/**/*.test.ts", "scripts/**/*.test.ts"],
+          include: [
+            "client/src/**/*.test.ts",
+            "contract/src/**/*.test.ts",
+            "node/src/**/*.test.ts",
+            "scripts/**/*.test.ts",
+          ],
           exclude: ["node/src/sim/**", "**/node_modules/**"],
           environment: "node",
         },
@@ -25,6 +30,17 @@ export default defineConfig({
           include: ["node/src/sim/**/*.test.ts"],
           environment: "node",
           testTimeout: 600_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // Real voter processes on loopback: each file starts its own isolated clusters.
+          name: "apphost",
+          include: ["apphost/src/**/*.test.ts"],
+          environment: "node",
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
     ],

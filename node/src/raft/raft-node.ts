@@ -721,6 +721,14 @@ export class RaftNode {
 
   private handleAppendResponse(m: AppendResponseMessage, pr: Progress): void {
     if (m.reject) {
+      if (m.index >= pr.match && m.rejectHint < pr.match && pr.state !== "snapshot") {
+        // The follower no longer holds entries it acknowledged: its data directory was wiped or
+        // restored from an old copy. Start over from what it has rather than probe forever above it.
+        pr.match = m.rejectHint;
+        pr.becomeProbe();
+        this.sendAppend(m.from, pr, false);
+        return;
+      }
       let hint = m.rejectHint;
       if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
       if (pr.maybeDecrTo(m.index, hint)) {

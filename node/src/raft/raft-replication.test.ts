@@ -357,3 +357,20 @@ describe("replication from the leader", () => {
     expect(s.terms()).toEqual(leaderTerms);
   });
 });
+
+describe("a follower that lost its data", () => {
+  it("is brought back from scratch instead of being probed above what it holds", () => {
+    const c = new LocalCluster(["a", "b", "c"]);
+    c.elect("a");
+    for (let i = 0; i < 5; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    c.tickAll(2);
+    expect(c.node("a").status().progress.c!.match).toBe(6);
+    c.wipe("c");
+    for (let i = 5; i < 8; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    c.tickAll(3);
+    expect(c.node("c").status().commit).toBe(c.node("a").status().commit);
+    expect(c.appliedData("c")).toEqual(["v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"]);
+  });
+});

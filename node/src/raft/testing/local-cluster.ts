@@ -92,6 +92,12 @@ export class LocalCluster {
     this.members.set(id, this.build(id, old.storage, seed));
   }
 
+  /** Rebuilds a node on empty storage, as after its data directory was wiped. */
+  wipe(id: NodeId, seed = 98): void {
+    this.pending.delete(id);
+    this.members.set(id, this.build(id, new MemoryStorage({ voters: this.ids }), seed));
+  }
+
   isolate(id: NodeId): void {
     for (const other of this.ids) {
       if (other === id) continue;

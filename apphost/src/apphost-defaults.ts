@@ -1,0 +1,25 @@
+/** Every AppHost setting that has a default, declared once. */
+export const APPHOST_DEFAULTS = {
+  /** The state dir, relative to the repository root. */
+  stateDirName: ".keyload",
+  /** The `.env` file, relative to the repository root. */
+  envFileName: ".env",
+  /** Voters bind loopback only: the AppHost is a local development and test tool. */
+  host: "127.0.0.1",
+  /** voter1 gets the base port, voter2 the next, and so on. */
+  httpPortBase: 7101,
+  peerPortBase: 7201,
+  runtime: "process",
+  /** How long `up` waits for every voter to be ready and one leader to be elected. */
+  readinessTimeoutMs: 60_000,
+  /** How long `start` waits for one voter's HTTP endpoint to answer. */
+  startTimeoutMs: 30_000,
+  /** How long a voter has to exit after SIGTERM before it gets SIGKILL. */
+  stopGraceMs: 10_000,
+  /** How often readiness and exits are polled. */
+  pollIntervalMs: 150,
+  /** How long one health probe may take. */
+  probeTimeoutMs: 1_000,
+  /** How many of a failing voter's log lines an error shows. */
+  failureLogLines: 25,
+} as const;

@@ -1,0 +1,144 @@
+/**
+ * Every failure the AppHost reports. Each class has a stable `code` that scripts and tests can match
+ * on; the message is written for the person at the terminal.
+ */
+export abstract class AppHostError extends Error {
+  abstract readonly code: string;
+
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** The command line could not be understood. The CLI exits with status 2 for this one. */
+export class UsageError extends AppHostError {
+  readonly code = "AppHostUsage";
+}
+
+export class UnknownVoterError extends AppHostError {
+  readonly code = "AppHostUnknownVoter";
+
+  constructor(
+    readonly voter: string,
+    known: readonly string[],
+  ) {
+    super(`there is no voter named ${JSON.stringify(voter)} (the voters are ${known.join(", ")})`);
+  }
+}
+
+/** A port the cluster needs is held by another process. */
+export class PortInUseError extends AppHostError {
+  readonly code = "AppHostPortInUse";
+
+  constructor(
+    readonly port: number,
+    readonly host: string,
+    readonly purpose: string,
+  ) {
+    super(
+      `port ${port} on ${host} (${purpose}) is already in use: stop whatever holds it, or run with --isolated to use free ports`,
+    );
+  }
+}
+
+/** An environment variable the AppHost reads but cannot accept. */
+export class InvalidSettingError extends AppHostError {
+  readonly code = "AppHostInvalidSetting";
+
+  constructor(
+    readonly variable: string,
+    reason: string,
+  ) {
+    super(`${variable}: ${reason}`);
+  }
+}
+
+/** A voter exited, or could not be spawned, before it was up. Carries the voter's last log lines. */
+export class VoterStartError extends AppHostError {
+  readonly code = "AppHostVoterFailedToStart";
+
+  constructor(
+    readonly voter: string,
+    readonly outcome: string,
+    readonly lastLines: readonly string[],
+    readonly logFile: string,
+  ) {
+    super(
+      `${voter} failed to start: ${outcome}` +
+        (lastLines.length > 0
+          ? `\n  last lines of ${logFile}:\n${lastLines.map((l) => `    ${l}`).join("\n")}`
+          : `\n  (nothing in ${logFile})`),
+    );
+  }
+}
+
+/** The voters ran but the cluster did not become ready in time. */
+export class ReadinessTimeoutError extends AppHostError {
+  readonly code = "AppHostReadinessTimeout";
+
+  constructor(
+    readonly timeoutMs: number,
+    readonly summary: string,
+  ) {
+    super(`the cluster was not ready within ${Math.round(timeoutMs / 1000)} s: ${summary}`);
+  }
+}
+
+/** Ctrl-C (or SIGTERM) arrived while the AppHost was still waiting for something. */
+export class InterruptedError extends AppHostError {
+  readonly code = "AppHostInterrupted";
+}
+
+/** The operation needs no cluster running in the state dir, but one is. */
+export class ClusterRunningError extends AppHostError {
+  readonly code = "AppHostClusterRunning";
+}
+
+/** The operation needs a cluster (state) in the state dir, but there is none. */
+export class NoClusterError extends AppHostError {
+  readonly code = "AppHostNoCluster";
+}
+
+/** The voter is not in the state the operation needs (e.g. start a running voter, wipe a running one). */
+export class VoterStateError extends AppHostError {
+  readonly code = "AppHostVoterState";
+}
+
+/** The state dir holds something the AppHost cannot use, or refuses to touch. */
+export class StateDirError extends AppHostError {
+  readonly code = "AppHostStateDir";
+}
+
+export class ContainerRuntimeUnavailableError extends AppHostError {
+  readonly code = "AppHostContainerRuntimeUnavailable";
+
+  constructor() {
+    super(
+      "the container runtime needs a Docker engine, which is not available on this machine; use --runtime process",
+    );
+  }
+}
+
+/** A command sent to the AppHost that runs a cluster in the foreground failed there, or could not be sent. */
+export class ControlChannelError extends AppHostError {
+  readonly code = "AppHostControlChannel";
+
+  constructor(
+    message: string,
+    /** The code of the error the foreground AppHost reported, when it reported one. */
+    readonly remoteCode?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** `partition` needs root and a working iptables; the message says which is missing. */
+export class PartitionUnavailableError extends AppHostError {
+  readonly code = "AppHostPartitionUnavailable";
+}
+
+/** An iptables command failed while partitioning or healing. */
+export class PartitionFailedError extends AppHostError {
+  readonly code = "AppHostPartitionFailed";
+}

@@ -1,0 +1,90 @@
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
+import { isVoterName, VOTER_NAMES, type VoterName, type VoterPorts } from "./app-model.js";
+import { StateDirError } from "./apphost-errors.js";
+import { isAlive, type ProcessRecord } from "./process-table.js";
+
+/**
+ * The AppHost's own record of a cluster, `apphost.json` in the state dir, so every later command can
+ * address the cluster by `--state-dir` alone: which voters run with which pids and ports, how they were
+ * started and with what forwarded configuration (never the secret or the admin key, which stay in
+ * their own files).
+ */
+export interface VoterRecord extends VoterPorts {
+  readonly name: VoterName;
+  readonly forwardedEnv: Readonly<Record<string, string>>;
+  readonly process: ProcessRecord | null;
+}
+
+export interface OwnerRecord extends ProcessRecord {
+  /** Where the foreground AppHost takes commands for its voters (control-channel.ts). */
+  readonly controlSocket: string;
+}
+
+export interface AppHostState {
+  readonly version: 1;
+  readonly runtime: "process";
+  /** `foreground`: an AppHost process supervises the voters; `detached`: nobody does. */
+  readonly mode: "foreground" | "detached";
+  readonly owner: OwnerRecord | null;
+  readonly voters: readonly VoterRecord[];
+}
+
+function isProcessRecord(value: unknown): value is ProcessRecord {
+  const r = value as ProcessRecord | null;
+  return (
+    typeof r === "object" &&
+    r !== null &&
+    Number.isInteger(r.pid) &&
+    (r.startTicks === null || typeof r.startTicks === "number")
+  );
+}
+
+function isState(value: unknown): value is AppHostState {
+  const s = value as AppHostState | null;
+  if (typeof s !== "object" || s === null || s.version !== 1 || s.runtime !== "process") return false;
+  if (s.mode !== "foreground" && s.mode !== "detached") return false;
+  if (s.owner !== null && !(isProcessRecord(s.owner) && typeof s.owner.controlSocket === "string"))
+    return false;
+  return (
+    Array.isArray(s.voters) &&
+    s.voters.length === VOTER_NAMES.length &&
+    s.voters.every(
+      (v) =>
+        isVoterName(v.name) &&
+        Number.isInteger(v.httpPort) &&
+        Number.isInteger(v.peerPort) &&
+        typeof v.forwardedEnv === "object" &&
+        v.forwardedEnv !== null &&
+        (v.process === null || isProcessRecord(v.process)),
+    )
+  );
+}
+
+/** The recorded state, or undefined when the state dir has none. */
+export function readState(stateFile: string): AppHostState | undefined {
+  if (!existsSync(stateFile)) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(stateFile, "utf8"));
+  } catch (err) {
+    throw new StateDirError(`${stateFile} cannot be read: ${(err as Error).message}`);
+  }
+  if (!isState(parsed)) {
+    throw new StateDirError(`${stateFile} is not an AppHost state file this version understands`);
+  }
+  return parsed;
+}
+
+/** Replaces the state file atomically, so a command reading it never sees half of it. */
+export function writeState(stateFile: string, state: AppHostState): void {
+  mkdirSync(dirname(stateFile), { recursive: true });
+  const temporary = `${stateFile}.${process.pid}.tmp`;
+  writeFileSync(temporary, `${JSON.stringify(state, null, 2)}\n`, { mode: 0o600 });
+  renameSync(temporary, stateFile);
+}
+
+/** Whether the recorded foreground AppHost or any recorded voter is still alive. */
+export function isStateRunning(state: AppHostState): boolean {
+  return isAlive(state.owner) || state.voters.some((v) => isAlive(v.process));
+}

@@ -1,0 +1,133 @@
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { parseVoterName, type VoterName } from "./app-model.js";
+import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+import { UsageError } from "./apphost-errors.js";
+import { VOTER_OPERATIONS, type VoterOperation } from "./control-channel.js";
+import { REPO_ROOT } from "./repo-layout.js";
+import { parseRuntimeKind, type RuntimeKind } from "./runtime-kind.js";
+
+export const USAGE = `Usage: pnpm apphost <command> [options]
+
+Commands:
+  up [--detach] [--fresh] [--isolated]   start the three voters and wait until the cluster is ready;
+                                         in the foreground Ctrl-C stops them (a second Ctrl-C kills them)
+  down                                   stop the cluster gracefully (SIGTERM, then SIGKILL after a grace period)
+  status [--json]                        each voter's process state, role, term and forwarded configuration
+  logs [voterN] [--follow] [--raw]       the voters' logs without health probes (--raw: the JSON lines as written)
+  start|stop|kill|restart voterN         local cluster debugging
+  pause|resume voterN                    SIGSTOP / SIGCONT one voter
+
+Options:
+  --state-dir DIR        the cluster's state dir (default .keyload in the repository root)
+  --fresh                wipe the state dir first
+  --isolated             free ports instead of 7101-7103 (HTTP) and 7201-7203 (peer)
+  --runtime KIND         process (default) or container
+  --env-file FILE        the dotenv file to read (default .env in the repository root)
+  -h, --help             this text
+
+Configuration: every KeyLoad__Section__Property variable (from the environment, or the .env file, which
+the environment overrides) goes to all voters; AppHost__Voters__voterN__KeyLoad__Section__Property goes
+to voterN alone, over the shared value.`;
+
+export type CommandName = "up" | "down" | "status" | "logs" | "help" | VoterOperation;
+
+export interface CliOptions {
+  readonly command: CommandName;
+  readonly voter?: VoterName;
+  readonly stateDir: string;
+  readonly envFile: string;
+  readonly runtime: RuntimeKind;
+  readonly fresh: boolean;
+  readonly isolated: boolean;
+  readonly detach: boolean;
+  readonly json: boolean;
+  readonly follow: boolean;
+  readonly raw: boolean;
+}
+
+const OPTIONS = {
+  "state-dir": { type: "string" },
+  "env-file": { type: "string" },
+  runtime: { type: "string", default: APPHOST_DEFAULTS.runtime },
+  fresh: { type: "boolean", default: false },
+  isolated: { type: "boolean", default: false },
+  detach: { type: "boolean", default: false },
+  json: { type: "boolean", default: false },
+  follow: { type: "boolean", default: false },
+  raw: { type: "boolean", default: false },
+  help: { type: "boolean", short: "h", default: false },
+} as const;
+
+type OptionName = keyof typeof OPTIONS;
+
+/** The options each command accepts beyond --state-dir, --runtime and --help, which all accept. */
+const COMMAND_OPTIONS: Record<Exclude<CommandName, "help">, readonly OptionName[]> = {
+  up: ["detach", "fresh", "isolated", "env-file"],
+  down: [],
+  status: ["json"],
+  logs: ["follow", "raw"],
+  start: [],
+  stop: [],
+  kill: [],
+  restart: [],
+  pause: [],
+  resume: [],
+};
+const COMMON: readonly OptionName[] = ["state-dir", "runtime", "help"];
+
+function isCommand(value: string): value is Exclude<CommandName, "help"> {
+  return Object.hasOwn(COMMAND_OPTIONS, value);
+}
+
+/** Parses the command line; relative paths are taken from `cwd`. Throws UsageError. */
+export function parseCli(argv: readonly string[], cwd: string = process.cwd()): CliOptions {
+  const parsed = (() => {
+    try {
+      return parseArgs({
+        args: [...argv],
+        options: OPTIONS,
+        allowPositionals: true,
+        strict: true,
+        tokens: true,
+      });
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+  })();
+  const { values, positionals, tokens } = parsed;
+  const [name, ...rest] = positionals;
+  const base = {
+    stateDir: values["state-dir"]
+      ? resolve(cwd, values["state-dir"])
+      : join(REPO_ROOT, APPHOST_DEFAULTS.stateDirName),
+    envFile: values["env-file"]
+      ? resolve(cwd, values["env-file"])
+      : join(REPO_ROOT, APPHOST_DEFAULTS.envFileName),
+    runtime: parseRuntimeKind(values.runtime),
+    fresh: values.fresh,
+    isolated: values.isolated,
+    detach: values.detach,
+    json: values.json,
+    follow: values.follow,
+    raw: values.raw,
+  };
+  if (values.help || name === undefined || name === "help") return { ...base, command: "help" };
+  if (!isCommand(name)) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
+
+  const allowed = new Set([...COMMON, ...COMMAND_OPTIONS[name]]);
+  for (const option of Object.keys(OPTIONS) as OptionName[]) {
+    const given = tokens.some((t) => t.kind === "option" && t.name === option);
+    if (given && !allowed.has(option)) throw new UsageError(`${name} does not take --${option}`);
+  }
+
+  const needsVoter = (VOTER_OPERATIONS as readonly string[]).includes(name);
+  if (needsVoter && rest.length !== 1)
+    throw new UsageError(`${name} needs exactly one voter, e.g. ${name} voter1`);
+  if (name === "logs" && rest.length > 1) throw new UsageError("logs takes at most one voter");
+  if (!needsVoter && name !== "logs" && rest.length > 0) {
+    throw new UsageError(`${name} takes no arguments, but got ${rest.join(" ")}`);
+  }
+  const voter = rest[0] === undefined ? undefined : parseVoterName(rest[0]);
+  return voter === undefined ? { ...base, command: name } : { ...base, command: name, voter };
+}

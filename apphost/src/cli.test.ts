@@ -1,0 +1,153 @@
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { KeyLoadClient } from "@keyload/client";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ClusterStatus } from "./cluster-status.js";
+import { runCli, survivors } from "./test-support/cli-process.js";
+
+// One detached cluster, driven through the command line the way a script would.
+let dir: string;
+let stateDir: string;
+let envFile: string;
+let pids: number[] = [];
+
+async function status(): Promise<ClusterStatus> {
+  const result = await runCli(["status", "--json", "--state-dir", stateDir]);
+  expect(result.exitCode, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as ClusterStatus;
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "keyload-cli-"));
+  stateDir = join(dir, "state");
+  envFile = join(dir, ".env");
+  writeFileSync(
+    envFile,
+    [
+      "KeyLoad__CommandAdmission__MaxCommands=111",
+      "KeyLoad__CommandAdmission__MaxCommandsPerTenant=77",
+      "AppHost__Voters__voter3__KeyLoad__HttpAdmission__MaxRequests=9",
+    ].join("\n"),
+  );
+  const up = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir, "--env-file", envFile], {
+    KeyLoad__CommandAdmission__MaxCommands: "222",
+    KeyLoad__HttpAdmission__MaxRequests: "20",
+    AppHost__Voters__voter2__KeyLoad__HttpAdmission__MaxRequests: "5",
+  });
+  expect(up.exitCode, `${up.stdout}\n${up.stderr}`).toBe(0);
+  expect(up.stdout).toContain("KeyLoad is ready");
+  expect(up.stdout).toContain(join(stateDir, "admin.key"));
+  pids = (await status()).voters.flatMap((v) => (v.pid === null ? [] : [v.pid]));
+});
+
+afterAll(async () => {
+  // Whatever the tests did, nothing may outlive them.
+  await runCli(["down", "--state-dir", stateDir]);
+  for (const pid of await survivors(pids, 5_000)) process.kill(pid, "SIGKILL");
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe("the AppHost command line", () => {
+  it("reports the contract's status JSON for a detached cluster", async () => {
+    const s = await status();
+    expect(Object.keys(s).sort()).toEqual(["adminKeyFile", "runtime", "stateDir", "voters"]);
+    expect(s).toMatchObject({ runtime: "process", stateDir, adminKeyFile: join(stateDir, "admin.key") });
+    expect(s.voters.map((v) => v.name)).toEqual(["voter1", "voter2", "voter3"]);
+    for (const v of s.voters) {
+      expect(Object.keys(v).sort()).toEqual(
+        ["dataDir", "forwardedEnv", "httpUrl", "name", "peerAddress", "pid", "role", "state", "term"].sort(),
+      );
+      expect(v.state).toBe("running");
+      expect(v.pid).toBeTypeOf("number");
+      expect(v.httpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(v.peerAddress).toMatch(/^127\.0\.0\.1:\d+$/);
+      expect(v.dataDir).toBe(join(stateDir, v.name));
+      expect(["leader", "follower"]).toContain(v.role);
+      expect(v.term).toBeGreaterThanOrEqual(1);
+    }
+    expect(s.voters.filter((v) => v.role === "leader")).toHaveLength(1);
+  });
+
+  it("keeps the admin key and the secret in owner-only files, and never shows them in status", async () => {
+    const adminKey = readFileSync(join(stateDir, "admin.key"), "utf8").trim();
+    const secret = readFileSync(join(stateDir, "cluster.secret"), "utf8").trim();
+    expect(statSync(join(stateDir, "admin.key")).mode & 0o777).toBe(0o600);
+    expect(statSync(join(stateDir, "cluster.secret")).mode & 0o777).toBe(0o600);
+    const shown = JSON.stringify(await status());
+    expect(shown).not.toContain(adminKey);
+    expect(shown).not.toContain(secret);
+  });
+
+  it("forwards shared and per-voter settings, the environment winning over .env", async () => {
+    const s = await status();
+    const expected = {
+      voter1: { maxRequests: 20 },
+      voter2: { maxRequests: 5 },
+      voter3: { maxRequests: 9 },
+    } as const;
+    const adminKey = readFileSync(join(stateDir, "admin.key"), "utf8").trim();
+    const client = new KeyLoadClient({ endpoints: s.voters.map((v) => v.httpUrl), apiKey: adminKey });
+    try {
+      for (const v of s.voters) {
+        const admission = await client.admissionStatus({ endpoint: v.httpUrl });
+        expect(admission.nodeId).toBe(v.name);
+        expect(admission.commandAdmission.limits).toMatchObject({
+          maxCommands: 222,
+          maxCommandsPerTenant: 77,
+        });
+        expect(admission.httpAdmission.limits).toMatchObject(expected[v.name as keyof typeof expected]);
+      }
+    } finally {
+      await client.close();
+    }
+    expect(s.voters[0]!.forwardedEnv).toEqual({
+      KeyLoad__CommandAdmission__MaxCommands: "222",
+      KeyLoad__CommandAdmission__MaxCommandsPerTenant: "77",
+      KeyLoad__HttpAdmission__MaxRequests: "20",
+    });
+    expect(s.voters[1]!.forwardedEnv).toMatchObject({ KeyLoad__HttpAdmission__MaxRequests: "5" });
+    expect(s.voters[2]!.forwardedEnv).toMatchObject({ KeyLoad__HttpAdmission__MaxRequests: "9" });
+  });
+
+  it("pauses and resumes a voter", async () => {
+    expect((await runCli(["pause", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
+    expect((await status()).voters[1]).toMatchObject({ state: "paused", role: "unknown" });
+    expect((await runCli(["resume", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
+    expect((await status()).voters[1]).toMatchObject({ state: "running" });
+  });
+
+  it("shows a voter's logs", async () => {
+    const logs = await runCli(["logs", "voter1", "--state-dir", stateDir]);
+    expect(logs.exitCode).toBe(0);
+    expect(logs.stdout).toMatch(/^voter1 +\| .*voter started/m);
+    const raw = await runCli(["logs", "voter3", "--raw", "--state-dir", stateDir]);
+    expect(raw.stdout.split("\n").some((l) => JSON.parse(l).msg === "voter started")).toBe(true);
+  });
+
+  it("refuses a second up on a running state dir", async () => {
+    const again = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
+    expect(again.exitCode).toBe(1);
+    expect(again.stderr).toContain("AppHostClusterRunning");
+  });
+
+  it("restarts a voter, then stops the cluster leaving no process", async () => {
+    const before = (await status()).voters[2]!.pid!;
+    const restart = await runCli(["restart", "voter3", "--state-dir", stateDir]);
+    expect(restart.exitCode, restart.stderr).toBe(0);
+    const after = (await status()).voters[2]!;
+    expect(after.state).toBe("running");
+    expect(after.pid).not.toBe(before);
+    pids.push(after.pid!);
+
+    const down = await runCli(["down", "--state-dir", stateDir]);
+    expect(down.exitCode, down.stderr).toBe(0);
+    expect(await survivors(pids, 2_000)).toEqual([]);
+    const s = await status();
+    expect(s.voters.map((v) => [v.state, v.pid])).toEqual([
+      ["stopped", null],
+      ["stopped", null],
+      ["stopped", null],
+    ]);
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * `pnpm apphost <command>`: the AppHost command line (contract section 2). Exit status 0 on success,
+ * 2 for a command line it cannot understand, 130 when interrupted, 1 for any other failure.
+ */
+import { AppHostError, ControlChannelError, InterruptedError } from "./apphost-errors.js";
+import { parseCli, USAGE } from "./cli-options.js";
+import { downCommand, logsCommand, statusCommand, voterCommand } from "./cluster-commands.js";
+import { paint } from "./log-line-format.js";
+import { assertRuntimeAvailable } from "./runtime-kind.js";
+import { TerminalOutput } from "./terminal-output.js";
+import { upCommand } from "./up-command.js";
+
+function report(err: AppHostError, output: TerminalOutput): void {
+  // A failure the foreground AppHost reported is shown with its own code.
+  const code = err instanceof ControlChannelError && err.remoteCode ? err.remoteCode : err.code;
+  const [headline, ...details] = err.message.split("\n");
+  output.clearStatus();
+  output.error(
+    [`${paint("apphost:", "\x1b[31m", output.colour)} ${headline} [${code}]`, ...details].join("\n"),
+  );
+}
+
+async function run(argv: readonly string[], output: TerminalOutput): Promise<number> {
+  let options: ReturnType<typeof parseCli>;
+  try {
+    options = parseCli(argv);
+  } catch (err) {
+    // Whatever is wrong with the command line (an unknown voter included) is a usage error.
+    if (!(err instanceof AppHostError)) throw err;
+    report(err, output);
+    output.error("Run `pnpm apphost --help` for the commands and options.");
+    return 2;
+  }
+  try {
+    if (options.command === "help") {
+      output.line(USAGE);
+      return 0;
+    }
+    assertRuntimeAvailable(options.runtime);
+    switch (options.command) {
+      case "up":
+        return await upCommand(options, output);
+      case "down":
+        return await downCommand(options, output);
+      case "status":
+        return await statusCommand(options, output);
+      case "logs":
+        return await logsCommand(options, output);
+      default:
+        // parseCli guarantees a voter for every voter operation.
+        return await voterCommand(options.command, options.voter!, options, output);
+    }
+  } catch (err) {
+    if (!(err instanceof AppHostError)) throw err;
+    report(err, output);
+    return err instanceof InterruptedError ? 130 : 1;
+  }
+}
+
+process.exitCode = await run(process.argv.slice(2), new TerminalOutput());
+// Keep-alive HTTP connections of the health probes may hold the event loop open for a while after the
+// work is done; they must not hold the command.
+setTimeout(() => process.exit(), 500).unref();

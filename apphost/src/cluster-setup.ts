@@ -1,0 +1,76 @@
+import { existsSync, readdirSync, rmSync } from "node:fs";
+import { buildAppModel, defaultPorts, stateDirPaths, type VoterName } from "./app-model.js";
+import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+import { ClusterRunningError, StateDirError } from "./apphost-errors.js";
+import { isStateRunning, readState } from "./apphost-state.js";
+import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
+import { forwardConfig } from "./config-forwarding.js";
+import { LocalCluster } from "./local-cluster.js";
+import { pickFreePorts } from "./port-allocation.js";
+
+export interface ClusterSetup {
+  readonly stateDir: string;
+  /** Free ports instead of the defaults. */
+  readonly isolated: boolean;
+  /** Wipe the state dir first. */
+  readonly fresh: boolean;
+  /** The variables to forward, `.env` and environment already merged. */
+  readonly variables: Iterable<{ readonly name: string; readonly value: string }>;
+  readonly supervised: boolean;
+  readonly voterGids?: Readonly<Record<VoterName, number>>;
+}
+
+export interface PreparedCluster {
+  readonly cluster: LocalCluster;
+  /**
+   * Records the admin key in the state dir once the voters accepted it. An admin key from the
+   * environment is only recorded then, so a key the voters refused never replaces the kept one.
+   */
+  keepAdminKey(): void;
+}
+
+/** What a state dir holds once an AppHost has used it; `--fresh` wipes nothing else. */
+const STATE_DIR_MARKERS = ["apphost.json", "admin.key", "cluster.secret", "logs"];
+
+function wipeStateDir(stateDir: string): void {
+  if (!existsSync(stateDir)) return;
+  const entries = readdirSync(stateDir);
+  if (entries.length > 0 && !entries.some((e) => STATE_DIR_MARKERS.includes(e))) {
+    throw new StateDirError(
+      `refusing to wipe ${stateDir} for --fresh: it does not look like a KeyLoad state dir`,
+    );
+  }
+  rmSync(stateDir, { recursive: true, force: true });
+}
+
+/**
+ * Builds the cluster for a state dir: refuses a state dir whose cluster is still running, wipes it when
+ * asked, forwards the configuration, picks the ports and loads (or generates) the credentials.
+ */
+export async function prepareCluster(setup: ClusterSetup): Promise<PreparedCluster> {
+  const probe = stateDirPaths(setup.stateDir);
+  const previous = readState(probe.stateFile);
+  if (previous && isStateRunning(previous)) {
+    throw new ClusterRunningError(
+      `a cluster is already running in ${probe.stateDir}: stop it with \`down\`, or use another --state-dir`,
+    );
+  }
+  if (setup.fresh) wipeStateDir(probe.stateDir);
+  const forwarded = forwardConfig(setup.variables);
+  const ports = setup.isolated ? await pickFreePorts(APPHOST_DEFAULTS.host) : defaultPorts();
+  const model = buildAppModel(setup.stateDir, ports);
+  const credentials = loadCredentials(model, forwarded.adminKey);
+  const cluster = new LocalCluster({
+    model,
+    credentials,
+    forwarded: forwarded.voters,
+    supervised: setup.supervised,
+    ...(setup.voterGids === undefined ? {} : { voterGids: setup.voterGids }),
+  });
+  return {
+    cluster,
+    keepAdminKey: () => {
+      if (!credentials.adminKeyIsKept) writePrivateFile(model.adminKeyFile, credentials.adminKey);
+    },
+  };
+}

@@ -1,0 +1,95 @@
+import { buildAppModel, defaultPorts, httpUrlOf, peerAddressOf, stateDirPaths } from "./app-model.js";
+import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+import { readState } from "./apphost-state.js";
+import { type ProcessState, processState } from "./process-table.js";
+import { probeVoter, UNREACHABLE, type VoterRole } from "./voter-health.js";
+
+/** `status --json`, contract section 2, field for field. */
+export interface VoterStatus {
+  readonly name: string;
+  readonly pid: number | null;
+  readonly httpUrl: string;
+  readonly peerAddress: string;
+  readonly dataDir: string;
+  readonly state: ProcessState;
+  readonly role: VoterRole;
+  readonly term: number | null;
+  readonly forwardedEnv: Readonly<Record<string, string>>;
+}
+
+export interface ClusterStatus {
+  readonly runtime: "process";
+  readonly stateDir: string;
+  readonly adminKeyFile: string;
+  readonly voters: readonly VoterStatus[];
+}
+
+/**
+ * The status of the cluster in `stateDir`, from the AppHost's state and each running voter's own
+ * `/health/ready`. A state dir with no cluster reports the default voters, stopped.
+ */
+export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
+  const stateFile = stateDirPaths(stateDir).stateFile;
+  const state = readState(stateFile);
+  const model = buildAppModel(stateDir, state?.voters ?? defaultPorts());
+  const voters = await Promise.all(
+    model.voters.map(async (voter, i): Promise<VoterStatus> => {
+      const record = state?.voters[i];
+      const processRecord = record?.process ?? null;
+      const current = processState(processRecord);
+      // A paused voter cannot answer; asking would only wait for the timeout.
+      const health =
+        current === "running"
+          ? await probeVoter(httpUrlOf(voter), APPHOST_DEFAULTS.probeTimeoutMs)
+          : UNREACHABLE;
+      return {
+        name: voter.name,
+        pid: current === "stopped" ? null : (processRecord?.pid ?? null),
+        httpUrl: httpUrlOf(voter),
+        peerAddress: peerAddressOf(voter),
+        dataDir: voter.dataDir,
+        state: current,
+        role: health.role,
+        term: health.term,
+        forwardedEnv: record?.forwardedEnv ?? {},
+      };
+    }),
+  );
+  return { runtime: "process", stateDir: model.stateDir, adminKeyFile: model.adminKeyFile, voters };
+}
+
+/** The same status as a table for a person. */
+export function formatStatus(status: ClusterStatus): string {
+  const rows = status.voters.map((v) => [
+    v.name,
+    v.state,
+    v.role,
+    v.term === null ? "-" : String(v.term),
+    v.pid === null ? "-" : String(v.pid),
+    v.httpUrl,
+    v.peerAddress,
+  ]);
+  const header = ["VOTER", "STATE", "ROLE", "TERM", "PID", "HTTP", "PEER"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join("  ")
+      .trimEnd();
+  const forwarded = status.voters
+    .filter((v) => Object.keys(v.forwardedEnv).length > 0)
+    .map(
+      (v) =>
+        `  ${v.name}: ${Object.entries(v.forwardedEnv)
+          .map(([k, value]) => `${k}=${value}`)
+          .join(" ")}`,
+    );
+  return [
+    line(header),
+    ...rows.map(line),
+    "",
+    `state dir: ${status.stateDir}`,
+    `admin key: ${status.adminKeyFile}`,
+    ...(forwarded.length > 0 ? ["forwarded configuration:", ...forwarded] : []),
+  ].join("\n");
+}

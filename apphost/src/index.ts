@@ -1,0 +1,18 @@
+/**
+ * `@keyload/apphost`: the local orchestrator behind `pnpm apphost`, for programs that start and stop
+ * clusters themselves. Tests want `@keyload/apphost/testing`.
+ */
+export {
+  type AppModel,
+  buildAppModel,
+  defaultPorts,
+  VOTER_NAMES,
+  type VoterName,
+  type VoterResource,
+} from "./app-model.js";
+export { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+export * from "./apphost-errors.js";
+export { type ClusterSetup, prepareCluster } from "./cluster-setup.js";
+export { type ClusterStatus, clusterStatus, type VoterStatus } from "./cluster-status.js";
+export { type ForwardedConfig, forwardConfig, readForwardedConfig } from "./config-forwarding.js";
+export { LocalCluster } from "./local-cluster.js";

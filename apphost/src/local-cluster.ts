@@ -1,0 +1,309 @@
+import {
+  type AppModel,
+  buildAppModel,
+  type ClusterCredentials,
+  findVoter,
+  httpUrlOf,
+  stateDirPaths,
+  VOTER_NAMES,
+  type VoterName,
+  type VoterResource,
+  voterWiring,
+} from "./app-model.js";
+import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+import {
+  NoClusterError,
+  ReadinessTimeoutError,
+  StateDirError,
+  VoterStartError,
+  VoterStateError,
+} from "./apphost-errors.js";
+import { type AppHostState, type OwnerRecord, readState, writeState } from "./apphost-state.js";
+import { readKeptCredentials } from "./cluster-credentials.js";
+import { type ClusterSnapshot, type ReadinessOptions, waitForClusterReady } from "./cluster-readiness.js";
+import { assertPortsFree } from "./port-allocation.js";
+import { describeExit, spawnVoter, type VoterExit, type VoterProcess } from "./process-runtime.js";
+import { isAlive, type ProcessRecord, processState, signalProcess, waitForExit } from "./process-table.js";
+import { isLive } from "./voter-health.js";
+import { lastLines } from "./voter-log-file.js";
+
+export interface LocalClusterOptions {
+  readonly model: AppModel;
+  readonly credentials: ClusterCredentials;
+  /** Each voter's forwarded user configuration. */
+  readonly forwarded: Readonly<Record<VoterName, Readonly<Record<string, string>>>>;
+  /** Voters die with this process (foreground and tests) or are detached (`up --detach`, later commands). */
+  readonly supervised: boolean;
+  /** The foreground AppHost that owns the cluster, recorded so other commands can reach it. */
+  readonly owner?: OwnerRecord | null;
+  readonly voterGids?: Readonly<Record<VoterName, number>>;
+  readonly processes?: Readonly<Record<VoterName, ProcessRecord | null>>;
+}
+
+export type VoterExitListener = (voter: VoterName, exit: VoterExit) => void;
+
+/**
+ * One local cluster of three voter processes and the AppHost's record of it. Every lifecycle
+ * operation goes through here, for `up`, for the debugging commands and for the testing API alike,
+ * and each one keeps the state file current.
+ */
+export class LocalCluster {
+  readonly model: AppModel;
+  private readonly credentials: ClusterCredentials;
+  private readonly forwarded: LocalClusterOptions["forwarded"];
+  private readonly supervised: boolean;
+  private readonly voterGids: LocalClusterOptions["voterGids"];
+  private owner: OwnerRecord | null;
+  private readonly processes = new Map<VoterName, ProcessRecord | VoterProcess | null>();
+  private readonly exitListeners: VoterExitListener[] = [];
+  private readonly stopping = new Map<ProcessRecord, Promise<string>>();
+
+  constructor(options: LocalClusterOptions) {
+    this.model = options.model;
+    this.credentials = options.credentials;
+    this.forwarded = options.forwarded;
+    this.supervised = options.supervised;
+    this.voterGids = options.voterGids;
+    this.owner = options.owner ?? null;
+    for (const name of VOTER_NAMES) this.processes.set(name, options.processes?.[name] ?? null);
+  }
+
+  /** The cluster recorded in `stateDir`, to operate on it from another command. */
+  static load(stateDir: string): { cluster: LocalCluster; state: AppHostState } {
+    const { stateFile } = stateDirPaths(stateDir);
+    const state = readState(stateFile);
+    if (!state) throw new NoClusterError(`there is no cluster in ${stateDir} (run \`up\` first)`);
+    const model = buildAppModel(stateDir, state.voters);
+    const credentials = readKeptCredentials(model);
+    if (!credentials) {
+      throw new StateDirError(
+        `${model.stateDir} lacks the cluster secret or the admin key; start over with --fresh`,
+      );
+    }
+    const forwarded = {} as Record<VoterName, Readonly<Record<string, string>>>;
+    const processes = {} as Record<VoterName, ProcessRecord | null>;
+    for (const record of state.voters) {
+      forwarded[record.name] = record.forwardedEnv;
+      processes[record.name] = record.process;
+    }
+    const cluster = new LocalCluster({
+      model,
+      credentials,
+      forwarded,
+      supervised: false,
+      // An owner killed with SIGKILL could not clear its record; its voters died with it.
+      owner: isAlive(state.owner) ? state.owner : null,
+      processes,
+    });
+    return { cluster, state };
+  }
+
+  voter(name: VoterName): VoterResource {
+    return findVoter(this.model, name);
+  }
+
+  process(name: VoterName): ProcessRecord | null {
+    return this.processes.get(name) ?? null;
+  }
+
+  get adminKey(): string {
+    return this.credentials.adminKey;
+  }
+
+  /** Called whenever a voter this process started exits, whatever the cause. */
+  onVoterExit(listener: VoterExitListener): void {
+    this.exitListeners.push(listener);
+  }
+
+  setOwner(owner: OwnerRecord | null): void {
+    this.owner = owner;
+    this.persist();
+  }
+
+  persist(): void {
+    const state: AppHostState = {
+      version: 1,
+      runtime: "process",
+      mode: this.supervised ? "foreground" : "detached",
+      owner: this.owner,
+      voters: this.model.voters.map((v) => {
+        const running = this.processes.get(v.name);
+        return {
+          name: v.name,
+          httpPort: v.httpPort,
+          peerPort: v.peerPort,
+          forwardedEnv: this.forwarded[v.name],
+          process: running ? { pid: running.pid, startTicks: running.startTicks } : null,
+        };
+      }),
+    };
+    writeState(this.model.stateFile, state);
+  }
+
+  /**
+   * Starts every voter and waits for the cluster to be ready. A voter that exits first ends the wait
+   * with VoterStartError, as does `readiness.failure`; on any failure the voters started are stopped.
+   */
+  async up(readiness: ReadinessOptions = {}): Promise<ClusterSnapshot> {
+    await assertPortsFree(this.model.voters);
+    const started = VOTER_NAMES.map((name) => ({ name, process: this.spawn(name) }));
+    this.persist();
+    const failure = Promise.race([
+      ...started.map(({ name, process }) =>
+        process.exited.then((exit): never => {
+          throw this.startFailure(name, process, describeExit(exit));
+        }),
+      ),
+      ...(readiness.failure ? [readiness.failure] : []),
+    ]);
+    failure.catch(() => {});
+    try {
+      return await waitForClusterReady(
+        this.model.voters.map((v) => ({ name: v.name, httpUrl: httpUrlOf(v) })),
+        { ...readiness, failure },
+      );
+    } catch (err) {
+      await this.stopAll();
+      if (err instanceof ReadinessTimeoutError) {
+        throw new ReadinessTimeoutError(
+          err.timeoutMs,
+          `${err.summary}; the voters' logs are in ${this.model.logDir}`,
+        );
+      }
+      throw err;
+    }
+  }
+
+  /** Starts one stopped voter and waits until its HTTP endpoint answers. */
+  async start(name: VoterName, timeoutMs: number = APPHOST_DEFAULTS.startTimeoutMs): Promise<string> {
+    const current = this.process(name);
+    if (processState(current) !== "stopped") return `${name} is already running (pid ${current?.pid})`;
+    const voter = this.voter(name);
+    await assertPortsFree([voter]);
+    const started = this.spawn(name);
+    this.persist();
+    const deadline = Date.now() + timeoutMs;
+    let exit: VoterExit | undefined;
+    void started.exited.then((e) => {
+      exit = e;
+    });
+    while (!(await isLive(httpUrlOf(voter), APPHOST_DEFAULTS.probeTimeoutMs))) {
+      if (exit) throw this.startFailure(name, started, describeExit(exit));
+      if (Date.now() >= deadline) {
+        await this.kill(name);
+        throw this.startFailure(
+          name,
+          started,
+          `did not answer on ${httpUrlOf(voter)} within ${timeoutMs} ms`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, APPHOST_DEFAULTS.pollIntervalMs));
+    }
+    return `${name} started (pid ${started.pid})`;
+  }
+
+  /**
+   * SIGTERM, then SIGKILL once `graceMs` has passed. A paused voter is resumed so it can act on SIGTERM.
+   * Stopping a voter that is already stopping joins that stop: a second SIGTERM would make the voter
+   * skip its graceful shutdown.
+   */
+  stop(name: VoterName, graceMs: number = APPHOST_DEFAULTS.stopGraceMs): Promise<string> {
+    const record = this.process(name);
+    const pending = record && this.stopping.get(record);
+    if (pending) return pending;
+    if (record === null || !signalProcess(record, "SIGTERM")) {
+      this.forget(name, record);
+      return Promise.resolve(`${name} is not running`);
+    }
+    const stopped = (async () => {
+      signalProcess(record, "SIGCONT");
+      let outcome = `${name} stopped`;
+      if (!(await waitForExit(record, graceMs))) {
+        signalProcess(record, "SIGKILL");
+        await waitForExit(record, graceMs);
+        outcome = `${name} did not stop within ${graceMs} ms and was killed`;
+      }
+      this.forget(name, record);
+      this.stopping.delete(record);
+      return outcome;
+    })();
+    this.stopping.set(record, stopped);
+    return stopped;
+  }
+
+  async kill(name: VoterName): Promise<string> {
+    const record = this.process(name);
+    if (record === null || !signalProcess(record, "SIGKILL")) {
+      this.forget(name, record);
+      return `${name} is not running`;
+    }
+    await waitForExit(record, APPHOST_DEFAULTS.stopGraceMs);
+    this.forget(name, record);
+    return `${name} killed`;
+  }
+
+  async restart(name: VoterName): Promise<string> {
+    await this.stop(name);
+    await this.start(name);
+    return `${name} restarted (pid ${this.process(name)?.pid})`;
+  }
+
+  pause(name: VoterName): string {
+    return this.signalRunning(name, "SIGSTOP", "paused");
+  }
+
+  resume(name: VoterName): string {
+    return this.signalRunning(name, "SIGCONT", "resumed");
+  }
+
+  /** Stops every voter gracefully, all at once. */
+  async stopAll(graceMs: number = APPHOST_DEFAULTS.stopGraceMs): Promise<void> {
+    await Promise.all(VOTER_NAMES.map((name) => this.stop(name, graceMs)));
+  }
+
+  async killAll(): Promise<void> {
+    await Promise.all(VOTER_NAMES.map((name) => this.kill(name)));
+  }
+
+  private signalRunning(name: VoterName, signal: NodeJS.Signals, done: string): string {
+    const record = this.process(name);
+    if (record === null || !signalProcess(record, signal)) {
+      throw new VoterStateError(`${name} is not running`);
+    }
+    return `${name} ${done} (pid ${record.pid})`;
+  }
+
+  private spawn(name: VoterName): VoterProcess {
+    const voter = this.voter(name);
+    const gid = this.voterGids?.[name];
+    const started = spawnVoter({
+      voter,
+      env: { ...this.forwarded[name], ...voterWiring(this.model, voter, this.credentials) },
+      supervised: this.supervised,
+      ...(gid === undefined ? {} : { gid }),
+    });
+    this.processes.set(name, started);
+    void started.exited.then((exit) => {
+      // The record may already be a newer process of the same voter.
+      if (this.processes.get(name) === started) this.forget(name, started);
+      for (const listener of this.exitListeners) listener(name, exit);
+    });
+    return started;
+  }
+
+  private forget(name: VoterName, record: ProcessRecord | null): void {
+    if (this.processes.get(name) !== record) return;
+    this.processes.set(name, null);
+    this.persist();
+  }
+
+  private startFailure(name: VoterName, started: VoterProcess, outcome: string): VoterStartError {
+    const voter = this.voter(name);
+    return new VoterStartError(
+      name,
+      outcome,
+      lastLines(voter.logFile, APPHOST_DEFAULTS.failureLogLines, started.logOffset),
+      voter.logFile,
+    );
+  }
+}

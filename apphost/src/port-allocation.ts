@@ -1,0 +1,51 @@
+import { type AddressInfo, createServer, type Server } from "node:net";
+import { VOTER_NAMES, type VoterPorts, type VoterResource } from "./app-model.js";
+import { PortInUseError } from "./apphost-errors.js";
+
+function listen(host: string, port: number): Promise<Server> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen({ host, port, exclusive: true }, () => resolve(server));
+  });
+}
+
+function close(server: Server): Promise<void> {
+  return new Promise((resolve) => server.close(() => resolve()));
+}
+
+/**
+ * Free ports for every voter's HTTP and peer listeners. All are held open together while they are
+ * picked, so no two voters get the same one.
+ */
+export async function pickFreePorts(host: string): Promise<VoterPorts[]> {
+  const servers: Server[] = [];
+  try {
+    for (let i = 0; i < VOTER_NAMES.length * 2; i++) servers.push(await listen(host, 0));
+    const ports = servers.map((s) => (s.address() as AddressInfo).port);
+    return VOTER_NAMES.map((_, i) => ({ httpPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
+  } finally {
+    await Promise.all(servers.map(close));
+  }
+}
+
+/** Throws PortInUseError naming the first of the voters' ports that another process holds. */
+export async function assertPortsFree(voters: readonly VoterResource[]): Promise<void> {
+  for (const voter of voters) {
+    for (const [port, purpose] of [
+      [voter.httpPort, `${voter.name} HTTP`],
+      [voter.peerPort, `${voter.name} peer`],
+    ] as const) {
+      let server: Server;
+      try {
+        server = await listen(voter.host, port);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
+          throw new PortInUseError(port, voter.host, purpose);
+        }
+        throw err;
+      }
+      await close(server);
+    }
+  }
+}

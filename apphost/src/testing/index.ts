@@ -1,0 +1,24 @@
+/**
+ * `@keyload/apphost/testing`: real three-voter clusters for integration tests, the analogue of
+ * Aspire.Hosting.Testing. `startCluster()` in a test (or beforeAll), `dispose()` in afterEach.
+ */
+export { VOTER_NAMES, type VoterName } from "../app-model.js";
+export {
+  AppHostError,
+  PartitionFailedError,
+  PartitionUnavailableError,
+  ReadinessTimeoutError,
+  VoterStartError,
+  VoterStateError,
+} from "../apphost-errors.js";
+export { dumpLogsOnFailure, type FailureHookContext, type LogSource } from "./failure-logs.js";
+export { partitionUnavailableReason } from "./network-partition.js";
+export {
+  type StartClusterOptions,
+  startCluster,
+  type TenantFixture,
+  type TenantOptions,
+  TestCluster,
+  type TestVoter,
+  type WaitForLeaderOptions,
+} from "./test-cluster.js";

@@ -1,0 +1,89 @@
+import { existsSync } from "node:fs";
+import { UnauthenticatedError } from "@keyload/client";
+import { afterEach, describe, expect, it } from "vitest";
+import { survivors } from "../test-support/cli-process.js";
+import { dumpLogsOnFailure, startCluster, type TestCluster, VOTER_NAMES, VoterStateError } from "./index.js";
+
+let cluster: TestCluster | undefined;
+afterEach(async () => {
+  await cluster?.dispose();
+  cluster = undefined;
+});
+
+describe("the testing API", () => {
+  it("starts a ready cluster with forwarded settings, a leader, clients and tenants", async (context) => {
+    cluster = await startCluster({
+      env: { KeyLoad__CommandAdmission__MaxCommands: "200" },
+      voterEnv: { voter2: { KeyLoad__CommandAdmission__MaxCommands: "50" } },
+    });
+    dumpLogsOnFailure(context, cluster);
+    const leader = await cluster.waitForLeader();
+    expect(VOTER_NAMES).toContain(leader.name);
+    expect((await cluster.leader())?.name).toBe(leader.name);
+    for (const voter of cluster.voters) {
+      expect(voter.pid).toBeTypeOf("number");
+      expect(voter.httpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(existsSync(voter.dataDir)).toBe(true);
+    }
+
+    const admin = cluster.adminClient();
+    const limits = await Promise.all(
+      cluster.voters.map(
+        async (v) => (await admin.admissionStatus({ endpoint: v.httpUrl })).commandAdmission.limits,
+      ),
+    );
+    expect(limits.map((l) => l.maxCommands)).toEqual([200, 50, 200]);
+
+    const tenant = await cluster.createTenant({ keys: 2 });
+    expect(tenant.keys).toHaveLength(2);
+    const written = await cluster.client(tenant.apiKey).put("greeting", { hello: "world" });
+    expect(written.version).toBe(1);
+    const read = await cluster.client(tenant.keys[1]!.apiKey).get("greeting");
+    expect(read.value).toEqual({ hello: "world" });
+    await expect(cluster.client().admissionStatus()).rejects.toBeInstanceOf(UnauthenticatedError);
+    expect(cluster.logs("voter1")).toContain("voter started");
+  });
+
+  it("kills, restarts, pauses and wipes voters, and dispose leaves nothing behind", async (context) => {
+    cluster = await startCluster({
+      env: { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
+    });
+    dumpLogsOnFailure(context, cluster);
+    const admin = cluster.adminClient();
+    const first = await cluster.waitForLeader();
+    await admin.put("before", 1);
+
+    await cluster.kill(first.name);
+    expect(cluster.voter(first.name).pid).toBeNull();
+    const second = await cluster.waitForLeader({ excluding: [first.name] });
+    expect(second.name).not.toBe(first.name);
+    await admin.put("during", 2);
+    await cluster.restart(first.name);
+    await cluster.waitForReady();
+
+    const follower = cluster.voters.find((v) => v.name !== second.name)!;
+    cluster.pause(follower.name);
+    // Through the leader: a paused voter accepts connections but never answers, so a client trying it
+    // first would wait out its request timeout.
+    await admin.put("paused", 3, { endpoint: cluster.voter(second.name).httpUrl });
+    expect(cluster.voter(follower.name).pid).toBeTypeOf("number");
+    cluster.resume(follower.name);
+
+    expect(() => cluster!.wipe(follower.name)).toThrow(VoterStateError);
+    await cluster.stop(follower.name);
+    cluster.wipe(follower.name);
+    expect(existsSync(follower.dataDir)).toBe(false);
+    await cluster.start(follower.name);
+    expect(existsSync(follower.dataDir)).toBe(true);
+    await cluster.waitForReady();
+    await admin.put("after", 4);
+    expect((await admin.get("during")).value).toBe(2);
+
+    const pids = cluster.voters.map((v) => v.pid!);
+    const { stateDir } = cluster;
+    await cluster.dispose();
+    cluster = undefined;
+    expect(await survivors(pids, 2_000)).toEqual([]);
+    expect(existsSync(stateDir)).toBe(false);
+  });
+});

@@ -1,0 +1,187 @@
+import { join } from "node:path";
+import { httpUrlOf, peerAddressOf, VOTER_NAMES, type VoterName } from "./app-model.js";
+import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+import { InterruptedError } from "./apphost-errors.js";
+import type { CliOptions } from "./cli-options.js";
+import type { ClusterSnapshot } from "./cluster-readiness.js";
+import { type PreparedCluster, prepareCluster } from "./cluster-setup.js";
+import { mergeSources, readEnvFile } from "./config-forwarding.js";
+import { type ControlRequest, controlSocketPath, serveControl } from "./control-channel.js";
+import type { LocalCluster } from "./local-cluster.js";
+import { followLogs } from "./log-follower.js";
+import { formatLogLine, isProbeLine, paint } from "./log-line-format.js";
+import { describeExit } from "./process-runtime.js";
+import { recordOf } from "./process-table.js";
+import { readinessProgress } from "./readiness-progress.js";
+import { REPO_ROOT } from "./repo-layout.js";
+import type { TerminalOutput } from "./terminal-output.js";
+
+function endpoints(cluster: LocalCluster, snapshot: ClusterSnapshot, output: TerminalOutput): string[] {
+  const { model } = cluster;
+  return [
+    paint(
+      `KeyLoad is ready: leader ${snapshot.leader}, term ${snapshot.term} (${(snapshot.elapsedMs / 1000).toFixed(1)} s)`,
+      "\x1b[1m",
+      output.colour,
+    ),
+    ...model.voters.map(
+      (v) =>
+        `  ${v.name}  ${httpUrlOf(v).padEnd(22)}  peer ${peerAddressOf(v).padEnd(16)}  data ${v.dataDir}`,
+    ),
+    `  admin key  ${model.adminKeyFile}`,
+    `  logs       ${model.logDir}`,
+  ];
+}
+
+/** `up`: forwards the configuration, starts the voters and waits for the cluster, in either mode. */
+export async function upCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
+  const prepared = await prepareCluster({
+    stateDir: options.stateDir,
+    isolated: options.isolated,
+    fresh: options.fresh,
+    variables: mergeSources(readEnvFile(options.envFile), process.env).values(),
+    supervised: !options.detach,
+  });
+  return options.detach ? upDetached(prepared, output) : upForeground(prepared, output);
+}
+
+/** Rejects on the first SIGINT or SIGTERM; the handlers are removed by the returned `dispose`. */
+function interruption(): { readonly interrupted: Promise<never>; dispose(): void } {
+  let onSignal = (): void => {};
+  const interrupted = new Promise<never>((_, reject) => {
+    onSignal = () => reject(new InterruptedError("interrupted while the cluster was starting"));
+  });
+  interrupted.catch(() => {});
+  process.once("SIGINT", onSignal);
+  process.once("SIGTERM", onSignal);
+  return {
+    interrupted,
+    dispose: () => {
+      process.off("SIGINT", onSignal);
+      process.off("SIGTERM", onSignal);
+    },
+  };
+}
+
+async function upDetached(prepared: PreparedCluster, output: TerminalOutput): Promise<number> {
+  const { cluster } = prepared;
+  const signals = interruption();
+  try {
+    const snapshot = await cluster.up({
+      onProgress: readinessProgress(output),
+      failure: signals.interrupted,
+    });
+    output.clearStatus();
+    prepared.keepAdminKey();
+    for (const line of endpoints(cluster, snapshot, output)) output.line(line);
+    const stateDirOption =
+      cluster.model.stateDir === join(REPO_ROOT, APPHOST_DEFAULTS.stateDirName)
+        ? ""
+        : ` --state-dir ${cluster.model.stateDir}`;
+    output.line(`The cluster keeps running; stop it with \`pnpm apphost down${stateDirOption}\`.`);
+    return 0;
+  } finally {
+    output.clearStatus();
+    signals.dispose();
+  }
+}
+
+/**
+ * The foreground AppHost: streams the voters' logs, serves debugging commands from other terminals,
+ * and stops the voters gracefully on Ctrl-C (a second Ctrl-C kills them).
+ */
+async function upForeground(prepared: PreparedCluster, output: TerminalOutput): Promise<number> {
+  const { cluster } = prepared;
+  const socketPath = controlSocketPath(cluster.model.stateDir);
+  let stopping: Promise<void> | undefined;
+  let resolveFinished: () => void = () => {};
+  const finished = new Promise<void>((resolve) => {
+    resolveFinished = resolve;
+  });
+  let rejectStartup: (err: Error) => void = () => {};
+  const startupAborted = new Promise<never>((_, reject) => {
+    rejectStartup = reject;
+  });
+  startupAborted.catch(() => {});
+  let forced = false;
+
+  const shutdown = (): Promise<void> => {
+    stopping ??= (async () => {
+      rejectStartup(new InterruptedError("stopped while the cluster was starting"));
+      output.clearStatus();
+      output.line("Stopping the voters (Ctrl-C again to kill them)...");
+      await cluster.stopAll();
+      resolveFinished();
+    })();
+    return stopping;
+  };
+  const onSignal = (): void => {
+    if (stopping === undefined) {
+      void shutdown();
+      return;
+    }
+    forced = true;
+    output.line("Killing the voters.");
+    void cluster.killAll().then(resolveFinished);
+  };
+  process.on("SIGINT", onSignal);
+  process.on("SIGTERM", onSignal);
+
+  const handle = async (request: ControlRequest): Promise<string> => {
+    if (request.op === "down") {
+      await shutdown();
+      return "the cluster stopped";
+    }
+    const operations: Record<
+      Exclude<ControlRequest["op"], "down">,
+      (v: VoterName) => Promise<string> | string
+    > = {
+      start: (v) => cluster.start(v),
+      stop: (v) => cluster.stop(v),
+      kill: (v) => cluster.kill(v),
+      restart: (v) => cluster.restart(v),
+      pause: (v) => cluster.pause(v),
+      resume: (v) => cluster.resume(v),
+    };
+    return operations[request.op](request.voter);
+  };
+
+  const control = await serveControl(socketPath, handle);
+  cluster.setOwner({ ...recordOf(process.pid), controlSocket: socketPath });
+  const follower = followLogs(
+    cluster.model.voters.map((v) => ({ voter: v.name, file: v.logFile })),
+    (voter, line) => {
+      if (!isProbeLine(line)) output.line(formatLogLine(voter, line, output.colour));
+    },
+  );
+  cluster.onVoterExit((voter, exit) => {
+    if (stopping === undefined)
+      output.error(paint(`${voter} ${describeExit(exit)}`, "\x1b[31m", output.colour));
+  });
+
+  try {
+    const snapshot = await cluster.up({ onProgress: readinessProgress(output), failure: startupAborted });
+    output.clearStatus();
+    prepared.keepAdminKey();
+    for (const line of endpoints(cluster, snapshot, output)) output.line(line);
+    output.line(
+      `Press Ctrl-C to stop. Debug from another terminal: pnpm apphost status | stop ${VOTER_NAMES[0]} | ...`,
+    );
+    await finished;
+    return forced ? 130 : 0;
+  } catch (err) {
+    // A stop requested during startup is not a failure of the cluster.
+    if (stopping !== undefined) {
+      await finished;
+      return forced ? 130 : 0;
+    }
+    throw err;
+  } finally {
+    output.clearStatus();
+    follower.stop();
+    await control.close();
+    cluster.setOwner(null);
+    process.off("SIGINT", onSignal);
+    process.off("SIGTERM", onSignal);
+  }
+}

@@ -1,0 +1,63 @@
+/** What one voter says about itself on `GET /health/ready`. */
+export interface VoterHealth {
+  /** The HTTP endpoint answered at all. */
+  readonly reachable: boolean;
+  readonly ready: boolean;
+  readonly role: VoterRole;
+  readonly term: number | null;
+  readonly leader: string | null;
+}
+
+export type VoterRole = "leader" | "follower" | "candidate" | "unknown";
+
+export const UNREACHABLE: VoterHealth = {
+  reachable: false,
+  ready: false,
+  role: "unknown",
+  term: null,
+  leader: null,
+};
+
+function roleOf(raw: unknown): VoterRole {
+  // Pre-vote is a candidate's first phase; the contract's roles do not distinguish it.
+  if (raw === "pre-candidate" || raw === "candidate") return "candidate";
+  return raw === "leader" || raw === "follower" ? raw : "unknown";
+}
+
+function record(value: unknown): Record<string, unknown> | undefined {
+  return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : undefined;
+}
+
+/**
+ * Probes one voter. A ready voter answers 200 with `detail`; a voter that is not ready answers 503 with
+ * the same detail under `error.details`. Never throws: anything else counts as unreachable.
+ */
+export async function probeVoter(httpUrl: string, timeoutMs: number): Promise<VoterHealth> {
+  try {
+    const response = await fetch(`${httpUrl}/health/ready`, { signal: AbortSignal.timeout(timeoutMs) });
+    const body = record(await response.json().catch(() => undefined));
+    const detail = response.ok ? record(body?.detail) : record(record(body?.error)?.details);
+    const term = detail?.term;
+    const leader = detail?.leader;
+    return {
+      reachable: true,
+      ready: response.status === 200,
+      role: roleOf(detail?.role),
+      term: typeof term === "number" ? term : null,
+      leader: typeof leader === "string" ? leader : null,
+    };
+  } catch {
+    return UNREACHABLE;
+  }
+}
+
+/** Whether the voter's HTTP endpoint answers at all (`GET /health/live`). */
+export async function isLive(httpUrl: string, timeoutMs: number): Promise<boolean> {
+  try {
+    const response = await fetch(`${httpUrl}/health/live`, { signal: AbortSignal.timeout(timeoutMs) });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,370 @@
+import type { ErrorCode, Lane } from "@keyload/contract";
+
+/**
+ * The request and answer shapes of the contract's routes (CONTRACT.md sections 3, 4 and 7). Document
+ * values, message bodies and directive data are any JSON; the `T` of a read is the caller's claim about
+ * them, not something the client checks.
+ */
+
+export type Role = "admin" | "writer" | "reader";
+
+/** Every write answers with the command ID it ran under. */
+export interface Written {
+  readonly commandId: string;
+}
+
+export interface Document<T = unknown> {
+  readonly key: string;
+  readonly value: T;
+  readonly version: number;
+}
+
+export interface PutResult extends Written {
+  readonly key: string;
+  readonly version: number;
+}
+
+export interface DeleteResult extends Written {
+  readonly key: string;
+  /** The tombstone's version. */
+  readonly version: number;
+}
+
+/** One operation of a transaction; `version` 0 of a check, or `expectedVersion` 0: the key must not exist. */
+export type Operation =
+  | { readonly op: "put"; readonly key: string; readonly value: unknown; readonly expectedVersion?: number }
+  | { readonly op: "delete"; readonly key: string; readonly expectedVersion?: number }
+  | { readonly op: "check"; readonly key: string; readonly version: number };
+
+export interface OutboxMessage {
+  readonly queue: string;
+  readonly body: unknown;
+  readonly delayMs?: number;
+}
+
+/** Catalog writes and outbox messages that commit together or not at all. */
+export interface WriteSet {
+  readonly operations?: readonly Operation[];
+  readonly outbox?: readonly OutboxMessage[];
+}
+
+export interface WriteSetFields {
+  readonly results: readonly {
+    readonly op: Operation["op"];
+    readonly key: string;
+    readonly version: number;
+  }[];
+  readonly outbox: readonly {
+    readonly queue: string;
+    readonly messageId: string;
+    readonly visibleAtMs: number;
+  }[];
+}
+
+export interface TransactionResult extends Written, WriteSetFields {}
+
+export interface Edge {
+  readonly from: string;
+  readonly type: string;
+  readonly to: string;
+}
+
+export interface PutEdgeResult extends Written, Edge {
+  readonly created: boolean;
+}
+
+export interface DeleteEdgeResult extends Written, Edge {}
+
+export type BulkGetItem<T = unknown> =
+  | { readonly key: string; readonly found: true; readonly value: T; readonly version: number }
+  | { readonly key: string; readonly found: false };
+
+export type FilterOp = "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "exists";
+
+export interface QueryRequest {
+  readonly prefix?: string;
+  /** Every filter must hold; `path` is a JSON path (`$`, then `.field`, `."any field"` or `[n]` steps). */
+  readonly where?: readonly {
+    readonly path: string;
+    readonly op?: FilterOp;
+    readonly value?: string | number | boolean | null;
+  }[];
+  readonly limit?: number;
+  /** Resume after this key: the previous page's `next`. */
+  readonly after?: string;
+}
+
+export interface QueryPage<T = unknown> {
+  readonly items: readonly Document<T>[];
+  /** Present when the page is full: the `after` of the next page. */
+  readonly next?: string;
+}
+
+export interface SearchRequest {
+  /** Words to find, all of them; `word*` matches a prefix. */
+  readonly query: string;
+  readonly prefix?: string;
+  readonly limit?: number;
+}
+
+export interface SearchResult<T = unknown> {
+  readonly hits: readonly (Document<T> & { readonly score: number })[];
+}
+
+export interface TraverseRequest {
+  readonly start: string;
+  readonly direction?: "out" | "in" | "both";
+  readonly types?: readonly string[];
+  readonly maxDepth?: number;
+  readonly limit?: number;
+}
+
+export interface Traversal {
+  readonly nodes: readonly { readonly id: string; readonly depth: number; readonly via: Edge | null }[];
+  readonly truncated: boolean;
+}
+
+export interface QueueMessageRef extends Written {
+  readonly queue: string;
+  readonly messageId: string;
+}
+
+export interface EnqueueResult extends QueueMessageRef {
+  readonly visibleAtMs: number;
+}
+
+export interface DeliveryRequest {
+  /** At most this many messages or changes. */
+  readonly max?: number;
+  /** How long the lease hides what it holds. */
+  readonly visibilityTimeoutMs?: number;
+}
+
+export interface LeasedMessage<T = unknown> {
+  readonly messageId: string;
+  readonly body: T;
+  /** Leases this message has received, this one included. */
+  readonly attempts: number;
+  readonly enqueuedAtMs: number;
+}
+
+export interface LeaseResult<T = unknown> extends Written {
+  readonly queue: string;
+  /** Null when no message was visible. */
+  readonly leaseToken: string | null;
+  readonly leaseExpiresAtMs: number | null;
+  readonly messages: readonly LeasedMessage<T>[];
+}
+
+export interface NackResult extends QueueMessageRef {
+  readonly visibleAtMs: number;
+  readonly deadLettered: boolean;
+}
+
+export interface RenewResult extends QueueMessageRef {
+  readonly leaseExpiresAtMs: number;
+}
+
+export interface CompleteResult extends QueueMessageRef, WriteSetFields {}
+
+export interface SubscriptionState {
+  readonly name: string;
+  readonly prefix: string;
+  /** The last change-feed sequence number acknowledged. */
+  readonly cursor: number;
+}
+
+export interface PutSubscriptionResult extends Written, SubscriptionState {
+  readonly created: boolean;
+}
+
+export interface Change {
+  /** Per tenant, dense, from 1. */
+  readonly seq: number;
+  readonly kind: "put" | "delete" | "edge.put" | "edge.delete";
+  readonly key: string;
+  /** The document version the change produced; null for edges. */
+  readonly version: number | null;
+  /** The document put (null once superseded), the edge, or null for a delete. */
+  readonly value: unknown;
+  readonly superseded: boolean;
+  readonly atMs: number;
+}
+
+export interface DeliveryResult extends Written {
+  readonly name: string;
+  /** Null when nothing matched: no lease is held and the cursor moved past what was scanned. */
+  readonly deliveryId: string | null;
+  readonly leaseExpiresAtMs: number | null;
+  readonly changes: readonly Change[];
+  readonly cursor: number;
+}
+
+export interface AckDeliveryResult extends Written, SubscriptionState {}
+
+export interface CompleteDeliveryResult extends Written, SubscriptionState, WriteSetFields {}
+
+export type MemberStatus = "created" | "joining" | "active" | "shuttingDown" | "stopping" | "dead";
+
+/**
+ * A membership row write: inserts when `etag` is absent, else updates only if it matches; `tableVersion`,
+ * when given, must equal the table's. `{iAmAlive: true}` refreshes the row's I-am-alive time alone.
+ */
+export type MemberWrite =
+  | {
+      readonly status: MemberStatus;
+      readonly address: string;
+      readonly etag?: string;
+      readonly tableVersion?: number;
+    }
+  | { readonly iAmAlive: true };
+
+export interface Member {
+  readonly memberId: string;
+  readonly status: MemberStatus;
+  readonly address: string;
+  readonly etag: string;
+  readonly iAmAliveMs: number;
+}
+
+export interface PutMemberResult extends Written, Member {
+  readonly tableVersion: number;
+}
+
+export interface MembershipTable {
+  readonly tableVersion: number;
+  readonly members: readonly Member[];
+}
+
+export interface DispatchResult extends Written {
+  readonly channel: string;
+  readonly sequence: number;
+}
+
+export interface Directive {
+  readonly sequence: number;
+  readonly directive: string;
+  /** Null when the directive carried none. */
+  readonly data: unknown;
+  readonly atMs: number;
+}
+
+export interface DispatchRead {
+  readonly channel: string;
+  readonly directives: readonly Directive[];
+}
+
+export interface PrincipalWrite {
+  readonly principalId: string;
+  readonly tenantId: string;
+  readonly roles: readonly Role[];
+}
+
+export interface PutPrincipalResult extends Written, PrincipalWrite {
+  readonly created: boolean;
+}
+
+export interface CreateKeyResult extends Written {
+  readonly principalId: string;
+  readonly keyId: string;
+  /** The plain key: shown this once, stored only as a hash. */
+  readonly apiKey: string;
+}
+
+export interface DeleteKeyResult extends Written {
+  readonly principalId: string;
+  readonly keyId: string;
+}
+
+/** A command ID's durable outcome: its result, or the deterministic refusal it committed as. */
+export type CommandOutcome =
+  | {
+      readonly commandId: string;
+      readonly status: "committed";
+      readonly index: number;
+      readonly result: unknown;
+    }
+  | {
+      readonly commandId: string;
+      readonly status: "failed";
+      readonly index: number;
+      readonly error: { readonly code: ErrorCode; readonly reason: string; readonly message: string };
+    };
+
+export interface CommandLimits {
+  readonly maxCommands: number;
+  readonly maxRetainedBytes: number;
+  readonly maxCommandsPerTenant: number;
+  readonly maxCommandsPerPrincipal: number;
+  readonly controlMaxCommands: number;
+  readonly controlMaxRetainedBytes: number;
+  readonly controlMaxCommandsPerTenant: number;
+  readonly controlMaxCommandsPerPrincipal: number;
+  readonly controlMaxPayloadBytes: number;
+  readonly maxConsecutiveControl: number;
+}
+
+export interface HttpLimits {
+  readonly maxRequests: number;
+  readonly maxModeledBytes: number;
+  readonly maxRequestsPerTenant: number;
+  readonly maxRequestsPerPrincipal: number;
+  readonly heavyReadBytes: number;
+  readonly dataRequestBytes: number;
+  readonly maxDataBodyBytes: number;
+  readonly controlMaxRequests: number;
+  readonly controlMaxModeledBytes: number;
+  readonly controlMaxRequestsPerTenant: number;
+  readonly controlMaxRequestsPerPrincipal: number;
+  readonly maxControlBodyBytes: number;
+}
+
+export interface CommandLaneUsage {
+  readonly commands: number;
+  readonly retainedBytes: number;
+  readonly queued: number;
+  readonly active: number;
+}
+
+export interface HttpPoolUsage {
+  readonly requests: number;
+  readonly modeledBytes: number;
+}
+
+/** `GET /v1/admin/admission`: one voter's limits and current usage (contract section 7). */
+export interface AdmissionStatus {
+  readonly nodeId: string;
+  readonly commandAdmission: {
+    readonly limits: CommandLimits;
+    readonly data: CommandLaneUsage;
+    readonly control: CommandLaneUsage;
+    readonly verifiedScopes: readonly {
+      readonly lane: Lane;
+      readonly tenantId: string;
+      readonly principalId: string;
+      readonly tenantCommands: number;
+      readonly principalCommands: number;
+    }[];
+  };
+  readonly httpAdmission: {
+    readonly limits: HttpLimits;
+    readonly data: HttpPoolUsage;
+    readonly control: HttpPoolUsage;
+    readonly ingress: { readonly data: number; readonly control: number };
+    readonly verifiedScopes: readonly {
+      readonly pool: Lane;
+      readonly tenantId: string;
+      readonly principalId: string;
+      readonly tenantRequests: number;
+      readonly principalRequests: number;
+    }[];
+  };
+}
+
+/** `GET /health/live` and `/health/ready`. */
+export interface Health {
+  readonly live: boolean;
+  readonly ready: boolean;
+  /** Role, term, indexes, why not ready: shown as the voter reports it. */
+  readonly detail: Readonly<Record<string, unknown>>;
+}

@@ -1,0 +1,38 @@
+/**
+ * Why the transport failed: the connection could not be made (`ConnectFailed`), the voter did not answer
+ * in time (`Timeout`), the connection broke during the exchange (`Interrupted`), or the caller's signal
+ * aborted the call (`Aborted`).
+ */
+export type ConnectionFailure = "ConnectFailed" | "Timeout" | "Interrupted" | "Aborted";
+
+export interface ConnectionErrorOptions {
+  readonly reason: ConnectionFailure;
+  readonly endpoint: string;
+  readonly commandId?: string | undefined;
+  readonly cause?: unknown;
+}
+
+/**
+ * No answer came from a voter. Outside the contract's codes, since no voter said anything; a write that
+ * ends with one after its request may have reached a voter is reported as UnknownWriteOutcomeError
+ * instead, unless the caller aborted it.
+ */
+export class ConnectionError extends Error {
+  readonly code = "ConnectionFailed";
+  readonly reason: ConnectionFailure;
+  readonly endpoint: string;
+  readonly commandId: string | undefined;
+
+  constructor(message: string, options: ConnectionErrorOptions) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = "ConnectionError";
+    this.reason = options.reason;
+    this.endpoint = options.endpoint;
+    this.commandId = options.commandId;
+  }
+
+  /** False only when the request certainly never left this process: the connection was never made. */
+  get mayHaveReachedVoter(): boolean {
+    return this.reason !== "ConnectFailed";
+  }
+}

@@ -1,0 +1,82 @@
+import { ERROR_CODES, ERROR_STATUS, KeyLoadError } from "@keyload/contract";
+import { describe, expect, it } from "vitest";
+import { CommandIdConflictError } from "./command-id-conflict-error.js";
+import { errorForCode, errorFromAnswer } from "./error-from-answer.js";
+import { InternalError } from "./internal-error.js";
+import { KeyLoadClientError } from "./keyload-client-error.js";
+import { ResourceExhaustedError } from "./resource-exhausted-error.js";
+import { UnknownWriteOutcomeError } from "./unknown-write-outcome-error.js";
+
+const answer = { endpoint: "http://v1:1", retryAfter: undefined, commandId: "c-1", write: true };
+
+describe("errorFromAnswer", () => {
+  it("gives every contract code its own class, keeping the contract's status", () => {
+    const names = new Set<string>();
+    for (const code of ERROR_CODES) {
+      const error = errorForCode(code, "m");
+      expect(error).toBeInstanceOf(KeyLoadClientError);
+      expect(error).toBeInstanceOf(KeyLoadError);
+      expect(error.code).toBe(code);
+      expect(error.name).toBe(`${code}Error`);
+      expect(error.status).toBe(ERROR_STATUS[code]);
+      names.add(error.name);
+    }
+    expect(names.size).toBe(ERROR_CODES.length);
+  });
+
+  it("reads the contract's body, status, Retry-After and the refusing governor", () => {
+    const body = {
+      error: {
+        code: "ResourceExhausted",
+        reason: "CommandBytes",
+        message: "data lane full",
+        commandId: "c-1",
+        details: { governor: "command", lane: "data", limit: "MaxRetainedBytes" },
+      },
+    };
+    const error = errorFromAnswer({ ...answer, status: 429, retryAfter: 1_000, text: JSON.stringify(body) });
+    expect(error).toBeInstanceOf(ResourceExhaustedError);
+    expect(error).toMatchObject({
+      reason: "CommandBytes",
+      message: "data lane full",
+      commandId: "c-1",
+      retryAfter: 1_000,
+      governor: "command",
+      lane: "data",
+      pool: undefined,
+      endpoint: "http://v1:1",
+      status: 429,
+    });
+    expect(error.toBody()).toEqual(body);
+  });
+
+  it("keeps the status it received (413 for BodyTooLarge) and binds the request's command ID", () => {
+    const body = {
+      error: {
+        code: "ResourceExhausted",
+        reason: "BodyTooLarge",
+        message: "m",
+        details: { governor: "http", pool: "data" },
+      },
+    };
+    const error = errorFromAnswer({ ...answer, status: 413, text: JSON.stringify(body) });
+    expect(error).toMatchObject({ status: 413, commandId: "c-1", pool: "data", retryAfter: undefined });
+    const conflict = errorFromAnswer({
+      ...answer,
+      status: 409,
+      text: '{"error":{"code":"CommandIdConflict","reason":"DigestMismatch","message":"m"}}',
+    });
+    expect(conflict).toBeInstanceOf(CommandIdConflictError);
+    expect(conflict.withCommandId("c-2")).toBeInstanceOf(CommandIdConflictError);
+  });
+
+  it("makes an answer outside the contract Internal, or UnknownWriteOutcome for a write's 5xx", () => {
+    const page = { ...answer, status: 502, text: "<html>bad gateway</html>" };
+    expect(errorFromAnswer(page)).toBeInstanceOf(UnknownWriteOutcomeError);
+    expect(errorFromAnswer({ ...page, write: false })).toBeInstanceOf(InternalError);
+    expect(
+      errorFromAnswer({ ...page, status: 400, text: '{"error":{"code":"Nope","message":"m"}}' }),
+    ).toBeInstanceOf(InternalError);
+    expect(errorFromAnswer({ ...page, write: false }).reason).toBe("UnexpectedAnswer");
+  });
+});

@@ -1,0 +1,125 @@
+import type { IncomingHttpHeaders } from "node:http";
+import { Readable } from "node:stream";
+import { Agent, type Dispatcher } from "undici";
+import { ConnectionError, type ConnectionFailure } from "./errors/connection-error.js";
+
+export type HttpMethod = "GET" | "PUT" | "POST" | "DELETE";
+
+/** A request body: text or bytes of a known length, or bytes streamed without a Content-Length (chunked). */
+export type OutgoingBody = string | Uint8Array | AsyncIterable<Uint8Array>;
+
+export interface OutgoingRequest {
+  readonly method: HttpMethod;
+  /** The path and query string, percent-encoded, appended to the endpoint's own path. */
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  readonly body: OutgoingBody | undefined;
+  readonly signal: AbortSignal | undefined;
+  /** Bound to the ConnectionError of a failed exchange. */
+  readonly commandId: string | undefined;
+}
+
+/** The answer's status line and headers; the body is still unread. */
+export interface IncomingAnswer {
+  readonly endpoint: string;
+  readonly status: number;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: Dispatcher.ResponseData["body"];
+}
+
+export interface TransportOptions {
+  readonly connectTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly bodyTimeoutMs: number;
+  readonly connections: number;
+}
+
+/** Errors that mean no connection was made, so the request never left this process. */
+const CONNECT_CODES = new Set([
+  "ECONNREFUSED",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EADDRNOTAVAIL",
+  "UND_ERR_CONNECT_TIMEOUT",
+]);
+const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+
+function errorCode(error: unknown): string | undefined {
+  if (typeof error !== "object" || error === null) return undefined;
+  const code: unknown = (error as { code?: unknown }).code;
+  if (typeof code === "string") return code;
+  // A connection attempt over several addresses fails with an AggregateError of each one's error.
+  return error instanceof AggregateError ? errorCode(error.errors[0]) : undefined;
+}
+
+function failureOf(error: unknown, signal: AbortSignal | undefined): ConnectionFailure {
+  if (signal?.aborted) return "Aborted";
+  const code = errorCode(error);
+  if (code !== undefined && CONNECT_CODES.has(code)) return "ConnectFailed";
+  if (code !== undefined && TIMEOUT_CODES.has(code)) return "Timeout";
+  return "Interrupted";
+}
+
+/** undici under the client: one keep-alive agent for every voter, and transport failures as ConnectionError. */
+export class HttpTransport {
+  private readonly agent: Agent;
+
+  constructor(private readonly options: TransportOptions) {
+    this.agent = new Agent({
+      connect: { timeout: options.connectTimeoutMs },
+      connections: options.connections,
+    });
+  }
+
+  async send(endpoint: string, request: OutgoingRequest): Promise<IncomingAnswer> {
+    const url = new URL(endpoint);
+    try {
+      const answer = await this.agent.request({
+        origin: url.origin,
+        path: url.pathname.replace(/\/+$/, "") + request.path,
+        method: request.method,
+        headers: request.headers,
+        body: toUndiciBody(request.body),
+        signal: request.signal ?? null,
+        headersTimeout: this.options.requestTimeoutMs,
+        bodyTimeout: this.options.bodyTimeoutMs,
+      });
+      return { endpoint, status: answer.statusCode, headers: answer.headers, body: answer.body };
+    } catch (error) {
+      throw this.connectionError(error, endpoint, request);
+    }
+  }
+
+  /** Reads an answer's body to the end, as text; a broken or stalled body is a ConnectionError. */
+  async readText(answer: IncomingAnswer, request: OutgoingRequest): Promise<string> {
+    try {
+      return await answer.body.text();
+    } catch (error) {
+      throw this.connectionError(error, answer.endpoint, request);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
+  private connectionError(error: unknown, endpoint: string, request: OutgoingRequest): ConnectionError {
+    const reason = failureOf(error, request.signal);
+    const detail = error instanceof Error ? error.message : String(error);
+    return new ConnectionError(`${request.method} ${endpoint}${request.path}: ${reason} (${detail})`, {
+      reason,
+      endpoint,
+      commandId: request.commandId,
+      cause: error,
+    });
+  }
+}
+
+function toUndiciBody(body: OutgoingBody | undefined): string | Uint8Array | Readable | null {
+  if (body === undefined) return null;
+  if (typeof body === "string" || body instanceof Uint8Array || body instanceof Readable) return body;
+  // Without a known length undici sends the stream chunked, which is the point of a streamed body.
+  return Readable.from(body, { objectMode: false });
+}

@@ -1,0 +1,522 @@
+import type {
+  AckDeliveryResult,
+  AdmissionStatus,
+  BulkGetItem,
+  CommandOutcome,
+  CompleteDeliveryResult,
+  CompleteResult,
+  CreateKeyResult,
+  DeleteEdgeResult,
+  DeleteKeyResult,
+  DeleteResult,
+  DeliveryRequest,
+  DeliveryResult,
+  DispatchRead,
+  DispatchResult,
+  Document,
+  Edge,
+  EnqueueResult,
+  Health,
+  LeaseResult,
+  MembershipTable,
+  MemberWrite,
+  NackResult,
+  PrincipalWrite,
+  PutEdgeResult,
+  PutMemberResult,
+  PutPrincipalResult,
+  PutResult,
+  PutSubscriptionResult,
+  QueryPage,
+  QueryRequest,
+  QueueMessageRef,
+  RenewResult,
+  SearchRequest,
+  SearchResult,
+  TransactionResult,
+  Traversal,
+  TraverseRequest,
+  WriteSet,
+  Written,
+} from "./api-types.js";
+import { backoffDelay } from "./backoff.js";
+import {
+  type KeyLoadClientOptions,
+  type ResolvedClientOptions,
+  resolveClientOptions,
+} from "./client-options.js";
+import { ConnectionError } from "./errors/connection-error.js";
+import { KeyLoadClientError } from "./errors/keyload-client-error.js";
+import { ResourceExhaustedError } from "./errors/resource-exhausted-error.js";
+import { type HttpMethod, HttpTransport, type IncomingAnswer } from "./http-transport.js";
+import { type CallOptions, type Exchange, RequestExecutor, type WriteOptions } from "./request-executor.js";
+
+export interface PutOptions extends WriteOptions {
+  /** Apply only if the key is at this version; 0: only if it does not exist. */
+  readonly expectedVersion?: number;
+}
+
+export interface EnqueueOptions extends WriteOptions {
+  /** Milliseconds before the message becomes visible. */
+  readonly delayMs?: number;
+}
+
+export interface RenewOptions extends WriteOptions {
+  readonly visibilityTimeoutMs?: number;
+}
+
+export interface SubscriptionOptions extends WriteOptions {
+  /** Where a new subscription starts in the change feed. */
+  readonly from?: "beginning" | "end";
+}
+
+export interface DispatchReadOptions extends CallOptions {
+  /** Directives with a sequence number above this (default 0). */
+  readonly after?: number;
+  readonly limit?: number;
+}
+
+export interface ResolveOptions {
+  readonly signal?: AbortSignal;
+  /** No new round starts once this long has passed; the client's `deadlineMs` by default. */
+  readonly deadlineMs?: number;
+}
+
+/** A body streamed without a Content-Length; a function that opens it anew lets a failed attempt be retried. */
+export type ChunkedBody = AsyncIterable<Uint8Array> | (() => AsyncIterable<Uint8Array>);
+
+export interface RawRequest {
+  readonly method: HttpMethod;
+  /** Path and query string, percent-encoded. */
+  readonly path: string;
+  /** A string or bytes go with a Content-Length; an AsyncIterable (a Readable too) goes chunked. */
+  readonly body?: string | Uint8Array | AsyncIterable<Uint8Array>;
+  /** Added to (and overriding) the client's own: authorization, accept, content-type, command ID. */
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly commandId?: string;
+  /** The voter to ask; the client's preferred one by default. */
+  readonly endpoint?: string;
+  readonly signal?: AbortSignal;
+}
+
+/** An answer as it came, whatever its status; `body` is undici's stream, still unread. */
+export interface RawResponse extends IncomingAnswer {
+  readonly commandId: string | undefined;
+}
+
+const enc = encodeURIComponent;
+
+/** The voter's answers are the contract's shapes; the client trusts them rather than checking each field. */
+function json<T>(text: string): T {
+  return JSON.parse(text) as T;
+}
+
+function text(body: string): string {
+  return body;
+}
+
+/** Whether a failed submission still leaves the command's durable outcome unknown (so resubmitting helps). */
+function outcomeUnknown(error: unknown): error is KeyLoadClientError | ConnectionError {
+  if (error instanceof ConnectionError) return error.reason !== "Aborted";
+  if (error instanceof ResourceExhaustedError)
+    return error.reason !== "BodyTooLarge" && error.reason !== "ControlPayloadTooLarge";
+  return (
+    error instanceof KeyLoadClientError &&
+    (error.code === "UnknownWriteOutcome" || error.code === "Unavailable")
+  );
+}
+
+/**
+ * The typed KeyLoad client: one method per route of the contract. Any voter may be asked; the client
+ * follows leader hints, fails over on connection failures, retries writes only under their own command
+ * ID, and keeps its retries within a budget and its load within what the cluster accepts. Every write
+ * result and every error of a write carries the command ID.
+ */
+export class KeyLoadClient {
+  private readonly options: ResolvedClientOptions;
+  private readonly transport: HttpTransport;
+  private readonly executor: RequestExecutor;
+
+  constructor(options: KeyLoadClientOptions) {
+    this.options = resolveClientOptions(options);
+    this.transport = new HttpTransport(this.options);
+    this.executor = new RequestExecutor(this.options, this.transport);
+  }
+
+  /** The voter the next call goes to first. */
+  get preferredEndpoint(): string {
+    return this.executor.endpoints.current();
+  }
+
+  /** A fresh command ID (UUIDv7), for a caller that wants to know it before sending. */
+  newCommandId(): string {
+    return this.executor.newCommandId();
+  }
+
+  // Catalog
+
+  get<T = unknown>(key: string, options: CallOptions = {}): Promise<Document<T>> {
+    return this.call(
+      { kind: "read", method: "GET", path: `/v1/catalog/${enc(key)}` },
+      options,
+      json<Document<T>>,
+    );
+  }
+
+  put(key: string, value: unknown, options: PutOptions = {}): Promise<PutResult> {
+    const body = { value, expectedVersion: options.expectedVersion };
+    return this.write("PUT", `/v1/catalog/${enc(key)}`, body, options);
+  }
+
+  delete(key: string, options: PutOptions = {}): Promise<DeleteResult> {
+    const body =
+      options.expectedVersion === undefined ? undefined : { expectedVersion: options.expectedVersion };
+    return this.write("DELETE", `/v1/catalog/${enc(key)}`, body, options);
+  }
+
+  bulkGet<T = unknown>(
+    keys: readonly string[],
+    options: CallOptions = {},
+  ): Promise<{ readonly items: readonly BulkGetItem<T>[] }> {
+    return this.readPost("/v1/catalog/bulk-get", { keys }, options);
+  }
+
+  query<T = unknown>(request: QueryRequest = {}, options: CallOptions = {}): Promise<QueryPage<T>> {
+    return this.readPost("/v1/query", request, options);
+  }
+
+  /** Every document `request` matches, page by page, so a large result is never held whole. */
+  async *queryAll<T = unknown>(
+    request: QueryRequest = {},
+    options: CallOptions = {},
+  ): AsyncGenerator<Document<T>> {
+    let after = request.after;
+    do {
+      const page = await this.query<T>({ ...request, after }, options);
+      yield* page.items;
+      after = page.next;
+    } while (after !== undefined);
+  }
+
+  search<T = unknown>(request: SearchRequest, options: CallOptions = {}): Promise<SearchResult<T>> {
+    return this.readPost("/v1/search", request, options);
+  }
+
+  /** Puts, deletes and checks, plus outbox messages, applied atomically. */
+  transaction(writeSet: WriteSet, options: WriteOptions = {}): Promise<TransactionResult> {
+    return this.write("POST", "/v1/transactions", writeSet, options);
+  }
+
+  // Graph
+
+  putEdge(edge: Edge, options: WriteOptions = {}): Promise<PutEdgeResult> {
+    return this.write("PUT", "/v1/graph/edges", edgeBody(edge), options);
+  }
+
+  deleteEdge(edge: Edge, options: WriteOptions = {}): Promise<DeleteEdgeResult> {
+    return this.write("DELETE", "/v1/graph/edges", edgeBody(edge), options);
+  }
+
+  traverse(request: TraverseRequest, options: CallOptions = {}): Promise<Traversal> {
+    return this.readPost("/v1/graph/traverse", request, options);
+  }
+
+  // Queues
+
+  enqueue(queue: string, body: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
+    return this.write(
+      "POST",
+      `/v1/queues/${enc(queue)}/messages`,
+      { body, delayMs: options.delayMs },
+      options,
+    );
+  }
+
+  lease<T = unknown>(
+    queue: string,
+    request?: DeliveryRequest,
+    options: WriteOptions = {},
+  ): Promise<LeaseResult<T>> {
+    return this.write("POST", `/v1/queues/${enc(queue)}/leases`, request, options);
+  }
+
+  ack(
+    queue: string,
+    messageId: string,
+    leaseToken: string,
+    options: WriteOptions = {},
+  ): Promise<QueueMessageRef> {
+    return this.write("POST", `${messagePath(queue, messageId)}/ack`, { leaseToken }, options);
+  }
+
+  /** Returns a leased message to the queue (after `delayMs`), or to its dead-letter queue past the attempt limit. */
+  nack(
+    queue: string,
+    messageId: string,
+    leaseToken: string,
+    options: EnqueueOptions = {},
+  ): Promise<NackResult> {
+    const body = { leaseToken, delayMs: options.delayMs };
+    return this.write("POST", `${messagePath(queue, messageId)}/nack`, body, options);
+  }
+
+  renew(
+    queue: string,
+    messageId: string,
+    leaseToken: string,
+    options: RenewOptions = {},
+  ): Promise<RenewResult> {
+    const body = { leaseToken, visibilityTimeoutMs: options.visibilityTimeoutMs };
+    return this.write("POST", `${messagePath(queue, messageId)}/renew`, body, options);
+  }
+
+  /** The processing effect: acknowledges the message and applies `writeSet` atomically. */
+  complete(
+    queue: string,
+    messageId: string,
+    leaseToken: string,
+    writeSet: WriteSet = {},
+    options: WriteOptions = {},
+  ): Promise<CompleteResult> {
+    return this.write(
+      "POST",
+      `${messagePath(queue, messageId)}/complete`,
+      { leaseToken, ...writeSet },
+      options,
+    );
+  }
+
+  // Subscriptions
+
+  putSubscription(
+    name: string,
+    prefix: string,
+    options: SubscriptionOptions = {},
+  ): Promise<PutSubscriptionResult> {
+    return this.write("PUT", `/v1/subscriptions/${enc(name)}`, { prefix, from: options.from }, options);
+  }
+
+  deliver(name: string, request?: DeliveryRequest, options: WriteOptions = {}): Promise<DeliveryResult> {
+    return this.write("POST", `/v1/subscriptions/${enc(name)}/deliveries`, request, options);
+  }
+
+  ackDelivery(name: string, deliveryId: string, options: WriteOptions = {}): Promise<AckDeliveryResult> {
+    return this.write("POST", `${deliveryPath(name, deliveryId)}/ack`, undefined, options);
+  }
+
+  /** The projection effect: acknowledges the delivery and applies `writeSet` atomically. */
+  completeDelivery(
+    name: string,
+    deliveryId: string,
+    writeSet: WriteSet = {},
+    options: WriteOptions = {},
+  ): Promise<CompleteDeliveryResult> {
+    return this.write("POST", `${deliveryPath(name, deliveryId)}/complete`, writeSet, options);
+  }
+
+  // Membership and dispatch
+
+  putMember(memberId: string, write: MemberWrite, options: WriteOptions = {}): Promise<PutMemberResult> {
+    return this.write("PUT", `/v1/membership/${enc(memberId)}`, write, options);
+  }
+
+  membership(options: CallOptions = {}): Promise<MembershipTable> {
+    return this.call({ kind: "read", method: "GET", path: "/v1/membership" }, options, json<MembershipTable>);
+  }
+
+  dispatch(
+    channel: string,
+    directive: string,
+    data?: unknown,
+    options: WriteOptions = {},
+  ): Promise<DispatchResult> {
+    return this.write("POST", `/v1/dispatch/${enc(channel)}`, { directive, data }, options);
+  }
+
+  readDispatch(channel: string, options: DispatchReadOptions = {}): Promise<DispatchRead> {
+    const query = new URLSearchParams();
+    if (options.after !== undefined) query.set("after", String(options.after));
+    if (options.limit !== undefined) query.set("limit", String(options.limit));
+    const search = query.toString();
+    const path = `/v1/dispatch/${enc(channel)}${search === "" ? "" : `?${search}`}`;
+    return this.call({ kind: "read", method: "GET", path }, options, json<DispatchRead>);
+  }
+
+  // Principal catalog and admission
+
+  putPrincipal(principal: PrincipalWrite, options: WriteOptions = {}): Promise<PutPrincipalResult> {
+    const body = { principalId: principal.principalId, tenantId: principal.tenantId, roles: principal.roles };
+    return this.write("POST", "/v1/admin/principals", body, options);
+  }
+
+  /** A new API key for the principal; its plain text is in the result, and nowhere else, ever. */
+  createKey(principalId: string, options: WriteOptions = {}): Promise<CreateKeyResult> {
+    return this.write("POST", `/v1/admin/principals/${enc(principalId)}/keys`, undefined, options);
+  }
+
+  deleteKey(principalId: string, keyId: string, options: WriteOptions = {}): Promise<DeleteKeyResult> {
+    return this.write(
+      "DELETE",
+      `/v1/admin/principals/${enc(principalId)}/keys/${enc(keyId)}`,
+      undefined,
+      options,
+    );
+  }
+
+  /** One voter's admission limits and usage (`endpoint` picks the voter). */
+  admissionStatus(options: CallOptions = {}): Promise<AdmissionStatus> {
+    return this.call(
+      { kind: "read", method: "GET", path: "/v1/admin/admission" },
+      options,
+      json<AdmissionStatus>,
+    );
+  }
+
+  // Commands
+
+  /** The command's committed outcome; NotFoundError while none is committed. */
+  getCommand(commandId: string, options: CallOptions = {}): Promise<CommandOutcome> {
+    const path = `/v1/commands/${enc(commandId)}`;
+    return this.call({ kind: "read", method: "GET", path }, options, json<CommandOutcome>);
+  }
+
+  /**
+   * Resubmits a command under `commandId` until its durable outcome is known, and returns it (or throws
+   * the refusal it committed as). `submit` must send the same command each time, e.g.
+   * `(o) => client.put("k", v, o)`: the voters answer a resubmission with the original outcome, so the
+   * command applies at most once. A resubmission also settles the question `getCommand` cannot: a 404
+   * there means "not committed yet", which an attempt that was lost would answer forever.
+   */
+  async resolveOutcome<T>(
+    commandId: string,
+    submit: (options: WriteOptions) => Promise<T>,
+    options: ResolveOptions = {},
+  ): Promise<T> {
+    const started = this.options.now();
+    const deadlineMs = options.deadlineMs ?? this.options.deadlineMs;
+    for (let round = 1; ; round++) {
+      try {
+        return await submit({
+          commandId,
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        });
+      } catch (error) {
+        if (!outcomeUnknown(error)) throw error;
+        const wait = Math.max(
+          error instanceof KeyLoadClientError ? (error.retryAfter ?? 0) : 0,
+          backoffDelay(round, this.options.backoff, this.options.random),
+        );
+        if (this.options.now() - started + wait > deadlineMs) throw error;
+        await this.executor.pause(wait, options.signal, error.endpoint ?? this.preferredEndpoint, commandId);
+      }
+    }
+  }
+
+  // Operations: about one voter each, asked once, without a key
+
+  /** Liveness of one voter; UnavailableError (reason NotLive) when it is not. */
+  live(options: CallOptions = {}): Promise<Health> {
+    return this.call({ kind: "ops", method: "GET", path: "/health/live" }, options, json<Health>);
+  }
+
+  /** Readiness of one voter: a member with a known leader, caught up; UnavailableError (NotReady) when not. */
+  ready(options: CallOptions = {}): Promise<Health> {
+    return this.call({ kind: "ops", method: "GET", path: "/health/ready" }, options, json<Health>);
+  }
+
+  /** One voter's Prometheus metrics, as text. */
+  metrics(options: CallOptions = {}): Promise<string> {
+    return this.call({ kind: "ops", method: "GET", path: "/metrics" }, options, text);
+  }
+
+  /** The API as an OpenAPI 3.1 document. */
+  openApi(options: CallOptions = {}): Promise<Readonly<Record<string, unknown>>> {
+    return this.call(
+      { kind: "ops", method: "GET", path: "/openapi.json" },
+      options,
+      json<Record<string, unknown>>,
+    );
+  }
+
+  // Streaming
+
+  /**
+   * A write whose body is streamed without a Content-Length (chunked), to any write route, with the
+   * usual command ID, typed errors and retries. Only a body given as a function is retried, since a
+   * stream can be read once; a body over the route's cap answers ResourceExhaustedError `BodyTooLarge`.
+   */
+  upload<T extends Written = Written & Readonly<Record<string, unknown>>>(
+    method: Exclude<HttpMethod, "GET">,
+    path: string,
+    body: ChunkedBody,
+    options: WriteOptions = {},
+  ): Promise<T> {
+    return this.call({ kind: "write", method, path, body }, options, json<T>);
+  }
+
+  /**
+   * One request, sent once, answered as it came: any status, the headers, and the body as undici's
+   * stream (read it, e.g. `for await (const chunk of response.body)`, or dump it). For large answers and
+   * for tests of the HTTP edge itself; only a transport failure throws (ConnectionError).
+   */
+  async raw(request: RawRequest): Promise<RawResponse> {
+    const headers = {
+      ...this.executor.headers("read", request.commandId, request.body !== undefined),
+      ...lowerCaseKeys(request.headers ?? {}),
+    };
+    const answer = await this.executor.sendOnce(request.endpoint, {
+      method: request.method,
+      path: request.path,
+      headers,
+      body: request.body,
+      signal: request.signal,
+      commandId: request.commandId,
+    });
+    return { ...answer, commandId: request.commandId };
+  }
+
+  /** Closes the connections; calls still running fail. */
+  async close(): Promise<void> {
+    await this.transport.close();
+  }
+
+  private call<T>(exchange: Exchange, options: WriteOptions, read: (text: string) => T): Promise<T> {
+    return this.executor.execute(exchange, options, read);
+  }
+
+  private write<T>(
+    method: Exclude<HttpMethod, "GET">,
+    path: string,
+    body: unknown,
+    options: WriteOptions,
+  ): Promise<T> {
+    const exchange: Exchange = {
+      kind: "write",
+      method,
+      path,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    };
+    return this.call(exchange, options, json<T>);
+  }
+
+  private readPost<T>(path: string, body: unknown, options: CallOptions): Promise<T> {
+    return this.call({ kind: "read", method: "POST", path, body: JSON.stringify(body) }, options, json<T>);
+  }
+}
+
+function messagePath(queue: string, messageId: string): string {
+  return `/v1/queues/${enc(queue)}/messages/${enc(messageId)}`;
+}
+
+function deliveryPath(name: string, deliveryId: string): string {
+  return `/v1/subscriptions/${enc(name)}/deliveries/${enc(deliveryId)}`;
+}
+
+/** Exactly the contract's fields: a caller's object may carry more, which would change the payload. */
+function edgeBody(edge: Edge): Edge {
+  return { from: edge.from, type: edge.type, to: edge.to };
+}
+
+function lowerCaseKeys(headers: Readonly<Record<string, string>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value]));
+}

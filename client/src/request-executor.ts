@@ -1,0 +1,330 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { AdaptiveThrottle } from "./adaptive-throttle.js";
+import { backoffDelay } from "./backoff.js";
+import type { ResolvedClientOptions } from "./client-options.js";
+import { EndpointSet, normalizeEndpoint } from "./endpoint-set.js";
+import { ConnectionError } from "./errors/connection-error.js";
+import { errorFromAnswer } from "./errors/error-from-answer.js";
+import { InternalError } from "./errors/internal-error.js";
+import { KeyLoadClientError } from "./errors/keyload-client-error.js";
+import { ResourceExhaustedError } from "./errors/resource-exhausted-error.js";
+import { UnknownWriteOutcomeError } from "./errors/unknown-write-outcome-error.js";
+import type {
+  HttpMethod,
+  HttpTransport,
+  IncomingAnswer,
+  OutgoingBody,
+  OutgoingRequest,
+} from "./http-transport.js";
+import { LEADER_HEADER, parseLeaderHint } from "./leader-hint.js";
+import { parseRetryAfter } from "./retry-after.js";
+import { RetryBudget } from "./retry-budget.js";
+import { uuidV7 } from "./uuid-v7.js";
+
+export const COMMAND_ID_HEADER = "keyload-command-id";
+
+/**
+ * What a call is. `write`: a command, sent with a command ID and only ever retried with that same ID.
+ * `read`: retried freely. `ops` (health, metrics, the API document): about one voter, so asked once,
+ * without a key, and outside the throttle and the retry budget.
+ */
+export type ExchangeKind = "write" | "read" | "ops";
+
+/** A body a retry can send again: JSON text, or a function that opens the same byte stream anew. */
+export type ReplayableBody = string | (() => AsyncIterable<Uint8Array>);
+
+export interface Exchange {
+  readonly kind: ExchangeKind;
+  readonly method: HttpMethod;
+  readonly path: string;
+  /** A one-shot stream makes the call a single attempt: it cannot be sent twice. */
+  readonly body?: ReplayableBody | AsyncIterable<Uint8Array>;
+}
+
+export interface CallOptions {
+  /** Aborts the call, its attempts and the waits between them. */
+  readonly signal?: AbortSignal;
+  /** Ask only this voter (any URL, listed or not): no failover and no leader hints. */
+  readonly endpoint?: string;
+}
+
+export interface WriteOptions extends CallOptions {
+  /** The command ID (1-128 of `[A-Za-z0-9._:-]`); a UUIDv7 is generated when absent. */
+  readonly commandId?: string;
+}
+
+type Failure = KeyLoadClientError | ConnectionError;
+
+type Attempt<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly failure: Failure; readonly answer?: IncomingAnswer };
+
+/** Where and when the next attempt goes. */
+interface RetryPlan {
+  readonly endpoint: string;
+  readonly delayMs: number;
+}
+
+/**
+ * Runs one call: attempts, failover, leader hints, backoff, the retry budget and the adaptive throttle.
+ * A write is retried only on answers that leave it safe to send again under its own command ID
+ * (UnknownWriteOutcome, Unavailable, a connection failure, an admission refusal), so the voters'
+ * deduplication guarantees it applies at most once however many attempts it takes.
+ */
+export class RequestExecutor {
+  readonly endpoints: EndpointSet;
+  private readonly budget: RetryBudget;
+  private readonly throttle: AdaptiveThrottle | undefined;
+
+  constructor(
+    private readonly options: ResolvedClientOptions,
+    private readonly transport: HttpTransport,
+  ) {
+    this.endpoints = new EndpointSet(options.endpoints);
+    this.budget = new RetryBudget(options.retryBudget, options.now);
+    this.throttle =
+      options.adaptiveThrottle === false
+        ? undefined
+        : new AdaptiveThrottle(options.adaptiveThrottle, options.now, options.random);
+  }
+
+  /** A new command ID: a UUIDv7 on the client's clock. */
+  newCommandId(): string {
+    return uuidV7(this.options.now());
+  }
+
+  /**
+   * Runs `exchange` until an attempt succeeds or retrying stops, and returns what `read` made of the
+   * successful answer's body. The body is read inside the attempt, so one cut short is retried like any
+   * other connection failure.
+   */
+  async execute<T>(exchange: Exchange, options: WriteOptions, read: (text: string) => T): Promise<T> {
+    const started = this.options.now();
+    const commandId = exchange.kind === "write" ? (options.commandId ?? this.newCommandId()) : undefined;
+    const pinned = options.endpoint === undefined ? undefined : normalizeEndpoint(options.endpoint);
+    const replayable = exchange.body === undefined || isReplayable(exchange.body);
+    const maxAttempts = exchange.kind === "ops" || !replayable ? 1 : this.options.maxAttempts;
+    if (exchange.kind !== "ops") {
+      this.budget.recordRequest();
+      if (this.throttle?.shouldReject()) throw this.throttled(commandId);
+    }
+    let endpoint = pinned ?? this.endpoints.current();
+    const tried = new Set<string>();
+    let ambiguous = false;
+    for (let attempt = 1; ; attempt++) {
+      tried.add(endpoint);
+      const request = this.request(exchange, commandId, options.signal);
+      const result = await this.attempt(exchange, endpoint, request, pinned !== undefined, read);
+      if (result.ok) return result.value;
+      const failure = result.failure;
+      if (commandId !== undefined && mayHaveApplied(failure)) ambiguous = true;
+      const plan = this.plan(failure, result.answer, endpoint, pinned, tried, attempt);
+      const elapsed = this.options.now() - started;
+      if (
+        plan === undefined ||
+        attempt >= maxAttempts ||
+        elapsed + plan.delayMs > this.options.deadlineMs ||
+        !this.budget.tryRetry()
+      ) {
+        throw finalError(failure, commandId, ambiguous, attempt);
+      }
+      if (plan.delayMs > 0) await this.pause(plan.delayMs, options.signal, endpoint, commandId);
+      endpoint = plan.endpoint;
+    }
+  }
+
+  /** One request to one voter (the preferred one by default), outside retries, throttle and budget: `raw`. */
+  async sendOnce(endpoint: string | undefined, request: OutgoingRequest): Promise<IncomingAnswer> {
+    return this.transport.send(
+      endpoint === undefined ? this.endpoints.current() : normalizeEndpoint(endpoint),
+      request,
+    );
+  }
+
+  headers(kind: ExchangeKind, commandId: string | undefined, hasBody: boolean): Record<string, string> {
+    const headers: Record<string, string> = { accept: "application/json" };
+    if (kind !== "ops" && this.options.apiKey !== undefined)
+      headers.authorization = `Bearer ${this.options.apiKey}`;
+    if (commandId !== undefined) headers[COMMAND_ID_HEADER] = commandId;
+    if (hasBody) headers["content-type"] = "application/json";
+    return headers;
+  }
+
+  private request(
+    exchange: Exchange,
+    commandId: string | undefined,
+    signal: AbortSignal | undefined,
+  ): OutgoingRequest {
+    return {
+      method: exchange.method,
+      path: exchange.path,
+      headers: this.headers(exchange.kind, commandId, exchange.body !== undefined),
+      body: openBody(exchange.body),
+      signal,
+      commandId,
+    };
+  }
+
+  private async attempt<T>(
+    exchange: Exchange,
+    endpoint: string,
+    request: OutgoingRequest,
+    pinned: boolean,
+    read: (text: string) => T,
+  ): Promise<Attempt<T>> {
+    let answer: IncomingAnswer;
+    let text: string;
+    try {
+      answer = await this.transport.send(endpoint, request);
+      text = await this.transport.readText(answer, request);
+    } catch (error) {
+      if (error instanceof ConnectionError) return { ok: false, failure: error };
+      throw error;
+    }
+    if (exchange.kind !== "ops") this.throttle?.record(answer.status !== 429);
+    if (!pinned && answer.status < 500) this.endpoints.answered(endpoint);
+    if (answer.status < 400) {
+      try {
+        return { ok: true, value: read(text) };
+      } catch (error) {
+        throw new InternalError(`${endpoint} answered ${answer.status} with a body the client cannot read`, {
+          reason: "UnexpectedAnswer",
+          endpoint,
+          httpStatus: answer.status,
+          commandId: request.commandId,
+          cause: error,
+        });
+      }
+    }
+    const failure = errorFromAnswer({
+      status: answer.status,
+      text,
+      endpoint,
+      retryAfter: parseRetryAfter(headerValue(answer, "retry-after"), this.options.now()),
+      commandId: request.commandId,
+      write: exchange.kind === "write",
+    });
+    return { ok: false, failure, answer };
+  }
+
+  /** Whether and where to try again after `failure`; undefined: the failure is the call's answer. */
+  private plan(
+    failure: Failure,
+    answer: IncomingAnswer | undefined,
+    endpoint: string,
+    pinned: string | undefined,
+    tried: ReadonlySet<string>,
+    attempt: number,
+  ): RetryPlan | undefined {
+    const backoff = backoffDelay(attempt, this.options.backoff, this.options.random);
+    if (failure instanceof ConnectionError) {
+      if (failure.reason === "Aborted") return undefined;
+      // A dead voter says nothing about the others: one not yet asked in this call is asked at once.
+      const next = pinned ?? this.endpoints.failOver(endpoint);
+      return { endpoint: next, delayMs: tried.has(next) ? backoff : 0 };
+    }
+    if (failure instanceof ResourceExhaustedError) {
+      if (!this.options.retryResourceExhausted || !isTransientRefusal(failure)) return undefined;
+      return { endpoint, delayMs: (failure.retryAfter ?? 0) + backoff };
+    }
+    if (failure.code !== "Unavailable" && failure.code !== "UnknownWriteOutcome") return undefined;
+    if (pinned !== undefined) return { endpoint: pinned, delayMs: backoff };
+    const hinted = this.endpoints.follow(parseLeaderHint(answer && headerValue(answer, LEADER_HEADER)));
+    // A hint names where the leader is now, so it is followed at once unless this call already went
+    // there. Without one (or naming the voter that answered, which is then on its way out) the cluster
+    // is most likely electing, and every voter would say the same at once: another voter, after a pause.
+    if (hinted !== undefined && hinted !== endpoint) {
+      return { endpoint: hinted, delayMs: tried.has(hinted) ? backoff : 0 };
+    }
+    return { endpoint: this.endpoints.failOver(endpoint), delayMs: backoff };
+  }
+
+  /** Waits before a retry; the caller's abort ends the wait, and the call, with ConnectionError `Aborted`. */
+  async pause(
+    delayMs: number,
+    signal: AbortSignal | undefined,
+    endpoint: string,
+    commandId: string | undefined,
+  ): Promise<void> {
+    try {
+      await sleep(delayMs, undefined, signal === undefined ? undefined : { signal });
+    } catch (error) {
+      throw new ConnectionError("the call was aborted while it waited to retry", {
+        reason: "Aborted",
+        endpoint,
+        commandId,
+        cause: error,
+      });
+    }
+  }
+
+  private throttled(commandId: string | undefined): ResourceExhaustedError {
+    const probability = this.throttle?.rejectProbability() ?? 0;
+    return new ResourceExhaustedError(
+      "the client's adaptive throttle rejected the request locally: the cluster has been refusing requests",
+      {
+        reason: "ClientThrottled",
+        commandId,
+        details: { governor: "client", rejectProbability: probability },
+      },
+    );
+  }
+}
+
+function isReplayable(body: ReplayableBody | AsyncIterable<Uint8Array>): body is ReplayableBody {
+  return typeof body === "string" || typeof body === "function";
+}
+
+function openBody(body: Exchange["body"]): OutgoingBody | undefined {
+  return typeof body === "function" ? body() : body;
+}
+
+function headerValue(answer: IncomingAnswer, name: string): string | undefined {
+  const value = answer.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+/** Refusals that may pass later; a body or payload over its cap never will. */
+function isTransientRefusal(error: ResourceExhaustedError): boolean {
+  return (
+    error.governor !== "client" &&
+    error.reason !== "BodyTooLarge" &&
+    error.reason !== "ControlPayloadTooLarge"
+  );
+}
+
+/** Whether the failed attempt of a write may still have committed. */
+function mayHaveApplied(failure: Failure): boolean {
+  return failure instanceof ConnectionError
+    ? failure.mayHaveReachedVoter
+    : failure.code === "UnknownWriteOutcome";
+}
+
+/**
+ * The error a call ends with. A write whose earlier attempt may have committed ends in
+ * UnknownWriteOutcome whatever its last attempt said (an Unavailable only speaks for itself), unless the
+ * caller aborted it; every error of a write carries its command ID.
+ */
+function finalError(
+  failure: Failure,
+  commandId: string | undefined,
+  ambiguous: boolean,
+  attempts: number,
+): Failure {
+  const aborted = failure instanceof ConnectionError && failure.reason === "Aborted";
+  if (commandId !== undefined && ambiguous && !aborted && failure.code !== "UnknownWriteOutcome") {
+    return new UnknownWriteOutcomeError(
+      `gave up after ${attempts} attempts, of which one may have committed: resubmit with the same command ID (${failure.message})`,
+      {
+        reason: "RetriesExhausted",
+        commandId,
+        endpoint: failure.endpoint,
+        cause: failure,
+      },
+    );
+  }
+  if (failure instanceof KeyLoadClientError && commandId !== undefined && failure.commandId === undefined) {
+    return failure.withCommandId(commandId);
+  }
+  return failure;
+}

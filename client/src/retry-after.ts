@@ -1,0 +1,12 @@
+/**
+ * A `Retry-After` header in milliseconds: delay-seconds or an HTTP-date (RFC 9110 section 10.2.3);
+ * undefined when absent or unreadable. A date in the past is zero.
+ */
+export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // Date.parse also takes bare numbers such as "-1" (a year); an HTTP-date always names a day or month.
+  const date = /[A-Za-z]/.test(text) ? Date.parse(text) : Number.NaN;
+  return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
+}

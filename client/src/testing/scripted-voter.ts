@@ -1,0 +1,86 @@
+import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+export interface ReceivedRequest {
+  readonly method: string;
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly body: string;
+  readonly at: number;
+}
+
+export interface ScriptedAnswer {
+  readonly status: number;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Sent as JSON unless a string. */
+  readonly body?: unknown;
+  /** Sends the headers, then breaks the connection instead of the body. */
+  readonly cutBody?: boolean;
+}
+
+/** A contract error body. */
+export function errorBody(code: string, reason = code, details?: Record<string, unknown>): unknown {
+  return { error: { code, reason, message: `${code} (${reason})`, ...(details ? { details } : {}) } };
+}
+
+/**
+ * A stand-in voter for the client's own tests: answers each request with the next scripted answer
+ * (the last one repeats) and records what it received, so retries, command IDs, hints and bodies can be
+ * checked exactly, without a cluster's timing.
+ */
+export class ScriptedVoter {
+  readonly requests: ReceivedRequest[] = [];
+  private answers: ScriptedAnswer[] = [];
+
+  private constructor(
+    private readonly server: Server,
+    readonly url: string,
+  ) {}
+
+  static async start(...answers: ScriptedAnswer[]): Promise<ScriptedVoter> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const voter = new ScriptedVoter(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    voter.script(...answers);
+    server.on("request", (request, response) => {
+      const chunks: Buffer[] = [];
+      request.on("data", (chunk: Buffer) => chunks.push(chunk));
+      request.on("end", () => {
+        voter.requests.push({
+          method: request.method ?? "",
+          url: request.url ?? "",
+          headers: request.headers,
+          body: Buffer.concat(chunks).toString("utf8"),
+          at: Date.now(),
+        });
+        voter.answer(response);
+      });
+    });
+    return voter;
+  }
+
+  /** Replaces the answers still to come. */
+  script(...answers: ScriptedAnswer[]): void {
+    this.answers = answers;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private answer(response: ServerResponse): void {
+    const next = (this.answers.length > 1 ? this.answers.shift() : this.answers[0]) ?? {
+      status: 200,
+      body: {},
+    };
+    const body = typeof next.body === "string" ? next.body : JSON.stringify(next.body ?? {});
+    response.writeHead(next.status, { "content-type": "application/json", ...next.headers });
+    if (next.cutBody) {
+      response.flushHeaders();
+      setTimeout(() => response.socket?.destroy(), 10);
+      return;
+    }
+    response.end(body);
+  }
+}

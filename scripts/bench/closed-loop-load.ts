@@ -1,0 +1,138 @@
+/**
+ * A closed-loop write load over one undici Pool: each of C workers sends its next request as soon as
+ * the previous one has answered, until the time is up. Counts 2xx answers as writes; anything else
+ * (another status or a transport error) is an error, tallied by kind with the first few bodies kept.
+ */
+import type { Dispatcher, Pool } from "undici";
+import { machineBusySeconds, totalCpuSeconds } from "./server-processes.js";
+
+export interface WriteRequest {
+  readonly method: Dispatcher.HttpMethod;
+  readonly path: string;
+  readonly headers: Record<string, string>;
+  readonly body: string;
+}
+
+export interface LoadTarget {
+  /** Where the requests go, for the report. */
+  readonly label: string;
+  readonly pool: Pool;
+  /** The `seq`-th request of this target (unique across runs of one target). */
+  request(seq: number): WriteRequest;
+  /** The server processes whose CPU is counted. */
+  readonly serverPids: readonly number[];
+}
+
+export interface LoadResult {
+  readonly label: string;
+  readonly concurrency: number;
+  readonly seconds: number;
+  readonly writes: number;
+  readonly writesPerSecond: number;
+  /** Milliseconds, over 2xx answers. */
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  /** CPU seconds of the server processes per 1,000 writes. */
+  readonly serverCpuPer1000: number;
+  readonly serverCpuSeconds: number;
+  /** CPU seconds of this load generator per 1,000 writes. */
+  readonly clientCpuPer1000: number;
+  /**
+   * Cores kept busy on average by processes other than the servers and this load generator: other
+   * work on the machine, which makes the figures unreliable when it is more than a few percent.
+   */
+  readonly otherCores: number;
+  readonly errors: number;
+  readonly errorKinds: Record<string, number>;
+  readonly errorSamples: readonly string[];
+}
+
+/** Every request of a target gets the next number, so keys and command IDs never repeat in a run. */
+const nextSeq = new WeakMap<LoadTarget, number>();
+
+function takeSeq(target: LoadTarget): number {
+  const seq = nextSeq.get(target) ?? 0;
+  nextSeq.set(target, seq + 1);
+  return seq;
+}
+
+export async function runClosedLoop(
+  target: LoadTarget,
+  concurrency: number,
+  seconds: number,
+  stop?: AbortSignal,
+): Promise<LoadResult> {
+  const latencies: number[] = [];
+  const errorKinds: Record<string, number> = {};
+  const errorSamples: string[] = [];
+  let errors = 0;
+  const noteError = (kind: string, sample: string): void => {
+    errors++;
+    errorKinds[kind] = (errorKinds[kind] ?? 0) + 1;
+    if (errorSamples.length < 3) errorSamples.push(`${kind}: ${sample.slice(0, 300)}`);
+  };
+
+  const cpuBefore = totalCpuSeconds(target.serverPids);
+  const machineBefore = machineBusySeconds();
+  const clientBefore = process.cpuUsage();
+  const start = performance.now();
+  const end = start + seconds * 1000;
+
+  const worker = async (): Promise<void> => {
+    while (performance.now() < end && !stop?.aborted) {
+      const req = target.request(takeSeq(target));
+      const sent = performance.now();
+      try {
+        const response = await target.pool.request({
+          method: req.method,
+          path: req.path,
+          headers: req.headers,
+          body: req.body,
+        });
+        if (response.statusCode >= 200 && response.statusCode < 300) {
+          await response.body.dump();
+          latencies.push(performance.now() - sent);
+        } else {
+          noteError(`HTTP ${response.statusCode}`, await response.body.text());
+        }
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        noteError(code ?? (err instanceof Error ? err.name : "error"), String(err));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+
+  const elapsed = (performance.now() - start) / 1000;
+  const serverCpuSeconds = totalCpuSeconds(target.serverPids) - cpuBefore;
+  const client = process.cpuUsage(clientBefore);
+  const clientCpuSeconds = (client.user + client.system) / 1e6;
+  const machineSeconds = machineBusySeconds() - machineBefore;
+  latencies.sort((a, b) => a - b);
+  const writes = latencies.length;
+  return {
+    label: target.label,
+    concurrency,
+    seconds: elapsed,
+    writes,
+    writesPerSecond: writes / elapsed,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    max: latencies.at(-1) ?? Number.NaN,
+    serverCpuPer1000: writes > 0 ? (serverCpuSeconds / writes) * 1000 : Number.NaN,
+    serverCpuSeconds,
+    clientCpuPer1000: writes > 0 ? (clientCpuSeconds / writes) * 1000 : Number.NaN,
+    otherCores: Math.max(0, machineSeconds - serverCpuSeconds - clientCpuSeconds) / elapsed,
+    errors,
+    errorKinds,
+    errorSamples,
+  };
+}
+
+/** The nearest-rank quantile of sorted values. */
+function quantile(sorted: readonly number[], q: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
+  return sorted[rank]!;
+}

@@ -1,0 +1,433 @@
+/**
+ * KeyLoad side by side with etcd (issue 5, part I). In one run it starts three KeyLoad voters and a
+ * three-member etcd on loopback, each member with its own temp data dir and fsync on, and drives both
+ * with the same closed-loop load generator: 1 KiB values at concurrency 1, 16, 64 and 256, 10 s each,
+ * sent to each system's leader (etcd through its `/v3/kv/put` JSON gateway, KeyLoad through
+ * `PUT /v1/catalog/{key}`), then once more at one level through a follower of each. It prints
+ * writes/s, p50/p99 latency and the server processes' CPU seconds per 1,000 writes for both, and the
+ * ratio KeyLoad/etcd, against the issue's targets: ≥ 1.0× etcd's throughput at every level, and p50
+ * at concurrency 1 no higher than etcd's.
+ *
+ * Needs Debian's etcd: `apt-get install -y etcd-server etcd-client`.
+ *
+ *   pnpm --filter @keyload/scripts bench:etcd [-- --seconds 10 --levels 1,16,64,256 --warmup 1
+ *     --follower-level 16 --keys 10000 --systems etcd,keyload --admission open|default
+ *     --dir /tmp --cpu-prof DIR --keep]
+ *
+ * Everything it starts (processes and the temp dir) is removed at the end, on error and on Ctrl-C,
+ * unless --keep is given, which leaves both clusters running and says how to stop them.
+ *
+ * --admission open (the default) raises the voters' HTTP and command admission limits above the
+ * highest concurrency, since the whole load comes from one principal (the bootstrap admin) and the
+ * shipped limits (8 HTTP requests and 64 commands per principal, 1 GiB of modeled request bytes with
+ * each data request modeled at 8 MiB) would otherwise refuse much of it with 429: the benchmark
+ * measures the write path, not the governor. --admission default keeps the
+ * shipped limits (refusals then show as errors).
+ *
+ * --cpu-prof DIR runs the voters with `--cpu-prof` (profiles written to DIR when they stop); pair it
+ * with `--systems keyload --levels N --follower-level 0` to profile one level, then summarise with
+ * `tsx bench/cpu-profile-summary.ts DIR/<file>.cpuprofile`.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpus, release, tmpdir, totalmem } from "node:os";
+import { join, resolve } from "node:path";
+import { parseArgs } from "node:util";
+import { Pool } from "undici";
+import { type LoadResult, type LoadTarget, runClosedLoop } from "./closed-loop-load.js";
+import { EtcdCluster, etcdVersion } from "./etcd-cluster.js";
+import { KeyLoadCluster } from "./keyload-cluster.js";
+import { type ServerProcess, sleep } from "./server-processes.js";
+
+type System = "etcd" | "keyload";
+const SYSTEM_NAMES: Record<System, string> = { etcd: "etcd", keyload: "KeyLoad" };
+const VALUE_BYTES = 1024;
+
+const argv = process.argv.slice(2);
+const { values: opts } = parseArgs({
+  // `pnpm bench:etcd -- --seconds 5` may pass the `--` along.
+  args: argv[0] === "--" ? argv.slice(1) : argv,
+  options: {
+    seconds: { type: "string", default: "10" },
+    levels: { type: "string", default: "1,16,64,256" },
+    warmup: { type: "string", default: "1" },
+    "follower-level": { type: "string", default: "16" },
+    keys: { type: "string", default: "10000" },
+    systems: { type: "string", default: "etcd,keyload" },
+    admission: { type: "string", default: "open" },
+    dir: { type: "string", default: tmpdir() },
+    "cpu-prof": { type: "string" },
+    keep: { type: "boolean", default: false },
+  },
+});
+
+function positive(name: string, raw: string, allowZero = false): number {
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0 || (!allowZero && n === 0)) {
+    throw new Error(`--${name} must be a ${allowZero ? "non-negative" : "positive"} number, not ${raw}`);
+  }
+  return n;
+}
+
+const seconds = positive("seconds", opts.seconds);
+const warmupSeconds = positive("warmup", opts.warmup, true);
+const levels = opts.levels.split(",").map((l) => Math.trunc(positive("levels", l.trim())));
+const followerLevel = Math.trunc(positive("follower-level", opts["follower-level"], true));
+const keySpace = Math.trunc(positive("keys", opts.keys));
+const systems = opts.systems.split(",").map((s) => s.trim().toLowerCase());
+for (const s of systems) {
+  if (s !== "etcd" && s !== "keyload") throw new Error(`--systems takes etcd and keyload, not ${s}`);
+}
+const runEtcd = systems.includes("etcd");
+const runKeyLoad = systems.includes("keyload");
+if (opts.admission !== "open" && opts.admission !== "default") {
+  throw new Error(`--admission is open or default, not ${opts.admission}`);
+}
+const maxConcurrency = Math.max(...levels, followerLevel);
+
+// ---------------------------------------------------------------------------------------------------
+// Cleanup: every process and the temp dir, at the end, on error and on Ctrl-C.
+
+const processes: ServerProcess[] = [];
+const pools: Pool[] = [];
+/** What --keep prints about the clusters it leaves running. */
+const keepNotes: string[] = [];
+let root: string | undefined;
+let cleaning: Promise<void> | undefined;
+/** Ends a run in progress early (Ctrl-C). */
+const stopping = new AbortController();
+
+function cleanup(): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.allSettled(pools.map((p) => p.destroy()));
+    if (opts.keep) {
+      for (const p of processes) p.detach();
+      if (processes.length > 0) {
+        console.log("\n--keep: left running (stop each by its pid with kill, then remove the dir):");
+        for (const p of processes) console.log(`  ${p.name} pid ${p.pid}, log ${p.logFile}`);
+        for (const line of keepNotes) console.log(`  ${line}`);
+      }
+      if (root) console.log(`  dir: ${root}`);
+      return;
+    }
+    await Promise.allSettled(processes.map((p) => p.stop()));
+    if (root) rmSync(root, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+  process.once(signal, () => {
+    stopping.abort();
+    process.stderr.write(`\n${signal}: stopping the servers and removing ${root ?? "the temp dir"}\n`);
+    cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Targets.
+
+const runId = randomBytes(6).toString("hex");
+const value = randomBytes(VALUE_BYTES).toString("base64").slice(0, VALUE_BYTES);
+const keyLoadBody = JSON.stringify({ value });
+const etcdValue = Buffer.from(value).toString("base64");
+
+function poolFor(origin: string): Pool {
+  const pool = new Pool(origin, {
+    connections: maxConcurrency,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    keepAliveMaxTimeout: 60_000,
+  });
+  pools.push(pool);
+  return pool;
+}
+
+const poolsByOrigin = new Map<string, Pool>();
+function sharedPool(origin: string): Pool {
+  let pool = poolsByOrigin.get(origin);
+  if (!pool) {
+    pool = poolFor(origin);
+    poolsByOrigin.set(origin, pool);
+  }
+  return pool;
+}
+
+function keyLoadTarget(cluster: KeyLoadCluster, voter: number, role: string): LoadTarget {
+  const v = cluster.voters[voter]!;
+  const authorization = `Bearer ${cluster.adminKey}`;
+  return {
+    label: `${v.id} (${role})`,
+    pool: sharedPool(v.httpUrl),
+    serverPids: cluster.pids,
+    request: (seq) => ({
+      method: "PUT",
+      path: `/v1/catalog/bench-${seq % keySpace}`,
+      headers: {
+        "content-type": "application/json",
+        authorization,
+        "keyload-command-id": `bench-${runId}-${seq}`,
+      },
+      body: keyLoadBody,
+    }),
+  };
+}
+
+function etcdTarget(cluster: EtcdCluster, member: number, role: string): LoadTarget {
+  const m = cluster.members[member]!;
+  return {
+    label: `${m.name} (${role})`,
+    pool: sharedPool(m.clientUrl),
+    serverPids: cluster.pids,
+    request: (seq) => ({
+      method: "POST",
+      path: "/v3/kv/put",
+      headers: { "content-type": "application/json" },
+      body: `{"key":"${Buffer.from(`bench-${seq % keySpace}`).toString("base64")}","value":"${etcdValue}"}`,
+    }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Report.
+
+interface Row {
+  readonly level: number;
+  readonly via: "leader" | "follower";
+  readonly etcd?: LoadResult;
+  readonly keyload?: LoadResult;
+}
+
+const int = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
+const ms = (n: number): string => (Number.isFinite(n) ? n.toFixed(n < 10 ? 2 : 1) : "—");
+const cpu = (n: number): string => (Number.isFinite(n) ? n.toFixed(3) : "—");
+const ratio = (a: number | undefined, b: number | undefined): string =>
+  a !== undefined && b !== undefined && Number.isFinite(a) && Number.isFinite(b) && b > 0
+    ? `${(a / b).toFixed(2)}×`
+    : "—";
+
+function describeRun(system: string, r: LoadResult): string {
+  const errs =
+    r.errors > 0
+      ? `, ${int(r.errors)} errors (${Object.entries(r.errorKinds)
+          .map(([k, n]) => `${k} ×${n}`)
+          .join(", ")})`
+      : "";
+  return (
+    `  ${system.padEnd(8)} c=${String(r.concurrency).padEnd(4)} ${r.label.padEnd(20)} ` +
+    `${int(r.writesPerSecond).padStart(7)} writes/s  p50 ${ms(r.p50)} ms  p99 ${ms(r.p99)} ms  ` +
+    `server CPU ${cpu(r.serverCpuPer1000)} s/1k  (load generator ${cpu(r.clientCpuPer1000)} s/1k, ` +
+    `others ${r.otherCores.toFixed(2)} cores)${errs}`
+  );
+}
+
+function table(rows: readonly Row[]): string {
+  const lines = [
+    "| concurrency | sent to | etcd writes/s | KeyLoad writes/s | ratio | etcd p50 / p99 ms | KeyLoad p50 / p99 ms | etcd CPU s/1k writes | KeyLoad CPU s/1k writes | CPU ratio | errors etcd / KeyLoad | other load, cores |",
+    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+  ];
+  for (const { level, via, etcd: e, keyload: k } of rows) {
+    lines.push(
+      `| ${level} | ${via} | ${e ? int(e.writesPerSecond) : "—"} | ${k ? int(k.writesPerSecond) : "—"} | ` +
+        `${ratio(k?.writesPerSecond, e?.writesPerSecond)} | ` +
+        `${e ? `${ms(e.p50)} / ${ms(e.p99)}` : "—"} | ${k ? `${ms(k.p50)} / ${ms(k.p99)}` : "—"} | ` +
+        `${e ? cpu(e.serverCpuPer1000) : "—"} | ${k ? cpu(k.serverCpuPer1000) : "—"} | ` +
+        `${ratio(k?.serverCpuPer1000, e?.serverCpuPer1000)} | ${e ? int(e.errors) : "—"} / ${k ? int(k.errors) : "—"} | ` +
+        `${e ? e.otherCores.toFixed(2) : "—"} / ${k ? k.otherCores.toFixed(2) : "—"} |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+function verdicts(rows: readonly Row[]): string[] {
+  const out: string[] = [];
+  for (const { level, via, etcd: e, keyload: k } of rows) {
+    if (via !== "leader" || !e || !k) continue;
+    const r = k.writesPerSecond / e.writesPerSecond;
+    out.push(
+      `throughput at concurrency ${level}: ${r.toFixed(2)}× etcd (target ≥ 1.00×) ${r >= 1 ? "✓ met" : "✗ missed"}`,
+    );
+    if (level === 1) {
+      out.push(
+        `p50 at concurrency 1: KeyLoad ${ms(k.p50)} ms vs etcd ${ms(e.p50)} ms (target ≤ etcd's) ` +
+          `${k.p50 <= e.p50 ? "✓ met" : "✗ missed"}`,
+      );
+    }
+  }
+  return out;
+}
+
+function machineFacts(etcd: string | null): string {
+  const model = cpus()[0]?.model ?? "unknown CPU";
+  const memGiB = (totalmem() / 2 ** 30).toFixed(0);
+  let fs = "";
+  try {
+    const dir = resolve(opts.dir);
+    const mounts = readFileSync("/proc/mounts", "utf8")
+      .split("\n")
+      .map((l) => l.split(" "))
+      .filter((f) => f.length > 2 && (dir === f[1] || dir.startsWith(f[1] === "/" ? "/" : `${f[1]}/`)))
+      .sort((a, b) => b[1]!.length - a[1]!.length);
+    if (mounts[0]) fs = `, data dirs on ${mounts[0][2]} (${mounts[0][0]})`;
+  } catch {
+    // No /proc/mounts: leave it out.
+  }
+  return (
+    `${cpus().length} × ${model}, ${memGiB} GiB, Linux ${release()}, Node ${process.version}` +
+    `${etcd ? `, ${etcd}` : ""}${fs}`
+  );
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The run.
+
+async function main(): Promise<void> {
+  const etcd = runEtcd ? etcdVersion() : null;
+  if (runEtcd && etcd === null) {
+    throw new Error(
+      "etcd is not installed: apt-get update && apt-get install -y etcd-server etcd-client (or --systems keyload)",
+    );
+  }
+  mkdirSync(opts.dir, { recursive: true });
+  root = mkdtempSync(join(resolve(opts.dir), "keyload-etcd-bench-"));
+  const track = (p: ServerProcess): void => {
+    processes.push(p);
+  };
+
+  const admissionEnv: Record<string, string> = {};
+  if (opts.admission === "open") {
+    const n = String(Math.max(1024, maxConcurrency * 2));
+    for (const name of ["MaxRequests", "MaxRequestsPerTenant", "MaxRequestsPerPrincipal"]) {
+      admissionEnv[`KeyLoad__HttpAdmission__${name}`] = n;
+    }
+    for (const name of ["MaxCommands", "MaxCommandsPerTenant", "MaxCommandsPerPrincipal"]) {
+      admissionEnv[`KeyLoad__CommandAdmission__${name}`] = n;
+    }
+    // Every data request is modeled at DataRequestBytes (8 MiB) until its body is read: room for all.
+    admissionEnv.KeyLoad__HttpAdmission__MaxModeledBytes = String(Number(n) * 16 * 2 ** 20);
+  }
+  const nodeFlags: string[] = [];
+  if (opts["cpu-prof"]) {
+    const profDir = resolve(opts["cpu-prof"]);
+    mkdirSync(profDir, { recursive: true });
+    nodeFlags.push("--cpu-prof", `--cpu-prof-dir=${profDir}`);
+  }
+
+  console.log(`KeyLoad vs etcd, ${new Date().toISOString()}`);
+  console.log(`machine: ${machineFacts(etcd)}`);
+  console.log(
+    `load: ${VALUE_BYTES}-byte values over ${int(keySpace)} keys, closed loop, levels ${levels.join(", ")}, ` +
+      `${seconds} s each after ${warmupSeconds} s of warm-up at the same level; temp dir ${root}`,
+  );
+  console.log(
+    `KeyLoad admission: ${opts.admission === "open" ? `request and command limits raised to ${Object.values(admissionEnv)[0]}, modeled bytes to ${Number(admissionEnv.KeyLoad__HttpAdmission__MaxModeledBytes) / 2 ** 30} GiB (one principal sends everything)` : "shipped defaults"}`,
+  );
+
+  const started = performance.now();
+  const [keyload, etcdCluster] = await Promise.all([
+    runKeyLoad
+      ? KeyLoadCluster.start({ root: join(root, "keyload"), env: admissionEnv, nodeFlags, onSpawn: track })
+      : undefined,
+    runEtcd ? EtcdCluster.start({ root: join(root, "etcd"), onSpawn: track }) : undefined,
+  ]);
+  if (keyload) {
+    keepNotes.push(
+      `KeyLoad: ${keyload.voters.map((v) => v.httpUrl).join(" ")}, admin key ${keyload.adminKey}`,
+    );
+  }
+  if (etcdCluster) keepNotes.push(`etcd: ${etcdCluster.members.map((m) => m.clientUrl).join(" ")}`);
+  await Promise.all([keyload?.waitReady(), etcdCluster?.waitReady()]);
+  console.log(`ready in ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  if (keyload) {
+    console.log(`KeyLoad voters: ${keyload.voters.map((v) => `${v.id} pid ${v.process.pid}`).join(", ")}`);
+  }
+  if (etcdCluster) {
+    console.log(
+      `etcd members: ${etcdCluster.members.map((m) => `${m.name} pid ${m.process.pid}`).join(", ")}`,
+    );
+  }
+
+  const measure = async (
+    system: System,
+    level: number,
+    via: "leader" | "follower",
+  ): Promise<LoadResult | undefined> => {
+    let target: LoadTarget;
+    if (system === "keyload") {
+      if (!keyload) return undefined;
+      const leader = await keyload.leader();
+      target = keyLoadTarget(keyload, via === "leader" ? leader : (leader + 1) % 3, via);
+    } else {
+      if (!etcdCluster) return undefined;
+      const leader = await etcdCluster.leader();
+      target = etcdTarget(etcdCluster, via === "leader" ? leader : (leader + 1) % 3, via);
+    }
+    if (warmupSeconds > 0) await runClosedLoop(target, level, warmupSeconds, stopping.signal);
+    const from = (performance.now() - started) / 1000;
+    const result = await runClosedLoop(target, level, seconds, stopping.signal);
+    if (opts["cpu-prof"] && system === "keyload") {
+      const to = (performance.now() - started) / 1000;
+      console.log(`  (for cpu-profile-summary: --from ${from.toFixed(1)} --to ${to.toFixed(1)})`);
+    }
+    if (stopping.signal.aborted) throw new Error("stopped");
+    console.log(describeRun(SYSTEM_NAMES[system], result));
+    for (const sample of result.errorSamples) console.log(`      e.g. ${sample}`);
+    (system === "keyload" ? keyload : etcdCluster)?.checkRunning();
+    await sleep(500);
+    return result;
+  };
+
+  const rows: Row[] = [];
+  for (const level of levels) {
+    const etcdResult = await measure("etcd", level, "leader");
+    const keyloadResult = await measure("keyload", level, "leader");
+    rows.push({ level, via: "leader", etcd: etcdResult, keyload: keyloadResult });
+  }
+  if (followerLevel > 0) {
+    console.log(
+      `through a follower (KeyLoad forwards to its leader; etcd's follower forwards the proposal):`,
+    );
+    const etcdResult = await measure("etcd", followerLevel, "follower");
+    const keyloadResult = await measure("keyload", followerLevel, "follower");
+    rows.push({ level: followerLevel, via: "follower", etcd: etcdResult, keyload: keyloadResult });
+  }
+
+  console.log("");
+  console.log(table(rows));
+  console.log("");
+  for (const line of verdicts(rows)) console.log(line);
+  const busiest = Math.max(...rows.flatMap((r) => [r.etcd?.otherCores ?? 0, r.keyload?.otherCores ?? 0]));
+  console.log(
+    `other processes (anything but the six servers and this script, kernel threads included) kept up to ` +
+      `${busiest.toFixed(2)} cores busy during a run${busiest > 0.15 ? ": the machine was not quiet, the figures are suspect" : ""}`,
+  );
+  const leaderRows = rows.filter((r) => r.via === "leader" && r.etcd && r.keyload);
+  const follower = rows.find((r) => r.via === "follower");
+  const sameLevel = leaderRows.find((r) => r.level === follower?.level);
+  if (follower?.keyload && sameLevel?.keyload) {
+    console.log(
+      `KeyLoad through a follower at concurrency ${follower.level}: ` +
+        `${ratio(follower.keyload.writesPerSecond, sameLevel.keyload.writesPerSecond)} of its leader throughput, ` +
+        `p50 ${ms(follower.keyload.p50)} ms vs ${ms(sameLevel.keyload.p50)} ms`,
+    );
+  }
+  if (follower?.etcd && sameLevel?.etcd) {
+    console.log(
+      `etcd through a follower at concurrency ${follower.level}: ` +
+        `${ratio(follower.etcd.writesPerSecond, sameLevel.etcd.writesPerSecond)} of its leader throughput, ` +
+        `p50 ${ms(follower.etcd.p50)} ms vs ${ms(sameLevel.etcd.p50)} ms`,
+    );
+  }
+}
+
+let exitCode = 0;
+try {
+  await main();
+} catch (err) {
+  exitCode = 1;
+  console.error(`etcd-compare failed: ${err instanceof Error ? err.message : String(err)}`);
+} finally {
+  await cleanup();
+}
+if (opts["cpu-prof"] && !opts.keep) console.log(`CPU profiles in ${resolve(opts["cpu-prof"])}`);
+process.exit(exitCode);

@@ -1,0 +1,198 @@
+/**
+ * Child server processes for the side-by-side benchmarks: spawned in their own process group with
+ * output to a log file, stopped by pid (SIGTERM, then SIGKILL after a grace period), and their CPU
+ * time read from /proc/<pid>/stat.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { closeSync, openSync, readFileSync } from "node:fs";
+import { createServer } from "node:net";
+
+/** A free TCP port on 127.0.0.1 (bound, read and released). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/** `count` distinct free ports. */
+export async function freePorts(count: number): Promise<number[]> {
+  const ports = new Set<number>();
+  while (ports.size < count) ports.add(await freePort());
+  return [...ports];
+}
+
+export interface SpawnOptions {
+  readonly name: string;
+  readonly command: string;
+  readonly args: readonly string[];
+  readonly cwd?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** stdout and stderr go here. */
+  readonly logFile: string;
+}
+
+/** One server process this benchmark started. */
+export class ServerProcess {
+  private exited = false;
+  private exitCode: number | null = null;
+  private exitSignal: NodeJS.Signals | null = null;
+  private readonly exitPromise: Promise<void>;
+
+  private constructor(
+    readonly name: string,
+    readonly logFile: string,
+    private readonly child: ChildProcess,
+  ) {
+    this.exitPromise = new Promise((resolve) => {
+      child.once("exit", (code, signal) => {
+        this.exited = true;
+        this.exitCode = code;
+        this.exitSignal = signal;
+        resolve();
+      });
+    });
+  }
+
+  static spawn(options: SpawnOptions): ServerProcess {
+    const fd = openSync(options.logFile, "a");
+    try {
+      // Its own process group: a Ctrl-C at the terminal reaches only this script, which stops the
+      // servers in order (and --keep can leave them running after it exits).
+      const child = spawn(options.command, options.args, {
+        cwd: options.cwd,
+        env: options.env,
+        stdio: ["ignore", fd, fd],
+        detached: true,
+      });
+      if (child.pid === undefined) throw new Error(`could not start ${options.name} (${options.command})`);
+      return new ServerProcess(options.name, options.logFile, child);
+    } finally {
+      closeSync(fd);
+    }
+  }
+
+  get pid(): number {
+    return this.child.pid!;
+  }
+
+  get running(): boolean {
+    return !this.exited;
+  }
+
+  /** Why it is no longer running, for error messages. */
+  describeExit(): string {
+    return this.exitSignal ? `killed by ${this.exitSignal}` : `exited with code ${this.exitCode}`;
+  }
+
+  /** The last lines of its log. */
+  logTail(lines = 15): string {
+    try {
+      return readFileSync(this.logFile, "utf8").trimEnd().split("\n").slice(-lines).join("\n");
+    } catch {
+      return "";
+    }
+  }
+
+  /** Lets this script exit while the process goes on (for --keep). */
+  detach(): void {
+    this.child.unref();
+  }
+
+  /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
+  async stop(graceMs = 8000): Promise<void> {
+    if (this.exited) return;
+    this.signal("SIGTERM");
+    const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
+    await this.exitPromise;
+    clearTimeout(timer);
+  }
+
+  private signal(signal: NodeJS.Signals): void {
+    if (this.exited) return;
+    try {
+      process.kill(this.pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+}
+
+let clockTicks: number | undefined;
+
+/** The kernel's clock ticks per second (the unit of utime and stime in /proc/<pid>/stat). */
+function ticksPerSecond(): number {
+  if (clockTicks === undefined) {
+    try {
+      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+    } catch {
+      clockTicks = 100;
+    }
+  }
+  return clockTicks;
+}
+
+/** User plus system CPU seconds of one process, all its threads, from /proc/<pid>/stat. */
+export function processCpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // The command name (field 2) is in parentheses and may hold spaces: count fields after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // Field 3 (state) is fields[0]; utime is field 14 and stime field 15.
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  return (utime + stime) / ticksPerSecond();
+}
+
+/** CPU seconds of all the given processes together. */
+export function totalCpuSeconds(pids: readonly number[]): number {
+  let sum = 0;
+  for (const pid of pids) sum += processCpuSeconds(pid);
+  return sum;
+}
+
+/** Busy CPU seconds of the whole machine so far (all cores, everything but idle and iowait), from /proc/stat. */
+export function machineBusySeconds(): number {
+  const line = readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!;
+  // cpu  user nice system idle iowait irq softirq steal guest guest_nice (guest time is inside user).
+  const f = line.trim().split(/\s+/).slice(1, 9).map(Number);
+  const busy = f[0]! + f[1]! + f[2]! + f[5]! + f[6]! + f[7]!;
+  return busy / ticksPerSecond();
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * Calls `probe` every `intervalMs` until it returns a value, or throws after `timeoutMs` (or at once
+ * if `fatal` throws).
+ */
+export async function waitFor<T>(
+  what: string,
+  timeoutMs: number,
+  probe: () => Promise<T | undefined>,
+  fatal?: () => void,
+  intervalMs = 100,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  for (;;) {
+    // Throws at once (for example when a server has exited), unlike a failing probe.
+    fatal?.();
+    try {
+      const value = await probe();
+      if (value !== undefined) return value;
+    } catch (err) {
+      lastError = err;
+    }
+    if (Date.now() > deadline) {
+      const why = lastError instanceof Error ? `: ${lastError.message}` : "";
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${why}`);
+    }
+    await sleep(intervalMs);
+  }
+}
