@@ -62,7 +62,8 @@ export const CLIENT_DEFAULTS = {
   connections: 16,
   // Long enough to ride out an election (election timeout 1 s, each waiting up to 2 s) a few times over.
   deadlineMs: 30_000,
-  maxAttempts: 8,
+  // With full jitter the expected wait over 12 attempts is about 6 s: several elections.
+  maxAttempts: 12,
   backoff: { initialMs: 50, maxMs: 2_000, multiplier: 2 },
   retryBudget: { ratio: 0.1, capacity: 10, refillPerSecond: 1 },
   adaptiveThrottle: { k: 2, windowMs: 120_000, buckets: 12 },

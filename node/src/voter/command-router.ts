@@ -43,6 +43,8 @@ export interface CommandResult {
 
 export const FORWARD_CHANNEL = "forward";
 
+const LEADER_POLL_MS = 20;
+
 type WireOutcome = { ok: true; value: CommandResult } | { ok: false; error: ErrorBody["error"] };
 
 /**
@@ -57,16 +59,42 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     private readonly transport: PeerTransport,
     private readonly logger: Logger,
     private readonly forwardTimeoutMs: number,
+    /** How long a unit may wait for a reachable leader (an election) before answering Unavailable. */
+    private readonly leaderWaitMs: number,
   ) {}
 
   async replicate(
     batch: readonly VoterCommand[],
     signal: AbortSignal,
   ): Promise<readonly CommandOutcome<CommandResult>[]> {
-    if (this.driver.isLeader()) return this.propose(batch, signal);
-    const leader = this.driver.status().leader;
-    if (leader === null)
-      throw new UnavailableError("no leader is known; nothing was submitted", { reason: "NoLeader" });
+    // During an election nothing can commit anyway: wait (bounded) for a reachable leader rather than
+    // bounce the caller, so a failover costs one election, not a client retry loop.
+    const waitUntil = Date.now() + this.leaderWaitMs;
+    for (;;) {
+      if (this.driver.isLeader()) return this.propose(batch, signal);
+      const leader = this.driver.status().leader;
+      if (leader !== null && this.transport.peerInfo(leader)?.connected) {
+        try {
+          return await this.forwardBatch(leader, batch, signal);
+        } catch (err) {
+          // Nothing reached the leader: safe to look for the next one.
+          if (!(err instanceof UnavailableError && err.reason === "LeaderUnreachable")) throw err;
+        }
+      }
+      if (Date.now() >= waitUntil || signal.aborted) {
+        throw new UnavailableError("no reachable leader; nothing was submitted", {
+          reason: leader === null ? "NoLeader" : "LeaderUnreachable",
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, LEADER_POLL_MS));
+    }
+  }
+
+  private async forwardBatch(
+    leader: string,
+    batch: readonly VoterCommand[],
+    signal: AbortSignal,
+  ): Promise<CommandOutcome<CommandResult>[]> {
     const outcomes = new Array<CommandOutcome<CommandResult>>(batch.length);
     const local: number[] = [];
     batch.forEach((c, i) => {

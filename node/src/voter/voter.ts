@@ -104,6 +104,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     transport,
     log.child({ component: "router" }),
     raft.replicationDeadlineMs,
+    Math.min(raft.replicationDeadlineMs, 3 * raft.electionTimeoutMs),
   );
   const worker = new ApplyWorker<VoterCommand, CommandResult>(router, {
     maxConsecutiveControl: config.commandAdmission.MaxConsecutiveControl,
