@@ -40,6 +40,11 @@ export interface RaftStatus {
   readonly leader: NodeId | null;
   readonly lastIndex: number;
   readonly transferee: NodeId | null;
+  /**
+   * The highest commit index the current leader has announced in its appends (its own commit on the
+   * leader): how far this node must apply to have caught up. 0 until a leader is heard from.
+   */
+  readonly leaderCommit: number;
   /** Leader only: each peer's replication state. */
   readonly progress: Readonly<Record<NodeId, { match: number; next: number; state: string }>>;
 }
@@ -96,6 +101,7 @@ export class RaftNode {
   /** Follower only: reads forwarded to the leader, with the ticks they have waited. */
   private readonly forwardedReads = new Map<string, number>();
   private incoming: IncomingSnapshot | null = null;
+  private leaderCommit = 0;
 
   private msgs: Message[] = [];
   private readStates: ReadState[] = [];
@@ -323,6 +329,7 @@ export class RaftNode {
       leader: this.leader,
       lastIndex: this.log.lastIndex(),
       transferee: this.transferee,
+      leaderCommit: this.role === "leader" ? this.log.committed : this.leaderCommit,
       progress,
     };
   }
@@ -369,6 +376,7 @@ export class RaftNode {
     if (term !== this.term) {
       this.term = term;
       this.vote = null;
+      this.leaderCommit = 0;
     }
     this.leader = null;
     this.electionElapsed = 0;
@@ -884,6 +892,7 @@ export class RaftNode {
   }
 
   private handleAppend(m: AppendMessage): void {
+    if (m.commit > this.leaderCommit) this.leaderCommit = m.commit;
     if (m.index < this.log.committed) {
       this.acknowledge(m.from, this.log.committed);
       return;

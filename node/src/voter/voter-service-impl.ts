@@ -130,7 +130,9 @@ export class KeyLoadVoterService implements VoterService {
 
   health(): HealthReport {
     const s = this.parts.driver.status();
-    const lag = s.commit - this.parts.stateMachine.applied().index;
+    // Measured against the leader's announced commit, so a voter that lost its data and restarts
+    // from nothing is not ready until it has caught up.
+    const lag = Math.max(s.commit, s.leaderCommit) - this.parts.stateMachine.applied().index;
     const reasons: string[] = [];
     if (s.leader === null) reasons.push("no leader is known");
     if (lag > this.parts.readyLagEntries) reasons.push(`applied index trails commit by ${lag} entries`);
