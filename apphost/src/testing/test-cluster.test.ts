@@ -78,6 +78,10 @@ describe("the testing API", () => {
     await cluster.waitForReady();
     await admin.put("after", 4);
     expect((await admin.get("during")).value).toBe(2);
+    // The wiped voter is rebuilt from the others and serves linearizable reads itself.
+    const rebuilt = cluster.voter(follower.name).httpUrl;
+    expect((await admin.get("after", { endpoint: rebuilt })).value).toBe(4);
+    expect((await admin.get("before", { endpoint: rebuilt })).value).toBe(1);
 
     const pids = cluster.voters.map((v) => v.pid!);
     const { stateDir } = cluster;
