@@ -1,0 +1,40 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { dumpLogsOnFailure, startCluster, type TestCluster } from "./index.js";
+
+let cluster: TestCluster | undefined;
+afterEach(async () => {
+  await cluster?.dispose();
+  cluster = undefined;
+});
+
+describe("a forward the leader never answers", () => {
+  it("answers UnknownWriteOutcome, and the same command ID later resolves to one application", async (context) => {
+    cluster = await startCluster({
+      env: {
+        KeyLoad__Raft__ElectionTimeoutMs: "500",
+        KeyLoad__Raft__HeartbeatIntervalMs: "50",
+        KeyLoad__Raft__ReplicationDeadlineMs: "1500",
+      },
+    });
+    dumpLogsOnFailure(context, cluster);
+    const leader = await cluster.waitForLeader();
+    const follower = cluster.voters.find((v) => v.name !== leader.name)!;
+    const once = cluster.client(cluster.adminKey, { maxAttempts: 1, adaptiveThrottle: false });
+    // The leader stops answering (SIGSTOP) while its connections stay open: the follower's forward
+    // goes out and no answer comes back.
+    cluster.pause(leader.name);
+    try {
+      await expect(
+        once.put("lost/answer", { n: 1 }, { commandId: "fwd-1", endpoint: follower.httpUrl }),
+      ).rejects.toMatchObject({ code: "UnknownWriteOutcome", commandId: "fwd-1" });
+    } finally {
+      cluster.resume(leader.name);
+    }
+    const client = cluster.client(cluster.adminKey, { adaptiveThrottle: false });
+    const resolved = await client.resolveOutcome("fwd-1", (options) =>
+      client.put("lost/answer", { n: 1 }, options),
+    );
+    expect(resolved).toMatchObject({ commandId: "fwd-1", key: "lost/answer", version: 1 });
+    expect(await client.get("lost/answer")).toMatchObject({ value: { n: 1 }, version: 1 });
+  }, 60_000);
+});
