@@ -68,7 +68,7 @@ describe("a voter killed with SIGKILL at random points", () => {
     /** key -> the highest value acknowledged; every write increments its key's counter. */
     const acked = new Map<string, number>();
     let next = 0;
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < 8; round++) {
       child = await startVoterProcess(join(dir, "voter1"), httpPort, peerPort);
       let stop = false;
       const writers = Array.from({ length: 8 }, async (_, w) => {
