@@ -23,6 +23,7 @@ import {
   forwardHandler,
   type VoterCommand,
 } from "./command-router.js";
+import { lockDataDir } from "./data-dir-lock.js";
 import { RaftDriver } from "./raft-driver.js";
 import { registerVoterMetrics } from "./voter-metrics.js";
 import { KeyLoadVoterService } from "./voter-service-impl.js";
@@ -46,6 +47,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
   const { node, cluster, raft } = config;
   mkdirSync(join(node.dataDir, "raft"), { recursive: true });
   mkdirSync(join(node.dataDir, "state"), { recursive: true });
+  const unlock = lockDataDir(node.dataDir);
 
   const voters = cluster.voters.map((v) => v.id);
   const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters } });
@@ -155,6 +157,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
       await transport.close();
       await writer.close();
       await stateMachine.close();
+      unlock();
       log.info("voter stopped");
     })();
     return stopping;
