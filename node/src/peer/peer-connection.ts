@@ -82,6 +82,12 @@ export class PeerConnection {
    * Queues a frame; false when the connection is closed or its write buffer is over the high-water
    * mark (nothing was queued). A frame over the size limit is the caller's bug and throws.
    */
+  private corked = false;
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
+
   send(type: number, body: Uint8Array): boolean {
     if (this.error) return false;
     if (body.length > this.options.maxFrameBytes) {
@@ -91,6 +97,12 @@ export class PeerConnection {
     }
     if (this.socket.writableLength > this.options.highWaterMarkBytes) return false;
     const frame = encodeFrame(type, body);
+    // Frames queued in one turn of the event loop (a Ready's messages) leave in one write.
+    if (!this.corked) {
+      this.corked = true;
+      this.socket.cork();
+      process.nextTick(this.uncork);
+    }
     this.socket.write(frame);
     this.options.stats.framesSent++;
     this.options.stats.bytesSent += frame.length;
