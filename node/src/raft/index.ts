@@ -10,3 +10,4 @@ export {
 export { RaftNode, type RaftStatus } from "./raft-node.js";
 export { SeededRandom } from "./seeded-random.js";
 export type * from "./types.js";
+export { canSendBeforePersist } from "./types.js";

@@ -206,16 +206,20 @@ describe("commitment", () => {
   });
 
   describe("cluster sizes", () => {
-    it("a single voter commits each proposal in the Ready that carries it and never steps down", () => {
+    it("a single voter commits each proposal once it is durable, and never steps down", () => {
       const s = new Solo({ voters: ["a"] });
       s.node.campaign();
       s.flush();
       s.node.propose(text("x"));
       const rd = s.node.ready();
       expect(rd.entries.map((e) => e.index)).toEqual([2]);
-      expect(rd.committedEntries.map((e) => e.index)).toEqual([2]);
+      // Not before it is persisted: the leader's own copy counts only once durable.
+      expect(rd.committedEntries).toEqual([]);
       expect(rd.messages).toEqual([]);
       s.storage.append(rd.entries);
+      s.node.advance();
+      const next = s.node.ready();
+      expect(next.committedEntries.map((e) => e.index)).toEqual([2]);
       s.node.advance();
       s.tick(100);
       expect(s.node.status()).toMatchObject({ role: "leader", term: 1, commit: 2, applied: 2 });

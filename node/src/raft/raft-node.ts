@@ -311,6 +311,19 @@ export class RaftNode {
     }
     const lastCommitted = rd.committedEntries[rd.committedEntries.length - 1];
     if (lastCommitted) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
+    if (this.role === "leader") this.selfDurable();
+  }
+
+  /** The leader's own entries became durable: count them toward the quorum (a single voter commits here). */
+  private selfDurable(): void {
+    const self = this.progress.get(this.id)!;
+    if (self.maybeUpdate(this.stableLastIndex()) && this.maybeCommit()) this.broadcastAppend(true);
+  }
+
+  /** The last index known durable: everything before the unstable tail. */
+  private stableLastIndex(): number {
+    const unstable = this.log.unstable;
+    return unstable.entries.length > 0 ? unstable.offset - 1 : this.log.lastIndex();
   }
 
   status(): RaftStatus {
@@ -425,7 +438,7 @@ export class RaftNode {
       const pr = new Progress(last + 1, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
       pr.recentActive = true;
       if (id === this.id) {
-        pr.match = last;
+        pr.match = this.stableLastIndex();
         pr.becomeReplicate();
       }
       this.progress.set(id, pr);
@@ -597,17 +610,15 @@ export class RaftNode {
   }
 
   private appendEntries(entries: Entry[]): void {
-    const last = this.log.append(entries);
+    this.log.append(entries);
     for (const e of entries) {
       if (e.type === "noop") continue;
       const size = entrySize(e);
       this.uncommittedQueue.push({ index: e.index, size });
       this.uncommittedBytes += size;
     }
-    const self = this.progress.get(this.id)!;
-    self.maybeUpdate(last);
-    // A single voter commits on its own.
-    this.maybeCommit();
+    // The leader's own copy counts toward a quorum only once it is durable (see advance()), which is
+    // what lets the driver send these entries to the followers while it writes them.
   }
 
   private releaseUncommitted(committed: number): void {

@@ -165,7 +165,9 @@ export interface SoftState {
 /**
  * One batch of work for the driver, handled in this order: persist `snapshot`, `entries` and
  * `hardState` durably (fsync); then send `messages`; then apply `snapshot` and `committedEntries` to the
- * state machine; then call `advance()`. Messages must never be sent before what precedes them is durable.
+ * state machine; then call `advance()`. Messages must never be sent before what precedes them is durable,
+ * except those `canSendBeforePersist` allows: a leader's replication traffic, which may leave while the
+ * leader writes its own copy, since the leader counts that copy toward a quorum only after `advance()`.
  */
 export interface Ready {
   readonly softState: SoftState | null;
@@ -183,4 +185,21 @@ export interface Ready {
 export interface RandomSource {
   /** An integer in [0, bound). */
   nextInt(bound: number): number;
+}
+
+const LEADER_TRAFFIC: ReadonlySet<MessageType> = new Set<MessageType>([
+  "append",
+  "heartbeat",
+  "snapshot-chunk",
+  "timeout-now",
+  "read-index-response",
+]);
+
+/**
+ * Whether a message of a Ready may be sent before that Ready is durable. Only a leader sends these, and
+ * none of them vouches for anything the sender has not yet persisted: votes, vote requests and append
+ * answers (which promise durability) must wait.
+ */
+export function canSendBeforePersist(m: Message): boolean {
+  return LEADER_TRAFFIC.has(m.type);
 }

@@ -1,5 +1,6 @@
 import {
   type ConfState,
+  canSendBeforePersist,
   type Entry,
   type HardState,
   type NodeId,
@@ -506,11 +507,15 @@ export class Simulator {
       this.trace.add(this.step, this.time, node.id, "ready", "", null, rd);
       this.checkReady(node, rd);
       if (needsSync(rd)) {
+        // A leader's replication traffic leaves while its own copy is being written, as the driver
+        // does; a crash before the sync then loses the leader's copy but not the followers'.
+        this.sendMessages(node, rd, true);
         node.unsynced = rd;
         const delay = node.disk.write(rd);
         this.queue.push(this.time + delay, { kind: "sync", node, incarnation: node.incarnation });
         return;
       }
+      this.sendMessages(node, rd, true);
       this.finishReady(node, rd);
     }
   }
@@ -609,8 +614,10 @@ export class Simulator {
     this.checker.checkLeaderLog(node.id, s.term, s.lastIndex, termAt);
   }
 
-  private finishReady(node: SimNode, rd: Ready): void {
+  /** Sends the Ready's messages that may leave before it is durable (`early`), or the others. */
+  private sendMessages(node: SimNode, rd: Ready, early: boolean): void {
     for (const m of rd.messages) {
+      if (canSendBeforePersist(m) !== early) continue;
       if (m.from !== node.id || m.to === node.id || !this.byId.has(m.to)) {
         fail("core-contract", `${node.id} sends a ${m.type} from ${m.from} to ${m.to}`);
       }
@@ -623,6 +630,10 @@ export class Simulator {
         this.counters.messagesDuplicated++;
       }
     }
+  }
+
+  private finishReady(node: SimNode, rd: Ready): void {
+    this.sendMessages(node, rd, false);
     if (rd.snapshot !== null) this.installSnapshot(node, rd.snapshot);
     if (rd.committedEntries.length > 0) this.apply(node, rd.committedEntries);
     for (const rs of rd.readStates) this.readConfirmed(node, rs);
@@ -632,6 +643,8 @@ export class Simulator {
     } catch (error) {
       throw coreFailure(node.id, "advance", error);
     }
+    // A leader's commit can move in advance(): its own copy just became durable.
+    this.observeStatus(node);
     this.maybeSnapshot(node);
   }
 

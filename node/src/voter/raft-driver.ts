@@ -4,7 +4,14 @@ import type { PeerTransport } from "../peer/peer-transport.js";
 import { ProposalRefusedError } from "../raft/errors.js";
 import { RaftNode, type RaftStatus } from "../raft/raft-node.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
-import type { ConfState, Entry, Message, NodeId, Ready } from "../raft/types.js";
+import {
+  type ConfState,
+  canSendBeforePersist,
+  type Entry,
+  type Message,
+  type NodeId,
+  type Ready,
+} from "../raft/types.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
@@ -247,10 +254,13 @@ export class RaftDriver {
 
   private async handle(rd: Ready): Promise<void> {
     if (rd.softState) this.onSoftState(rd);
+    // A leader's replication traffic goes out while its own copy is written (the core counts that
+    // copy toward a quorum only after advance()); everything else waits for the fsync.
+    for (const m of rd.messages) if (canSendBeforePersist(m)) this.opts.transport.send(m);
     if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
       await this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
     }
-    for (const m of rd.messages) this.opts.transport.send(m);
+    for (const m of rd.messages) if (!canSendBeforePersist(m)) this.opts.transport.send(m);
     const sm = this.opts.stateMachine;
     if (rd.snapshot) {
       const path = this.opts.store.currentSnapshotPath();
