@@ -66,3 +66,13 @@ export function limitsView<N extends string>(
   for (const { name } of table) view[name.charAt(0).toLowerCase() + name.slice(1)] = limits[name];
   return view as AdmissionLimitsView<N>;
 }
+
+/** One configured limit with its property name, so a refusal can say which limit refused it. */
+export interface NamedLimit<N extends string> {
+  readonly property: N;
+  readonly value: number;
+}
+
+export function namedLimit<N extends string>(limits: AdmissionLimits<N>, property: N): NamedLimit<N> {
+  return { property, value: limits[property] };
+}

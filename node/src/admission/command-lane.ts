@@ -1,18 +1,13 @@
 import type { Lane } from "@keyload/contract";
+import { type NamedLimit, namedLimit } from "./admission-property.js";
 import { AdmissionRefusal } from "./admission-refusal.js";
 import type { CommandAdmissionLimits, CommandAdmissionProperty } from "./command-admission-options.js";
 import { CommandReservation } from "./command-reservation.js";
 import { retainedBytes, utf8ByteLength } from "./payload-accounting.js";
 import { VerifiedScopes } from "./verified-scopes.js";
 
-interface LaneLimit {
-  readonly property: CommandAdmissionProperty;
-  readonly value: number;
-}
-
-function limit(limits: CommandAdmissionLimits, property: CommandAdmissionProperty): LaneLimit {
-  return { property, value: limits[property] };
-}
+type LaneLimit = NamedLimit<CommandAdmissionProperty>;
+const limit = namedLimit<CommandAdmissionProperty>;
 
 export interface CommandLaneUsage {
   readonly commands: number;

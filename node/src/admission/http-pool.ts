@@ -1,4 +1,5 @@
 import { InvalidArgumentError, type Lane } from "@keyload/contract";
+import { type NamedLimit, namedLimit } from "./admission-property.js";
 import { AdmissionRefusal } from "./admission-refusal.js";
 import type { HttpAdmissionLimits, HttpAdmissionProperty } from "./http-admission-options.js";
 import { HttpReservation } from "./http-reservation.js";
@@ -11,14 +12,8 @@ import { type PrincipalScope, VerifiedScopes } from "./verified-scopes.js";
  */
 export type HttpRequestKind = "heavy" | "data" | "control";
 
-interface PoolLimit {
-  readonly property: HttpAdmissionProperty;
-  readonly value: number;
-}
-
-function limit(limits: HttpAdmissionLimits, property: HttpAdmissionProperty): PoolLimit {
-  return { property, value: limits[property] };
-}
+type PoolLimit = NamedLimit<HttpAdmissionProperty>;
+const limit = namedLimit<HttpAdmissionProperty>;
 
 export interface HttpPoolUsage {
   readonly requests: number;
