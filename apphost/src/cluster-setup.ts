@@ -6,7 +6,7 @@ import { isStateRunning, readState } from "./apphost-state.js";
 import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
 import { forwardConfig } from "./config-forwarding.js";
 import { LocalCluster } from "./local-cluster.js";
-import { pickFreePorts } from "./port-allocation.js";
+import { pickVoterPorts } from "./port-allocation.js";
 
 export interface ClusterSetup {
   readonly stateDir: string;
@@ -57,7 +57,7 @@ export async function prepareCluster(setup: ClusterSetup): Promise<PreparedClust
   }
   if (setup.fresh) wipeStateDir(probe.stateDir);
   const forwarded = forwardConfig(setup.variables);
-  const ports = setup.isolated ? await pickFreePorts(APPHOST_DEFAULTS.host) : defaultPorts();
+  const ports = setup.isolated ? await pickVoterPorts(APPHOST_DEFAULTS.host) : defaultPorts();
   const model = buildAppModel(setup.stateDir, ports);
   const credentials = loadCredentials(model, forwarded.adminKey);
   const cluster = new LocalCluster({

@@ -1,4 +1,5 @@
-import { type AddressInfo, createServer, type Server } from "node:net";
+import { createServer, type Server } from "node:net";
+import { pickFreePorts } from "@keyload/node/net";
 import { VOTER_NAMES, type VoterPorts, type VoterResource } from "./app-model.js";
 import { PortInUseError } from "./apphost-errors.js";
 
@@ -14,19 +15,10 @@ function close(server: Server): Promise<void> {
   return new Promise((resolve) => server.close(() => resolve()));
 }
 
-/**
- * Free ports for every voter's HTTP and peer listeners. All are held open together while they are
- * picked, so no two voters get the same one.
- */
-export async function pickFreePorts(host: string): Promise<VoterPorts[]> {
-  const servers: Server[] = [];
-  try {
-    for (let i = 0; i < VOTER_NAMES.length * 2; i++) servers.push(await listen(host, 0));
-    const ports = servers.map((s) => (s.address() as AddressInfo).port);
-    return VOTER_NAMES.map((_, i) => ({ httpPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
-  } finally {
-    await Promise.all(servers.map(close));
-  }
+/** Free ports for every voter's HTTP and peer listeners, outside the kernel's ephemeral range. */
+export async function pickVoterPorts(host: string): Promise<VoterPorts[]> {
+  const ports = await pickFreePorts(host, VOTER_NAMES.length * 2);
+  return VOTER_NAMES.map((_, i) => ({ httpPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
 }
 
 /** Throws PortInUseError naming the first of the voters' ports that another process holds. */

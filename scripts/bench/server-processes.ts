@@ -5,25 +5,11 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { pickFreePorts } from "@keyload/node/net";
 
-/** A free TCP port on 127.0.0.1 (bound, read and released). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
-
-/** `count` distinct free ports. */
-export async function freePorts(count: number): Promise<number[]> {
-  const ports = new Set<number>();
-  while (ports.size < count) ports.add(await freePort());
-  return [...ports];
+/** `count` distinct free ports on 127.0.0.1. */
+export function freePorts(count: number): Promise<number[]> {
+  return pickFreePorts("127.0.0.1", count);
 }
 
 export interface SpawnOptions {

@@ -4,8 +4,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
+import { pickFreePorts } from "../net/free-ports.js";
 import { SeededRandom } from "../raft/seeded-random.js";
-import { ADMIN_KEY, call, freePort } from "./testing/voter-cluster.js";
+import { ADMIN_KEY, call } from "./testing/voter-cluster.js";
 
 const NODE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 
@@ -61,8 +62,7 @@ async function startVoterProcess(dataDir: string, httpPort: number, peerPort: nu
 describe("a voter killed with SIGKILL at random points", () => {
   it("keeps every acknowledged write and applies each exactly once after restart", async () => {
     dir = mkdtempSync(join(tmpdir(), "keyload-kill-"));
-    const httpPort = await freePort();
-    const peerPort = await freePort();
+    const [httpPort, peerPort] = (await pickFreePorts("127.0.0.1", 2)) as [number, number];
     const url = `http://127.0.0.1:${httpPort}`;
     const random = new SeededRandom(20261130);
     /** key -> the highest value acknowledged; every write increments its key's counter. */

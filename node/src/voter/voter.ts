@@ -1,6 +1,5 @@
 import { randomInt } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
@@ -9,6 +8,7 @@ import { CommandAdmissionGovernor } from "../admission/command-admission-governo
 import { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
 import type { VoterConfig } from "../config/voter-config.js";
 import { createHttpServer, type HttpServer } from "../http/http-server.js";
+import { pickFreePort } from "../net/free-ports.js";
 import { PeerTransport } from "../peer/peer-transport.js";
 import { SeededRandom } from "../raft/seeded-random.js";
 import { hashApiKey } from "../state/api-key.js";
@@ -74,7 +74,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     );
   }
 
-  const httpPort = node.httpPort === 0 ? await freePort(node.httpHost) : node.httpPort;
+  const httpPort = node.httpPort === 0 ? await pickFreePort(node.httpHost) : node.httpPort;
   const httpUrl = `http://${urlHost(node.httpHost)}:${httpPort}`;
   const transport = new PeerTransport({
     nodeId: node.id,
@@ -175,17 +175,4 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
 
 function urlHost(host: string): string {
   return host.includes(":") ? `[${host}]` : host;
-}
-
-/** A free port on `host`, for a voter configured with HttpPort 0 (tests): its URL is announced before it listens. */
-function freePort(host: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, host, () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }

@@ -1,23 +1,12 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { loadVoterConfig } from "../../config/voter-config.js";
+import { pickFreePorts } from "../../net/free-ports.js";
 import { type RunningVoter, startVoter } from "../voter.js";
 
 export const ADMIN_KEY = "test-admin-key-0123456789";
-
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 export interface ClusterOptions {
   /** `KeyLoad__...` variables for every voter. */
@@ -34,13 +23,14 @@ export class VoterCluster {
 
   static async start(options: ClusterOptions = {}): Promise<VoterCluster> {
     const c = new VoterCluster();
-    const peerPorts = [await freePort(), await freePort(), await freePort()];
+    const ports = await pickFreePorts("127.0.0.1", 6);
+    const peerPorts = ports.slice(0, 3);
     const voters = peerPorts.map((p, i) => `voter${i + 1}@127.0.0.1:${p}`).join(",");
     for (let i = 0; i < 3; i++) {
       c.envs.push({
         KeyLoad__Node__Id: `voter${i + 1}`,
         KeyLoad__Node__DataDir: join(c.root, `voter${i + 1}`),
-        KeyLoad__Node__HttpPort: String(await freePort()),
+        KeyLoad__Node__HttpPort: String(ports[3 + i]),
         KeyLoad__Node__PeerPort: String(peerPorts[i]),
         KeyLoad__Cluster__Voters: voters,
         KeyLoad__Cluster__Secret: "cluster-secret-0123456789",

@@ -1,0 +1,1 @@
+export { NoFreePortError, pickFreePort, pickFreePorts } from "./free-ports.js";
