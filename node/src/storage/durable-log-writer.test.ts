@@ -47,6 +47,18 @@ describe("DurableLogWriter", () => {
     expect(w.store.lastIndex()).toBe(52);
   });
 
+  it("records a commit index without an fsync of its own; the next fsync covers it", async () => {
+    const w = fx.openWriter(fx.dir());
+    await w.write({ snapshot: null, entries: entries(1, 3, 1), hardState: hs(1, "n1", 0) });
+    expect(w.store.stats.syncs).toBe(1);
+    await w.writeCommitIndex(hs(1, "n1", 3));
+    expect(w.store.stats.syncs).toBe(1);
+    expect(w.store.initialState().hardState).toEqual(hs(1, "n1", 3));
+    await w.write({ ...none, entries: [entry(4, 1)] });
+    expect(w.store.stats.syncs).toBe(2);
+    expect(w.store.initialState().hardState).toEqual(hs(1, "n1", 3));
+  });
+
   it("acknowledges a write only after its fsync", async () => {
     let acked = false;
     const seen: string[] = [];

@@ -21,6 +21,8 @@ export interface LogWrite {
 interface Pending {
   readonly write: LogWrite | null;
   readonly record: SnapshotFile | null;
+  /** False for a write that needs no fsync of its own: it resolves once committed to the WAL. */
+  readonly durable: boolean;
   readonly resolve: () => void;
   readonly reject: (err: Error) => void;
 }
@@ -29,7 +31,8 @@ interface Pending {
  * The write side of a DurableLogStore, with group commit: writes arriving while an fsync is running
  * queue up, and when it completes they all go into ONE transaction made durable by ONE fsync. A
  * write's promise resolves only after the fsync covering it, so the driver sends a Ready's messages
- * (and calls `advance`) only once it resolves; writes are applied in the order they were made.
+ * (and calls `advance`) only once it resolves; writes are applied in the order they were made. The one
+ * exception is `writeCommitIndex`, which never waits for an fsync.
  *
  * The event loop is held by each transaction's writes into the page cache and by that group's one
  * fsync, unless the store's `fsync: "thread-pool"` option moves the fsync off it. A failed
@@ -60,7 +63,19 @@ export class DurableLogWriter {
   write(write: LogWrite): Promise<void> {
     const shape = checkWriteShape(write);
     if (shape !== null) throw shape;
-    return this.enqueue(write, null);
+    return this.enqueue(write, null, true);
+  }
+
+  /**
+   * Records a hard state whose term and vote are already durable, i.e. only the commit index moved, in
+   * the next group without waiting for (or, alone, causing) an fsync: it resolves once the group's
+   * transaction is committed and becomes durable with the next fsync. Raft needs no durable commit index
+   * (a voter that loses it learns it again from the leader; etcd's MustSync makes the same choice), and
+   * a commit index lost in a crash lower than what the state machine applied is raised again at start
+   * (see raiseCommitToApplied). Writes stay in order: a later durable write's fsync covers this one.
+   */
+  writeCommitIndex(hardState: HardState): Promise<void> {
+    return this.enqueue({ snapshot: null, entries: [], hardState }, null, false);
   }
 
   /**
@@ -80,7 +95,7 @@ export class DurableLogWriter {
       throw err;
     }
     const file = await this.store.snapshotFiles.adopt(temp, { index: taken.index, term: taken.term, conf });
-    await this.enqueue(null, file);
+    await this.enqueue(null, file, true);
     return file.meta;
   }
 
@@ -114,10 +129,10 @@ export class DurableLogWriter {
     await this.store.close();
   }
 
-  private enqueue(write: LogWrite | null, record: SnapshotFile | null): Promise<void> {
+  private enqueue(write: LogWrite | null, record: SnapshotFile | null, durable: boolean): Promise<void> {
     if (this.failure !== null) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
-      this.queue.push({ write, record, resolve, reject });
+      this.queue.push({ write, record, durable, resolve, reject });
       this.schedule();
     });
   }
@@ -160,7 +175,8 @@ export class DurableLogWriter {
       if (op === null || op === undefined) continue;
       const refused = results[r++] ?? null;
       if (refused === null) {
-        accepted.push(p);
+        if (p.durable) accepted.push(p);
+        else p.resolve();
         continue;
       }
       if (op.snapshot !== null) await this.store.discardSnapshotFile(op.snapshot);

@@ -8,6 +8,7 @@ import {
   type ConfState,
   canSendBeforePersist,
   type Entry,
+  type HardState,
   type Message,
   type NodeId,
   type Ready,
@@ -70,10 +71,13 @@ export class RaftDriver {
   private snapshotting: Promise<unknown> = Promise.resolve();
   private snapshotInProgress = false;
   private lastRole: RaftStatus["role"] = "follower";
+  /** The hard state of the last Ready handed to the writer (the stored one at start). */
+  private lastHard: HardState;
 
   constructor(options: RaftDriverOptions) {
     this.opts = options;
     this.conf = { voters: options.voters };
+    this.lastHard = options.store.initialState().hardState;
     const electionTicks = Math.max(2, Math.round(options.electionTimeoutMs / options.heartbeatIntervalMs));
     this.raft = new RaftNode({
       id: options.id,
@@ -257,9 +261,16 @@ export class RaftDriver {
     // A leader's replication traffic goes out while its own copy is written (the core counts that
     // copy toward a quorum only after advance()); everything else waits for the fsync.
     for (const m of rd.messages) if (canSendBeforePersist(m)) this.opts.transport.send(m);
-    if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
-      await this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+    const hard = rd.hardState;
+    if (rd.snapshot || rd.entries.length > 0 || (hard && !this.onlyCommitMoved(hard))) {
+      await this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState: hard });
+    } else if (hard) {
+      // Only the commit index moved: nothing in this Ready vouches for it, so it is recorded without
+      // waiting for an fsync (etcd's MustSync). Waiting would put one more fsync between a quorum's
+      // acknowledgement and the apply that answers the client, and stall a follower's next append.
+      this.opts.writer.writeCommitIndex(hard).catch((err: unknown) => this.fail(err));
     }
+    if (hard) this.lastHard = hard;
     for (const m of rd.messages) if (!canSendBeforePersist(m)) this.opts.transport.send(m);
     const sm = this.opts.stateMachine;
     if (rd.snapshot) {
@@ -290,6 +301,10 @@ export class RaftDriver {
     this.serveReads();
     this.raft.advance();
     this.maybeSnapshot();
+  }
+
+  private onlyCommitMoved(hard: HardState): boolean {
+    return hard.term === this.lastHard.term && hard.vote === this.lastHard.vote;
   }
 
   private apply(entries: readonly Entry[]): void {

@@ -25,6 +25,7 @@ import {
 } from "./command-router.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { RaftDriver } from "./raft-driver.js";
+import { raiseCommitToApplied } from "./raise-commit.js";
 import { registerVoterMetrics } from "./voter-metrics.js";
 import { KeyLoadVoterService } from "./voter-service-impl.js";
 
@@ -72,6 +73,10 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
       { index: store.snapshotIndex() },
       "installed the log's snapshot into the state machine at start",
     );
+  }
+
+  if (await raiseCommitToApplied(writer, stateMachine.applied().index)) {
+    log.info({ index: stateMachine.applied().index }, "raised the log's commit index to the applied index");
   }
 
   const httpPort = node.httpPort === 0 ? await pickFreePort(node.httpHost) : node.httpPort;
