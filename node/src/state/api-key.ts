@@ -1,10 +1,11 @@
-import { createHash, randomBytes } from "node:crypto";
+import { hash, randomBytes } from "node:crypto";
 
 const KEY_HASH = /^[0-9a-f]{64}$/;
 
 /** How every API key is stored and looked up: the lowercase hex SHA-256 of its UTF-8 text. */
 export function hashApiKey(apiKey: string): string {
-  return createHash("sha256").update(apiKey, "utf8").digest("hex");
+  // The one-shot form: no Hash object per request.
+  return hash("sha256", apiKey, "hex");
 }
 
 export function isApiKeyHash(value: string): boolean {

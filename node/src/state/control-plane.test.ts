@@ -204,6 +204,33 @@ describe("principal catalog", () => {
     });
   });
 
+  it("stops accepting a verified key as soon as its revoke or a role change is applied", async () => {
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["writer"] }, asAdmin);
+    const apiKey = generateApiKey();
+    const { keyId } = h.ok<{ keyId: string }>("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "svc" },
+      keyHash: hashApiKey(apiKey),
+    });
+    // Verified twice, so the second answer may come from what the first one verified.
+    expect(h.sm.authenticate(hashApiKey(apiKey))?.roles).toEqual(["writer"]);
+    expect(h.sm.authenticate(hashApiKey(apiKey))?.roles).toEqual(["writer"]);
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["reader"] }, asAdmin);
+    expect(h.sm.authenticate(hashApiKey(apiKey))?.roles).toEqual(["reader"]);
+    // A revoke that refuses (the key is not that principal's) changes nothing.
+    expect(
+      h.fail("admin.deleteKey", "", { ...asAdmin, params: { principalId: "admin", keyId } }),
+    ).toMatchObject({ reason: "KeyNotFound" });
+    expect(h.sm.authenticate(hashApiKey(apiKey))?.principalId).toBe("svc");
+    // A snapshot taken while the key was valid, installed after the revoke, brings it back: the state
+    // as of the snapshot, not what was verified since.
+    await h.sm.createSnapshot(temp.path("with-key.db"));
+    h.ok("admin.deleteKey", "", { ...asAdmin, params: { principalId: "svc", keyId } });
+    expect(h.sm.authenticate(hashApiKey(apiKey))).toBeUndefined();
+    h.sm.restoreFromSnapshot(temp.path("with-key.db"));
+    expect(h.sm.authenticate(hashApiKey(apiKey))?.principalId).toBe("svc");
+  });
+
   it("authorizes admin commands against the catalog at apply time", () => {
     expect(
       h.fail("admin.putPrincipal", { principalId: "x", tenantId: "t1", roles: ["admin"] }),

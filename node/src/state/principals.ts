@@ -47,6 +47,12 @@ export function parsePrincipalWrite(body: JsonObject): PrincipalWrite {
   };
 }
 
+/**
+ * How many verified keys the cache holds before it starts over; far more than the principals that
+ * send at once, yet a bound on what a flood of distinct valid keys could make it hold.
+ */
+const MAX_CACHED_KEYS = 4096;
+
 interface PrincipalRow {
   tenant: string;
   roles: string;
@@ -56,8 +62,14 @@ interface PrincipalRow {
  * Tenants, principals and API-key hashes. Principal IDs are unique across tenants, since the key routes
  * name a principal without its tenant. Admin commands are authorized again here, against the catalog as
  * of this entry, so a key or role revoked by an earlier entry can no longer act.
+ *
+ * Verified keys are cached in memory by hash. Every change to the catalog goes through this object and
+ * empties the cache before it writes, so a key revoked or a role changed by an applied entry stops
+ * counting as soon as that entry is applied, as without the cache (a write rolled back after that
+ * just leaves the cache empty). A state machine that installs a snapshot opens a new Principals.
  */
 export class Principals {
+  private readonly verified = new Map<string, VerifiedPrincipal>();
   private readonly findPrincipal: Database.Statement<[string], PrincipalRow>;
   private readonly upsertPrincipal: Database.Statement<[string, string, string, number]>;
   private readonly insertTenant: Database.Statement<[string, number]>;
@@ -101,6 +113,7 @@ export class Principals {
         reason: "InvalidBootstrapKey",
       });
     }
+    this.verified.clear();
     this.insertTenant.run(SYSTEM_TENANT, 0);
     this.upsertPrincipal.run(BOOTSTRAP_PRINCIPAL, SYSTEM_TENANT, JSON.stringify(["admin"]), 0);
     this.insertKey.run(BOOTSTRAP_KEY_ID, BOOTSTRAP_PRINCIPAL, adminKeyHash, 0);
@@ -114,6 +127,7 @@ export class Principals {
         reason: "PrincipalInOtherTenant",
       });
     }
+    this.verified.clear();
     this.insertTenant.run(write.tenantId, ctx.index);
     this.upsertPrincipal.run(write.principalId, write.tenantId, JSON.stringify(write.roles), ctx.index);
     this.requireSystemAdmin();
@@ -129,6 +143,7 @@ export class Principals {
       throw new FailedPreconditionError("an identical API key already exists", { reason: "KeyHashTaken" });
     }
     const keyId = `k${deriveToken(ctx, "api-key").slice(0, 23)}`;
+    this.verified.clear();
     this.insertKey.run(keyId, principalId, keyHash, ctx.index);
     return { principalId, keyId };
   }
@@ -140,20 +155,32 @@ export class Principals {
     if (this.findKey.get(keyId)?.principal_id !== principalId) {
       throw new NotFoundError(`principal ${principalId} has no key ${keyId}`, { reason: "KeyNotFound" });
     }
+    this.verified.clear();
     this.removeKey.run(keyId);
     this.requireSystemAdmin();
     return { principalId, keyId };
   }
 
+  /**
+   * Who holds the key with this hash. The lookup, cached or not, is keyed by the SHA-256 of the key,
+   * never by the key: how long it takes can depend only on the digest, and making a digest that shares
+   * any chosen part with a stored one is a preimage search, so its timing tells an attacker nothing
+   * about a stored key. Unknown hashes are not cached, so guessing cannot grow the cache.
+   */
   authenticate(keyHash: string): VerifiedPrincipal | undefined {
+    const cached = this.verified.get(keyHash);
+    if (cached !== undefined) return cached;
     const row = this.byHash.get(keyHash);
     if (row === undefined) return undefined;
-    return {
+    const found: VerifiedPrincipal = {
       keyId: row.key_id,
       principalId: row.principal_id,
       tenantId: row.tenant,
-      roles: parseRoles(row.roles),
+      roles: Object.freeze(parseRoles(row.roles)),
     };
+    if (this.verified.size >= MAX_CACHED_KEYS) this.verified.clear();
+    this.verified.set(keyHash, Object.freeze(found));
+    return found;
   }
 
   /**

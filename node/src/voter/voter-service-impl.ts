@@ -52,8 +52,8 @@ export class KeyLoadVoterService implements VoterService {
 
   authenticate(apiKey: string): Identity | null {
     // The catalog is looked up by the key's SHA-256, so no comparison of the key itself can leak timing.
-    const found = this.parts.stateMachine.authenticate(hashApiKey(apiKey));
-    return found ? { tenantId: found.tenantId, principalId: found.principalId, roles: found.roles } : null;
+    // The principal is returned as the catalog holds it (frozen, shared by that key's requests).
+    return this.parts.stateMachine.authenticate(hashApiKey(apiKey)) ?? null;
   }
 
   async submitCommand(cmd: CommandSubmission): Promise<CommandAnswer> {
