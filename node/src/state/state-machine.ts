@@ -21,7 +21,8 @@ import { READ_LIMITS } from "./read-limits.js";
 import { SearchIndexer } from "./search-indexer.js";
 import type { IndexChange } from "./search-protocol.js";
 import { matchExpression, type SearchHit, type SearchRequest, tenantToken } from "./search-query.js";
-import { fsyncPath, inspectSnapshot, replaceDatabaseFile } from "./snapshot-files.js";
+import { SnapshotCopier } from "./snapshot-copier.js";
+import { inspectSnapshot, replaceDatabaseFile } from "./snapshot-files.js";
 import { createStores, type Stores } from "./stores.js";
 
 export interface StateMachineOptions {
@@ -62,6 +63,7 @@ export class StateMachine {
   private position: AppliedPosition;
   private clockMs: number;
   private readonly indexer: SearchIndexer;
+  private readonly snapshots = new SnapshotCopier();
 
   private constructor(
     private readonly options: StateMachineOptions,
@@ -196,17 +198,14 @@ export class StateMachine {
   }
 
   /**
-   * Writes a consistent copy of the state to `targetPath` (SQLite online backup: applies may continue
-   * meanwhile, the copy follows them) and returns the position the copy covers, read from the copy
-   * itself. The database is then checkpointed, which fsyncs it, so the log may be compacted up to the
-   * returned index without leaving the database relying on entries the log no longer holds.
+   * Writes a consistent copy of the state to `targetPath` on a worker thread (SQLite online backup from
+   * a read connection: applies go on meanwhile, the copy holds those committed when it began) and
+   * returns the position the copy covers, read from the copy itself. The database is made durable up to
+   * that position before this resolves, so the log may be compacted up to the returned index without
+   * leaving the database relying on entries the log no longer holds.
    */
-  async createSnapshot(targetPath: string): Promise<AppliedPosition> {
-    await this.session.db.backup(targetPath);
-    fsyncPath(targetPath);
-    const covered = inspectSnapshot(targetPath);
-    this.session.db.pragma("wal_checkpoint(TRUNCATE)");
-    return covered;
+  createSnapshot(targetPath: string): Promise<AppliedPosition> {
+    return this.snapshots.copy(this.options.path, targetPath);
   }
 
   /**
@@ -237,6 +236,7 @@ export class StateMachine {
 
   /** Stops the search worker (its index stays reusable when it had caught up) and closes the database. */
   async close(): Promise<void> {
+    await this.snapshots.close();
     await this.indexer.close();
     if (this.session.db.open) this.session.db.close();
   }
