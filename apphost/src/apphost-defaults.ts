@@ -1,3 +1,5 @@
+import type { RuntimeKind } from "./runtime-kind.js";
+
 /** Every AppHost setting that has a default, declared once. */
 export const APPHOST_DEFAULTS = {
   /** The state dir, relative to the repository root. */
@@ -9,7 +11,7 @@ export const APPHOST_DEFAULTS = {
   /** voter1 gets the base port, voter2 the next, and so on. */
   httpPortBase: 7101,
   peerPortBase: 7201,
-  runtime: "process",
+  runtime: "process" as RuntimeKind,
   /** How long `up` waits for every voter to be ready and one leader to be elected. */
   readinessTimeoutMs: 60_000,
   /** How long `start` waits for one voter's HTTP endpoint to answer. */

@@ -110,14 +110,21 @@ export class StateDirError extends AppHostError {
   readonly code = "AppHostStateDir";
 }
 
+/** `--runtime container` without a Docker engine that answers; the message says what docker said. */
 export class ContainerRuntimeUnavailableError extends AppHostError {
   readonly code = "AppHostContainerRuntimeUnavailable";
 
-  constructor() {
+  constructor(reason: string) {
     super(
-      "the container runtime needs a Docker engine, which is not available on this machine; use --runtime process",
+      `the container runtime needs a Docker engine, and none answers (${reason || "no reason given"}); ` +
+        "start one (dockerd) or use --runtime process",
     );
   }
+}
+
+/** The Docker engine refused an operation on a voter's container. */
+export class ContainerEngineError extends AppHostError {
+  readonly code = "AppHostContainerEngine";
 }
 
 /** A command sent to the AppHost that runs a cluster in the foreground failed there, or could not be sent. */

@@ -3,6 +3,7 @@ import { dirname } from "node:path";
 import { isVoterName, VOTER_NAMES, type VoterName, type VoterPorts } from "./app-model.js";
 import { StateDirError } from "./apphost-errors.js";
 import { isAlive, type ProcessRecord } from "./process-table.js";
+import { isRuntimeKind, type RuntimeKind } from "./runtime-kind.js";
 
 /**
  * The AppHost's own record of a cluster, `apphost.json` in the state dir, so every later command can
@@ -23,7 +24,7 @@ export interface OwnerRecord extends ProcessRecord {
 
 export interface AppHostState {
   readonly version: 1;
-  readonly runtime: "process";
+  readonly runtime: RuntimeKind;
   /** `foreground`: an AppHost process supervises the voters; `detached`: nobody does. */
   readonly mode: "foreground" | "detached";
   readonly owner: OwnerRecord | null;
@@ -42,7 +43,7 @@ function isProcessRecord(value: unknown): value is ProcessRecord {
 
 function isState(value: unknown): value is AppHostState {
   const s = value as AppHostState | null;
-  if (typeof s !== "object" || s === null || s.version !== 1 || s.runtime !== "process") return false;
+  if (typeof s !== "object" || s === null || s.version !== 1 || !isRuntimeKind(s.runtime)) return false;
   if (s.mode !== "foreground" && s.mode !== "detached") return false;
   if (s.owner !== null && !(isProcessRecord(s.owner) && typeof s.owner.controlSocket === "string"))
     return false;

@@ -81,10 +81,13 @@ describe("the AppHost command line, when things go wrong", () => {
     }
   });
 
-  it("says the container runtime is unavailable, and rejects a bad command line", async () => {
-    const container = await runCli(["up", "--runtime", "container", "--state-dir", tempStateDir()]);
+  it("says the container runtime is unavailable without an engine, and rejects a bad command line", async () => {
+    const stateDir = tempStateDir();
+    const container = await runCli(["up", "--runtime", "container", "--isolated", "--state-dir", stateDir], {
+      DOCKER_HOST: `unix://${join(stateDir, "no-engine.sock")}`,
+    });
     expect(container.exitCode).toBe(1);
-    expect(container.stderr).toContain("Docker engine");
+    expect(container.stderr).toContain("needs a Docker engine, and none answers");
     expect(container.stderr).toContain("[AppHostContainerRuntimeUnavailable]");
     const usage = await runCli(["frobnicate"]);
     expect(usage.exitCode).toBe(2);

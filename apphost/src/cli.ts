@@ -6,7 +6,6 @@ import { AppHostError, ControlChannelError, InterruptedError } from "./apphost-e
 import { parseCli, USAGE } from "./cli-options.js";
 import { downCommand, logsCommand, statusCommand, voterCommand } from "./cluster-commands.js";
 import { paint } from "./log-line-format.js";
-import { assertRuntimeAvailable } from "./runtime-kind.js";
 import { TerminalOutput } from "./terminal-output.js";
 import { upCommand } from "./up-command.js";
 
@@ -36,7 +35,6 @@ async function run(argv: readonly string[], output: TerminalOutput): Promise<num
       output.line(USAGE);
       return 0;
     }
-    assertRuntimeAvailable(options.runtime);
     switch (options.command) {
       case "up":
         return await upCommand(options, output);

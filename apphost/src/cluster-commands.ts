@@ -32,7 +32,7 @@ export async function downCommand(options: CliOptions, output: TerminalOutput): 
     output.line(`No cluster is running in ${options.stateDir}.`);
     return 0;
   }
-  const { cluster } = LocalCluster.load(options.stateDir);
+  const { cluster } = await LocalCluster.load(options.stateDir);
   await cluster.stopAll();
   output.line("The cluster stopped.");
   return 0;
@@ -56,7 +56,7 @@ export async function voterCommand(
     output.line(await sendControl(owner.controlSocket, { op: operation, voter }, CONTROL_TIMEOUT_MS));
     return 0;
   }
-  const { cluster } = LocalCluster.load(options.stateDir);
+  const { cluster } = await LocalCluster.load(options.stateDir);
   const operations: Record<VoterOperation, () => Promise<string> | string> = {
     start: () => cluster.start(voter),
     stop: () => cluster.stop(voter),

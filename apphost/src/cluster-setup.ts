@@ -7,6 +7,8 @@ import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
 import { forwardConfig } from "./config-forwarding.js";
 import { LocalCluster } from "./local-cluster.js";
 import { pickVoterPorts } from "./port-allocation.js";
+import type { RuntimeKind } from "./runtime-kind.js";
+import { voterRuntimeOf } from "./voter-runtime.js";
 
 export interface ClusterSetup {
   readonly stateDir: string;
@@ -17,6 +19,7 @@ export interface ClusterSetup {
   /** The variables to forward, `.env` and environment already merged. */
   readonly variables: Iterable<{ readonly name: string; readonly value: string }>;
   readonly supervised: boolean;
+  readonly runtime: RuntimeKind;
   readonly voterGids?: Readonly<Record<VoterName, number>>;
 }
 
@@ -62,6 +65,7 @@ export async function prepareCluster(setup: ClusterSetup): Promise<PreparedClust
   const credentials = loadCredentials(model, forwarded.adminKey);
   const cluster = new LocalCluster({
     model,
+    runtime: await voterRuntimeOf(setup.runtime),
     credentials,
     forwarded: forwarded.voters,
     supervised: setup.supervised,

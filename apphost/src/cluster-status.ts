@@ -2,6 +2,7 @@ import { buildAppModel, defaultPorts, httpUrlOf, peerAddressOf, stateDirPaths } 
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { readState } from "./apphost-state.js";
 import { type ProcessState, processState } from "./process-table.js";
+import type { RuntimeKind } from "./runtime-kind.js";
 import { probeVoter, UNREACHABLE, type VoterRole } from "./voter-health.js";
 
 /** `status --json`, contract section 2, field for field. */
@@ -18,7 +19,7 @@ export interface VoterStatus {
 }
 
 export interface ClusterStatus {
-  readonly runtime: "process";
+  readonly runtime: RuntimeKind;
   readonly stateDir: string;
   readonly adminKeyFile: string;
   readonly voters: readonly VoterStatus[];
@@ -55,7 +56,12 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
       };
     }),
   );
-  return { runtime: "process", stateDir: model.stateDir, adminKeyFile: model.adminKeyFile, voters };
+  return {
+    runtime: state?.runtime ?? APPHOST_DEFAULTS.runtime,
+    stateDir: model.stateDir,
+    adminKeyFile: model.adminKeyFile,
+    voters,
+  };
 }
 
 /** The same status as a table for a person. */

@@ -22,13 +22,20 @@ import { type AppHostState, type OwnerRecord, readState, writeState } from "./ap
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { type ClusterSnapshot, type ReadinessOptions, waitForClusterReady } from "./cluster-readiness.js";
 import { assertPortsFree } from "./port-allocation.js";
-import { describeExit, spawnVoter, type VoterExit, type VoterProcess } from "./process-runtime.js";
 import { isAlive, type ProcessRecord, processState, signalProcess, waitForExit } from "./process-table.js";
 import { isLive } from "./voter-health.js";
 import { lastLines } from "./voter-log-file.js";
+import {
+  describeExit,
+  type VoterExit,
+  type VoterProcess,
+  type VoterRuntime,
+  voterRuntimeOf,
+} from "./voter-runtime.js";
 
 export interface LocalClusterOptions {
   readonly model: AppModel;
+  readonly runtime: VoterRuntime;
   readonly credentials: ClusterCredentials;
   /** Each voter's forwarded user configuration. */
   readonly forwarded: Readonly<Record<VoterName, Readonly<Record<string, string>>>>;
@@ -49,6 +56,7 @@ export type VoterExitListener = (voter: VoterName, exit: VoterExit) => void;
  */
 export class LocalCluster {
   readonly model: AppModel;
+  readonly runtime: VoterRuntime;
   private readonly credentials: ClusterCredentials;
   private readonly forwarded: LocalClusterOptions["forwarded"];
   private readonly supervised: boolean;
@@ -60,6 +68,7 @@ export class LocalCluster {
 
   constructor(options: LocalClusterOptions) {
     this.model = options.model;
+    this.runtime = options.runtime;
     this.credentials = options.credentials;
     this.forwarded = options.forwarded;
     this.supervised = options.supervised;
@@ -69,7 +78,7 @@ export class LocalCluster {
   }
 
   /** The cluster recorded in `stateDir`, to operate on it from another command. */
-  static load(stateDir: string): { cluster: LocalCluster; state: AppHostState } {
+  static async load(stateDir: string): Promise<{ cluster: LocalCluster; state: AppHostState }> {
     const { stateFile } = stateDirPaths(stateDir);
     const state = readState(stateFile);
     if (!state) throw new NoClusterError(`there is no cluster in ${stateDir} (run \`up\` first)`);
@@ -88,6 +97,7 @@ export class LocalCluster {
     }
     const cluster = new LocalCluster({
       model,
+      runtime: await voterRuntimeOf(state.runtime),
       credentials,
       forwarded,
       supervised: false,
@@ -123,7 +133,7 @@ export class LocalCluster {
   persist(): void {
     const state: AppHostState = {
       version: 1,
-      runtime: "process",
+      runtime: this.runtime.kind,
       mode: this.supervised ? "foreground" : "detached",
       owner: this.owner,
       voters: this.model.voters.map((v) => {
@@ -146,8 +156,13 @@ export class LocalCluster {
    */
   async up(readiness: ReadinessOptions = {}): Promise<ClusterSnapshot> {
     await assertPortsFree(this.model.voters);
-    const started = VOTER_NAMES.map((name) => ({ name, process: this.spawn(name) }));
-    this.persist();
+    await this.runtime.removeLeftovers(this.model);
+    const started: { name: VoterName; process: VoterProcess }[] = [];
+    try {
+      for (const name of VOTER_NAMES) started.push({ name, process: await this.spawn(name) });
+    } finally {
+      this.persist();
+    }
     const failure = Promise.race([
       ...started.map(({ name, process }) =>
         process.exited.then((exit): never => {
@@ -180,7 +195,7 @@ export class LocalCluster {
     if (processState(current) !== "stopped") return `${name} is already running (pid ${current?.pid})`;
     const voter = this.voter(name);
     await assertPortsFree([voter]);
-    const started = this.spawn(name);
+    const started = await this.spawn(name);
     this.persist();
     const deadline = Date.now() + timeoutMs;
     let exit: VoterExit | undefined;
@@ -259,10 +274,12 @@ export class LocalCluster {
   /** Stops every voter gracefully, all at once. */
   async stopAll(graceMs: number = APPHOST_DEFAULTS.stopGraceMs): Promise<void> {
     await Promise.all(VOTER_NAMES.map((name) => this.stop(name, graceMs)));
+    await this.runtime.removeLeftovers(this.model);
   }
 
   async killAll(): Promise<void> {
     await Promise.all(VOTER_NAMES.map((name) => this.kill(name)));
+    await this.runtime.removeLeftovers(this.model);
   }
 
   private signalRunning(name: VoterName, signal: NodeJS.Signals, done: string): string {
@@ -273,11 +290,12 @@ export class LocalCluster {
     return `${name} ${done} (pid ${record.pid})`;
   }
 
-  private spawn(name: VoterName): VoterProcess {
+  private async spawn(name: VoterName): Promise<VoterProcess> {
     const voter = this.voter(name);
     const gid = this.voterGids?.[name];
-    const started = spawnVoter({
+    const started = await this.runtime.start({
       voter,
+      stateDir: this.model.stateDir,
       env: { ...this.forwarded[name], ...voterWiring(this.model, voter, this.credentials) },
       supervised: this.supervised,
       ...(gid === undefined ? {} : { gid }),

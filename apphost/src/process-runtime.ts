@@ -1,57 +1,17 @@
 import { closeSync, mkdirSync } from "node:fs";
-import { createRequire } from "node:module";
-import { extname } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { execa } from "execa";
-import type { VoterResource } from "./app-model.js";
 import { isForwardingVariable } from "./config-forwarding.js";
-import { type ProcessRecord, recordOf } from "./process-table.js";
-import { REPO_ROOT } from "./repo-layout.js";
-import { SUPERVISOR_PID_VARIABLE } from "./supervision.js";
+import { recordOf } from "./process-table.js";
+import { REPO_ROOT, VOTER_NODE_ARGS } from "./repo-layout.js";
+import { isSupervisionVariable, supervisionEnvironment } from "./supervision.js";
 import { appendNote, logSize, openForAppend } from "./voter-log-file.js";
-
-/** tsx's loader, resolved from this package so the voter runs from source wherever the AppHost is started. */
-const TSX_LOADER = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
-/** The launcher beside this module: `.ts` when run from source, `.js` from a build. */
-const LAUNCHER = fileURLToPath(
-  new URL(`./voter-launcher${extname(fileURLToPath(import.meta.url))}`, import.meta.url),
-);
-
-export interface VoterLaunch {
-  readonly voter: VoterResource;
-  /** Every `KeyLoad__*` variable the voter gets: the forwarded configuration and the AppHost's wiring. */
-  readonly env: Readonly<Record<string, string>>;
-  /** Tie the voter's life to this process (foreground clusters and tests); otherwise it is detached for good. */
-  readonly supervised: boolean;
-  /** A group id of its own, so iptables can tell this voter's packets from the others' (see network-partition.ts). */
-  readonly gid?: number;
-}
-
-export interface VoterExit {
-  readonly code: number | null;
-  readonly signal: string | null;
-  /** Why the process could not be spawned at all. */
-  readonly spawnError?: string;
-}
-
-export interface VoterProcess extends ProcessRecord {
-  /** Where this run's lines start in the voter's log file. */
-  readonly logOffset: number;
-  /** Settles when the process exits; never rejects. */
-  readonly exited: Promise<VoterExit>;
-}
-
-export function describeExit(exit: VoterExit): string {
-  if (exit.spawnError !== undefined) return `could not be spawned: ${exit.spawnError}`;
-  if (exit.signal !== null) return `was killed by ${exit.signal}`;
-  return `exited with code ${exit.code}`;
-}
+import type { VoterExit, VoterLaunch, VoterProcess, VoterRuntime } from "./voter-runtime.js";
 
 /** The environment a voter inherits from the AppHost, without the variables the AppHost forwards itself. */
 function inheritedEnvironment(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !isForwardingVariable(name) && name !== SUPERVISOR_PID_VARIABLE) {
+    if (value !== undefined && !isForwardingVariable(name) && !isSupervisionVariable(name)) {
       env[name] = value;
     }
   }
@@ -64,7 +24,7 @@ function inheritedEnvironment(): Record<string, string> {
  * a process group of its own: a Ctrl-C at the terminal reaches only the AppHost, which then stops the
  * voters once, gracefully, instead of each voter seeing the signal twice.
  */
-export function spawnVoter(launch: VoterLaunch): VoterProcess {
+function spawnVoter(launch: VoterLaunch): VoterProcess {
   const { voter, supervised } = launch;
   mkdirSync(voter.dataDir, { recursive: true });
   const logOffset = logSize(voter.logFile);
@@ -77,12 +37,12 @@ export function spawnVoter(launch: VoterLaunch): VoterProcess {
   // execa's types name only descriptors 3-9, but it hands any open descriptor to the child unchanged.
   const logFd = fd as 3;
   try {
-    const child = execa(process.execPath, ["--conditions=source", "--import", TSX_LOADER, LAUNCHER], {
+    const child = execa(process.execPath, VOTER_NODE_ARGS, {
       cwd: REPO_ROOT,
       env: {
         ...inheritedEnvironment(),
         ...launch.env,
-        ...(supervised ? { [SUPERVISOR_PID_VARIABLE]: String(process.pid) } : {}),
+        ...(supervised ? supervisionEnvironment() : {}),
       },
       extendEnv: false,
       stdin: "ignore",
@@ -112,3 +72,10 @@ export function spawnVoter(launch: VoterLaunch): VoterProcess {
     closeSync(fd);
   }
 }
+
+/** The `process` runtime: every voter a child process of this machine, running from source through tsx. */
+export const processRuntime: VoterRuntime = {
+  kind: "process",
+  start: async (launch) => spawnVoter(launch),
+  removeLeftovers: async () => {},
+};

@@ -11,6 +11,8 @@ export {
   VoterStartError,
   VoterStateError,
 } from "../apphost-errors.js";
+export { engineUnavailableReason as containerRuntimeUnavailableReason } from "../container-engine.js";
+export { RUNTIME_KINDS, type RuntimeKind } from "../runtime-kind.js";
 export { dumpLogsOnFailure, type FailureHookContext, type LogSource } from "./failure-logs.js";
 export { partitionUnavailableReason } from "./network-partition.js";
 export {

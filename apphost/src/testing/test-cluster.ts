@@ -15,6 +15,7 @@ import { probeCluster, waitForClusterReady } from "../cluster-readiness.js";
 import { prepareCluster } from "../cluster-setup.js";
 import type { LocalCluster } from "../local-cluster.js";
 import { processState, signalProcess } from "../process-table.js";
+import type { RuntimeKind } from "../runtime-kind.js";
 import { readFrom } from "../voter-log-file.js";
 import { NetworkPartition, VOTER_GIDS } from "./network-partition.js";
 
@@ -25,6 +26,8 @@ export interface StartClusterOptions {
   readonly voterEnv?: Readonly<Partial<Record<VoterName, Readonly<Record<string, string>>>>>;
   /** How long to wait for every voter to be ready and one leader to be elected. */
   readonly readyTimeoutMs?: number;
+  /** Processes (the default) or containers of a local Docker engine. */
+  readonly runtime?: RuntimeKind;
 }
 
 /** One voter of a test cluster. `pid` is that of its current process, null while it is stopped. */
@@ -118,6 +121,7 @@ export class TestCluster {
           fresh: false,
           variables,
           supervised: true,
+          runtime: options.runtime ?? APPHOST_DEFAULTS.runtime,
           ...(asRoot ? { voterGids: VOTER_GIDS } : {}),
         });
       } catch (err) {
