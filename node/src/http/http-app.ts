@@ -50,13 +50,14 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
   const limits = { ...HTTP_EDGE_DEFAULTS, ...options.limits };
   const metrics = new HttpMetrics(service.metricsRegistry, governor);
   const replies = new ErrorReplies(service, governor.limits, metrics);
-  const observer = new RequestObserver(metrics);
   let closing = false;
 
-  const logger: FastifyBaseLogger = options.logger.child(
+  const httpLogger = options.logger.child(
     { component: "http" },
     { redact: { paths: REDACTED, censor: "[redacted]" } },
   );
+  const observer = new RequestObserver(metrics, httpLogger);
+  const logger: FastifyBaseLogger = httpLogger;
   const app = Fastify({
     loggerInstance: logger,
     // One line per request, written by RequestObserver; fastify's own would not name tenant or command.

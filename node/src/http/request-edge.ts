@@ -60,11 +60,11 @@ export class RequestEdge {
     return this.commandId;
   }
 
-  /** Runs one voter call for the request; the slot stays held until it settles. */
-  async call<T>(work: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  /** Runs one voter call for the request (which reads `signal` if it needs it); the slot stays held until it settles. */
+  async call<T>(work: () => Promise<T>): Promise<T> {
     this.calls++;
     try {
-      return await work(this.signal);
+      return await work();
     } finally {
       this.calls--;
       this.release();

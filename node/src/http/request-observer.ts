@@ -1,5 +1,6 @@
 import { performance } from "node:perf_hooks";
 import type { FastifyReply, FastifyRequest } from "fastify";
+import type { Logger } from "pino";
 import type { HttpMetrics } from "./http-metrics.js";
 import type { RequestEdge } from "./request-edge.js";
 
@@ -11,7 +12,11 @@ const UNMATCHED = "unmatched";
  * line names the route template, never the URL (keys are user data) nor any header (the API key is one).
  */
 export class RequestObserver {
-  constructor(private readonly metrics: HttpMetrics) {}
+  constructor(
+    private readonly metrics: HttpMetrics,
+    /** The edge's logger, asked whether the line would be written before it is built. */
+    private readonly logger: Pick<Logger, "isLevelEnabled">,
+  ) {}
 
   /** Calls `finished` once, on the first of 'finish' (written) and 'close' (written, or connection gone). */
   watch(request: FastifyRequest, reply: FastifyReply, edge: RequestEdge): void {
@@ -33,6 +38,7 @@ export class RequestObserver {
     const route = edge.route === undefined ? UNMATCHED : edge.route.path;
     const status = aborted ? "aborted" : String(reply.statusCode);
     this.metrics.observe(request.method, route, status, durationMs / 1000);
+    if (!this.logger.isLevelEnabled("info")) return;
     request.log.info(
       {
         method: request.method,

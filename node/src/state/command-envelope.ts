@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { InvalidArgumentError } from "@keyload/contract";
 import { isApiKeyHash } from "./api-key.js";
 import { checkCommandId, checkKey, checkName, checkScopeId } from "./identifiers.js";
@@ -146,7 +146,7 @@ export function decodeCommand(data: Uint8Array): CommandEnvelope {
 export function commandDigest(envelope: CommandEnvelope): Buffer {
   const route = JSON.stringify([envelope.kind, Object.entries(sortedParams(envelope.params))]);
   // The JSON prefix is self-delimiting, so the newline cannot be confused with payload bytes.
-  return createHash("sha256").update(route).update("\n").update(envelope.payload).digest();
+  return hash("sha256", `${route}\n${envelope.payload}`, "buffer");
 }
 
 /** Reads a route parameter the kind declares; the envelope was validated, so it is always present. */
