@@ -84,6 +84,7 @@ export class PeerConnection {
    */
   private corked = false;
   private readonly uncork = (): void => {
+    if (!this.corked) return;
     this.corked = false;
     this.socket.uncork();
   };
@@ -97,16 +98,23 @@ export class PeerConnection {
     }
     if (this.socket.writableLength > this.options.highWaterMarkBytes) return false;
     const frame = encodeFrame(type, body);
-    // Frames queued in one turn of the event loop (a Ready's messages) leave in one write.
+    // Frames queued in one turn of the event loop (a Ready's messages) leave in one write, at the end
+    // of that turn unless flushed sooner: after the client answers the same turn produced, so that a
+    // leader's commit notices (two socket writes, about 0.25 ms here) do not hold up the answers.
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();
-      process.nextTick(this.uncork);
+      setImmediate(this.uncork);
     }
     this.socket.write(frame);
     this.options.stats.framesSent++;
     this.options.stats.bytesSent += frame.length;
     return true;
+  }
+
+  /** Writes the frames queued in this turn now. */
+  flush(): void {
+    this.uncork();
   }
 
   /** Sends a last frame (a refusal) and closes once it is flushed, so the other side can read why. */

@@ -81,6 +81,10 @@ export class PeerLink {
     return this.connection?.send(type, body) ?? false;
   }
 
+  flush(): void {
+    this.connection?.flush();
+  }
+
   request(channel: string, body: Uint8Array, options: RequestOptions): Promise<Uint8Array> {
     const connection = this.connection;
     if (!connection) return Promise.reject(new PeerUnavailableError(this.peer.id, "not connected"));

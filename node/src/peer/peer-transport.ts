@@ -177,6 +177,14 @@ export class PeerTransport {
     }
   }
 
+  /**
+   * Writes the Raft messages sent in this turn of the event loop now rather than at its end (see
+   * PeerConnection.send), for messages that something else in the same turn should not hold up.
+   */
+  flush(): void {
+    for (const link of this.links.values()) link.flush();
+  }
+
   /** Sets the receiver of Raft messages. Each one comes from the authenticated peer it names. */
   onMessage(handler: (message: Message) => void): void {
     this.messageHandler = handler;

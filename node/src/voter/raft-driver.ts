@@ -130,11 +130,13 @@ export class RaftDriver {
       throw err;
     }
     this.wake();
-    const pending = data.map(
-      (_, i) =>
-        new Promise<ApplyResult>((resolve, reject) => {
-          this.proposals.set(first + i, { term, resolve, reject });
-        }),
+    const all = Promise.all(
+      data.map(
+        (_, i) =>
+          new Promise<ApplyResult>((resolve, reject) => {
+            this.proposals.set(first + i, { term, resolve, reject });
+          }),
+      ),
     );
     if (signal) {
       const onAbort = (): void => {
@@ -151,9 +153,14 @@ export class RaftDriver {
         }
       };
       if (signal.aborted) onAbort();
-      else signal.addEventListener("abort", onAbort, { once: true });
+      else {
+        signal.addEventListener("abort", onAbort, { once: true });
+        // Removed once settled, so the caller can reuse a signal nobody listens to any more.
+        const detach = (): void => signal.removeEventListener("abort", onAbort);
+        all.then(detach, detach);
+      }
     }
-    return Promise.all(pending);
+    return all;
   }
 
   /**
@@ -271,7 +278,15 @@ export class RaftDriver {
       this.opts.writer.writeCommitIndex(hard).catch((err: unknown) => this.fail(err));
     }
     if (hard) this.lastHard = hard;
-    for (const m of rd.messages) if (!canSendBeforePersist(m)) this.opts.transport.send(m);
+    let answered = false;
+    for (const m of rd.messages) {
+      if (canSendBeforePersist(m)) continue;
+      this.opts.transport.send(m);
+      answered = true;
+    }
+    // Acknowledgements and votes leave before this Ready's apply, which can take milliseconds; a
+    // leader's commit notices instead wait for the end of the turn, after the answers the apply releases.
+    if (answered) this.opts.transport.flush();
     const sm = this.opts.stateMachine;
     if (rd.snapshot) {
       const path = this.opts.store.currentSnapshotPath();
