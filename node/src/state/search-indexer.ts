@@ -19,6 +19,14 @@ export interface IndexSource {
   appliedIndex(): number;
 }
 
+/**
+ * Committed changes are held this long, or until this many wait, and sent as one message: the worker
+ * indexes each message in one FTS5 transaction, and small transactions (one per apply batch, at low
+ * concurrency one per write) cost it several times the indexing itself, plus a thread wake-up each.
+ * A search sends what is held first, so it still sees every change committed before it.
+ */
+const HOLD_MS = 20;
+const HOLD_CHANGES = 1_000;
 /** Index changes sent but not yet applied beyond which applying waits for the worker. */
 const MAX_BACKLOG = 100_000;
 /** The longest one submit waits for the backlog to shrink, so a stuck worker cannot stall applies. */
@@ -40,6 +48,11 @@ export class SearchIndexer {
   private readonly worker: Worker;
   private readonly progress = new Int32Array(new SharedArrayBuffer(4));
   private submitted = 0;
+  private held: IndexChange[] = [];
+  /** The applied index the held changes bring the index to; null when nothing is held. */
+  private heldThrough: number | null = null;
+  private holdTimer: NodeJS.Timeout | null = null;
+  private readonly sendHeldCallback = (): void => this.sendHeld();
   private readonly queries = new Map<
     number,
     { resolve: (hits: IndexHit[]) => void; reject: (e: Error) => void }
@@ -85,9 +98,13 @@ export class SearchIndexer {
 
   /** Sends a committed batch's changes; `through` is the applied index after that batch. */
   submit(changes: readonly IndexChange[], through: number): void {
-    this.waitForBacklog();
-    this.send({ type: "changes", changes, through });
-    this.submitted = (this.submitted + changes.length) | 0;
+    for (const change of changes) this.held.push(change);
+    this.heldThrough = through;
+    if (this.held.length >= HOLD_CHANGES) this.sendHeld();
+    else if (this.holdTimer === null) {
+      this.holdTimer = setTimeout(this.sendHeldCallback, HOLD_MS);
+      this.holdTimer.unref();
+    }
   }
 
   /** Starts over from the documents as they are now (after a snapshot replaced them). */
@@ -104,12 +121,14 @@ export class SearchIndexer {
     if (this.failure !== null) throw unavailable(this.failure);
     const id = this.nextQueryId++;
     const hits = new Promise<IndexHit[]>((resolve, reject) => this.queries.set(id, { resolve, reject }));
+    this.sendHeld();
     this.send({ type: "query", id, match, low: range.low, high: range.high, limit });
     return hits;
   }
 
   async close(): Promise<void> {
     this.generation++;
+    this.sendHeld();
     if (this.failure === null) this.send({ type: "close" });
     await this.exited;
   }
@@ -117,6 +136,8 @@ export class SearchIndexer {
   private async rebuildFrom(generation: number): Promise<void> {
     // Posted before any later batch's changes, so those land on top of the emptied index; the chunks
     // read afterwards already include every batch committed before they are read.
+    // Held changes belong to the state before the reset, so they go first.
+    this.sendHeld();
     this.send({ type: "reset", through: this.source.appliedIndex() });
     let afterId = 0;
     for (;;) {
@@ -157,6 +178,20 @@ export class SearchIndexer {
     while (this.backlog() > MAX_BACKLOG / 2 && this.failure === null) {
       await sleep(5);
     }
+  }
+
+  /** Sends the held changes; everything sent to the worker later lands on top of them. */
+  private sendHeld(): void {
+    if (this.holdTimer !== null) clearTimeout(this.holdTimer);
+    this.holdTimer = null;
+    if (this.heldThrough === null) return;
+    const changes = this.held;
+    const through = this.heldThrough;
+    this.held = [];
+    this.heldThrough = null;
+    this.waitForBacklog();
+    this.send({ type: "changes", changes, through });
+    this.submitted = (this.submitted + changes.length) | 0;
   }
 
   private send(message: ToSearchWorker): void {
