@@ -268,9 +268,15 @@ export class RaftDriver {
     // A leader's replication traffic goes out while its own copy is written (the core counts that
     // copy toward a quorum only after advance()); everything else waits for the fsync.
     for (const m of rd.messages) if (canSendBeforePersist(m)) this.opts.transport.send(m);
+    let committed = rd.committedEntries;
     const hard = rd.hardState;
     if (rd.snapshot || rd.entries.length > 0 || (hard && !this.onlyCommitMoved(hard))) {
-      await this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState: hard });
+      const written = this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState: hard });
+      try {
+        committed = this.applyStable(rd);
+      } finally {
+        await written;
+      }
     } else if (hard) {
       // Only the commit index moved: nothing in this Ready vouches for it, so it is recorded without
       // waiting for an fsync (etcd's MustSync). Waiting would put one more fsync between a quorum's
@@ -298,7 +304,7 @@ export class RaftDriver {
         "installed snapshot from the leader",
       );
     }
-    if (rd.committedEntries.length > 0) this.apply(rd.committedEntries);
+    if (committed.length > 0) this.apply(committed);
     for (const rs of rd.readStates) {
       const w = this.reads.get(rs.requestId);
       if (!w) continue;
@@ -316,6 +322,26 @@ export class RaftDriver {
     this.serveReads();
     this.raft.advance();
     this.maybeSnapshot();
+  }
+
+  /**
+   * On the leader, applies the committed entries below this Ready's new ones while the new ones are
+   * written, as etcd applies while it persists, so their answers do not wait for this fsync; returns
+   * the committed entries left to apply after it. Those entries are durable here already: each Ready
+   * is persisted before the next one is handled. The replication traffic is flushed first, so the
+   * followers get the new entries before the answers go out. A follower applies after its write, whose
+   * acknowledgement goes first.
+   */
+  private applyStable(rd: Ready): readonly Entry[] {
+    const committed = rd.committedEntries;
+    if (this.lastRole !== "leader" || rd.snapshot !== null || committed.length === 0) return committed;
+    const firstNew = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
+    let stable = 0;
+    while (stable < committed.length && committed[stable]!.index < firstNew) stable++;
+    if (stable === 0) return committed;
+    this.opts.transport.flush();
+    this.apply(committed.slice(0, stable));
+    return committed.slice(stable);
   }
 
   private onlyCommitMoved(hard: HardState): boolean {
