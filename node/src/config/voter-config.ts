@@ -58,7 +58,11 @@ export const VOTER_CONFIG = {
     integer("ElectionTimeoutMs", 1000, 10, 600_000),
     integer("HeartbeatIntervalMs", 100, 1, 60_000),
     integer("ReplicationDeadlineMs", 10_000, 1, 3_600_000),
-    integer("SnapshotIntervalEntries", 10_000, 1),
+    // A snapshot copies the whole state database, so its cost per entry grows with the state: every
+    // 10,000 entries it took about a quarter of the cluster's CPU at concurrency 16 in the etcd
+    // comparison (0.46 against 0.35 CPU-seconds per 1,000 writes). 100,000 is etcd 3.4's
+    // snapshot-count; SnapshotIntervalBytes still bounds the log in between.
+    integer("SnapshotIntervalEntries", 100_000, 1),
     integer("SnapshotIntervalBytes", 64 * MiB, 1),
     integer("MaxUncommittedBytes", 64 * MiB, 1),
   ],
