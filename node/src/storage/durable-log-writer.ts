@@ -73,6 +73,7 @@ export class DurableLogWriter {
    * (a voter that loses it learns it again from the leader; etcd's MustSync makes the same choice), and
    * a commit index lost in a crash lower than what the state machine applied is raised again at start
    * (see raiseCommitToApplied). Writes stay in order: a later durable write's fsync covers this one.
+   * The driver uses it when it stops, for the commit index its Readies left unwritten.
    */
   writeCommitIndex(hardState: HardState): Promise<void> {
     return this.enqueue({ snapshot: null, entries: [], hardState }, null, false);

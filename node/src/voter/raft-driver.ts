@@ -79,6 +79,8 @@ export class RaftDriver {
   private snapshotInProgress = false;
   private lastRole: RaftStatus["role"] = "follower";
   private readonly notices: CommitNotices;
+  /** The latest hard state whose only change, the commit index, no write has carried yet. */
+  private unsavedCommit: HardState | null = null;
   /** The hard state of the last Ready handed to the writer (the stored one at start). */
   private lastHard: HardState;
 
@@ -227,6 +229,10 @@ export class RaftDriver {
     this.notices.clear();
     await this.stopped;
     await this.snapshotting.catch(() => undefined);
+    if (this.unsavedCommit !== null && this.failure === null) {
+      await this.opts.writer.writeCommitIndex(this.unsavedCommit).catch(() => undefined);
+      this.unsavedCommit = null;
+    }
     const err = new UnknownWriteOutcomeError("the voter stopped before the outcome was known", {
       reason: "ShuttingDown",
     });
@@ -281,17 +287,21 @@ export class RaftDriver {
     let committed = rd.committedEntries;
     const hard = rd.hardState;
     if (rd.snapshot || rd.entries.length > 0 || (hard && !this.onlyCommitMoved(hard))) {
-      const written = this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState: hard });
+      // A commit index held back from earlier Readies rides along with this write.
+      const hardState = hard ?? (rd.snapshot ? null : this.unsavedCommit);
+      this.unsavedCommit = null;
+      const written = this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState });
       try {
         committed = this.applyStable(rd);
       } finally {
         await written;
       }
     } else if (hard) {
-      // Only the commit index moved: nothing in this Ready vouches for it, so it is recorded without
-      // waiting for an fsync (etcd's MustSync). Waiting would put one more fsync between a quorum's
+      // Only the commit index moved: nothing in this Ready vouches for it, so it is neither waited for
+      // nor written on its own (etcd's MustSync): the next write carries it, and one a crash loses is
+      // raised again at start (raiseCommitToApplied). An fsync here would stand between a quorum's
       // acknowledgement and the apply that answers the client, and stall a follower's next append.
-      this.opts.writer.writeCommitIndex(hard).catch((err: unknown) => this.fail(err));
+      this.unsavedCommit = hard;
     }
     if (hard) this.lastHard = hard;
     let answered = false;
