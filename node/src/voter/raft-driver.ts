@@ -17,7 +17,6 @@ import type { ApplyResult } from "../state/apply-result.js";
 import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
-import { CommitNotices } from "./commit-notices.js";
 
 export interface RaftDriverOptions {
   readonly id: NodeId;
@@ -46,12 +45,6 @@ interface ReadWaiter {
   readonly timer: NodeJS.Timeout;
 }
 
-/**
- * How long a leader holds an empty append (a commit notice) for the next append to carry instead; a
- * small fraction of the heartbeat interval, so an idle follower still applies within milliseconds.
- */
-const COMMIT_NOTICE_HOLD_MS = 5;
-
 /** Applied-index listeners, e.g. readiness checks waiting to catch up. */
 export type AppliedListener = (index: number) => void;
 
@@ -78,7 +71,6 @@ export class RaftDriver {
   private snapshotting: Promise<unknown> = Promise.resolve();
   private snapshotInProgress = false;
   private lastRole: RaftStatus["role"] = "follower";
-  private readonly notices: CommitNotices;
   /** The latest hard state whose only change, the commit index, no write has carried yet. */
   private unsavedCommit: HardState | null = null;
   /** The hard state of the last Ready handed to the writer (the stored one at start). */
@@ -88,7 +80,6 @@ export class RaftDriver {
     this.opts = options;
     this.conf = { voters: options.voters };
     this.lastHard = options.store.initialState().hardState;
-    this.notices = new CommitNotices(options.transport, COMMIT_NOTICE_HOLD_MS);
     const electionTicks = Math.max(2, Math.round(options.electionTimeoutMs / options.heartbeatIntervalMs));
     this.raft = new RaftNode({
       id: options.id,
@@ -226,7 +217,6 @@ export class RaftDriver {
     if (!this.running) return this.stopped;
     this.running = false;
     clearInterval(this.ticker);
-    this.notices.clear();
     await this.stopped;
     await this.snapshotting.catch(() => undefined);
     if (this.unsavedCommit !== null && this.failure === null) {
@@ -283,7 +273,7 @@ export class RaftDriver {
     if (rd.softState) this.onSoftState(rd);
     // A leader's replication traffic goes out while its own copy is written (the core counts that
     // copy toward a quorum only after advance()); everything else waits for the fsync.
-    for (const m of rd.messages) if (canSendBeforePersist(m)) this.notices.send(m);
+    for (const m of rd.messages) if (canSendBeforePersist(m)) this.opts.transport.send(m);
     let committed = rd.committedEntries;
     const hard = rd.hardState;
     if (rd.snapshot || rd.entries.length > 0 || (hard && !this.onlyCommitMoved(hard))) {
@@ -307,11 +297,11 @@ export class RaftDriver {
     let answered = false;
     for (const m of rd.messages) {
       if (canSendBeforePersist(m)) continue;
-      this.notices.send(m);
+      this.opts.transport.send(m);
       answered = true;
     }
     // Acknowledgements and votes leave before this Ready's apply, which can take milliseconds; a
-    // leader's traffic instead leaves at the end of the turn, after the answers the apply releases.
+    // leader's commit notices instead wait for the end of the turn, after the answers the apply releases.
     if (answered) this.opts.transport.flush();
     const sm = this.opts.stateMachine;
     if (rd.snapshot) {
