@@ -24,9 +24,9 @@ interface MetaRow {
  * applied index with the entries it applied, so the database reopens at an earlier index, consistently.
  * The Raft log holds every committed entry durably (it fsyncs before acknowledging) and replays from the
  * reopened applied index; entries at or below it are skipped, so replay is idempotent. The log is only
- * compacted behind a snapshot, and createSnapshot checkpoints (fsyncs) the database before it reports the
- * index the snapshot covers, so the entries the database could still lose are always in the log. Fsyncing every apply would cost a disk flush per
- * batch for nothing the log does not already guarantee.
+ * compacted behind a snapshot, and createSnapshot fsyncs the database and its WAL before it reports the
+ * index the snapshot covers, so the entries the database could still lose are always in the log. Fsyncing
+ * every apply would cost a disk flush per batch for nothing the log does not already guarantee.
  */
 export function openDatabase(path: string, bootstrapAdminKeyHash: string): Database.Database {
   const db = new Database(path);
