@@ -17,7 +17,7 @@ export interface LoadTarget {
   /** Where the requests go, for the report. */
   readonly label: string;
   readonly pool: Pool;
-  /** The `seq`-th request of this target (unique across runs of one target). */
+  /** The `seq`-th request of the process: unique across every run and target. */
   request(seq: number): WriteRequest;
   /** The server processes whose CPU is counted. */
   readonly serverPids: readonly number[];
@@ -33,6 +33,8 @@ export interface LoadResult {
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
+  /** Every 2xx latency in milliseconds, sorted, so runs can be combined. */
+  readonly latencies: readonly number[];
   /** CPU seconds of the server processes per 1,000 writes. */
   readonly serverCpuPer1000: number;
   readonly serverCpuSeconds: number;
@@ -48,14 +50,11 @@ export interface LoadResult {
   readonly errorSamples: readonly string[];
 }
 
-/** Every request of a target gets the next number, so keys and command IDs never repeat in a run. */
-const nextSeq = new WeakMap<LoadTarget, number>();
-
-function takeSeq(target: LoadTarget): number {
-  const seq = nextSeq.get(target) ?? 0;
-  nextSeq.set(target, seq + 1);
-  return seq;
-}
+/**
+ * One counter for the whole process, not one per target: callers build a fresh target per run, and a
+ * command ID seen before is answered as a duplicate without doing the write.
+ */
+let nextSeq = 0;
 
 export async function runClosedLoop(
   target: LoadTarget,
@@ -81,7 +80,7 @@ export async function runClosedLoop(
 
   const worker = async (): Promise<void> => {
     while (performance.now() < end && !stop?.aborted) {
-      const req = target.request(takeSeq(target));
+      const req = target.request(nextSeq++);
       const sent = performance.now();
       try {
         const response = await target.pool.request({
@@ -120,6 +119,7 @@ export async function runClosedLoop(
     p50: quantile(latencies, 0.5),
     p99: quantile(latencies, 0.99),
     max: latencies.at(-1) ?? Number.NaN,
+    latencies,
     serverCpuPer1000: writes > 0 ? (serverCpuSeconds / writes) * 1000 : Number.NaN,
     serverCpuSeconds,
     clientCpuPer1000: writes > 0 ? (clientCpuSeconds / writes) * 1000 : Number.NaN,
@@ -127,6 +127,40 @@ export async function runClosedLoop(
     errors,
     errorKinds,
     errorSamples,
+  };
+}
+
+/** Several runs of one target at one level as if they were one: rates over their summed time and work. */
+export function combineResults(runs: readonly LoadResult[]): LoadResult {
+  const first = runs[0];
+  if (first === undefined) throw new Error("nothing to combine");
+  const sum = (f: (r: LoadResult) => number): number => runs.reduce((t, r) => t + f(r), 0);
+  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const seconds = sum((r) => r.seconds);
+  const writes = latencies.length;
+  const serverCpuSeconds = sum((r) => r.serverCpuSeconds);
+  const clientCpuSeconds = sum((r) => (r.clientCpuPer1000 * r.writes) / 1000);
+  const errorKinds: Record<string, number> = {};
+  for (const r of runs) {
+    for (const [kind, n] of Object.entries(r.errorKinds)) errorKinds[kind] = (errorKinds[kind] ?? 0) + n;
+  }
+  return {
+    label: first.label,
+    concurrency: first.concurrency,
+    seconds,
+    writes,
+    writesPerSecond: writes / seconds,
+    p50: quantile(latencies, 0.5),
+    p99: quantile(latencies, 0.99),
+    max: latencies.at(-1) ?? Number.NaN,
+    latencies,
+    serverCpuPer1000: writes > 0 ? (serverCpuSeconds / writes) * 1000 : Number.NaN,
+    serverCpuSeconds,
+    clientCpuPer1000: writes > 0 ? (clientCpuSeconds / writes) * 1000 : Number.NaN,
+    otherCores: Math.max(...runs.map((r) => r.otherCores)),
+    errors: sum((r) => r.errors),
+    errorKinds,
+    errorSamples: runs.flatMap((r) => r.errorSamples).slice(0, 3),
   };
 }
 

@@ -3,7 +3,10 @@
  * three-member etcd on loopback, each member with its own temp data dir and fsync on, and drives both
  * with the same closed-loop load generator: 1 KiB values at concurrency 1, 16, 64 and 256, 10 s each,
  * sent to each system's leader (etcd through its `/v3/kv/put` JSON gateway, KeyLoad through
- * `PUT /v1/catalog/{key}`), then once more at one level through a follower of each. It prints
+ * `PUT /v1/catalog/{key}`), then once more at one level through a follower of each. Both systems share
+ * the disk, and a run pays for the writeback the run before it left behind, so by default each level
+ * runs twice per system in ABBA order (etcd, KeyLoad, KeyLoad, etcd at one level, KeyLoad first at the
+ * next): each system goes first once per level, and its two passes are reported combined. It prints
  * writes/s, p50/p99 latency and the server processes' CPU seconds per 1,000 writes for both, and the
  * ratio KeyLoad/etcd, against the issue's targets: ≥ 1.0× etcd's throughput at every level, and p50
  * at concurrency 1 no higher than etcd's.
@@ -11,8 +14,10 @@
  * Needs Debian's etcd: `apt-get install -y etcd-server etcd-client`.
  *
  *   pnpm --filter @keyload/scripts bench:etcd [-- --seconds 10 --levels 1,16,64,256 --warmup 1
- *     --follower-level 16 --keys 10000 --systems etcd,keyload --admission open|default
+ *     --follower-level 16 --keys 10000 --systems etcd,keyload --passes 2 --admission open|default
  *     --dir /tmp --cpu-prof DIR --keep]
+ *
+ * --passes 1 measures each system once per level, the system going first alternating between levels.
  *
  * Everything it starts (processes and the temp dir) is removed at the end, on error and on Ctrl-C,
  * unless --keep is given, which leaves both clusters running and says how to stop them.
@@ -34,7 +39,7 @@ import { cpus, release, tmpdir, totalmem } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { Pool } from "undici";
-import { type LoadResult, type LoadTarget, runClosedLoop } from "./closed-loop-load.js";
+import { combineResults, type LoadResult, type LoadTarget, runClosedLoop } from "./closed-loop-load.js";
 import { EtcdCluster, etcdVersion } from "./etcd-cluster.js";
 import { KeyLoadCluster } from "./keyload-cluster.js";
 import { type ServerProcess, sleep } from "./server-processes.js";
@@ -54,6 +59,7 @@ const { values: opts } = parseArgs({
     "follower-level": { type: "string", default: "16" },
     keys: { type: "string", default: "10000" },
     systems: { type: "string", default: "etcd,keyload" },
+    passes: { type: "string", default: "2" },
     admission: { type: "string", default: "open" },
     dir: { type: "string", default: tmpdir() },
     "cpu-prof": { type: "string" },
@@ -83,6 +89,8 @@ const runKeyLoad = systems.includes("keyload");
 if (opts.admission !== "open" && opts.admission !== "default") {
   throw new Error(`--admission is open or default, not ${opts.admission}`);
 }
+if (opts.passes !== "1" && opts.passes !== "2") throw new Error(`--passes is 1 or 2, not ${opts.passes}`);
+const passes = Number(opts.passes);
 const maxConcurrency = Math.max(...levels, followerLevel);
 
 // ---------------------------------------------------------------------------------------------------
@@ -194,8 +202,13 @@ function etcdTarget(cluster: EtcdCluster, member: number, role: string): LoadTar
 interface Row {
   readonly level: number;
   readonly via: "leader" | "follower";
+  /** Which system ran first (in ABBA order it also ran last). */
+  readonly first: System;
+  /** Each system's passes combined. */
   readonly etcd?: LoadResult;
   readonly keyload?: LoadResult;
+  /** KeyLoad/etcd writes/s of each pass, in the order the passes ran. */
+  readonly passRatios: readonly number[];
 }
 
 const int = (n: number): string => (Number.isFinite(n) ? Math.round(n).toLocaleString("en-US") : "—");
@@ -223,13 +236,14 @@ function describeRun(system: string, r: LoadResult): string {
 
 function table(rows: readonly Row[]): string {
   const lines = [
-    "| concurrency | sent to | etcd writes/s | KeyLoad writes/s | ratio | etcd p50 / p99 ms | KeyLoad p50 / p99 ms | etcd CPU s/1k writes | KeyLoad CPU s/1k writes | CPU ratio | errors etcd / KeyLoad | other load, cores |",
-    "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    "| concurrency | sent to | first | etcd writes/s | KeyLoad writes/s | ratio | ratio per pass | etcd p50 / p99 ms | KeyLoad p50 / p99 ms | etcd CPU s/1k writes | KeyLoad CPU s/1k writes | CPU ratio | errors etcd / KeyLoad | other load, cores |",
+    "|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
   ];
-  for (const { level, via, etcd: e, keyload: k } of rows) {
+  for (const { level, via, first, etcd: e, keyload: k, passRatios } of rows) {
+    const perPass = passRatios.length > 0 ? passRatios.map((r) => `${r.toFixed(2)}×`).join(", ") : "—";
     lines.push(
-      `| ${level} | ${via} | ${e ? int(e.writesPerSecond) : "—"} | ${k ? int(k.writesPerSecond) : "—"} | ` +
-        `${ratio(k?.writesPerSecond, e?.writesPerSecond)} | ` +
+      `| ${level} | ${via} | ${SYSTEM_NAMES[first]} | ${e ? int(e.writesPerSecond) : "—"} | ${k ? int(k.writesPerSecond) : "—"} | ` +
+        `${ratio(k?.writesPerSecond, e?.writesPerSecond)} | ${perPass} | ` +
         `${e ? `${ms(e.p50)} / ${ms(e.p99)}` : "—"} | ${k ? `${ms(k.p50)} / ${ms(k.p99)}` : "—"} | ` +
         `${e ? cpu(e.serverCpuPer1000) : "—"} | ${k ? cpu(k.serverCpuPer1000) : "—"} | ` +
         `${ratio(k?.serverCpuPer1000, e?.serverCpuPer1000)} | ${e ? int(e.errors) : "—"} / ${k ? int(k.errors) : "—"} | ` +
@@ -317,7 +331,8 @@ async function main(): Promise<void> {
   console.log(`machine: ${machineFacts(etcd)}`);
   console.log(
     `load: ${VALUE_BYTES}-byte values over ${int(keySpace)} keys, closed loop, levels ${levels.join(", ")}, ` +
-      `${seconds} s each after ${warmupSeconds} s of warm-up at the same level; temp dir ${root}`,
+      `${seconds} s each after ${warmupSeconds} s of warm-up at the same level, ` +
+      `${passes === 2 ? "two passes per system in ABBA order" : "one pass per system"}, the first system alternating by level; temp dir ${root}`,
   );
   console.log(
     `KeyLoad admission: ${opts.admission === "open" ? `request and command limits raised to ${Object.values(admissionEnv)[0]}, modeled bytes to ${Number(admissionEnv.KeyLoad__HttpAdmission__MaxModeledBytes) / 2 ** 30} GiB (one principal sends everything)` : "shipped defaults"}`,
@@ -377,19 +392,36 @@ async function main(): Promise<void> {
     return result;
   };
 
+  /** Runs one level: ABBA (or AB), the system going first alternating from one level to the next. */
+  const compare = async (level: number, via: "leader" | "follower", first: System): Promise<Row> => {
+    const second: System = first === "etcd" ? "keyload" : "etcd";
+    const order = passes === 2 ? [first, second, second, first] : [first, second];
+    const results: Record<System, LoadResult[]> = { etcd: [], keyload: [] };
+    for (const system of order) {
+      const result = await measure(system, level, via);
+      if (result) results[system].push(result);
+    }
+    const paired = results.etcd.length === results.keyload.length;
+    return {
+      level,
+      via,
+      first,
+      etcd: results.etcd.length > 0 ? combineResults(results.etcd) : undefined,
+      keyload: results.keyload.length > 0 ? combineResults(results.keyload) : undefined,
+      passRatios: paired
+        ? results.keyload.map((k, i) => k.writesPerSecond / results.etcd[i]!.writesPerSecond)
+        : [],
+    };
+  };
+  const firstAt = (i: number): System => (i % 2 === 0 ? "etcd" : "keyload");
+
   const rows: Row[] = [];
-  for (const level of levels) {
-    const etcdResult = await measure("etcd", level, "leader");
-    const keyloadResult = await measure("keyload", level, "leader");
-    rows.push({ level, via: "leader", etcd: etcdResult, keyload: keyloadResult });
-  }
+  for (const [i, level] of levels.entries()) rows.push(await compare(level, "leader", firstAt(i)));
   if (followerLevel > 0) {
     console.log(
       `through a follower (KeyLoad forwards to its leader; etcd's follower forwards the proposal):`,
     );
-    const etcdResult = await measure("etcd", followerLevel, "follower");
-    const keyloadResult = await measure("keyload", followerLevel, "follower");
-    rows.push({ level: followerLevel, via: "follower", etcd: etcdResult, keyload: keyloadResult });
+    rows.push(await compare(followerLevel, "follower", firstAt(levels.length)));
   }
 
   console.log("");
