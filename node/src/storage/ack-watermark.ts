@@ -22,8 +22,9 @@ export interface Watermark {
  * stores the sequence number of every batch; if it opens behind this watermark, acknowledged writes
  * are gone and the store refuses to open.
  *
- * The watermark is written after each fsync but not fsynced itself, so it costs one small pwrite per
- * batch and never another fsync. After a power loss it may lag the database (never lead it, as it is
+ * The watermark is written after each fsync (in the next turn of the event loop, once the
+ * acknowledgements that fsync released have left) but not fsynced itself, so it costs one small
+ * pwrite per batch, off the acknowledgement's path, and never another fsync. After a power loss it may lag the database (never lead it, as it is
  * only written once the batch it names is durable), which only weakens the check for that window.
  */
 export class AckWatermark {

@@ -19,7 +19,7 @@ import {
 } from "../raft/errors.js";
 import { entrySize, type LogStorage, limitSize } from "../raft/log-storage.js";
 import type { ConfState, Entry, HardState, Snapshot } from "../raft/types.js";
-import { AckWatermark } from "./ack-watermark.js";
+import { AckWatermark, type Watermark } from "./ack-watermark.js";
 import { EntryCache } from "./entry-cache.js";
 import type { FaultHook } from "./fault-hook.js";
 import { fsyncDirSync } from "./fsync.js";
@@ -141,6 +141,12 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private stopped: StorageError | null = null;
   private syncing: Promise<void> | null = null;
   private ackedSeq: number;
+  /**
+   * The watermark durable now but not yet written: written after the turn in which the fsync
+   * returned, so the acknowledgements that fsync released leave without waiting for its pwrite.
+   */
+  private pendingMark: Watermark | null = null;
+  private markTimer: NodeJS.Immediate | null = null;
   /** Superseded snapshot files, deletable once the commit `seq` that superseded them is durable. */
   private retired: { file: string; seq: number }[] = [];
   private cleanup: Promise<void> = Promise.resolve();
@@ -435,7 +441,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.options.faultHook?.("log-synced");
     if (seq > this.ackedSeq) {
       this.ackedSeq = seq;
-      this.watermark.write({ seq, lastIndex });
+      this.pendingMark = { seq, lastIndex };
+      this.markTimer ??= setImmediate(() => this.writeMark());
     }
     this.removeRetired(seq);
   }
@@ -497,6 +504,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     await this.checkpointing;
     await this.checkpointer.close();
     await this.cleanup;
+    if (this.markTimer) clearImmediate(this.markTimer);
+    this.writeMark();
     closeSync(this.walFd);
     this.watermark.close();
     // The last connection to close folds the WAL into the database file and deletes it.
@@ -653,6 +662,19 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   /** Schedules the deletion of a superseded snapshot file once the commit now running is durable. */
   private retire(file: string | null): void {
     if (file !== null) this.retired.push({ file, seq: this.state.seq + 1 });
+  }
+
+  private writeMark(): void {
+    this.markTimer = null;
+    const mark = this.pendingMark;
+    if (mark === null) return;
+    this.pendingMark = null;
+    try {
+      this.watermark.write(mark);
+    } catch (err) {
+      // As a failed fsync would: nothing later may be acknowledged, the node must restart.
+      this.fail(new StorageFailedError(`writing ${this.watermark.path} failed`, { cause: err }));
+    }
   }
 
   private removeRetired(syncedSeq: number): void {
