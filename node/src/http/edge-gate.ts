@@ -1,15 +1,10 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { performance } from "node:perf_hooks";
-import {
-  InvalidArgumentError,
-  NotFoundError,
-  PermissionDeniedError,
-  UnauthenticatedError,
-  UnavailableError,
-} from "@keyload/contract";
+import { InvalidArgumentError, NotFoundError, UnavailableError } from "@keyload/contract";
 import type { FastifyRequest, onRequestHookHandler } from "fastify";
 import { AdmissionRefusal, type HttpAdmissionGovernor } from "../admission/index.js";
 import { isCommandId } from "../state/identifiers.js";
+import { invalidCredentials, roleRefusal } from "../state/principals.js";
 import { bearerKey } from "./bearer-token.js";
 import type { ErrorReplies } from "./error-replies.js";
 import { RequestEdge } from "./request-edge.js";
@@ -73,21 +68,15 @@ function admit(deps: EdgeGateDeps, request: FastifyRequest, edge: RequestEdge, r
   edge.reservation = admitted;
 
   const identity = deps.service.authenticate(bearerKey(request.headers.authorization));
-  if (identity === null) {
-    throw new UnauthenticatedError("the API key is not valid", { reason: "InvalidCredentials" });
-  }
+  if (identity === null) throw invalidCredentials();
   const refusal = admitted.bind(identity.tenantId, identity.principalId);
   if (refusal !== undefined) throw refusal.toError();
   edge.identity = identity;
 
-  if (!route.roles.some((role) => identity.roles.includes(role))) {
-    throw new PermissionDeniedError(
-      `${route.method} ${route.path} needs one of the roles ${route.roles.join(", ")}`,
-      {
-        reason: "MissingRole",
-      },
-    );
-  }
+  // Against this voter's catalog, which may trail the commit: the voter checks again once it has caught
+  // up, after a read's barrier or when a command applies.
+  const denied = roleRefusal(identity, route.roles, `${route.method} ${route.path}`);
+  if (denied !== undefined) throw denied;
   if (route.type === "command") edge.commandId = commandIdOf(request.headers);
 }
 

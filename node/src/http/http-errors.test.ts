@@ -324,7 +324,7 @@ describe("the voter's errors", () => {
     ["a version mismatch", new FailedPreconditionError("v2", { reason: "VersionMismatch" }), 412],
     ["a missing document", new NotFoundError("none", { reason: "DocumentNotFound" }), 404],
     ["a canonical limit", new InvalidArgumentError("too big", { reason: "MutationTooLarge" }), 400],
-    ["an apply-time refusal", new PermissionDeniedError("not admin", { reason: "NotAdmin" }), 403],
+    ["an apply-time refusal", new PermissionDeniedError("not admin", { reason: "MissingRole" }), 403],
   ];
 
   it.each(cases)("answers %s with its status and body, naming the command", async (_, thrown, status) => {

@@ -173,6 +173,7 @@ describe("every route's happy path", () => {
           body: sample.body,
           query: sample.query ?? {},
           identity: KEYS[who].identity,
+          roles: route.roles,
         });
         expect(body).toEqual({ kind: route.kind, ...sample.params });
       }

@@ -69,6 +69,7 @@ export function readHandler(route: ReadRoute, service: VoterService): RouteHandl
         body: request.body,
         query: pick(request.query, queryNames),
         identity: edge.verifiedIdentity,
+        roles: route.roles,
         signal: edge.signal,
       }),
     );

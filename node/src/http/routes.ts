@@ -1,7 +1,7 @@
 import type { Lane } from "@keyload/contract";
 import type { HttpAdmissionProperty, HttpRequestKind } from "../admission/index.js";
 import type { CommandKind } from "../state/command-envelope.js";
-import type { Role } from "../state/principals.js";
+import { ADMIN_ROLES, COMMAND_ROLES, READ_ROLES, type Role } from "../state/principals.js";
 import type { JsonSchema } from "./json-schema.js";
 import type { ReadKind } from "./read-kinds.js";
 import {
@@ -72,10 +72,6 @@ const DATA: Admission = { pool: "data", reservation: "data", bodyCap: "MaxDataBo
 const HEAVY: Admission = { pool: "data", reservation: "heavy", bodyCap: "MaxDataBodyBytes" };
 const CONTROL: Admission = { pool: "control", reservation: "control", bodyCap: "MaxControlBodyBytes" };
 
-const ADMIN: readonly Role[] = ["admin"];
-const WRITE: readonly Role[] = ["writer", "admin"];
-const READ: readonly Role[] = ["reader", "writer", "admin"];
-
 function pathParams(path: string): PathParamName[] {
   return [...path.matchAll(/\{([A-Za-z]+)\}/g)].map((match) => match[1] as PathParamName);
 }
@@ -85,7 +81,6 @@ function command(
   path: string,
   kind: CommandKind,
   admission: Admission,
-  roles: readonly Role[],
   summary: string,
   status: 200 | 201 = 200,
 ): CommandRoute {
@@ -97,7 +92,8 @@ function command(
     lane: admission.pool,
     ...admission,
     params: pathParams(path),
-    roles,
+    // The state machine checks the same roles again when the command applies.
+    roles: COMMAND_ROLES[kind],
     body: BODY_SCHEMAS[kind],
     query: {},
     status,
@@ -145,7 +141,7 @@ function getRead(
 
 /** The heavy reads take their request as a JSON body. */
 function postRead(path: string, kind: ReadKind & BodyKind, summary: string): ReadRoute {
-  return read("POST", path, kind, HEAVY, READ, summary, BODY_SCHEMAS[kind]);
+  return read("POST", path, kind, HEAVY, READ_ROLES, summary, BODY_SCHEMAS[kind]);
 }
 
 function ops(
@@ -163,44 +159,21 @@ const DELIVERY = "/v1/subscriptions/{name}/deliveries/{deliveryId}";
 
 /** Every route of the contract (section 4, with section 3's admin routes and section 7's status), in its order. */
 export const ROUTES: readonly RouteSpec[] = [
-  command("PUT", "/v1/catalog/{key}", "catalog.put", DATA, WRITE, "Put a document"),
-  command("DELETE", "/v1/catalog/{key}", "catalog.delete", DATA, WRITE, "Delete a document"),
-  command("POST", "/v1/transactions", "transaction", DATA, WRITE, "Atomic puts, deletes, checks and outbox"),
-  command("PUT", "/v1/graph/edges", "graph.putEdge", DATA, WRITE, "Put a graph edge"),
-  command("DELETE", "/v1/graph/edges", "graph.deleteEdge", DATA, WRITE, "Delete a graph edge"),
-  command("POST", "/v1/queues/{queue}/messages", "queue.enqueue", DATA, WRITE, "Enqueue a message", 201),
-  command("POST", `${MESSAGE}/complete`, "queue.complete", DATA, WRITE, "Processing effect: ack + writes"),
-  command(
-    "PUT",
-    "/v1/subscriptions/{name}",
-    "subscription.put",
-    DATA,
-    WRITE,
-    "Create or change a subscription",
-  ),
-  command(
-    "POST",
-    `${DELIVERY}/complete`,
-    "subscription.complete",
-    DATA,
-    WRITE,
-    "Projection effect: ack + writes",
-  ),
-  command(
-    "POST",
-    "/v1/admin/principals",
-    "admin.putPrincipal",
-    DATA,
-    ADMIN,
-    "Create or update a principal",
-    201,
-  ),
+  command("PUT", "/v1/catalog/{key}", "catalog.put", DATA, "Put a document"),
+  command("DELETE", "/v1/catalog/{key}", "catalog.delete", DATA, "Delete a document"),
+  command("POST", "/v1/transactions", "transaction", DATA, "Atomic puts, deletes, checks and outbox"),
+  command("PUT", "/v1/graph/edges", "graph.putEdge", DATA, "Put a graph edge"),
+  command("DELETE", "/v1/graph/edges", "graph.deleteEdge", DATA, "Delete a graph edge"),
+  command("POST", "/v1/queues/{queue}/messages", "queue.enqueue", DATA, "Enqueue a message", 201),
+  command("POST", `${MESSAGE}/complete`, "queue.complete", DATA, "Processing effect: ack + writes"),
+  command("PUT", "/v1/subscriptions/{name}", "subscription.put", DATA, "Create or change a subscription"),
+  command("POST", `${DELIVERY}/complete`, "subscription.complete", DATA, "Projection effect: ack + writes"),
+  command("POST", "/v1/admin/principals", "admin.putPrincipal", DATA, "Create or update a principal", 201),
   command(
     "POST",
     "/v1/admin/principals/{principalId}/keys",
     "admin.createKey",
     DATA,
-    ADMIN,
     "Create an API key",
     201,
   ),
@@ -209,37 +182,35 @@ export const ROUTES: readonly RouteSpec[] = [
     "/v1/admin/principals/{principalId}/keys/{keyId}",
     "admin.deleteKey",
     DATA,
-    ADMIN,
     "Revoke an API key",
   ),
-  getRead("/v1/catalog/{key}", "catalog.get", DATA, READ, "Read a document"),
-  getRead("/v1/commands/{commandId}", "command.get", DATA, READ, "A command's committed outcome"),
-  getRead("/v1/admin/admission", "admin.admissionStatus", DATA, ADMIN, "Admission limits and usage"),
+  getRead("/v1/catalog/{key}", "catalog.get", DATA, READ_ROLES, "Read a document"),
+  getRead("/v1/commands/{commandId}", "command.get", DATA, READ_ROLES, "A command's committed outcome"),
+  getRead("/v1/admin/admission", "admin.admissionStatus", DATA, ADMIN_ROLES, "Admission limits and usage"),
   postRead("/v1/catalog/bulk-get", "catalog.bulkGet", "Read many documents"),
   postRead("/v1/query", "query", "Filter documents by key prefix and fields"),
   postRead("/v1/search", "search", "Full-text search"),
   postRead("/v1/graph/traverse", "graph.traverse", "Breadth-first graph traversal"),
-  command("POST", "/v1/queues/{queue}/leases", "queue.lease", CONTROL, WRITE, "Lease visible messages"),
-  command("POST", `${MESSAGE}/ack`, "queue.ack", CONTROL, WRITE, "Acknowledge a leased message"),
-  command("POST", `${MESSAGE}/nack`, "queue.nack", CONTROL, WRITE, "Return a leased message"),
-  command("POST", `${MESSAGE}/renew`, "queue.renew", CONTROL, WRITE, "Extend a message's lease"),
+  command("POST", "/v1/queues/{queue}/leases", "queue.lease", CONTROL, "Lease visible messages"),
+  command("POST", `${MESSAGE}/ack`, "queue.ack", CONTROL, "Acknowledge a leased message"),
+  command("POST", `${MESSAGE}/nack`, "queue.nack", CONTROL, "Return a leased message"),
+  command("POST", `${MESSAGE}/renew`, "queue.renew", CONTROL, "Extend a message's lease"),
   command(
     "POST",
     "/v1/subscriptions/{name}/deliveries",
     "subscription.deliver",
     CONTROL,
-    WRITE,
     "Lease the next changes",
   ),
-  command("POST", `${DELIVERY}/ack`, "subscription.ack", CONTROL, WRITE, "Acknowledge a delivery"),
-  command("PUT", "/v1/membership/{memberId}", "membership.put", CONTROL, WRITE, "Write a membership row"),
-  getRead("/v1/membership", "membership.list", CONTROL, READ, "The membership table"),
-  command("POST", "/v1/dispatch/{channel}", "dispatch.append", CONTROL, WRITE, "Append a directive"),
+  command("POST", `${DELIVERY}/ack`, "subscription.ack", CONTROL, "Acknowledge a delivery"),
+  command("PUT", "/v1/membership/{memberId}", "membership.put", CONTROL, "Write a membership row"),
+  getRead("/v1/membership", "membership.list", CONTROL, READ_ROLES, "The membership table"),
+  command("POST", "/v1/dispatch/{channel}", "dispatch.append", CONTROL, "Append a directive"),
   getRead(
     "/v1/dispatch/{channel}",
     "dispatch.read",
     CONTROL,
-    READ,
+    READ_ROLES,
     "Directives after N",
     DISPATCH_QUERY_SCHEMAS,
   ),

@@ -6,6 +6,8 @@ import type { ReadKind, ReadParams } from "./read-kinds.js";
 
 /** Who a verified API key belongs to: the only source of tenant, principal and roles for a request. */
 export interface Identity {
+  /** The key's ID (not secret): the voter checks later that the key is still the principal's. */
+  readonly keyId: string;
   readonly tenantId: string;
   readonly principalId: string;
   readonly roles: readonly Role[];
@@ -47,6 +49,11 @@ export interface ReadRequest {
   /** The query-string parameters the route declares (dispatch reads: `after`, `limit`), as given. */
   readonly query: Readonly<Record<string, string>>;
   readonly identity: Identity;
+  /**
+   * The route's roles, one of which the identity held at the edge. The edge's catalog may trail the
+   * commit, so the voter checks them, and the key, again after its read barrier.
+   */
+  readonly roles: readonly Role[];
   /** Aborts when the client goes away before its response is written. */
   readonly signal: AbortSignal;
 }
@@ -81,10 +88,14 @@ export interface VoterService {
   /**
    * Admits, replicates and applies one command. Throws ResourceExhausted (command admission),
    * UnknownWriteOutcome, Unavailable, CommandIdConflict, InvalidArgument, FailedPrecondition, NotFound,
-   * LeaseLost, PermissionDenied.
+   * LeaseLost, and Unauthenticated or PermissionDenied when the catalog as of the command's entry refuses
+   * its key or principal.
    */
   submitCommand(command: CommandSubmission): Promise<CommandAnswer>;
-  /** Answers one read route; throws NotFound (404), InvalidArgument, Unavailable... */
+  /**
+   * Answers one read route; throws NotFound (404), InvalidArgument, Unavailable... and Unauthenticated
+   * or PermissionDenied when a key revoke or role change committed before the read refuses it.
+   */
   read(request: ReadRequest): Promise<unknown>;
   health(): HealthReport;
   /** Where a client should go instead; sent in `KeyLoad-Leader` on Unavailable and UnknownWriteOutcome. */

@@ -8,6 +8,8 @@ export interface ApplyContext {
   readonly nowMs: number;
   readonly tenant: string;
   readonly principal: string;
+  /** The key that sent the command; undefined for an entry that carries none (see CommandEnvelope). */
+  readonly keyId: string | undefined;
   readonly commandId: string;
   readonly limits: CanonicalLimits;
 }

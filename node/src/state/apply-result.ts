@@ -6,7 +6,8 @@ import type { CommandOutcome } from "./command-outcomes.js";
  *   duplicate (`duplicate: true`) it is the entry that applied the command first, and nothing was
  *   applied again. A voter that generated material for the command (an API key) reveals it only when
  *   `outcome.index` is the entry it proposed. `tenant`/`commandId` are null when the envelope was too
- *   malformed to name them; such an outcome, like a CommandIdConflict, is not stored under any ID.
+ *   malformed to name them; such an outcome, like a CommandIdConflict or the refusal of a caller who may
+ *   no longer send a command whose ID already has an outcome, is not stored under any ID.
  * - `noop`: a leader's empty entry; only the applied index moved.
  * - `skipped`: at or below the applied index already (a replay after a crash); nothing happened.
  */

@@ -66,6 +66,10 @@ describe("command envelope", () => {
     }
     const encoded = encodeCommand(BASE);
     expect(Buffer.from(encoded).toString("utf8").endsWith(BASE.payload)).toBe(true);
+    // The key that sent a request travels with it; an entry not made from one carries none.
+    const keyed = { ...BASE, keyId: "k0123456789abcdef0123456" };
+    expect(decodeCommand(encodeCommand(keyed))).toEqual(keyed);
+    expect(decodeCommand(encoded)).not.toHaveProperty("keyId");
   });
 
   it("round-trips arbitrary valid envelopes", () => {
@@ -110,6 +114,8 @@ describe("command envelope", () => {
     expect(malformed(header({ ...BASE_HEADER, params: { key: 5 } }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, timestampMs: -1 }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, timestampMs: 1.5 }))).toBe("MalformedEnvelope");
+    expect(malformed(header({ ...BASE_HEADER, keyId: 7 }))).toBe("MalformedEnvelope");
+    expect(malformed(header({ ...BASE_HEADER, keyId: "" }))).toBe("InvalidIdentifier");
     expect(malformed(header({ ...BASE_HEADER, generated: { keyHash: hashApiKey("x") } }))).toBe(
       "MalformedEnvelope",
     );
@@ -134,6 +140,7 @@ describe("command envelope", () => {
     const digest = commandDigest(BASE).toString("hex");
     const same = [
       { ...BASE, principal: "someone-else" },
+      { ...BASE, keyId: "another-key" },
       { ...BASE, timestampMs: 5 },
       { ...BASE, tenant: "t2" },
     ];

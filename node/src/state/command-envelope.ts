@@ -59,15 +59,22 @@ const PARAM_CHECKS: Record<ParamName, (value: string) => string> = {
 };
 
 /**
- * What a Raft entry's `data` carries for one command. The voter that accepted the request fills tenant
- * and principal from its verified principal catalog and the timestamp from its own clock while leading;
- * nothing else in the state machine ever reads a clock.
+ * What a Raft entry's `data` carries for one command. The voter that accepted the request fills tenant,
+ * principal and key ID from its verified principal catalog and the timestamp from its own clock while
+ * leading; nothing else in the state machine ever reads a clock.
  */
 export interface CommandEnvelope {
   readonly commandId: string;
   readonly kind: CommandKind;
   readonly tenant: string;
   readonly principal: string;
+  /**
+   * The ID (not secret) of the API key that authenticated the request. That voter's catalog may have
+   * trailed the commit, so the state machine checks the key against the catalog as of this entry (see
+   * Principals.commandRefusal). Absent only from entries not made from a request: written before
+   * entries carried it, or built by a tool.
+   */
+  readonly keyId?: string;
   /** The leader's wall clock when it proposed the command, in ms since the epoch. */
   readonly timestampMs: number;
   readonly params: RouteParams;
@@ -100,6 +107,7 @@ export function encodeCommand(envelope: CommandEnvelope): Uint8Array {
       kind: envelope.kind,
       tenant: envelope.tenant,
       principal: envelope.principal,
+      ...(envelope.keyId === undefined ? {} : { keyId: envelope.keyId }),
       timestampMs: envelope.timestampMs,
       params: sortedParams(envelope.params),
       ...(envelope.generated === undefined ? {} : { generated: { keyHash: envelope.generated.keyHash } }),
@@ -140,8 +148,8 @@ export function decodeCommand(data: Uint8Array): CommandEnvelope {
 
 /**
  * The deduplication digest: SHA-256 over the kind, the route parameters (sorted) and the payload.
- * Tenant is left out because command IDs are already scoped per tenant, and the principal because the
- * same command resubmitted under another key of the tenant is still the same command.
+ * Tenant is left out because command IDs are already scoped per tenant, and the principal and key ID
+ * because the same command resubmitted under another key of the tenant is still the same command.
  */
 export function commandDigest(envelope: CommandEnvelope): Buffer {
   const route = JSON.stringify([envelope.kind, Object.entries(sortedParams(envelope.params))]);
@@ -164,7 +172,7 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
     throw malformed("header is not UTF-8 JSON");
   }
   if (!isRecord(raw)) throw malformed("header is not an object");
-  const { commandId, kind, tenant, principal, timestampMs, params, generated, ...rest } = raw;
+  const { commandId, kind, tenant, principal, keyId, timestampMs, params, generated, ...rest } = raw;
   const extra = Object.keys(rest);
   if (extra.length > 0) throw malformed(`unknown header fields ${extra.join(", ")}`);
   if (typeof commandId !== "string") throw malformed("commandId is not a string");
@@ -172,6 +180,7 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
     throw malformed(`unknown kind ${kind}`);
   if (typeof tenant !== "string" || typeof principal !== "string")
     throw malformed("tenant/principal missing");
+  if (keyId !== undefined && typeof keyId !== "string") throw malformed("keyId is not a string");
   if (typeof timestampMs !== "number" || !Number.isSafeInteger(timestampMs) || timestampMs < 0) {
     throw malformed("timestampMs is not a non-negative integer");
   }
@@ -181,6 +190,7 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
     kind: commandKind,
     tenant: checkScopeId("tenant", tenant),
     principal: checkScopeId("principal", principal),
+    ...(keyId === undefined ? {} : { keyId: PARAM_CHECKS.keyId(keyId) }),
     timestampMs,
     params: parseParams(commandKind, params),
     ...parseGenerated(commandKind, generated),

@@ -234,7 +234,7 @@ describe("principal catalog", () => {
   it("authorizes admin commands against the catalog at apply time", () => {
     expect(
       h.fail("admin.putPrincipal", { principalId: "x", tenantId: "t1", roles: ["admin"] }),
-    ).toMatchObject({ code: "PermissionDenied", reason: "NotAdmin" });
+    ).toMatchObject({ code: "PermissionDenied", reason: "MissingRole" });
     h.ok("admin.putPrincipal", { principalId: "t1-admin", tenantId: "t1", roles: ["admin"] }, asAdmin);
     const tenantAdmin = { tenant: "t1", principal: "t1-admin" };
     h.ok("admin.putPrincipal", { principalId: "t1-user", tenantId: "t1", roles: ["reader"] }, tenantAdmin);
@@ -264,13 +264,124 @@ describe("principal catalog", () => {
         { tenant: "t2", principal: "t1-admin" },
       ),
     ).toMatchObject({
-      reason: "NotAdmin",
+      reason: "MissingRole",
     });
     // Revoked by an earlier entry, the role no longer acts.
     h.ok("admin.putPrincipal", { principalId: "t1-admin", tenantId: "t1", roles: ["reader"] }, asAdmin);
     expect(
       h.fail("admin.putPrincipal", { principalId: "z", tenantId: "t1", roles: ["reader"] }, tenantAdmin),
-    ).toMatchObject({ reason: "NotAdmin" });
+    ).toMatchObject({ reason: "MissingRole" });
+  });
+
+  /** Principal `svc` of t1 with `roles` and one key; returns what a request by that key carries. */
+  const keyed = (roles: string[]) => {
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles }, asAdmin);
+    const { keyId } = h.ok<{ keyId: string }>("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "svc" },
+      keyHash: hashApiKey(generateApiKey()),
+    });
+    return { tenant: "t1", principal: "svc", keyId };
+  };
+
+  it("refuses a command whose key an earlier entry revoked, keeping that outcome under its ID", () => {
+    const svc = keyed(["writer"]);
+    h.ok("catalog.put", { value: 1 }, { ...svc, params: { key: "k" }, commandId: "before" });
+    h.ok("admin.deleteKey", "", { ...asAdmin, params: { principalId: "svc", keyId: svc.keyId } });
+    // Sent through a voter that had not applied the revoke yet: the entry still names the key.
+    const after = h.run("catalog.put", { value: 2 }, { ...svc, params: { key: "k" }, commandId: "after" });
+    expect(after).toMatchObject({
+      duplicate: false,
+      outcome: {
+        status: "failed",
+        error: { code: "Unauthenticated", reason: "InvalidCredentials" },
+      },
+    });
+    expect(h.sm.getDocument("t1", "k")?.value).toBe(1);
+    // Stored like any refusal at apply: a retry under the same ID, by another key that may send it,
+    // answers the same outcome without applying.
+    const other = h.ok<{ keyId: string }>("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "svc" },
+      keyHash: hashApiKey(generateApiKey()),
+    });
+    const retry = h.run(
+      "catalog.put",
+      { value: 2 },
+      { ...svc, keyId: other.keyId, params: { key: "k" }, commandId: "after" },
+    );
+    expect(retry).toMatchObject({ duplicate: true, outcome: { index: after.entryIndex, status: "failed" } });
+    expect(h.sm.commandOutcome("t1", "after")).toMatchObject({
+      status: "failed",
+      error: { code: "Unauthenticated" },
+    });
+    // The revoked key learns nothing of an ID's outcome, which stays as it was.
+    const replay = h.run("catalog.put", { value: 1 }, { ...svc, params: { key: "k" }, commandId: "before" });
+    expect(replay).toMatchObject({
+      tenant: "t1",
+      commandId: "before",
+      duplicate: false,
+      outcome: { status: "failed", error: { code: "Unauthenticated" } },
+    });
+    expect(h.sm.commandOutcome("t1", "before")).toMatchObject({ status: "committed" });
+    // A key is its own principal's only.
+    const claimed = { tenant: "system", principal: "admin", keyId: other.keyId };
+    expect(h.fail("catalog.put", { value: 3 }, { ...claimed, params: { key: "k" } })).toMatchObject({
+      code: "Unauthenticated",
+      reason: "InvalidCredentials",
+    });
+    expect(
+      h.fail("catalog.put", { value: 3 }, { ...svc, keyId: "k-unknown", params: { key: "k" } }),
+    ).toMatchObject({
+      reason: "InvalidCredentials",
+    });
+  });
+
+  it("refuses a command whose principal lost the role it needs, admin commands included", () => {
+    const svc = keyed(["writer", "admin"]);
+    h.ok("catalog.put", { value: 1 }, { ...svc, params: { key: "k" } });
+    h.ok("admin.putPrincipal", { principalId: "svc2", tenantId: "t1", roles: ["reader"] }, svc);
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["reader"] }, asAdmin);
+    for (const [kind, payload, params] of [
+      ["catalog.put", { value: 2 }, { key: "k" }],
+      ["queue.enqueue", { body: 1 }, { queue: "jobs" }],
+      ["admin.putPrincipal", { principalId: "svc3", tenantId: "t1", roles: ["reader"] }, {}],
+    ] as const) {
+      expect(h.fail(kind, payload, { ...svc, params })).toMatchObject({
+        code: "PermissionDenied",
+        reason: "MissingRole",
+      });
+    }
+    expect(h.sm.getDocument("t1", "k")?.value).toBe(1);
+    // The role given back counts from the entry that gives it.
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["writer"] }, asAdmin);
+    h.ok("catalog.put", { value: 2 }, { ...svc, params: { key: "k" } });
+  });
+
+  it("lets the bootstrap admin key send every kind of command", () => {
+    const bootstrap = { ...asAdmin, keyId: "bootstrap" };
+    h.ok("catalog.put", { value: 1 }, { ...bootstrap, params: { key: "k" } });
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["reader"] }, bootstrap);
+    expect(h.sm.getDocument("system", "k")?.value).toBe(1);
+  });
+
+  it("re-authorizes a read's caller against the catalog as applied", () => {
+    const svc = keyed(["writer"]);
+    const caller = { keyId: svc.keyId, principalId: "svc", tenantId: "t1" };
+    expect(h.sm.authorizationRefusal(caller, ["reader", "writer"], "catalog.get")).toBeUndefined();
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["reader"] }, asAdmin);
+    expect(h.sm.authorizationRefusal(caller, ["writer"], "catalog.get")).toMatchObject({
+      code: "PermissionDenied",
+      reason: "MissingRole",
+    });
+    expect(
+      h.sm.authorizationRefusal({ ...caller, principalId: "admin" }, ["reader"], "catalog.get"),
+    ).toMatchObject({ code: "Unauthenticated", reason: "InvalidCredentials" });
+    h.ok("admin.deleteKey", "", { ...asAdmin, params: { principalId: "svc", keyId: svc.keyId } });
+    expect(h.sm.authorizationRefusal(caller, ["reader"], "catalog.get")).toMatchObject({
+      code: "Unauthenticated",
+      reason: "InvalidCredentials",
+    });
   });
 
   it("keeps principals in one tenant and never removes the last system admin key", () => {

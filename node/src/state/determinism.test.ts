@@ -73,6 +73,7 @@ describe("determinism", () => {
         "LeaseLost",
         "NotFound",
         "PermissionDenied",
+        "Unauthenticated",
         "committed",
         "duplicate",
         "noop",

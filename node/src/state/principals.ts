@@ -3,15 +3,46 @@ import {
   InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
+  UnauthenticatedError,
 } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import { isApiKeyHash } from "./api-key.js";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
+import type { CommandKind } from "./command-envelope.js";
 import { checkScopeId } from "./identifiers.js";
 import { invalid, type JsonObject, optionalArray, requireString } from "./json-body.js";
 
 export const ROLES = ["admin", "writer", "reader"] as const;
 export type Role = (typeof ROLES)[number];
+
+/** Who may call a route or send a command: any one of the roles listed. */
+export const ADMIN_ROLES: readonly Role[] = ["admin"];
+export const WRITE_ROLES: readonly Role[] = ["writer", "admin"];
+export const READ_ROLES: readonly Role[] = ["reader", "writer", "admin"];
+
+/** The roles each command kind needs: the edge checks them on the route, the state machine at apply. */
+export const COMMAND_ROLES: Readonly<Record<CommandKind, readonly Role[]>> = {
+  "catalog.put": WRITE_ROLES,
+  "catalog.delete": WRITE_ROLES,
+  transaction: WRITE_ROLES,
+  "graph.putEdge": WRITE_ROLES,
+  "graph.deleteEdge": WRITE_ROLES,
+  "queue.enqueue": WRITE_ROLES,
+  "queue.lease": WRITE_ROLES,
+  "queue.ack": WRITE_ROLES,
+  "queue.nack": WRITE_ROLES,
+  "queue.renew": WRITE_ROLES,
+  "queue.complete": WRITE_ROLES,
+  "subscription.put": WRITE_ROLES,
+  "subscription.deliver": WRITE_ROLES,
+  "subscription.ack": WRITE_ROLES,
+  "subscription.complete": WRITE_ROLES,
+  "membership.put": WRITE_ROLES,
+  "dispatch.append": WRITE_ROLES,
+  "admin.putPrincipal": ADMIN_ROLES,
+  "admin.createKey": ADMIN_ROLES,
+  "admin.deleteKey": ADMIN_ROLES,
+};
 
 /** Contract section 3: the bootstrap admin is principal `admin` of tenant `system`. */
 export const SYSTEM_TENANT = "system";
@@ -24,12 +55,36 @@ export interface PrincipalWrite {
   readonly roles: readonly Role[];
 }
 
-/** Who an API key authenticates. */
-export interface VerifiedPrincipal {
+/** Who sent a request: the key that authenticated it and the principal that key belonged to then. */
+export interface Caller {
   readonly keyId: string;
   readonly principalId: string;
   readonly tenantId: string;
+}
+
+/** Who an API key authenticates. */
+export interface VerifiedPrincipal extends Caller {
   readonly roles: readonly Role[];
+}
+
+/** What authorizing a request or a command can answer, wherever it is checked. */
+export type AuthorizationRefusal = UnauthenticatedError | PermissionDeniedError;
+
+/** The refusal of a key that is unknown, or no longer belongs to the principal it was verified for. */
+export function invalidCredentials(): UnauthenticatedError {
+  return new UnauthenticatedError("the API key is not valid", { reason: "InvalidCredentials" });
+}
+
+/** Refuses `action` (a route, a command or read kind) unless `holder` has one of `roles`. */
+export function roleRefusal(
+  holder: { readonly roles: readonly Role[] },
+  roles: readonly Role[],
+  action: string,
+): PermissionDeniedError | undefined {
+  if (roles.some((role) => holder.roles.includes(role))) return undefined;
+  return new PermissionDeniedError(`${action} needs one of the roles ${roles.join(", ")}`, {
+    reason: "MissingRole",
+  });
 }
 
 /** Validates a `POST /v1/admin/principals` body: `{"principalId","tenantId","roles":[...]}`. */
@@ -48,7 +103,7 @@ export function parsePrincipalWrite(body: JsonObject): PrincipalWrite {
 }
 
 /**
- * How many verified keys the cache holds before it starts over; far more than the principals that
+ * How many verified keys each cache holds before both start over; far more than the principals that
  * send at once, yet a bound on what a flood of distinct valid keys could make it hold.
  */
 const MAX_CACHED_KEYS = 4096;
@@ -58,28 +113,39 @@ interface PrincipalRow {
   roles: string;
 }
 
+interface KeyRow {
+  key_id: string;
+  principal_id: string;
+  tenant: string;
+  roles: string;
+}
+
 /**
  * Tenants, principals and API-key hashes. Principal IDs are unique across tenants, since the key routes
- * name a principal without its tenant. Admin commands are authorized again here, against the catalog as
- * of this entry, so a key or role revoked by an earlier entry can no longer act.
+ * name a principal without its tenant.
  *
- * Verified keys are cached in memory by hash. Every change to the catalog goes through this object and
- * empties the cache before it writes, so a key revoked or a role changed by an applied entry stops
- * counting as soon as that entry is applied, as without the cache (a write rolled back after that
- * just leaves the cache empty). A state machine that installs a snapshot opens a new Principals.
+ * A request is authorized at the edge against this voter's catalog, which may trail the commit. So a
+ * command is authorized again at apply, against the catalog as of its entry (commandRefusal), and a
+ * read after its read barrier (refusal): a key revoked or a role reduced by a committed entry can no
+ * longer act, through whichever voter.
+ *
+ * Verified keys are cached in memory, by hash and by key ID. Every change to the catalog goes through
+ * this object and empties the caches before it writes, so a key revoked or a role changed by an applied
+ * entry stops counting as soon as that entry is applied, as without the caches (a write rolled back
+ * after that just leaves them empty; a whole batch rolled back empties them through forget). A state
+ * machine that installs a snapshot opens a new Principals.
  */
 export class Principals {
-  private readonly verified = new Map<string, VerifiedPrincipal>();
+  private readonly byHashCache = new Map<string, VerifiedPrincipal>();
+  private readonly byKeyIdCache = new Map<string, VerifiedPrincipal>();
   private readonly findPrincipal: Database.Statement<[string], PrincipalRow>;
   private readonly upsertPrincipal: Database.Statement<[string, string, string, number]>;
   private readonly insertTenant: Database.Statement<[string, number]>;
   private readonly findKey: Database.Statement<[string], { principal_id: string }>;
   private readonly insertKey: Database.Statement<[string, string, string, number]>;
   private readonly removeKey: Database.Statement<[string]>;
-  private readonly byHash: Database.Statement<
-    [string],
-    { key_id: string; principal_id: string; tenant: string; roles: string }
-  >;
+  private readonly byHash: Database.Statement<[string], KeyRow>;
+  private readonly byKeyId: Database.Statement<[string], KeyRow>;
   private readonly keyHashTaken: Database.Statement<[string], { n: number }>;
   private readonly systemAdminKeys: Database.Statement<[], { n: number }>;
 
@@ -95,10 +161,10 @@ export class Principals {
       "INSERT INTO api_keys (key_id, principal_id, key_hash, created_index) VALUES (?, ?, ?, ?)",
     );
     this.removeKey = db.prepare("DELETE FROM api_keys WHERE key_id = ?");
-    this.byHash = db.prepare(
-      `SELECT k.key_id, k.principal_id, p.tenant, p.roles FROM api_keys k
-       JOIN principals p ON p.principal_id = k.principal_id WHERE k.key_hash = ?`,
-    );
+    const keyHolder = `SELECT k.key_id, k.principal_id, p.tenant, p.roles FROM api_keys k
+       JOIN principals p ON p.principal_id = k.principal_id`;
+    this.byHash = db.prepare(`${keyHolder} WHERE k.key_hash = ?`);
+    this.byKeyId = db.prepare(`${keyHolder} WHERE k.key_id = ?`);
     this.keyHashTaken = db.prepare("SELECT count(*) AS n FROM api_keys WHERE key_hash = ?");
     this.systemAdminKeys = db.prepare(
       `SELECT count(*) AS n FROM api_keys k JOIN principals p ON p.principal_id = k.principal_id
@@ -113,21 +179,21 @@ export class Principals {
         reason: "InvalidBootstrapKey",
       });
     }
-    this.verified.clear();
+    this.forget();
     this.insertTenant.run(SYSTEM_TENANT, 0);
     this.upsertPrincipal.run(BOOTSTRAP_PRINCIPAL, SYSTEM_TENANT, JSON.stringify(["admin"]), 0);
     this.insertKey.run(BOOTSTRAP_KEY_ID, BOOTSTRAP_PRINCIPAL, adminKeyHash, 0);
   }
 
   putPrincipal(ctx: ApplyContext, write: PrincipalWrite): PrincipalWrite & { created: boolean } {
-    this.authorize(ctx, write.tenantId);
+    this.requireOwnTenant(ctx, write.tenantId);
     const existing = this.findPrincipal.get(write.principalId);
     if (existing !== undefined && existing.tenant !== write.tenantId) {
       throw new FailedPreconditionError(`principal ${write.principalId} belongs to another tenant`, {
         reason: "PrincipalInOtherTenant",
       });
     }
-    this.verified.clear();
+    this.forget();
     this.insertTenant.run(write.tenantId, ctx.index);
     this.upsertPrincipal.run(write.principalId, write.tenantId, JSON.stringify(write.roles), ctx.index);
     this.requireSystemAdmin();
@@ -137,25 +203,25 @@ export class Principals {
   /** Registers a key by its hash; the key ID is derived from the entry, the plain key never seen here. */
   createKey(ctx: ApplyContext, principalId: string, keyHash: string): { principalId: string; keyId: string } {
     const principal = this.findPrincipal.get(principalId);
-    this.authorize(ctx, principal?.tenant ?? ctx.tenant);
+    this.requireOwnTenant(ctx, principal?.tenant ?? ctx.tenant);
     if (principal === undefined) throw notFound(principalId);
     if (this.keyHashTaken.get(keyHash)!.n > 0) {
       throw new FailedPreconditionError("an identical API key already exists", { reason: "KeyHashTaken" });
     }
     const keyId = `k${deriveToken(ctx, "api-key").slice(0, 23)}`;
-    this.verified.clear();
+    this.forget();
     this.insertKey.run(keyId, principalId, keyHash, ctx.index);
     return { principalId, keyId };
   }
 
   deleteKey(ctx: ApplyContext, principalId: string, keyId: string): { principalId: string; keyId: string } {
     const principal = this.findPrincipal.get(principalId);
-    this.authorize(ctx, principal?.tenant ?? ctx.tenant);
+    this.requireOwnTenant(ctx, principal?.tenant ?? ctx.tenant);
     if (principal === undefined) throw notFound(principalId);
     if (this.findKey.get(keyId)?.principal_id !== principalId) {
       throw new NotFoundError(`principal ${principalId} has no key ${keyId}`, { reason: "KeyNotFound" });
     }
-    this.verified.clear();
+    this.forget();
     this.removeKey.run(keyId);
     this.requireSystemAdmin();
     return { principalId, keyId };
@@ -168,30 +234,81 @@ export class Principals {
    * about a stored key. Unknown hashes are not cached, so guessing cannot grow the cache.
    */
   authenticate(keyHash: string): VerifiedPrincipal | undefined {
-    const cached = this.verified.get(keyHash);
+    const cached = this.byHashCache.get(keyHash);
     if (cached !== undefined) return cached;
-    const row = this.byHash.get(keyHash);
-    if (row === undefined) return undefined;
-    const found: VerifiedPrincipal = {
-      keyId: row.key_id,
-      principalId: row.principal_id,
-      tenantId: row.tenant,
-      roles: Object.freeze(parseRoles(row.roles)),
-    };
-    if (this.verified.size >= MAX_CACHED_KEYS) this.verified.clear();
-    this.verified.set(keyHash, Object.freeze(found));
+    const found = this.remember(this.byHash.get(keyHash));
+    if (found !== undefined) this.byHashCache.set(keyHash, found);
     return found;
   }
 
   /**
-   * The caller must hold the admin role; an admin of any tenant but `system` administers its own tenant
-   * only. Checked at apply, so it holds whatever happened between the request and its commit.
+   * Why `caller`, authorized earlier against an older catalog maybe, may no longer do `action` (a command
+   * or read kind): its key is gone or another principal's (Unauthenticated), or its principal holds none
+   * of `roles` now (PermissionDenied), the refusals the edge would answer. Undefined when it still may.
    */
-  private authorize(ctx: ApplyContext, targetTenant: string): void {
-    const caller = this.findPrincipal.get(ctx.principal);
-    if (caller === undefined || caller.tenant !== ctx.tenant || !parseRoles(caller.roles).includes("admin")) {
-      throw new PermissionDeniedError(`principal ${ctx.principal} is not an admin`, { reason: "NotAdmin" });
+  refusal(caller: Caller, roles: readonly Role[], action: string): AuthorizationRefusal | undefined {
+    const holder = this.holderOf(caller.keyId);
+    if (
+      holder === undefined ||
+      holder.principalId !== caller.principalId ||
+      holder.tenantId !== caller.tenantId
+    ) {
+      return invalidCredentials();
     }
+    return roleRefusal(holder, roles, action);
+  }
+
+  /**
+   * Why the catalog as of this entry refuses a command of `kind`; undefined when it may apply. Decided
+   * by the entry and the catalog alone, so every voter decides alike.
+   */
+  commandRefusal(ctx: ApplyContext, kind: CommandKind): AuthorizationRefusal | undefined {
+    const roles = COMMAND_ROLES[kind];
+    if (ctx.keyId !== undefined) {
+      return this.refusal(
+        { keyId: ctx.keyId, principalId: ctx.principal, tenantId: ctx.tenant },
+        roles,
+        kind,
+      );
+    }
+    // An entry without a key was not made from a request (see CommandEnvelope) and applies as such
+    // entries always have: only the catalog stays guarded, by its principal's roles as of this entry.
+    if (!kind.startsWith("admin.")) return undefined;
+    const principal = this.findPrincipal.get(ctx.principal);
+    const held = principal?.tenant === ctx.tenant ? parseRoles(principal.roles) : [];
+    return roleRefusal({ roles: held }, roles, kind);
+  }
+
+  /** Empties the caches: before every catalog write, and when a batch whose writes may have filled them rolls back. */
+  forget(): void {
+    this.byHashCache.clear();
+    this.byKeyIdCache.clear();
+  }
+
+  /** Who holds the key with this ID; key IDs are not secret, so unlike hashes they need no care for timing. */
+  private holderOf(keyId: string): VerifiedPrincipal | undefined {
+    return this.byKeyIdCache.get(keyId) ?? this.remember(this.byKeyId.get(keyId));
+  }
+
+  /** Caches a found key by its ID; unknown IDs are not cached, so naming them cannot grow the cache. */
+  private remember(row: KeyRow | undefined): VerifiedPrincipal | undefined {
+    if (row === undefined) return undefined;
+    const found: VerifiedPrincipal = Object.freeze({
+      keyId: row.key_id,
+      principalId: row.principal_id,
+      tenantId: row.tenant,
+      roles: Object.freeze(parseRoles(row.roles)),
+    });
+    if (this.byHashCache.size >= MAX_CACHED_KEYS || this.byKeyIdCache.size >= MAX_CACHED_KEYS) this.forget();
+    this.byKeyIdCache.set(found.keyId, found);
+    return found;
+  }
+
+  /**
+   * An admin of any tenant but `system` administers its own tenant only. The admin role itself was
+   * checked before the command ran (commandRefusal), against the catalog as of this entry.
+   */
+  private requireOwnTenant(ctx: ApplyContext, targetTenant: string): void {
     if (ctx.tenant !== SYSTEM_TENANT && targetTenant !== ctx.tenant) {
       throw new PermissionDeniedError(`an admin of ${ctx.tenant} administers that tenant only`, {
         reason: "OtherTenant",

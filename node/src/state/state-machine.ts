@@ -16,7 +16,7 @@ import { documentText } from "./json-value.js";
 import { prefixRange } from "./key-range.js";
 import { type CanonicalLimits, limitsFingerprint, resolveLimits } from "./limits.js";
 import type { MembershipTable } from "./membership.js";
-import type { VerifiedPrincipal } from "./principals.js";
+import type { AuthorizationRefusal, Caller, Role, VerifiedPrincipal } from "./principals.js";
 import { READ_LIMITS } from "./read-limits.js";
 import { SearchIndexer } from "./search-indexer.js";
 import type { IndexChange } from "./search-protocol.js";
@@ -126,6 +126,7 @@ export class StateMachine {
       results.push(...runBatch(entries.slice(firstNew)));
     } catch (error) {
       stores.searchChanges.rollbackTo(0);
+      stores.principals.forget();
       this.position = saved.position;
       this.clockMs = saved.clockMs;
       throw new InternalError(`applying entries from ${entries[firstNew]!.index} failed`, {
@@ -195,6 +196,15 @@ export class StateMachine {
   /** Who holds the API key with this hash (see hashApiKey), or undefined. */
   authenticate(keyHash: string): VerifiedPrincipal | undefined {
     return this.session.stores.principals.authenticate(keyHash);
+  }
+
+  /** Why the applied catalog refuses `caller` what needs one of `roles` (see Principals.refusal). */
+  authorizationRefusal(
+    caller: Caller,
+    roles: readonly Role[],
+    action: string,
+  ): AuthorizationRefusal | undefined {
+    return this.session.stores.principals.refusal(caller, roles, action);
   }
 
   /**
@@ -289,9 +299,21 @@ export class StateMachine {
     }
     this.clockMs = Math.max(this.clockMs, envelope.timestampMs);
     const { tenant, commandId } = envelope;
+    const ctx: ApplyContext = {
+      index: entry.index,
+      nowMs: this.clockMs,
+      tenant,
+      principal: envelope.principal,
+      keyId: envelope.keyId,
+      commandId,
+      limits: this.limits,
+    };
+    const denied = stores.principals.commandRefusal(ctx, envelope.kind);
     const digest = commandDigest(envelope);
     const stored = stores.outcomes.get(tenant, commandId);
     if (stored !== undefined) {
+      // A caller that may no longer send the command learns nothing of the ID's outcome, which stays.
+      if (denied !== undefined) return this.unstoredRefusal(entry, tenant, commandId, denied);
       if (stored.digest.equals(digest)) {
         return {
           type: "command",
@@ -310,17 +332,11 @@ export class StateMachine {
       );
       return this.unstoredRefusal(entry, tenant, commandId, conflict);
     }
-    const ctx: ApplyContext = {
-      index: entry.index,
-      nowMs: this.clockMs,
-      tenant,
-      principal: envelope.principal,
-      commandId,
-      limits: this.limits,
-    };
     let outcome: CommandOutcome;
     const searchMark = stores.searchChanges.mark();
     try {
+      // Refused like any command that cannot apply: the outcome is stored under the ID and answered.
+      if (denied !== undefined) throw denied;
       const payloadBytes = Buffer.byteLength(envelope.payload, "utf8");
       if (payloadBytes > this.limits.maxMutationBytes) {
         throw new InvalidArgumentError(

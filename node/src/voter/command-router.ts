@@ -27,6 +27,8 @@ export interface VoterCommand {
   readonly payload: string;
   readonly tenant: string;
   readonly principal: string;
+  /** The API key that authenticated the request, checked again when the command applies. */
+  readonly keyId: string;
   readonly generated?: { readonly keyHash: string };
   /** Arrived from a follower: never forwarded again, so a leadership change cannot bounce it around. */
   readonly forwarded?: boolean;
@@ -137,6 +139,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         kind: c.kind,
         tenant: c.tenant,
         principal: c.principal,
+        keyId: c.keyId,
         timestampMs: now,
         params: c.params,
         payload: c.payload,
@@ -322,7 +325,8 @@ function parseForwardedBatch(body: Uint8Array): VoterCommand[] {
       !isRecord(c.params) ||
       typeof c.payload !== "string" ||
       typeof c.tenant !== "string" ||
-      typeof c.principal !== "string"
+      typeof c.principal !== "string" ||
+      typeof c.keyId !== "string"
     ) {
       throw new TypeError("malformed forwarded command");
     }

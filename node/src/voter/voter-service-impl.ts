@@ -78,6 +78,7 @@ export class KeyLoadVoterService implements VoterService {
       payload: cmd.payload,
       tenant: cmd.identity.tenantId,
       principal: cmd.identity.principalId,
+      keyId: cmd.identity.keyId,
       ...(apiKey ? { generated: { keyHash: hashApiKey(apiKey) } } : {}),
     };
     const outcome = await worker.submit(admitted, command);
@@ -90,6 +91,11 @@ export class KeyLoadVoterService implements VoterService {
   async read(req: ReadRequest): Promise<unknown> {
     const { driver, stateMachine: sm } = this.parts;
     await driver.readBarrier();
+    // The edge authorized the read against the catalog as this voter had applied it then, which may
+    // have trailed the commit (a follower, or a leader still applying). Everything committed before the
+    // read began has been applied now, a key revoke or role change included: authorized again here.
+    const denied = sm.authorizationRefusal(req.identity, req.roles, req.kind);
+    if (denied !== undefined) throw denied;
     const tenant = req.identity.tenantId;
     switch (req.kind) {
       case "catalog.get": {

@@ -13,19 +13,19 @@ import type {
 export const KEYS = {
   admin: {
     key: "kl_admin_key_for_tests_0001",
-    identity: { tenantId: "system", principalId: "admin", roles: ["admin"] },
+    identity: { keyId: "bootstrap", tenantId: "system", principalId: "admin", roles: ["admin"] },
   },
   writer: {
     key: "kl_writer_key_for_tests_001",
-    identity: { tenantId: "t1", principalId: "w1", roles: ["writer"] },
+    identity: { keyId: "kw1", tenantId: "t1", principalId: "w1", roles: ["writer"] },
   },
   reader: {
     key: "kl_reader_key_for_tests_001",
-    identity: { tenantId: "t1", principalId: "r1", roles: ["reader"] },
+    identity: { keyId: "kr1", tenantId: "t1", principalId: "r1", roles: ["reader"] },
   },
   otherWriter: {
     key: "kl_other_writer_key_tests_01",
-    identity: { tenantId: "t2", principalId: "w2", roles: ["writer"] },
+    identity: { keyId: "kw2", tenantId: "t2", principalId: "w2", roles: ["writer"] },
   },
 } as const satisfies Record<string, { key: string; identity: Identity }>;
 

@@ -8,6 +8,7 @@ interface Planned {
   readonly kind: CommandKind;
   readonly tenant: string;
   readonly principal: string;
+  readonly keyId?: string;
   readonly params: RouteParams;
   readonly payload: string;
 }
@@ -24,8 +25,8 @@ const STATUSES = ["created", "joining", "active", "shuttingDown", "dead", "bogus
 
 /**
  * A random but reproducible Raft log over every command kind: valid and invalid bodies, retries and
- * conflicting reuses of command IDs, noops, malformed envelopes and a leader clock that sometimes jumps
- * back. Each entry is applied to `oracle` as it is generated, and what it answers (lease tokens, leased
+ * conflicting reuses of command IDs, noops, malformed envelopes, a leader clock that sometimes jumps
+ * back, and commands sent by keys the log created, some revoked or demoted since. Each entry is applied to `oracle` as it is generated, and what it answers (lease tokens, leased
  * messages, delivery IDs, etags, key IDs) shapes later commands, so acks and conditional writes mostly
  * hit and sometimes miss on purpose. The same seed and oracle limits give the same log.
  */
@@ -41,7 +42,10 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
   const leased: { tenant: string; queue: string; messageId: string; token: string }[] = [];
   const deliveries: { tenant: string; name: string; deliveryId: string }[] = [];
   const members: { tenant: string; memberId: string; etag: string; tableVersion: number }[] = [];
-  const apiKeys: { tenant: string; principalId: string; keyId: string }[] = [];
+  const apiKeys: { tenant: string; principalId: string; keyId: string }[] = [
+    { tenant: "system", principalId: "admin", keyId: "bootstrap" },
+  ];
+  const principalTenants = new Map([["admin", "system"]]);
   const admins: { tenant: string; principalId: string }[] = [{ tenant: "system", principalId: "admin" }];
   let nowMs = 1_700_000_000_000;
   let term = 1;
@@ -191,6 +195,17 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
     return admin("admin.deleteKey", { principalId: key.principalId, keyId: key.keyId }, "");
   };
 
+  // Now and then sent by a key, as a voter sends every command: mostly by a principal of the command's
+  // tenant, whose key or role an earlier entry may have taken away; rarely naming another principal.
+  const withKey = (planned: Planned): Planned => {
+    const key = random.chance(0.3) ? recent(apiKeys, 8) : undefined;
+    if (key === undefined) return planned;
+    if (principalTenants.get(key.principalId) === planned.tenant) {
+      return { ...planned, principal: key.principalId, keyId: key.keyId };
+    }
+    return random.chance(0.1) ? { ...planned, keyId: key.keyId } : planned;
+  };
+
   const learn = (planned: Planned, result: ApplyResult): void => {
     if (result.type !== "command" || result.outcome.status !== "committed" || result.duplicate) return;
     const r = result.outcome.result as Record<string, unknown>;
@@ -210,8 +225,11 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
       });
     } else if (planned.kind === "admin.createKey") {
       apiKeys.push({ tenant, principalId: r.principalId as string, keyId: r.keyId as string });
-    } else if (planned.kind === "admin.putPrincipal" && (r.roles as string[]).includes("admin")) {
-      admins.push({ tenant: r.tenantId as string, principalId: r.principalId as string });
+    } else if (planned.kind === "admin.putPrincipal") {
+      principalTenants.set(r.principalId as string, r.tenantId as string);
+      if ((r.roles as string[]).includes("admin")) {
+        admins.push({ tenant: r.tenantId as string, principalId: r.principalId as string });
+      }
     }
   };
 
@@ -233,7 +251,7 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
         // The same ID again: mostly a retry of the same command, sometimes another body (a conflict).
         command = random.chance(0.7) ? retry : { ...retry, payload: `${retry.payload} ` };
       } else {
-        command = { ...plan(), commandId: `c${index}` };
+        command = { ...withKey(plan()), commandId: `c${index}` };
         sent.push(command);
       }
       planned = command;
@@ -242,6 +260,7 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
         kind: command.kind,
         tenant: command.tenant,
         principal: command.principal,
+        ...(command.keyId === undefined ? {} : { keyId: command.keyId }),
         timestampMs: nowMs,
         params: command.params,
         ...(command.kind === "admin.createKey" ? { generated: { keyHash: hashApiKey(`key-${index}`) } } : {}),

@@ -40,6 +40,8 @@ export class TempStates {
 export interface CommandOptions {
   readonly tenant?: string;
   readonly principal?: string;
+  /** The key that sent the command; none by default, as for an entry not made from a request. */
+  readonly keyId?: string;
   readonly commandId?: string;
   /** Milliseconds after the log's current time; the log's clock then stays there. */
   readonly advanceMs?: number;
@@ -63,6 +65,7 @@ export class LogBuilder {
       kind,
       tenant: options.tenant ?? "t1",
       principal: options.principal ?? "p1",
+      ...(options.keyId === undefined ? {} : { keyId: options.keyId }),
       timestampMs: options.timestampMs ?? this.nowMs,
       params: options.params ?? {},
       ...(options.keyHash === undefined ? {} : { generated: { keyHash: options.keyHash } }),
