@@ -109,44 +109,43 @@ export async function runClosedLoop(
   const clientCpuSeconds = (client.user + client.system) / 1e6;
   const machineSeconds = machineBusySeconds() - machineBefore;
   latencies.sort((a, b) => a - b);
-  const writes = latencies.length;
-  return {
+  return resultOf({
     label: target.label,
     concurrency,
     seconds: elapsed,
-    writes,
-    writesPerSecond: writes / elapsed,
-    p50: quantile(latencies, 0.5),
-    p99: quantile(latencies, 0.99),
-    max: latencies.at(-1) ?? Number.NaN,
     latencies,
-    serverCpuPer1000: writes > 0 ? (serverCpuSeconds / writes) * 1000 : Number.NaN,
     serverCpuSeconds,
-    clientCpuPer1000: writes > 0 ? (clientCpuSeconds / writes) * 1000 : Number.NaN,
+    clientCpuSeconds,
     otherCores: Math.max(0, machineSeconds - serverCpuSeconds - clientCpuSeconds) / elapsed,
     errors,
     errorKinds,
     errorSamples,
-  };
+  });
 }
 
-/** Several runs of one target at one level as if they were one: rates over their summed time and work. */
-export function combineResults(runs: readonly LoadResult[]): LoadResult {
-  const first = runs[0];
-  if (first === undefined) throw new Error("nothing to combine");
-  const sum = (f: (r: LoadResult) => number): number => runs.reduce((t, r) => t + f(r), 0);
-  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
-  const seconds = sum((r) => r.seconds);
+interface MeasuredTotals
+  extends Pick<
+    LoadResult,
+    | "label"
+    | "concurrency"
+    | "seconds"
+    | "latencies"
+    | "serverCpuSeconds"
+    | "otherCores"
+    | "errors"
+    | "errorKinds"
+    | "errorSamples"
+  > {
+  readonly clientCpuSeconds: number;
+}
+
+/** The rates and quantiles of one level from what was measured; `latencies` sorted ascending. */
+function resultOf(totals: MeasuredTotals): LoadResult {
+  const { latencies, seconds, serverCpuSeconds, clientCpuSeconds } = totals;
   const writes = latencies.length;
-  const serverCpuSeconds = sum((r) => r.serverCpuSeconds);
-  const clientCpuSeconds = sum((r) => (r.clientCpuPer1000 * r.writes) / 1000);
-  const errorKinds: Record<string, number> = {};
-  for (const r of runs) {
-    for (const [kind, n] of Object.entries(r.errorKinds)) errorKinds[kind] = (errorKinds[kind] ?? 0) + n;
-  }
   return {
-    label: first.label,
-    concurrency: first.concurrency,
+    label: totals.label,
+    concurrency: totals.concurrency,
     seconds,
     writes,
     writesPerSecond: writes / seconds,
@@ -157,11 +156,35 @@ export function combineResults(runs: readonly LoadResult[]): LoadResult {
     serverCpuPer1000: writes > 0 ? (serverCpuSeconds / writes) * 1000 : Number.NaN,
     serverCpuSeconds,
     clientCpuPer1000: writes > 0 ? (clientCpuSeconds / writes) * 1000 : Number.NaN,
+    otherCores: totals.otherCores,
+    errors: totals.errors,
+    errorKinds: totals.errorKinds,
+    errorSamples: totals.errorSamples,
+  };
+}
+
+/** Several runs of one target at one level as if they were one: rates over their summed time and work. */
+export function combineResults(runs: readonly LoadResult[]): LoadResult {
+  const first = runs[0];
+  if (first === undefined) throw new Error("nothing to combine");
+  const sum = (f: (r: LoadResult) => number): number => runs.reduce((t, r) => t + f(r), 0);
+  const latencies = runs.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  const errorKinds: Record<string, number> = {};
+  for (const r of runs) {
+    for (const [kind, n] of Object.entries(r.errorKinds)) errorKinds[kind] = (errorKinds[kind] ?? 0) + n;
+  }
+  return resultOf({
+    label: first.label,
+    concurrency: first.concurrency,
+    seconds: sum((r) => r.seconds),
+    latencies,
+    serverCpuSeconds: sum((r) => r.serverCpuSeconds),
+    clientCpuSeconds: sum((r) => (r.clientCpuPer1000 * r.writes) / 1000),
     otherCores: Math.max(...runs.map((r) => r.otherCores)),
     errors: sum((r) => r.errors),
     errorKinds,
     errorSamples: runs.flatMap((r) => r.errorSamples).slice(0, 3),
-  };
+  });
 }
 
 /** The nearest-rank quantile of sorted values. */
