@@ -101,26 +101,26 @@ const encoder = new TextEncoder();
 const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 
 export function encodeCommand(envelope: CommandEnvelope): Uint8Array {
-  const header = encoder.encode(
-    JSON.stringify({
-      commandId: envelope.commandId,
-      kind: envelope.kind,
-      tenant: envelope.tenant,
-      principal: envelope.principal,
-      ...(envelope.keyId === undefined ? {} : { keyId: envelope.keyId }),
-      timestampMs: envelope.timestampMs,
-      params: sortedParams(envelope.params),
-      ...(envelope.generated === undefined ? {} : { generated: { keyHash: envelope.generated.keyHash } }),
-    }),
-  );
-  const payload = encoder.encode(envelope.payload);
-  const out = new Uint8Array(PREFIX_BYTES + header.byteLength + payload.byteLength);
+  const header = JSON.stringify({
+    commandId: envelope.commandId,
+    kind: envelope.kind,
+    tenant: envelope.tenant,
+    principal: envelope.principal,
+    ...(envelope.keyId === undefined ? {} : { keyId: envelope.keyId }),
+    timestampMs: envelope.timestampMs,
+    params: sortedParams(envelope.params),
+    ...(envelope.generated === undefined ? {} : { generated: { keyHash: envelope.generated.keyHash } }),
+  });
+  // Sized first so both strings encode straight into the entry, without an intermediate copy each.
+  const headerBytes = Buffer.byteLength(header, "utf8");
+  const payloadStart = PREFIX_BYTES + headerBytes;
+  const out = new Uint8Array(payloadStart + Buffer.byteLength(envelope.payload, "utf8"));
   out[0] = MAGIC_0;
   out[1] = MAGIC_1;
   out[2] = FORMAT_VERSION;
-  new DataView(out.buffer).setUint32(3, header.byteLength);
-  out.set(header, PREFIX_BYTES);
-  out.set(payload, PREFIX_BYTES + header.byteLength);
+  new DataView(out.buffer).setUint32(3, headerBytes);
+  encoder.encodeInto(header, out.subarray(PREFIX_BYTES, payloadStart));
+  encoder.encodeInto(envelope.payload, out.subarray(payloadStart));
   return out;
 }
 
@@ -164,6 +164,17 @@ export function routeParam(envelope: CommandEnvelope, name: ParamName): string {
   return value;
 }
 
+const HEADER_FIELDS: ReadonlySet<string> = new Set([
+  "commandId",
+  "kind",
+  "tenant",
+  "principal",
+  "keyId",
+  "timestampMs",
+  "params",
+  "generated",
+]);
+
 function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
   let raw: unknown;
   try {
@@ -172,9 +183,10 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
     throw malformed("header is not UTF-8 JSON");
   }
   if (!isRecord(raw)) throw malformed("header is not an object");
-  const { commandId, kind, tenant, principal, keyId, timestampMs, params, generated, ...rest } = raw;
-  const extra = Object.keys(rest);
+  // Read field by field rather than by rest destructuring, which copies the object on every entry.
+  const extra = Object.keys(raw).filter((name) => !HEADER_FIELDS.has(name));
   if (extra.length > 0) throw malformed(`unknown header fields ${extra.join(", ")}`);
+  const { commandId, kind, tenant, principal, keyId, timestampMs } = raw;
   if (typeof commandId !== "string") throw malformed("commandId is not a string");
   if (typeof kind !== "string" || !Object.hasOwn(COMMAND_KINDS, kind))
     throw malformed(`unknown kind ${kind}`);
@@ -185,16 +197,24 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
     throw malformed("timestampMs is not a non-negative integer");
   }
   const commandKind = kind as CommandKind;
-  return {
-    commandId: checkCommandId(commandId),
+  // Checked in the order the fields are listed, so a header with several faults is always refused for
+  // the same one.
+  const checkedCommandId = checkCommandId(commandId);
+  const checkedTenant = checkScopeId("tenant", tenant);
+  const checkedPrincipal = checkScopeId("principal", principal);
+  const checkedKeyId = keyId === undefined ? undefined : PARAM_CHECKS.keyId(keyId);
+  const header: Mutable<Omit<CommandEnvelope, "payload">> = {
+    commandId: checkedCommandId,
     kind: commandKind,
-    tenant: checkScopeId("tenant", tenant),
-    principal: checkScopeId("principal", principal),
-    ...(keyId === undefined ? {} : { keyId: PARAM_CHECKS.keyId(keyId) }),
+    tenant: checkedTenant,
+    principal: checkedPrincipal,
     timestampMs,
-    params: parseParams(commandKind, params),
-    ...parseGenerated(commandKind, generated),
+    params: parseParams(commandKind, raw.params),
   };
+  if (checkedKeyId !== undefined) header.keyId = checkedKeyId;
+  const generated = parseGenerated(commandKind, raw.generated);
+  if (generated !== undefined) header.generated = generated;
+  return header;
 }
 
 function parseParams(kind: CommandKind, raw: unknown): RouteParams {
@@ -213,15 +233,15 @@ function parseParams(kind: CommandKind, raw: unknown): RouteParams {
   return params;
 }
 
-function parseGenerated(kind: CommandKind, raw: unknown): { generated?: { keyHash: string } } {
+function parseGenerated(kind: CommandKind, raw: unknown): { keyHash: string } | undefined {
   if (kind !== "admin.createKey") {
     if (raw !== undefined) throw malformed(`${kind} carries no generated material`);
-    return {};
+    return undefined;
   }
   if (!isRecord(raw) || typeof raw.keyHash !== "string" || !isApiKeyHash(raw.keyHash)) {
     throw malformed("admin.createKey needs generated.keyHash, a lowercase hex SHA-256");
   }
-  return { generated: { keyHash: raw.keyHash } };
+  return { keyHash: raw.keyHash };
 }
 
 function sortedParams(params: RouteParams): Record<string, string> {
@@ -232,6 +252,8 @@ function sortedParams(params: RouteParams): Record<string, string> {
   }
   return out;
 }
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
