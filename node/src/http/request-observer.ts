@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
@@ -6,6 +7,32 @@ import type { RequestEdge } from "./request-edge.js";
 
 /** The route label of requests no route matched, so unknown URLs never become label values. */
 const UNMATCHED = "unmatched";
+
+interface Watched {
+  readonly observer: RequestObserver;
+  readonly request: FastifyRequest;
+  readonly reply: FastifyReply;
+  readonly edge: RequestEdge;
+}
+
+const WATCHED = new WeakMap<ServerResponse, Watched>();
+
+function onFinish(this: ServerResponse): void {
+  ended(this, false);
+}
+
+function onClose(this: ServerResponse): void {
+  ended(this, !this.writableFinished);
+}
+
+function ended(response: ServerResponse, aborted: boolean): void {
+  response.off("finish", onFinish);
+  response.off("close", onClose);
+  const watched = WATCHED.get(response);
+  if (watched === undefined) return;
+  WATCHED.delete(response);
+  watched.observer.finished(watched.request, watched.reply, watched.edge, aborted);
+}
 
 /**
  * Once per request, when its response is over: the latency histogram and one structured log line. The
@@ -20,19 +47,14 @@ export class RequestObserver {
 
   /** Calls `finished` once, on the first of 'finish' (written) and 'close' (written, or connection gone). */
   watch(request: FastifyRequest, reply: FastifyReply, edge: RequestEdge): void {
-    const response = reply.raw;
-    const onEnd = (aborted: boolean): void => {
-      response.off("finish", onFinish);
-      response.off("close", onClose);
-      this.finished(request, reply, edge, aborted);
-    };
-    const onFinish = (): void => onEnd(false);
-    const onClose = (): void => onEnd(!response.writableFinished);
-    response.on("finish", onFinish);
-    response.on("close", onClose);
+    // Shared listeners and a table entry, not closures per request: this runs on every request.
+    WATCHED.set(reply.raw, { observer: this, request, reply, edge });
+    reply.raw.on("finish", onFinish);
+    reply.raw.on("close", onClose);
   }
 
-  private finished(request: FastifyRequest, reply: FastifyReply, edge: RequestEdge, aborted: boolean): void {
+  /** For the shared listeners above; not called otherwise. */
+  finished(request: FastifyRequest, reply: FastifyReply, edge: RequestEdge, aborted: boolean): void {
     edge.end(aborted);
     const durationMs = performance.now() - edge.startedAt;
     const route = edge.route === undefined ? UNMATCHED : edge.route.path;
