@@ -1,19 +1,10 @@
-import { closeSync, copyFileSync, fsyncSync, openSync, renameSync, rmSync } from "node:fs";
+import { copyFileSync, renameSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { InvalidArgumentError } from "@keyload/contract";
 import Database from "better-sqlite3";
+import { fsyncPath } from "../fs/fsync.js";
 import { type AppliedPosition, readMeta } from "./database.js";
 import { SCHEMA_VERSION } from "./schema.js";
-
-/** Flushes a file, or a directory's entries after a rename, to the disk. */
-export function fsyncPath(path: string): void {
-  const fd = openSync(path, "r");
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 
 /**
  * Reads the applied position a snapshot file covers, refusing a file that is not an intact state

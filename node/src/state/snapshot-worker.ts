@@ -6,7 +6,8 @@ import { existsSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
 import { KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
-import { fsyncPath, inspectSnapshot } from "./snapshot-files.js";
+import { fsyncPath } from "../fs/fsync.js";
+import { inspectSnapshot } from "./snapshot-files.js";
 import type { SnapshotCopyReply, SnapshotCopyRequest } from "./snapshot-protocol.js";
 
 const port = parentPort!;

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { fsyncPath } from "../fs/fsync.js";
 import { crc32c } from "./crc32c.js";
-import { fsyncDirSync } from "./fsync.js";
 import { StorageCorruptionError } from "./storage-errors.js";
 
 const MAGIC = 0x4b4c_4157; // "KLAW"
@@ -64,7 +64,7 @@ export class AckWatermark {
     mark.write(current);
     if (created) {
       fsyncSync(fd);
-      fsyncDirSync(dirname(path));
+      fsyncPath(dirname(path));
     }
     return mark;
   }

@@ -11,6 +11,7 @@ import {
 import { join } from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
+import { fsyncPath } from "../fs/fsync.js";
 import {
   LogCompactedError,
   LogUnavailableError,
@@ -22,7 +23,6 @@ import type { ConfState, Entry, HardState, Snapshot } from "../raft/types.js";
 import { AckWatermark, type Watermark } from "./ack-watermark.js";
 import { EntryCache } from "./entry-cache.js";
 import type { FaultHook } from "./fault-hook.js";
-import { fsyncDirSync } from "./fsync.js";
 import { type BatchState, LogDatabase, type LogState } from "./log-database.js";
 import { LogIndex } from "./log-index.js";
 import { type SnapshotFile, SnapshotFileStore } from "./snapshot-file-store.js";
@@ -249,7 +249,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       db.checkpointAndTruncate();
       walFd = openSync(walPath, "r+");
       if (opts.walPreallocateBytes > 0) preallocate(walFd, opts.walPreallocateBytes);
-      fsyncDirSync(dir);
+      fsyncPath(dir);
       const watermark = AckWatermark.open(ackPath, { seq: state.seq, lastIndex: index.lastIndex });
       return new DurableLogStore(
         dir,

@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
 import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { fsyncDir, fsyncPath } from "../fs/fsync.js";
 import type { SnapshotMeta } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
 import type { FaultHook } from "./fault-hook.js";
-import { fsyncDir, fsyncDirSync } from "./fsync.js";
 import { SnapshotReader } from "./snapshot-reader.js";
 import { SnapshotReceiver } from "./snapshot-receiver.js";
 import { StorageArgumentError, StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
@@ -170,7 +170,7 @@ export class SnapshotFileStore {
       unlinkSync(this.path(name));
       removed = true;
     }
-    if (removed) fsyncDirSync(this.dir);
+    if (removed) fsyncPath(this.dir);
   }
 
   private async seal(

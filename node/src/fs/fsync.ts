@@ -2,11 +2,11 @@ import { closeSync, fsyncSync, openSync } from "node:fs";
 import { open } from "node:fs/promises";
 
 /**
- * Makes a directory's entries durable: a created, renamed or deleted file survives power loss only
- * once its directory has been fsynced too.
+ * Flushes a file, or a directory's entries, to the disk. A created, renamed or deleted file survives
+ * power loss only once its directory has been fsynced too.
  */
-export function fsyncDirSync(dir: string): void {
-  const fd = openSync(dir, "r");
+export function fsyncPath(path: string): void {
+  const fd = openSync(path, "r");
   try {
     fsyncSync(fd);
   } finally {
@@ -14,6 +14,7 @@ export function fsyncDirSync(dir: string): void {
   }
 }
 
+/** fsyncPath for a directory, off the event loop. */
 export async function fsyncDir(dir: string): Promise<void> {
   const handle = await open(dir, "r");
   try {
