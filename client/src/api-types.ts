@@ -1,4 +1,6 @@
-import type { ErrorCode, Lane } from "@keyload/contract";
+import type { ErrorCode, Lane, Member, MemberStatus, Operation } from "@keyload/contract";
+
+export type { Member, MemberStatus, Operation };
 
 /**
  * The request and answer shapes of the contract's routes (CONTRACT.md sections 3, 4 and 7). Document
@@ -29,12 +31,6 @@ export interface DeleteResult extends Written {
   /** The tombstone's version. */
   readonly version: number;
 }
-
-/** One operation of a transaction; `version` 0 of a check, or `expectedVersion` 0: the key must not exist. */
-export type Operation =
-  | { readonly op: "put"; readonly key: string; readonly value: unknown; readonly expectedVersion?: number }
-  | { readonly op: "delete"; readonly key: string; readonly expectedVersion?: number }
-  | { readonly op: "check"; readonly key: string; readonly version: number };
 
 export interface OutboxMessage {
   readonly queue: string;
@@ -204,8 +200,6 @@ export interface AckDeliveryResult extends Written, SubscriptionState {}
 
 export interface CompleteDeliveryResult extends Written, SubscriptionState, WriteSetFields {}
 
-export type MemberStatus = "created" | "joining" | "active" | "shuttingDown" | "stopping" | "dead";
-
 /**
  * A membership row write: inserts when `etag` is absent, else updates only if it matches; `tableVersion`,
  * when given, must equal the table's. `{iAmAlive: true}` refreshes the row's I-am-alive time alone.
@@ -218,14 +212,6 @@ export type MemberWrite =
       readonly tableVersion?: number;
     }
   | { readonly iAmAlive: true };
-
-export interface Member {
-  readonly memberId: string;
-  readonly status: MemberStatus;
-  readonly address: string;
-  readonly etag: string;
-  readonly iAmAliveMs: number;
-}
 
 export interface PutMemberResult extends Written, Member {
   readonly tableVersion: number;

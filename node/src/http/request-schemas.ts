@@ -1,6 +1,6 @@
+import { MEMBER_STATUSES } from "@keyload/contract";
 import type { ParamName } from "../state/command-envelope.js";
 import { MAX_EDGE_TYPE_CHARS, MAX_KEY_CHARS } from "../state/identifiers.js";
-import { MEMBER_STATUSES } from "../state/membership.js";
 import { ROLES } from "../state/principals.js";
 import { READ_LIMITS } from "../state/read-limits.js";
 import { anyJson, arrayOf, integer, type JsonSchema, object, orNull, text } from "./json-schema.js";

@@ -1,6 +1,5 @@
-import { ERROR_CODES } from "@keyload/contract";
+import { ERROR_CODES, MEMBER_STATUSES } from "@keyload/contract";
 import { MAX_KEY_CHARS } from "../state/identifiers.js";
-import { MEMBER_STATUSES } from "../state/membership.js";
 import { ROLES } from "../state/principals.js";
 import { anyJson, arrayOf, integer, type JsonSchema, object, text } from "./json-schema.js";
 import { COMMAND_ID_PATTERN } from "./request-schemas.js";

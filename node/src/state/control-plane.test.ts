@@ -1,6 +1,6 @@
+import type { Member } from "@keyload/contract";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { generateApiKey, hashApiKey } from "./api-key.js";
-import type { Member } from "./membership.js";
 import { ADMIN_KEY, Harness, TempStates } from "./testing/state-fixtures.js";
 
 let temp: TempStates;

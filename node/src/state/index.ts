@@ -1,3 +1,4 @@
+export type { Member, MemberStatus } from "@keyload/contract";
 export { generateApiKey, hashApiKey, isApiKeyHash } from "./api-key.js";
 export type { ApplyResult } from "./apply-result.js";
 export {
@@ -32,7 +33,7 @@ export {
   type TraverseRequest,
 } from "./graph.js";
 export { type CanonicalLimits, DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
-export type { Member, MemberStatus, MembershipTable } from "./membership.js";
+export type { MembershipTable } from "./membership.js";
 export {
   BOOTSTRAP_PRINCIPAL,
   ROLES,

@@ -1,20 +1,14 @@
-import { FailedPreconditionError, NotFoundError } from "@keyload/contract";
+import {
+  FailedPreconditionError,
+  MEMBER_STATUSES,
+  type Member,
+  type MemberStatus,
+  NotFoundError,
+} from "@keyload/contract";
 import type Database from "better-sqlite3";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
 import { checkText } from "./identifiers.js";
 import { invalid, type JsonObject, optionalInteger, optionalString } from "./json-body.js";
-
-/** Orleans' silo statuses. */
-export const MEMBER_STATUSES = ["created", "joining", "active", "shuttingDown", "stopping", "dead"] as const;
-export type MemberStatus = (typeof MEMBER_STATUSES)[number];
-
-export interface Member {
-  readonly memberId: string;
-  readonly status: MemberStatus;
-  readonly address: string;
-  readonly etag: string;
-  readonly iAmAliveMs: number;
-}
 
 export interface MembershipTable {
   readonly tableVersion: number;

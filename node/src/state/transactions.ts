@@ -1,3 +1,4 @@
+import type { Operation } from "@keyload/contract";
 import type { ApplyContext } from "./apply-context.js";
 import type { Documents, WriteResult } from "./documents.js";
 import { checkKey } from "./identifiers.js";
@@ -14,11 +15,6 @@ import { checkJsonDepth } from "./json-value.js";
 import type { CanonicalLimits } from "./limits.js";
 import { checkQueueName } from "./queue-names.js";
 import type { EnqueueResult, Queues } from "./queues.js";
-
-export type Operation =
-  | { readonly op: "put"; readonly key: string; readonly value: unknown; readonly expectedVersion?: number }
-  | { readonly op: "delete"; readonly key: string; readonly expectedVersion?: number }
-  | { readonly op: "check"; readonly key: string; readonly version: number };
 
 export interface OutboxMessage {
   readonly queue: string;
