@@ -1,7 +1,7 @@
-import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY, VoterCluster } from "../../node/src/voter/testing/voter-cluster.js";
 import { KeyLoadClient, type KeyLoadClientOptions } from "./index.js";
+import { closedPort } from "./testing/closed-port.js";
 import { errorBody, ScriptedVoter } from "./testing/scripted-voter.js";
 
 /** Failover, leader hints and a leader lost mid-write, against a real three-voter cluster. */
@@ -21,14 +21,6 @@ function connect(endpoints: string[], options: Partial<KeyLoadClientOptions> = {
   });
   closing.push(client);
   return client;
-}
-
-async function closedPort(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
 }
 
 function follower(leader: number): number {

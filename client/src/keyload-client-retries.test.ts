@@ -1,4 +1,3 @@
-import { createServer } from "node:net";
 import { Readable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -12,6 +11,7 @@ import {
   UnavailableError,
   UnknownWriteOutcomeError,
 } from "./index.js";
+import { closedPort } from "./testing/closed-port.js";
 import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./testing/scripted-voter.js";
 
 const OK_PUT = { status: 200, body: { commandId: "from-voter", key: "k", version: 1 } };
@@ -43,15 +43,6 @@ function client(endpoints: string[], options: Partial<KeyLoadClientOptions> = {}
   });
   opened.push(c);
   return c;
-}
-
-/** A loopback URL nothing listens on. */
-async function closedPort(): Promise<string> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const address = server.address();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return `http://127.0.0.1:${typeof address === "object" && address ? address.port : 0}`;
 }
 
 function commandIds(v: ScriptedVoter): (string | string[] | undefined)[] {
