@@ -130,51 +130,97 @@ describe("CommandAdmissionGovernor", () => {
     admit(governor, data("t1", "p1", "x".repeat(100)));
   });
 
-  it("never overshoots count or bytes with many async callers racing", async () => {
-    const payloads = ["", "x".repeat(300), "é".repeat(500), "😀".repeat(200)];
+  it("never overshoots a count, byte, tenant or principal limit of either lane with many async callers racing", async () => {
+    const limits = {
+      data: { commands: 40, bytes: 200_000, tenant: 14, principal: 4 },
+      control: { commands: 6, bytes: 30_000, tenant: 3, principal: 2 },
+    } as const;
     const governor = new CommandAdmissionGovernor({
-      MaxCommands: 40,
-      MaxRetainedBytes: 60_000,
-      MaxCommandsPerTenant: 25,
-      MaxCommandsPerPrincipal: 9,
+      MaxCommands: limits.data.commands,
+      MaxRetainedBytes: limits.data.bytes,
+      MaxCommandsPerTenant: limits.data.tenant,
+      MaxCommandsPerPrincipal: limits.data.principal,
+      ControlMaxCommands: limits.control.commands,
+      ControlMaxRetainedBytes: limits.control.bytes,
+      ControlMaxCommandsPerTenant: limits.control.tenant,
+      ControlMaxCommandsPerPrincipal: limits.control.principal,
     });
-    let admitted = 0;
-    let refused = 0;
+    // Mostly small commands, so the count binds, and now and then a large one, so the bytes bind.
+    const payloads = [
+      "",
+      "{}",
+      "é".repeat(40),
+      "",
+      "😀".repeat(2000),
+      "x".repeat(300),
+      "",
+      "\ud800".repeat(9),
+    ];
+    const refusals = { data: new Set<string>(), control: new Set<string>() };
+    const peak = { data: { commands: 0, bytes: 0 }, control: { commands: 0, bytes: 0 } };
+    // Collected rather than asserted one by one: thousands of expect calls would dominate the run.
+    const overshoots: string[] = [];
     const check = () => {
-      const usage = governor.usage("data");
-      expect(usage.commands).toBeLessThanOrEqual(40);
-      expect(usage.retainedBytes).toBeLessThanOrEqual(60_000);
+      for (const lane of ["data", "control"] as const) {
+        const usage = governor.usage(lane);
+        if (usage.commands > limits[lane].commands) overshoots.push(`${lane} commands ${usage.commands}`);
+        if (usage.retainedBytes > limits[lane].bytes) overshoots.push(`${lane} bytes ${usage.retainedBytes}`);
+        if (usage.queued + usage.active !== usage.commands) overshoots.push(`${lane} queued + active`);
+        peak[lane].commands = Math.max(peak[lane].commands, usage.commands);
+        peak[lane].bytes = Math.max(peak[lane].bytes, usage.retainedBytes);
+      }
       for (const scope of governor.status().verifiedScopes) {
-        expect(scope.tenantCommands).toBeLessThanOrEqual(25);
-        expect(scope.principalCommands).toBeLessThanOrEqual(9);
+        if (scope.tenantCommands > limits[scope.lane].tenant)
+          overshoots.push(`${scope.lane} tenant ${scope.tenantId} ${scope.tenantCommands}`);
+        if (scope.principalCommands > limits[scope.lane].principal)
+          overshoots.push(`${scope.lane} principal ${scope.principalId} ${scope.principalCommands}`);
       }
     };
     const caller = async (n: number) => {
+      const lane = n % 4 === 0 ? "control" : "data";
+      // Over a third of the data callers belong to one tenant, so its cap binds before the lane is full;
+      // control callers share two tenants whose caps add up to the lane's count.
+      const tenantId = lane === "control" ? `t${(n >> 2) % 2}` : n % 3 === 0 ? "t0" : `t${n % 7}`;
+      const principalId = lane === "control" ? `p${(n >> 3) % 3}` : `p${n % 5}`;
       for (let i = 0; i < 30; i++) {
         for (let t = (n * 7 + i) % 3; t > 0; t--) await tick();
-        const result = governor.tryAdmit(
-          data(`t${n % 4}`, `p${n % 11}`, payloads[(n + i) % payloads.length] ?? ""),
-        );
+        const payload = payloads[(n + 3 * i) % payloads.length] ?? "";
+        const result = governor.tryAdmit({ lane, tenantId, principalId, payload });
         check();
         if (result instanceof AdmissionRefusal) {
-          refused++;
+          refusals[lane].add(result.reason);
           // A refusal is only ever given at the limit it names.
-          const usage = governor.usage("data");
-          if (result.reason === "CommandCount") expect(usage.commands).toBe(40);
-          if (result.reason === "CommandBytes")
-            expect(usage.retainedBytes + result.requested).toBeGreaterThan(60_000);
+          const usage = governor.usage(lane);
+          const scopes = governor.status().verifiedScopes.filter((s) => s.lane === lane);
+          const tenant = scopes.find((s) => s.tenantId === tenantId);
+          const principal = scopes.find((s) => s.tenantId === tenantId && s.principalId === principalId);
+          if (result.reason === "CommandCount") expect(usage.commands).toBe(limits[lane].commands);
+          if (result.reason === "CommandBytes") {
+            expect(result.requested).toBe(retainedBytes(payload));
+            expect(usage.retainedBytes + result.requested).toBeGreaterThan(limits[lane].bytes);
+          }
+          if (result.reason === "TenantCommands") expect(tenant?.tenantCommands).toBe(limits[lane].tenant);
+          if (result.reason === "PrincipalCommands")
+            expect(principal?.principalCommands).toBe(limits[lane].principal);
           continue;
         }
-        admitted++;
         for (let t = (n + i) % 4; t >= 0; t--) await tick();
         result.release();
         check();
       }
     };
     await Promise.all(Array.from({ length: 200 }, (_, n) => caller(n)));
-    expect(admitted).toBeGreaterThan(100);
-    expect(refused).toBeGreaterThan(100);
-    expect(governor.usage("data")).toEqual({ commands: 0, retainedBytes: 0, queued: 0, active: 0 });
+    expect(overshoots).toEqual([]);
+    const every = ["CommandBytes", "CommandCount", "PrincipalCommands", "TenantCommands"];
+    expect([...refusals.data].sort()).toEqual(every);
+    expect([...refusals.control].sort()).toEqual(every);
+    // Each lane was driven to its count limit and close to its byte limit.
+    expect(peak.data.commands).toBe(limits.data.commands);
+    expect(peak.control.commands).toBe(limits.control.commands);
+    expect(peak.data.bytes).toBeGreaterThan(limits.data.bytes - retainedBytes("😀".repeat(2000)));
+    expect(peak.control.bytes).toBeGreaterThan(limits.control.bytes - retainedBytes("😀".repeat(2000)));
+    for (const lane of ["data", "control"] as const)
+      expect(governor.usage(lane)).toEqual({ commands: 0, retainedBytes: 0, queued: 0, active: 0 });
     expect(governor.status().verifiedScopes).toEqual([]);
   });
 
@@ -239,6 +285,27 @@ describe("CommandAdmissionGovernor", () => {
     for (const r of controls) r.release();
     for (const r of held) r.release();
     expect(governor.status().verifiedScopes).toEqual([]);
+  });
+
+  it("bounds the control lane's retained bytes by ControlMaxRetainedBytes, apart from the data lane's", () => {
+    const payload = "x".repeat(1000);
+    const bytes = retainedBytes(payload);
+    const governor = new CommandAdmissionGovernor({
+      ControlMaxRetainedBytes: 2 * bytes,
+      MaxRetainedBytes: bytes,
+    });
+    admit(governor, control("t1", "p1", payload));
+    admit(governor, control("t2", "p2", payload));
+    expect(refusal(governor, control("t3", "p3", ""))).toMatchObject({
+      reason: "CommandBytes",
+      lane: "control",
+      limit: "ControlMaxRetainedBytes",
+      limitValue: 2 * bytes,
+      requested: retainedBytes(""),
+      inUse: 2 * bytes,
+    });
+    admit(governor, data("t3", "p3", payload));
+    expect(refusal(governor, data("t3", "p3", ""))).toMatchObject({ limit: "MaxRetainedBytes" });
   });
 
   it("applies the control lane's own per-tenant and per-principal caps", () => {

@@ -52,6 +52,33 @@ describe("HttpAdmissionGovernor", () => {
     expect(governor.usage("control").requests).toBe(3);
   });
 
+  it("takes working space, body caps and the control pool's bytes from its configuration", () => {
+    const governor = new HttpAdmissionGovernor({
+      HeavyReadBytes: 1000,
+      DataRequestBytes: 100,
+      MaxDataBodyBytes: 50,
+      MaxControlBodyBytes: 20,
+      ControlMaxModeledBytes: 2 * (4 * 20 + 4096),
+    });
+    expect(reserve(governor, { kind: "heavy", declaredLength: 10 }).modeledBytes).toBe(1000 + 40 + 4096);
+    expect(reserve(governor, { kind: "data", declaredLength: 10 }).modeledBytes).toBe(100 + 40 + 4096);
+    expect(reserve(governor, { kind: "data" }).modeledBytes).toBe(100 + 4 * 50 + 4096);
+    expect(refusal(governor, { kind: "data", declaredLength: 51 })).toMatchObject({
+      reason: "BodyTooLarge",
+      limit: "MaxDataBodyBytes",
+      limitValue: 50,
+    });
+    reserve(governor, { kind: "control" });
+    reserve(governor, { kind: "control" });
+    expect(refusal(governor, { kind: "control", declaredLength: 0 })).toMatchObject({
+      reason: "HttpBytes",
+      lane: "control",
+      limit: "ControlMaxModeledBytes",
+      requested: 4096,
+      inUse: 2 * (4 * 20 + 4096),
+    });
+  });
+
   it("shares the data pool's bytes across query, search, graph traversal and bulk reads", () => {
     const governor = new HttpAdmissionGovernor();
     const perRead = 64 * MiB + 4096;
@@ -260,44 +287,74 @@ describe("HttpAdmissionGovernor", () => {
     expect(() => governor.reserve({ kind: "data", declaredLength: 1.5 })).toThrow(InvalidArgumentError);
   });
 
-  it("never overshoots with many async requests racing through reserve, bind and dispose", async () => {
+  it("never overshoots a slot, byte, tenant or principal limit of either pool with many async requests racing through reserve, bind and dispose", async () => {
+    const limits = {
+      data: { requests: 12, bytes: 300 * MiB, tenant: 6, principal: 3 },
+      control: { requests: 6, bytes: MiB, tenant: 3, principal: 2 },
+    } as const;
     const governor = new HttpAdmissionGovernor({
-      MaxRequests: 12,
-      MaxModeledBytes: 300 * MiB,
-      MaxRequestsPerTenant: 6,
-      MaxRequestsPerPrincipal: 3,
+      MaxRequests: limits.data.requests,
+      MaxModeledBytes: limits.data.bytes,
+      MaxRequestsPerTenant: limits.data.tenant,
+      MaxRequestsPerPrincipal: limits.data.principal,
+      ControlMaxRequests: limits.control.requests,
+      ControlMaxModeledBytes: limits.control.bytes,
+      ControlMaxRequestsPerTenant: limits.control.tenant,
+      ControlMaxRequestsPerPrincipal: limits.control.principal,
     });
     const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
+    const refusals = { data: new Set<string>(), control: new Set<string>() };
+    const peak = { data: { requests: 0, bytes: 0 }, control: { requests: 0, bytes: 0 } };
     let served = 0;
-    let refused = 0;
+    // Collected rather than asserted one by one: thousands of expect calls would dominate the run.
+    const overshoots: string[] = [];
     const check = () => {
       const status = governor.status();
-      expect(status.data.requests).toBeLessThanOrEqual(12);
-      expect(status.data.modeledBytes).toBeLessThanOrEqual(300 * MiB);
+      for (const pool of ["data", "control"] as const) {
+        const usage = status[pool];
+        if (usage.requests > limits[pool].requests) overshoots.push(`${pool} requests ${usage.requests}`);
+        if (usage.modeledBytes > limits[pool].bytes) overshoots.push(`${pool} bytes ${usage.modeledBytes}`);
+        const bound = status.verifiedScopes
+          .filter((s) => s.pool === pool)
+          .reduce((sum, s) => sum + s.principalRequests, 0);
+        if (bound + status.ingress[pool] !== usage.requests) overshoots.push(`${pool} ingress + bound`);
+        peak[pool].requests = Math.max(peak[pool].requests, usage.requests);
+        peak[pool].bytes = Math.max(peak[pool].bytes, usage.modeledBytes);
+      }
       for (const scope of status.verifiedScopes) {
-        expect(scope.tenantRequests).toBeLessThanOrEqual(6);
-        expect(scope.principalRequests).toBeLessThanOrEqual(3);
+        if (scope.tenantRequests > limits[scope.pool].tenant)
+          overshoots.push(`${scope.pool} tenant ${scope.tenantId} ${scope.tenantRequests}`);
+        if (scope.principalRequests > limits[scope.pool].principal)
+          overshoots.push(`${scope.pool} principal ${scope.principalId} ${scope.principalRequests}`);
       }
     };
     const client = async (n: number) => {
+      const pool = n % 4 === 0 ? "control" : "data";
+      // Two tenants share each pool, so both a principal's cap and a tenant's bind before the slots run out.
+      const tenantId = pool === "control" ? `t${(n >> 2) % 2}` : `t${n % 2}`;
+      const principalId = pool === "control" ? `p${(n >> 3) % 3}` : `p${(n >> 1) % 2}`;
       for (let i = 0; i < 15; i++) {
         await tick();
-        const kind = (n + i) % 3 === 0 ? "heavy" : "data";
-        const result = governor.reserve({ kind, declaredLength: (n * 31 + i) % 1000 });
+        const kind = pool === "control" ? "control" : (n + i) % 3 === 0 ? "heavy" : "data";
+        // Every fourth request is chunked: it reserves the pool's whole body cap.
+        const declaredLength = (n + i) % 4 === 0 ? undefined : (n * 31 + i) % 1000;
+        const result = governor.reserve({ kind, declaredLength });
         check();
         if (result instanceof AdmissionRefusal) {
-          refused++;
+          refusals[pool].add(result.reason);
           continue;
         }
         await tick();
         if ((n + i) % 7 === 0) {
           result.dispose(); // the client went away before authentication finished
+          check();
           continue;
         }
-        const bindRefusal = result.bind(`t${n % 3}`, `p${n % 5}`);
+        const bindRefusal = result.bind(tenantId, principalId);
         check();
         if (bindRefusal !== undefined) {
-          refused++;
+          refusals[pool].add(bindRefusal.reason);
+          expect(result.disposed).toBe(true);
           continue;
         }
         for (let t = n % 3; t >= 0; t--) await tick();
@@ -307,11 +364,19 @@ describe("HttpAdmissionGovernor", () => {
         check();
       }
     };
-    await Promise.all(Array.from({ length: 60 }, (_, n) => client(n)));
+    await Promise.all(Array.from({ length: 80 }, (_, n) => client(n)));
+    expect(overshoots).toEqual([]);
     expect(served).toBeGreaterThan(50);
-    expect(refused).toBeGreaterThan(50);
+    const every = ["HttpBytes", "HttpRequests", "PrincipalRequests", "TenantRequests"];
+    expect([...refusals.data].sort()).toEqual(every);
+    expect([...refusals.control].sort()).toEqual(every);
+    expect(peak.data.requests).toBe(limits.data.requests);
+    expect(peak.control.requests).toBe(limits.control.requests);
+    expect(peak.data.bytes).toBeGreaterThan(limits.data.bytes - (64 + 32) * MiB);
+    expect(peak.control.bytes).toBeGreaterThan(limits.control.bytes - 4 * 64 * 1024 - 4096);
     expect(governor.status()).toMatchObject({
       data: { requests: 0, modeledBytes: 0 },
+      control: { requests: 0, modeledBytes: 0 },
       ingress: { data: 0, control: 0 },
       verifiedScopes: [],
     });
