@@ -38,13 +38,25 @@ export function inspectSnapshot(path: string): AppliedPosition {
  * would otherwise replay it onto the new file.
  */
 export function replaceDatabaseFile(dbPath: string, snapshotPath: string): void {
-  const staging = `${dbPath}.installing`;
+  const staging = stagingPath(dbPath);
   copyFileSync(snapshotPath, staging);
   fsyncPath(staging);
   rmSync(`${dbPath}-wal`, { force: true });
   rmSync(`${dbPath}-shm`, { force: true });
   renameSync(staging, dbPath);
   fsyncPath(dirname(dbPath));
+}
+
+/**
+ * Deletes the copy an install interrupted by a crash left beside the database (the database itself is
+ * then still the old one); called at open, so a failed install does not keep a snapshot's worth of disk.
+ */
+export function removeInterruptedInstall(dbPath: string): void {
+  rmSync(stagingPath(dbPath), { force: true });
+}
+
+function stagingPath(dbPath: string): string {
+  return `${dbPath}.installing`;
 }
 
 function badSnapshot(path: string, why: string, cause?: unknown): InvalidArgumentError {

@@ -22,7 +22,7 @@ import { SearchIndexer } from "./search-indexer.js";
 import type { IndexChange } from "./search-protocol.js";
 import { matchExpression, type SearchHit, type SearchRequest, tenantToken } from "./search-query.js";
 import { SnapshotCopier } from "./snapshot-copier.js";
-import { inspectSnapshot, replaceDatabaseFile } from "./snapshot-files.js";
+import { inspectSnapshot, removeInterruptedInstall, replaceDatabaseFile } from "./snapshot-files.js";
 import { createStores, type Stores } from "./stores.js";
 
 export interface StateMachineOptions {
@@ -71,6 +71,7 @@ export class StateMachine {
   ) {
     this.limits = limits;
     this.limitsFingerprint = limitsFingerprint(limits);
+    removeInterruptedInstall(options.path);
     this.session = this.openSession();
     const meta = readMeta(this.session.db);
     this.position = { index: meta.applied_index, term: meta.applied_term };
