@@ -43,7 +43,7 @@ describe("determinism", () => {
       return result;
     });
     reference = oracle.dump();
-  });
+  }, 60_000);
   afterAll(() => temp.cleanup());
 
   it("applies one random 10,000-entry log to fresh stores with byte-identical dumps and outcomes", () => {
@@ -56,7 +56,7 @@ describe("determinism", () => {
     expect(b.dump()).toBe(reference);
     expect(JSON.stringify(resultsA)).toBe(JSON.stringify(oracleResults));
     expect(JSON.stringify(resultsB)).toBe(JSON.stringify(oracleResults));
-  });
+  }, 60_000);
 
   it("covers every kind of outcome the state machine has", () => {
     const seen = new Set<string>();
@@ -95,7 +95,7 @@ describe("determinism", () => {
     expect(target.applied().index).toBe(n);
     applyInBatches(target, log.slice(n), 4);
     expect(target.dump()).toBe(reference);
-  });
+  }, 60_000);
 
   it("replays after a crash that lost the last commits and reaches the same state", async () => {
     // The durable image at 4,000; the store goes on to 7,000, then "crashes" and loses what followed.
@@ -114,5 +114,5 @@ describe("determinism", () => {
     expect(recovered.dump()).toBe(reference);
     recovered.applyBatch(log.slice(9_000));
     expect(recovered.dump()).toBe(reference);
-  });
+  }, 60_000);
 });

@@ -186,7 +186,8 @@ describe("DurableLogWriter", () => {
     const store = fx.open(dir);
     expect(store.lastIndex()).toBe(index);
     expect(store.entries(firstNew, index + 1, 1e12)).toEqual(entries(firstNew, index, 1, 1024));
-  });
+    // Some 3 MiB of fsynced writes: seconds when the disk is shared.
+  }, 30_000);
 });
 
 async function waitFor(cond: () => boolean): Promise<void> {
