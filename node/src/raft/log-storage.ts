@@ -18,7 +18,16 @@ export interface LogStorage {
 
 /** Bytes an entry counts for flow control and size limits. */
 export function entrySize(entry: Entry): number {
-  return entry.data.byteLength + 24;
+  return payloadEntrySize(entry.data);
+}
+
+/**
+ * What an entry holding `data` will count once appended: the proposal bound is checked before the
+ * entry exists and must charge exactly what is released when it commits. The fixed part stands for
+ * the entry's index, term and type, so that empty entries are not free.
+ */
+export function payloadEntrySize(data: Uint8Array): number {
+  return data.byteLength + 24;
 }
 
 /** The longest prefix of `entries` within `maxBytes`, but never empty when `entries` is not. */

@@ -1,5 +1,5 @@
 import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
-import { entrySize } from "./log-storage.js";
+import { entrySize, payloadEntrySize } from "./log-storage.js";
 import { Progress } from "./progress.js";
 import { type RaftOptions, type ResolvedRaftOptions, resolveRaftOptions } from "./raft-config.js";
 import { RaftLog } from "./raft-log.js";
@@ -598,7 +598,7 @@ export class RaftNode {
     const max = this.opts.maxUncommittedEntriesBytes;
     if (max > 0 && this.uncommittedBytes > 0) {
       let size = 0;
-      for (const d of data) size += d.byteLength + 24;
+      for (const d of data) size += payloadEntrySize(d);
       if (this.uncommittedBytes + size > max) {
         throw new ProposalRefusedError(
           "UncommittedBytesExceeded",
