@@ -3,6 +3,7 @@ import { ADMIN_KEY, VoterCluster } from "../../node/src/voter/testing/voter-clus
 import { KeyLoadClient, type KeyLoadClientOptions } from "./index.js";
 import { closedPort } from "./testing/closed-port.js";
 import { errorBody, ScriptedVoter } from "./testing/scripted-voter.js";
+import { SentCommandIds } from "./testing/sent-command-ids.js";
 
 /** Failover, leader hints and a leader lost mid-write, against a real three-voter cluster. */
 let cluster: VoterCluster;
@@ -94,6 +95,7 @@ describe("KeyLoadClient failover", () => {
     // storms against an overloaded cluster, which is not what this test is about.
     const client = connect([url(leader), ...survivors], { retryBudget: { capacity: 100 } });
     const count = 10;
+    const sent = new SentCommandIds();
     const puts = Array.from({ length: count }, (_, i) =>
       client.put(`kill/${i}`, { i }, { commandId: `kill-put-${i}` }),
     );
@@ -104,7 +106,11 @@ describe("KeyLoadClient failover", () => {
     await new Promise((resolve) => setTimeout(resolve, 2));
     await cluster.stop(leader);
     const settled = await Promise.allSettled([...puts, ...enqueues]);
+    sent.close();
     expect(settled.filter((s) => s.status === "rejected")).toEqual([]);
+    // Without a write that went out again, the exactly-once checks below would prove nothing about retries.
+    const ids = Array.from({ length: count }, (_, i) => [`kill-put-${i}`, `kill-enq-${i}`]).flat();
+    expect(ids.filter((id) => sent.count(id) > 1).length).toBeGreaterThan(0);
     const putResults = await Promise.all(puts);
     const enqueueResults = await Promise.all(enqueues);
 
