@@ -293,6 +293,18 @@ describe("KeyLoadClient retries", () => {
     await expect(client([v.url]).get("k")).rejects.toBeInstanceOf(InternalError);
   });
 
+  it("binds the command ID to a write refused before it is sent", async () => {
+    const error = await client(["http://127.0.0.1:1"])
+      .put("k", 1, { commandId: "cmd-pin", endpoint: "ftp://x" })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidArgumentError);
+    expect(error).toMatchObject({ reason: "InvalidClientOption", commandId: "cmd-pin" });
+    const generated = await client(["http://127.0.0.1:1"])
+      .delete("k", { endpoint: "not a url" })
+      .catch((e: unknown) => e);
+    expect(generated).toMatchObject({ commandId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7/) });
+  });
+
   it("refuses options it cannot work with", () => {
     expect(() => new KeyLoadClient({ endpoints: [] })).toThrow(InvalidArgumentError);
     expect(() => new KeyLoadClient({ endpoints: ["ftp://x"] })).toThrow(InvalidArgumentError);

@@ -101,7 +101,7 @@ export class RequestExecutor {
   async execute<T>(exchange: Exchange, options: WriteOptions, read: (text: string) => T): Promise<T> {
     const started = this.options.now();
     const commandId = exchange.kind === "write" ? (options.commandId ?? this.newCommandId()) : undefined;
-    const pinned = options.endpoint === undefined ? undefined : normalizeEndpoint(options.endpoint);
+    const pinned = options.endpoint === undefined ? undefined : pinnedEndpoint(options.endpoint, commandId);
     const replayable = exchange.body === undefined || isReplayable(exchange.body);
     const maxAttempts = exchange.kind === "ops" || !replayable ? 1 : this.options.maxAttempts;
     if (exchange.kind !== "ops") {
@@ -268,6 +268,16 @@ export class RequestExecutor {
         details: { governor: "client", rejectProbability: probability },
       },
     );
+  }
+}
+
+/** The endpoint a call is pinned to; a write refused for a bad one still names its command ID. */
+function pinnedEndpoint(endpoint: string, commandId: string | undefined): string {
+  try {
+    return normalizeEndpoint(endpoint);
+  } catch (error) {
+    if (commandId !== undefined && error instanceof KeyLoadClientError) throw error.withCommandId(commandId);
+    throw error;
   }
 }
 
