@@ -370,11 +370,27 @@ describe("CommandAdmissionGovernor", () => {
     expect(governor.usage("data")).toEqual({ commands: 0, retainedBytes: 0, queued: 0, active: 0 });
   });
 
-  it("changes nothing when it refuses", () => {
-    const governor = new CommandAdmissionGovernor({ MaxCommandsPerPrincipal: 1 });
-    admit(governor, data("t1", "p1"));
-    const before = governor.status();
-    refusal(governor, data("t1", "p1"));
-    expect(governor.status()).toEqual(before);
+  it("changes nothing when it refuses, whichever limit refuses", () => {
+    const refusing: [string, CommandAdmissionGovernor, CommandAdmissionRequest][] = [
+      [
+        "ControlPayloadTooLarge",
+        new CommandAdmissionGovernor({ ControlMaxPayloadBytes: 4 }),
+        control("t1", "p1", "12345"),
+      ],
+      ["CommandCount", new CommandAdmissionGovernor({ MaxCommands: 1 }), data("t2", "p2")],
+      [
+        "CommandBytes",
+        new CommandAdmissionGovernor({ MaxRetainedBytes: 5000 }),
+        data("t2", "p2", "x".repeat(300)),
+      ],
+      ["TenantCommands", new CommandAdmissionGovernor({ MaxCommandsPerTenant: 1 }), data("t1", "p2")],
+      ["PrincipalCommands", new CommandAdmissionGovernor({ MaxCommandsPerPrincipal: 1 }), data("t1", "p1")],
+    ];
+    for (const [reason, governor, request] of refusing) {
+      admit(governor, request.lane === "control" ? control("t1", "p1") : data("t1", "p1"));
+      const before = governor.status();
+      expect(refusal(governor, request).reason).toBe(reason);
+      expect(governor.status()).toEqual(before);
+    }
   });
 });

@@ -48,7 +48,10 @@ export class CommandLane {
     }
   }
 
-  /** Checks in the contract's order: payload size (control), count, bytes, tenant, principal. */
+  /**
+   * Checks the payload size (control), then count, bytes, tenant, principal: the lane-wide checks come
+   * first because they need no map lookup, and nothing is counted until every check has passed.
+   */
   tryAdmit(tenantId: string, principalId: string, payload: string): CommandReservation | AdmissionRefusal {
     const cap = this.maxPayloadBytes;
     // Measured only once needed on the data lane, so a full lane refuses a large payload without reading it.
