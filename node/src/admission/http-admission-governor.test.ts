@@ -267,15 +267,10 @@ describe("HttpAdmissionGovernor", () => {
     };
     await expect(read()).rejects.toThrow(ResourceExhaustedError);
     expect(received).toEqual([4, 6]);
-    await read().catch((error: ResourceExhaustedError) => {
-      expect(error.reason).toBe("BodyTooLarge");
-      expect(error.status).toBe(413);
-      expect(error.details).toMatchObject({
-        governor: "http",
-        pool: "control",
-        limit: "MaxControlBodyBytes",
-        limitValue: 10,
-      });
+    await expect(read()).rejects.toMatchObject({
+      reason: "BodyTooLarge",
+      status: 413,
+      details: { governor: "http", pool: "control", limit: "MaxControlBodyBytes", limitValue: 10 },
     });
     reservation.dispose();
     expect(governor.usage("control").requests).toBe(0);
