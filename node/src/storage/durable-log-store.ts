@@ -768,7 +768,6 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   }
 }
 
-/** The recovery scan: every retained entry verified, contiguous, with non-decreasing terms. */
 /**
  * The recovery scan: every retained entry verified, contiguous, with non-decreasing terms; and the
  * current batch state, the one with the highest sequence number among the state row and the rows.
