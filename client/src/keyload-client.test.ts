@@ -12,6 +12,7 @@ import {
   ResourceExhaustedError,
   UnauthenticatedError,
 } from "./index.js";
+import { SentCommandIds } from "./testing/sent-command-ids.js";
 
 /**
  * Every method against a real three-voter cluster. Command admission keeps 64 KiB per node and a data
@@ -315,6 +316,41 @@ describe("KeyLoadClient against a three-voter cluster", () => {
       commandId: "big-1",
       version: 1,
     });
+  });
+
+  it("waits out a refusal's Retry-After before trying again, within its retry budget", async () => {
+    const client = connect({
+      adaptiveThrottle: false,
+      maxAttempts: 5,
+      retryBudget: { ratio: 0, capacity: 1, refillPerSecond: 0 },
+    });
+    const sent = new SentCommandIds();
+    const started = Date.now();
+    const error = await failure(client.put("big-retry", "x".repeat(20_000), { commandId: "big-retry" }));
+    const elapsed = Date.now() - started;
+    sent.close();
+    expect(error).toMatchObject({
+      code: "ResourceExhausted",
+      reason: "CommandBytes",
+      commandId: "big-retry",
+    });
+    // The budget held one retry, sent under the same ID once the voter's Retry-After (1 s) had passed.
+    expect(sent.count("big-retry")).toBe(2);
+    expect(elapsed).toBeGreaterThanOrEqual(1_000);
+  });
+
+  it("throttles locally, without asking the cluster, once the cluster refuses its requests", async () => {
+    // k 2 and one refusal: max(0, (1 - 2 x 0) / (1 + 1)) = 0.5, above the injected 0.4.
+    const client = connect({ retryResourceExhausted: false, adaptiveThrottle: { k: 2 }, random: () => 0.4 });
+    const sent = new SentCommandIds();
+    await expect(client.put("big-throttled", "x".repeat(20_000))).rejects.toMatchObject({
+      governor: "command",
+    });
+    const local = await failure(client.put("small", 1, { commandId: "throttled-1" }));
+    sent.close();
+    expect(local).toBeInstanceOf(ResourceExhaustedError);
+    expect(local).toMatchObject({ governor: "client", reason: "ClientThrottled", commandId: "throttled-1" });
+    expect(sent.count("throttled-1")).toBe(0);
   });
 
   it("streams a chunked upload, and refuses one over the body cap with 413 BodyTooLarge", async () => {
