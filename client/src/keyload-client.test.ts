@@ -11,6 +11,7 @@ import {
   PermissionDeniedError,
   ResourceExhaustedError,
   UnauthenticatedError,
+  type Written,
 } from "./index.js";
 import { SentCommandIds } from "./testing/sent-command-ids.js";
 
@@ -407,5 +408,52 @@ describe("KeyLoadClient against a three-voter cluster", () => {
     const doc = await admin.openApi();
     expect(doc).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
     expect(Object.keys(doc.paths as object)).toContain("/v1/catalog/{key}");
+  });
+
+  // Last: its membership row and queue messages would show up in the tests above.
+  it("returns the command ID it generated on the result of every write route", async () => {
+    const sent = new SentCommandIds();
+    const results: Written[] = [];
+    const keep = async <T extends Written>(write: Promise<T>): Promise<T> => {
+      const result = await write;
+      results.push(result);
+      return result;
+    };
+    await keep(admin.put("ids/a", 1));
+    await keep(admin.delete("ids/a"));
+    await keep(admin.transaction({ operations: [{ op: "put", key: "ids/b", value: 1 }] }));
+    await keep(admin.putEdge({ from: "ids/x", type: "t", to: "ids/y" }));
+    await keep(admin.deleteEdge({ from: "ids/x", type: "t", to: "ids/y" }));
+    const message = await keep(admin.enqueue("ids-queue", 1));
+    let lease = await keep(admin.lease("ids-queue"));
+    await keep(admin.renew("ids-queue", message.messageId, lease.leaseToken!));
+    await keep(admin.nack("ids-queue", message.messageId, lease.leaseToken!));
+    lease = await keep(admin.lease("ids-queue"));
+    await keep(admin.ack("ids-queue", message.messageId, lease.leaseToken!));
+    const second = await keep(admin.enqueue("ids-queue", 2));
+    lease = await keep(admin.lease("ids-queue"));
+    await keep(admin.complete("ids-queue", second.messageId, lease.leaseToken!));
+    await keep(admin.putSubscription("ids-sub", "ids/c", { from: "end" }));
+    await admin.put("ids/c1", 1);
+    const delivery = await keep(admin.deliver("ids-sub"));
+    await keep(admin.ackDelivery("ids-sub", delivery.deliveryId!));
+    await admin.put("ids/c2", 1);
+    const next = await keep(admin.deliver("ids-sub"));
+    await keep(admin.completeDelivery("ids-sub", next.deliveryId!));
+    await keep(admin.putMember("ids-member", { status: "active", address: "10.0.0.9:1" }));
+    await keep(admin.dispatch("ids-channel", "go"));
+    await keep(admin.putPrincipal({ principalId: "ids-p", tenantId: "ids-t", roles: ["reader"] }));
+    const key = await keep(admin.createKey("ids-p"));
+    await keep(admin.deleteKey("ids-p", key.keyId));
+    sent.close();
+    expect(results).toHaveLength(24);
+    for (const result of results) {
+      expect(result.commandId).toMatch(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      );
+      // The ID on the result is the one the client sent, once: no write here needed a retry.
+      expect(sent.count(result.commandId)).toBe(1);
+    }
+    expect(new Set(results.map((r) => r.commandId)).size).toBe(results.length);
   });
 });
