@@ -99,7 +99,7 @@ function commandIdOf(headers: IncomingHttpHeaders): string {
  * The body size admission accounts for: the declared Content-Length, undefined for a chunked body (the
  * governor then takes the route's cap), 0 for a request that declares neither (it has no body).
  */
-function declaredLength(headers: IncomingHttpHeaders): number | undefined {
+export function declaredLength(headers: IncomingHttpHeaders): number | undefined {
   if (headers["transfer-encoding"] !== undefined) return undefined;
   const length = headers["content-length"];
   return length === undefined ? 0 : Number(length);

@@ -1,6 +1,5 @@
 import { InternalError, InvalidArgumentError, KeyLoadError, ResourceExhaustedError } from "@keyload/contract";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
-import type { HttpAdmissionLimits } from "../admission/index.js";
 import type { HttpMetrics } from "./http-metrics.js";
 import { LEADER_HEADER, leaderHeaderValue } from "./leader-header.js";
 import type { VoterService } from "./voter-service.js";
@@ -15,7 +14,6 @@ const JSON_TYPE = "application/json; charset=utf-8";
 export class ErrorReplies {
   constructor(
     private readonly service: VoterService,
-    private readonly limits: HttpAdmissionLimits,
     private readonly metrics: HttpMetrics,
   ) {}
 
@@ -46,23 +44,17 @@ export class ErrorReplies {
       if (failure.code === "Internal") request.log.error({ err: failure }, "internal error");
       return failure;
     }
-    const mapped = isFastifyError(failure) ? this.fromFastify(request, failure) : undefined;
+    const mapped = isFastifyError(failure) ? this.fromFastify(failure) : undefined;
     if (mapped !== undefined) return mapped;
     request.log.error({ err: failure }, "unexpected error");
     return new InternalError("the voter failed to answer this request");
   }
 
-  private fromFastify(request: FastifyRequest, error: FastifyError): KeyLoadError | undefined {
+  private fromFastify(error: FastifyError): KeyLoadError | undefined {
     switch (error.code) {
-      case "FST_ERR_CTP_BODY_TOO_LARGE":
-        return this.bodyTooLarge(request);
       case "FST_ERR_CTP_INVALID_MEDIA_TYPE":
         return new InvalidArgumentError("a request body must be application/json", {
           reason: "UnsupportedContentType",
-        });
-      case "FST_ERR_CTP_INVALID_CONTENT_LENGTH":
-        return new InvalidArgumentError("the body's length differs from its Content-Length", {
-          reason: "InvalidContentLength",
         });
       case "FST_ERR_VALIDATION":
         return new InvalidArgumentError(error.message, {
@@ -70,11 +62,6 @@ export class ErrorReplies {
         });
       case "FST_ERR_BAD_URL":
         return new InvalidArgumentError("the URL is not validly percent-encoded", { reason: "MalformedUrl" });
-      // The request stream failed under the body parser: the client hung up, nobody reads this answer.
-      case "ECONNRESET":
-        return new InvalidArgumentError("the client closed the connection while sending the request", {
-          reason: "RequestAborted",
-        });
       case "FST_ERR_MAX_PARAM_LENGTH":
         return new InvalidArgumentError("a path parameter is longer than any valid one", {
           reason: "InvalidParameter",
@@ -87,19 +74,6 @@ export class ErrorReplies {
             })
           : undefined;
     }
-  }
-
-  /** A chunked body that passed the route's cap while it was read, cut there. */
-  private bodyTooLarge(request: FastifyRequest): KeyLoadError {
-    const route = request.keyloadEdge?.route;
-    if (route === undefined || route.type === "ops")
-      return new InternalError("a body was read outside an API route");
-    const limitValue = this.limits[route.bodyCap];
-    return new ResourceExhaustedError(
-      "BodyTooLarge",
-      `the body passed the route's cap of ${limitValue} bytes (${route.bodyCap}) while it was read`,
-      { governor: "http", pool: route.pool, limit: route.bodyCap, limitValue },
-    );
   }
 }
 

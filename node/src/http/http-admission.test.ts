@@ -292,6 +292,47 @@ describe("body caps", () => {
     expect(chunked.control.requests).toBe(0);
   });
 
+  it("cuts a chunked data body at the configured MaxDataBodyBytes", async () => {
+    fx = httpFixture({ admission: { MaxDataBodyBytes: 1024 } });
+    const { port } = await fx.listen();
+    const chunk = `{"value":"${"x".repeat(600)}`;
+    const response = await exchange(
+      port,
+      "PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+        `Authorization: ${bearer("writer")}\r\nKeyLoad-Command-Id: c1\r\nTransfer-Encoding: chunked\r\n\r\n`,
+      `${chunk.length.toString(16)}\r\n${chunk}\r\n`.repeat(2),
+    );
+    const error = expectContractError(response, 413, "ResourceExhausted", "BodyTooLarge");
+    expect(error.details).toEqual({
+      governor: "http",
+      pool: "data",
+      limit: "MaxDataBodyBytes",
+      limitValue: 1024,
+    });
+    expect(response.headers.connection).toBe("close");
+    expect(fx.service.calls).toBe(0);
+  });
+
+  it("answers a body longer or shorter than its Content-Length with 400, submitting nothing", async () => {
+    fx = httpFixture();
+    const payload = '{"value":"0123456789"}';
+    for (const declared of [5, payload.length + 10]) {
+      const response = await fx.app.inject({
+        method: "PUT",
+        url: "/v1/catalog/k",
+        headers: {
+          authorization: bearer("writer"),
+          "keyload-command-id": "c1",
+          "content-type": "application/json",
+          "content-length": String(declared),
+        },
+        payload,
+      });
+      expectContractError(response, 400, "InvalidArgument", "InvalidContentLength");
+    }
+    expect(fx.service.calls).toBe(0);
+  });
+
   it("reserves the route's cap for a chunked body and passes one under the cap", async () => {
     fx = httpFixture();
     const { port } = await fx.listen();

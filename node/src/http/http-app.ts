@@ -49,7 +49,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
   const { service, httpAdmission: governor } = options;
   const limits = { ...HTTP_EDGE_DEFAULTS, ...options.limits };
   const metrics = new HttpMetrics(service.metricsRegistry, governor);
-  const replies = new ErrorReplies(service, governor.limits, metrics);
+  const replies = new ErrorReplies(service, metrics);
   let closing = false;
 
   const httpLogger = options.logger.child(
@@ -62,7 +62,6 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
     loggerInstance: logger,
     // One line per request, written by RequestObserver; fastify's own would not name tenant or command.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: Math.max(governor.limits.MaxDataBodyBytes, governor.limits.MaxControlBodyBytes),
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
     exposeHeadRoutes: false,
@@ -91,7 +90,9 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
 
   app.decorateRequest("keyloadEdge", null);
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser("application/json", { parseAs: "buffer" }, parseJsonBody);
+  // A stream parser, so fastify never reads a body itself (its bodyLimit applies only to bodies it
+  // reads): the guard, sized to the request's reservation, is the one place that counts and cuts them.
+  app.addContentTypeParser("application/json", parseJsonBody);
   app.setErrorHandler((error, request, reply) => replies.send(request, reply, error));
   app.addHook("onRequest", edgeGate({ service, governor, replies, observer, closing: () => closing }));
   app.addHook("preClose", (done) => {
@@ -104,7 +105,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
   });
 
   const openApiJson = JSON.stringify(openApiDocument(ROUTES, governor.limits));
-  for (const route of ROUTES) registerRoute(app, route, service, governor, openApiJson);
+  for (const route of ROUTES) registerRoute(app, route, service, openApiJson);
   return app;
 }
 
@@ -112,7 +113,6 @@ function registerRoute(
   app: FastifyInstance,
   route: RouteSpec,
   service: VoterService,
-  governor: HttpAdmissionGovernor,
   openApiJson: string,
 ): void {
   const url = route.path.replace(/\{([A-Za-z]+)\}/g, ":$1");
@@ -133,7 +133,6 @@ function registerRoute(
     url,
     config,
     schema,
-    bodyLimit: governor.limits[route.bodyCap],
     handler: route.type === "command" ? commandHandler(route, service) : readHandler(route, service),
   });
 }

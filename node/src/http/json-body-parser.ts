@@ -1,29 +1,20 @@
-import { InternalError, InvalidArgumentError } from "@keyload/contract";
+import type { IncomingMessage } from "node:http";
+import { InvalidArgumentError } from "@keyload/contract";
 import type { FastifyRequest } from "fastify";
+import { readGuardedBody } from "./guarded-body-reader.js";
 import { edgeOf } from "./request-edge.js";
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
- * The one body parser of the edge (application/json; fastify has read the body under the route's cap).
- * It keeps the body text exactly as received, which is the command's payload, and parses it only to
- * validate it: the request already holds its slot and passed authentication by now.
+ * The one body parser of the edge (application/json). It reads the body under its guard, keeps the text
+ * exactly as received, which is the command's payload, and parses it only to validate it: the request
+ * already holds its slot and passed authentication by now.
  */
-export function parseJsonBody(
-  request: FastifyRequest,
-  body: Buffer,
-  done: (error: Error | null, value?: unknown) => void,
-): void {
-  let value: unknown;
-  try {
-    const text = decodeUtf8(body);
-    edgeOf(request).payload = text;
-    value = text.length === 0 ? undefined : parseJson(text);
-  } catch (error) {
-    done(error instanceof Error ? error : new InternalError("the body parser failed"));
-    return;
-  }
-  done(null, value);
+export async function parseJsonBody(request: FastifyRequest, payload: IncomingMessage): Promise<unknown> {
+  const text = decodeUtf8(await readGuardedBody(request, payload));
+  edgeOf(request).payload = text;
+  return text.length === 0 ? undefined : parseJson(text);
 }
 
 /** Refused rather than repaired: replacing bad bytes would change the payload the command carries. */
