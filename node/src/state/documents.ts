@@ -2,7 +2,7 @@ import { FailedPreconditionError, NotFoundError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import type { ApplyContext } from "./apply-context.js";
 import type { ChangeFeed } from "./change-feed.js";
-import { documentText } from "./json-value.js";
+import { checkJsonDepth, documentText } from "./json-value.js";
 import type { SearchChanges } from "./search-changes.js";
 
 export interface StoredDocument {
@@ -55,7 +55,9 @@ export class Documents {
   put(ctx: ApplyContext, key: string, value: unknown, expectedVersion: number | undefined): WriteResult {
     const row = this.find.get(ctx.tenant, key);
     checkVersion(key, row, expectedVersion);
-    const text = documentText(value);
+    // The depth check refuses the same values on every voter, whichever tenants its index follows.
+    const text = this.search.follows(ctx.tenant) ? documentText(value) : null;
+    if (text === null) checkJsonDepth(value);
     const json = JSON.stringify(value);
     let version: number;
     let id: number;
@@ -67,7 +69,7 @@ export class Documents {
       id = row.id;
       this.update.run(version, json, ctx.index, id);
     }
-    this.search.index(id, ctx.tenant, key, text);
+    if (text !== null) this.search.index(id, ctx.tenant, key, text);
     this.feed.append(ctx, "put", key, version, null);
     return { key, version };
   }
@@ -80,7 +82,7 @@ export class Documents {
     checkVersion(key, row, expectedVersion);
     const version = row.version + 1;
     this.update.run(version, null, ctx.index, row.id);
-    this.search.drop(row.id);
+    this.search.drop(row.id, ctx.tenant);
     this.feed.append(ctx, "delete", key, version, null);
     return { key, version };
   }

@@ -2,18 +2,28 @@ import type { IndexChange } from "./search-protocol.js";
 import { tenantToken } from "./search-query.js";
 
 /**
- * The search index changes of the batch being applied. They reach the index only once the batch has
- * committed; a command that rolls back drops what it added (`rollbackTo` its `mark`).
+ * The search index changes of the batch being applied, for the tenants the index follows (`indexed`,
+ * owned by the SearchIndexer): the others' documents are neither turned into text nor sent. They reach
+ * the index only once the batch has committed; a command that rolls back drops what it added
+ * (`rollbackTo` its `mark`).
  */
 export class SearchChanges {
   private pending: IndexChange[] = [];
 
+  constructor(private readonly indexed: ReadonlySet<string>) {}
+
+  /** Whether the index follows `tenant`: only then is a document's text worth extracting. */
+  follows(tenant: string): boolean {
+    return this.indexed.has(tenant);
+  }
+
+  /** A document of a followed tenant (see `follows`). */
   index(documentId: number, tenant: string, key: string, text: string): void {
     this.pending.push({ id: documentId, token: tenantToken(tenant), key, text });
   }
 
-  drop(documentId: number): void {
-    this.pending.push({ id: documentId });
+  drop(documentId: number, tenant: string): void {
+    if (this.indexed.has(tenant)) this.pending.push({ id: documentId });
   }
 
   mark(): number {

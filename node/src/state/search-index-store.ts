@@ -11,7 +11,17 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 INSERT OR IGNORE INTO meta (id, indexed_through, complete) VALUES (1, 0, 1);
 CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(tenant, body, key UNINDEXED);
+CREATE TABLE IF NOT EXISTS tenants (
+  tenant TEXT PRIMARY KEY,
+  complete INTEGER NOT NULL
+) WITHOUT ROWID;
 `;
+
+/** A tenant whose documents the index follows; `complete` once all of them had been sent to it. */
+export interface IndexedTenant {
+  readonly tenant: string;
+  readonly complete: boolean;
+}
 
 /**
  * The full-text index, in its own database file, written only by the search worker. It is derived
@@ -22,12 +32,18 @@ CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(tenant, body, key UNINDEXED);
  * statistics BM25 ranks by are the same whether the index was built incrementally or rebuilt, and every
  * voter ranks one state's documents alike. (A contentless table can only mark rows deleted, leaving
  * their terms counted, so its ranking would drift with each voter's history.)
+ *
+ * It holds only the tenants that have searched (table `tenants`): indexing a document costs about as
+ * much CPU as applying it, more for text of unique tokens, and a tenant that never searches should not
+ * pay that on every write. A tenant's first search builds its part of the index from the documents.
  */
 export class SearchIndexStore {
   private readonly insert: Database.Statement<[number, string, string, string]>;
   private readonly remove: Database.Statement<[number]>;
   private readonly setThrough: Database.Statement<[number]>;
   private readonly match: Database.Statement<[string, string, string, number], IndexHit>;
+  private readonly dropTenantRows: Database.Statement<[string]>;
+  private readonly upsertTenant: Database.Statement<[string, number]>;
   readonly applyChanges: (changes: readonly IndexChange[], through: number | null) => void;
 
   private constructor(private readonly db: Database.Database) {
@@ -37,6 +53,12 @@ export class SearchIndexStore {
     this.match = db.prepare(
       `SELECT key, rank AS score FROM fts WHERE fts MATCH ? AND key >= ? AND key < ? ORDER BY rank, key LIMIT ?`,
     );
+    this.dropTenantRows = db.prepare(
+      "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM fts WHERE fts MATCH 'tenant : ' || ?)",
+    );
+    this.upsertTenant = db.prepare(
+      "INSERT INTO tenants (tenant, complete) VALUES (?, ?) ON CONFLICT (tenant) DO UPDATE SET complete = excluded.complete",
+    );
     this.applyChanges = db.transaction((changes: readonly IndexChange[], through: number | null) => {
       for (const change of changes) {
         // A rebuild may send a document the batches already sent, so every change replaces the row.
@@ -45,6 +67,28 @@ export class SearchIndexStore {
       }
       if (through !== null) this.setThrough.run(through);
     });
+  }
+
+  /**
+   * The tenants an index file follows, read before its worker opens it, so that applies forward their
+   * changes from the first one on; none when the file is missing or unreadable (the worker then starts
+   * an empty index, and nothing claims to follow a tenant it does not hold).
+   */
+  static readTenants(path: string): IndexedTenant[] {
+    let db: Database.Database | undefined;
+    try {
+      db = new Database(path, { readonly: true, fileMustExist: true });
+      return db
+        .prepare<[], { tenant: string; complete: number }>(
+          "SELECT tenant, complete FROM tenants ORDER BY tenant",
+        )
+        .all()
+        .map((row) => ({ tenant: row.tenant, complete: row.complete === 1 }));
+    } catch {
+      return [];
+    } finally {
+      db?.close();
+    }
   }
 
   /** Opens the index, starting over from an empty one when the file cannot be read. */
@@ -66,15 +110,29 @@ export class SearchIndexStore {
     return { indexedThrough: row.indexed_through, complete: row.complete === 1 };
   }
 
-  reset(through: number): void {
+  reset(through: number, tenants: readonly string[]): void {
     this.db.transaction(() => {
-      this.db.exec("DELETE FROM fts");
+      this.db.exec("DELETE FROM fts; DELETE FROM tenants");
+      for (const tenant of tenants) this.upsertTenant.run(tenant, 0);
       this.db.prepare("UPDATE meta SET indexed_through = ?, complete = 0 WHERE id = 1").run(through);
     })();
   }
 
+  /** The rebuild after `reset` is done: the index and every tenant it was given are whole. */
   markComplete(): void {
-    this.db.exec("UPDATE meta SET complete = 1 WHERE id = 1");
+    this.db.exec("UPDATE meta SET complete = 1 WHERE id = 1; UPDATE tenants SET complete = 1");
+  }
+
+  /** `token` is the tenant's token in the `tenant` column (see tenantToken). */
+  beginTenant(tenant: string, token: string): void {
+    this.db.transaction(() => {
+      this.dropTenantRows.run(token);
+      this.upsertTenant.run(tenant, 0);
+    })();
+  }
+
+  endTenant(tenant: string): void {
+    this.upsertTenant.run(tenant, 1);
   }
 
   /** Marks the index for a rebuild at the next start (after a failure left it unreliable). */

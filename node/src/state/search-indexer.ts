@@ -9,12 +9,21 @@ import type {
   SearchWorkerData,
   ToSearchWorker,
 } from "./search-protocol.js";
+import { tenantToken } from "./search-query.js";
 import { siblingModule, startWorker } from "./worker-thread.js";
 
 /** What a rebuild reads from the state database. */
 export interface IndexSource {
-  /** Live documents with a row ID above `afterId`, ascending, at most `limit`, as changes to index. */
-  readChunk(afterId: number, limit: number): { changes: IndexChange[]; lastId: number };
+  /**
+   * Live documents of `tenant` (null: of every tenant the index follows) as changes to index, from
+   * the next at most `limit` rows above row ID `afterId`, ascending; `lastId` is the last row read and
+   * `done` says no row is left.
+   */
+  readChunk(
+    afterId: number,
+    limit: number,
+    tenant: string | null,
+  ): { changes: IndexChange[]; lastId: number; done: boolean };
   /** The applied index now: what a rebuild starting now brings the index to. */
   appliedIndex(): number;
 }
@@ -39,10 +48,14 @@ const REBUILD_CHUNK = 500;
  * apply: the index is derived state, fed each committed batch's changes in commit order. A search is
  * still linearizable: its query reaches the worker after every change committed before it.
  *
+ * The index follows only the tenants that have searched (`indexed`, shared with the applying side's
+ * SearchChanges, which sends nothing for the others): a tenant's first search adds it and builds its
+ * part from the documents, and that search and the ones after it wait for the build.
+ *
  * At start the index is reused only if it is complete and indexed exactly through the database's
  * applied index (the state at an index is the same on every voter, so that proves it matches);
  * otherwise, and after a snapshot is installed, it is rebuilt from the documents in the background and
- * searches wait for the rebuild.
+ * searches wait for the rebuild. A tenant whose build a crash cut short is built again.
  */
 export class SearchIndexer {
   private readonly worker: Worker;
@@ -64,10 +77,16 @@ export class SearchIndexer {
   private readonly exited: Promise<void>;
   private opened: (status: { indexedThrough: number; complete: boolean }) => void = () => {};
 
+  /**
+   * `indexed` holds the tenants the index file follows (see SearchIndexStore.readTenants), and this
+   * adds to it; `unfinished` are those of them whose build had not finished.
+   */
   constructor(
     path: string,
     appliedAtOpen: number,
     private readonly source: IndexSource,
+    private readonly indexed: Set<string>,
+    unfinished: readonly string[],
   ) {
     const data: SearchWorkerData = { path, progress: this.progress.buffer as SharedArrayBuffer };
     this.worker = startWorker(siblingModule(import.meta.url, "search-worker"), data);
@@ -93,6 +112,7 @@ export class SearchIndexer {
       // A snapshot installed meanwhile has started its own rebuild, which supersedes this check.
       if (this.generation !== 0) return;
       if (!found.complete || found.indexedThrough !== appliedAtOpen) await this.rebuildFrom(0);
+      else for (const tenant of unfinished) await this.buildTenant(tenant, 0);
     });
   }
 
@@ -113,7 +133,9 @@ export class SearchIndexer {
     this.rebuilding = this.rebuildFrom(this.generation);
   }
 
-  async query(match: string, range: KeyRange, limit: number): Promise<IndexHit[]> {
+  /** Searches `tenant`'s documents; `match` must require its token (see matchExpression). */
+  async query(tenant: string, match: string, range: KeyRange, limit: number): Promise<IndexHit[]> {
+    if (!this.indexed.has(tenant)) this.follow(tenant);
     for (let waited: Promise<void> | null = null; waited !== this.rebuilding; ) {
       waited = this.rebuilding;
       await waited;
@@ -133,26 +155,52 @@ export class SearchIndexer {
     await this.exited;
   }
 
+  /**
+   * Starts following a tenant: its changes are sent from the next apply on, and its build, queued
+   * behind any build already running, sends the documents it had before.
+   */
+  private follow(tenant: string): void {
+    this.indexed.add(tenant);
+    const generation = this.generation;
+    this.rebuilding = this.rebuilding.catch(() => undefined).then(() => this.buildTenant(tenant, generation));
+  }
+
   private async rebuildFrom(generation: number): Promise<void> {
     // Posted before any later batch's changes, so those land on top of the emptied index; the chunks
     // read afterwards already include every batch committed before they are read.
     // Held changes belong to the state before the reset, so they go first.
     this.sendHeld();
-    this.send({ type: "reset", through: this.source.appliedIndex() });
+    this.send({ type: "reset", through: this.source.appliedIndex(), tenants: [...this.indexed] });
+    if (await this.sendDocuments(generation, null)) this.send({ type: "complete" });
+  }
+
+  /** Skipped when a full rebuild has started since: that one covers every followed tenant. */
+  private async buildTenant(tenant: string, generation: number): Promise<void> {
+    if (generation !== this.generation || this.failure !== null) return;
+    // The tenant's rows are dropped first: changes sent earlier belong to a state the documents replace.
+    this.sendHeld();
+    this.send({ type: "beginTenant", tenant, token: tenantToken(tenant) });
+    if (await this.sendDocuments(generation, tenant)) this.send({ type: "endTenant", tenant });
+  }
+
+  /**
+   * Sends the live documents of `tenant` (null: of every followed tenant) in chunks, one per turn, so
+   * applies go on meanwhile; false when a newer rebuild superseded this one.
+   */
+  private async sendDocuments(generation: number, tenant: string | null): Promise<boolean> {
     let afterId = 0;
     for (;;) {
       await nextTurn();
-      if (generation !== this.generation || this.failure !== null) return;
+      if (generation !== this.generation || this.failure !== null) return false;
       await this.backlogDrained();
-      const chunk = this.source.readChunk(afterId, REBUILD_CHUNK);
+      const chunk = this.source.readChunk(afterId, REBUILD_CHUNK, tenant);
       if (chunk.changes.length > 0) {
         this.send({ type: "changes", changes: chunk.changes, through: null });
         this.submitted = (this.submitted + chunk.changes.length) | 0;
       }
-      if (chunk.changes.length < REBUILD_CHUNK) break;
+      if (chunk.done) return true;
       afterId = chunk.lastId;
     }
-    this.send({ type: "complete" });
   }
 
   private backlog(): number {

@@ -14,10 +14,17 @@ export interface SearchWorkerData {
 export type ToSearchWorker =
   /** `through`: the applied index after the batch these changes came from; null for rebuild chunks. */
   | { readonly type: "changes"; readonly changes: readonly IndexChange[]; readonly through: number | null }
-  /** Empties the index ahead of a rebuild that brings it to the state as of `through`. */
-  | { readonly type: "reset"; readonly through: number }
+  /**
+   * Empties the index ahead of a rebuild that brings it to the state as of `through`; `tenants` are the
+   * tenants it indexes from now on (the rebuild sends their documents).
+   */
+  | { readonly type: "reset"; readonly through: number; readonly tenants: readonly string[] }
   /** Every rebuild chunk has been sent: the index is whole again. */
   | { readonly type: "complete" }
+  /** Drops what the index holds of one tenant and starts indexing it (its documents follow as changes). */
+  | { readonly type: "beginTenant"; readonly tenant: string; readonly token: string }
+  /** Every document of the tenant has been sent since its `beginTenant`. */
+  | { readonly type: "endTenant"; readonly tenant: string }
   | {
       readonly type: "query";
       readonly id: number;

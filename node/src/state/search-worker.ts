@@ -27,10 +27,16 @@ function handle(message: ToSearchWorker): void {
       }
       return;
     case "reset":
-      store.reset(message.through);
+      store.reset(message.through, message.tenants);
       return;
     case "complete":
       store.markComplete();
+      return;
+    case "beginTenant":
+      store.beginTenant(message.tenant, message.token);
+      return;
+    case "endTenant":
+      store.endTenant(message.tenant);
       return;
     case "query":
       try {

@@ -18,6 +18,7 @@ import { type CanonicalLimits, limitsFingerprint, resolveLimits } from "./limits
 import type { MembershipTable } from "./membership.js";
 import type { AuthorizationRefusal, Caller, Role, VerifiedPrincipal } from "./principals.js";
 import { READ_LIMITS } from "./read-limits.js";
+import { SearchIndexStore } from "./search-index-store.js";
 import { SearchIndexer } from "./search-indexer.js";
 import type { IndexChange } from "./search-protocol.js";
 import { matchExpression, type SearchHit, type SearchRequest, tenantToken } from "./search-query.js";
@@ -63,6 +64,8 @@ export class StateMachine {
   private position: AppliedPosition;
   private clockMs: number;
   private readonly indexer: SearchIndexer;
+  /** The tenants the search index follows: filled before the first apply, grown by searches. */
+  private readonly searchedTenants = new Set<string>();
   private readonly snapshots = new SnapshotCopier();
 
   private constructor(
@@ -76,10 +79,19 @@ export class StateMachine {
     const meta = readMeta(this.session.db);
     this.position = { index: meta.applied_index, term: meta.applied_term };
     this.clockMs = meta.clock_ms;
-    this.indexer = new SearchIndexer(`${options.path}.search`, this.position.index, {
-      readChunk: (afterId, limit) => this.readIndexChunk(afterId, limit),
-      appliedIndex: () => this.position.index,
-    });
+    const indexPath = `${options.path}.search`;
+    const followed = SearchIndexStore.readTenants(indexPath);
+    for (const { tenant } of followed) this.searchedTenants.add(tenant);
+    this.indexer = new SearchIndexer(
+      indexPath,
+      this.position.index,
+      {
+        readChunk: (afterId, limit, tenant) => this.readIndexChunk(afterId, limit, tenant),
+        appliedIndex: () => this.position.index,
+      },
+      this.searchedTenants,
+      followed.filter((t) => !t.complete).map((t) => t.tenant),
+    );
   }
 
   /** Opens (or creates) the state at `options.path`; the search index lives beside it, in `<path>.search`. */
@@ -157,7 +169,7 @@ export class StateMachine {
   /** Full-text search; asynchronous because the index lives on a worker thread (see SearchIndexer). */
   async search(tenant: string, request: SearchRequest): Promise<SearchHit[]> {
     const match = matchExpression(tenantToken(tenant), request.query);
-    const hits = await this.indexer.query(match, prefixRange(request.prefix), request.limit);
+    const hits = await this.indexer.query(tenant, match, prefixRange(request.prefix), request.limit);
     const found: SearchHit[] = [];
     for (const hit of hits) {
       const doc = this.session.stores.documents.get(tenant, hit.key);
@@ -252,24 +264,37 @@ export class StateMachine {
     if (this.session.db.open) this.session.db.close();
   }
 
-  private readIndexChunk(afterId: number, limit: number): { changes: IndexChange[]; lastId: number } {
-    const rows = this.session.db
-      .prepare<[number, number], { id: number; tenant: string; key: string; value: string }>(
-        "SELECT id, tenant, key, value FROM documents WHERE id > ? AND value IS NOT NULL ORDER BY id LIMIT ?",
-      )
-      .all(afterId, limit);
-    const changes = rows.map((row) => ({
-      id: row.id,
-      token: tenantToken(row.tenant),
-      key: row.key,
-      text: documentText(JSON.parse(row.value)),
-    }));
-    return { changes, lastId: rows.at(-1)?.id ?? afterId };
+  private readIndexChunk(
+    afterId: number,
+    limit: number,
+    tenant: string | null,
+  ): { changes: IndexChange[]; lastId: number; done: boolean } {
+    type Row = { id: number; tenant: string; key: string; value: string };
+    const db = this.session.db;
+    const rows =
+      tenant === null
+        ? db
+            .prepare<[number, number], Row>(
+              "SELECT id, tenant, key, value FROM documents WHERE id > ? AND value IS NOT NULL ORDER BY id LIMIT ?",
+            )
+            .all(afterId, limit)
+        : db
+            .prepare<[number, string, number], Row>(
+              "SELECT id, tenant, key, value FROM documents WHERE id > ? AND tenant = ? AND value IS NOT NULL ORDER BY id LIMIT ?",
+            )
+            .all(afterId, tenant, limit);
+    const changes: IndexChange[] = [];
+    for (const row of rows) {
+      if (!this.searchedTenants.has(row.tenant)) continue;
+      const text = documentText(JSON.parse(row.value));
+      changes.push({ id: row.id, token: tenantToken(row.tenant), key: row.key, text });
+    }
+    return { changes, lastId: rows.at(-1)?.id ?? afterId, done: rows.length < limit };
   }
 
   private openSession(): Session {
     const db = openDatabase(this.options.path, this.options.bootstrapAdminKeyHash);
-    const stores = createStores(db);
+    const stores = createStores(db, this.searchedTenants);
     const writeMeta = db.prepare<[number, number, number]>(
       "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ? WHERE id = 1",
     );

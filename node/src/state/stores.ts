@@ -26,9 +26,10 @@ export interface Stores {
   readonly principals: Principals;
 }
 
-export function createStores(db: Database.Database): Stores {
+/** `searchedTenants`: the tenants whose documents the search index follows (see SearchChanges). */
+export function createStores(db: Database.Database, searchedTenants: ReadonlySet<string>): Stores {
   const feed = new ChangeFeed(db);
-  const searchChanges = new SearchChanges();
+  const searchChanges = new SearchChanges(searchedTenants);
   const documents = new Documents(db, feed, searchChanges);
   return {
     outcomes: new CommandOutcomes(db),
