@@ -1,6 +1,7 @@
 import { CommandIdConflictError, InternalError, InvalidArgumentError, KeyLoadError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import type { Entry } from "../raft/types.js";
+import { ApplyCommits } from "./apply-commits.js";
 import type { ApplyContext } from "./apply-context.js";
 import type { ApplyResult } from "./apply-result.js";
 import type { BulkGetItem, QueryPage, QueryRequest } from "./catalog-query.js";
@@ -46,6 +47,7 @@ interface Session {
   readonly db: Database.Database;
   readonly stores: Stores;
   readonly runBatch: (entries: readonly Entry[]) => ApplyResult[];
+  readonly commits: ApplyCommits;
 }
 
 /** Runs one command's handler; inside runBatch, so a savepoint is a nested transaction. */
@@ -104,13 +106,21 @@ export class StateMachine {
     return this.position;
   }
 
+  /**
+   * The applied index the database file holds, at most `applied().index`: applies commit in groups
+   * (see ApplyCommits), and a crash of this process reopens the state here.
+   */
+  savedIndex(): number {
+    return this.session.commits.saved();
+  }
+
   apply(entry: Entry): ApplyResult {
     return this.applyBatch([entry])[0]!;
   }
 
   /**
-   * Applies committed entries in one SQLite transaction that also records the applied index, so the
-   * database always holds a prefix of the log. A command that refuses (a KeyLoadError) leaves no write
+   * Applies committed entries in one SQLite savepoint that also records the applied index, so the
+   * database always holds a prefix of the log (batches commit in groups: see ApplyCommits). A command that refuses (a KeyLoadError) leaves no write
    * behind (it refuses before writing, or runs in a savepoint: see REFUSES_AFTER_WRITING) and commits
    * as its deterministic error outcome. Any other error (I/O, a bug) rolls back the whole batch and is
    * thrown as InternalError: committing it as an outcome could make this voter diverge from the others.
@@ -134,10 +144,12 @@ export class StateMachine {
     }
     if (firstNew === entries.length) return results;
     const saved = { position: this.position, clockMs: this.clockMs };
-    const { stores, runBatch } = this.session;
+    const { stores, runBatch, commits } = this.session;
+    commits.begin();
     try {
       results.push(...runBatch(entries.slice(firstNew)));
     } catch (error) {
+      commits.batchFailed();
       stores.searchChanges.rollbackTo(0);
       stores.principals.forget();
       this.position = saved.position;
@@ -147,6 +159,7 @@ export class StateMachine {
         cause: error,
       });
     }
+    commits.applied(this.position.index, entries.length - firstNew);
     this.indexer.submit(stores.searchChanges.take(), this.position.index);
     return results;
   }
@@ -228,6 +241,7 @@ export class StateMachine {
    * leaving the database relying on entries the log no longer holds.
    */
   createSnapshot(targetPath: string): Promise<AppliedPosition> {
+    this.session.commits.flush();
     return this.snapshots.copy(this.options.path, targetPath);
   }
 
@@ -238,6 +252,7 @@ export class StateMachine {
    */
   restoreFromSnapshot(snapshotPath: string): AppliedPosition {
     const covered = inspectSnapshot(snapshotPath);
+    this.session.commits.flush();
     this.session.db.pragma("wal_checkpoint(TRUNCATE)");
     this.session.db.close();
     try {
@@ -261,7 +276,10 @@ export class StateMachine {
   async close(): Promise<void> {
     await this.snapshots.close();
     await this.indexer.close();
-    if (this.session.db.open) this.session.db.close();
+    if (this.session.db.open) {
+      this.session.commits.flush();
+      this.session.db.close();
+    }
   }
 
   private readIndexChunk(
@@ -312,7 +330,7 @@ export class StateMachine {
       this.position = { index: last.index, term: last.term };
       return results;
     });
-    return { db, stores, runBatch };
+    return { db, stores, runBatch, commits: new ApplyCommits(db, readMeta(db).applied_index) };
   }
 
   private applyEntry(entry: Entry, stores: Stores, runCommand: RunCommand): ApplyResult {

@@ -1,0 +1,94 @@
+import { InternalError } from "@keyload/contract";
+import type Database from "better-sqlite3";
+
+/** How long applied batches wait in the open transaction before the next batch commits it. */
+const COMMIT_INTERVAL_MS = 10;
+/** Entries after which the open transaction commits even sooner, bounding the pages it holds. */
+const COMMIT_ENTRIES = 4096;
+
+/**
+ * Groups consecutive apply batches into one SQLite transaction, committed by the first batch that
+ * finds it COMMIT_INTERVAL_MS old (as etcd commits its backend every 100 ms rather than per apply).
+ * Each batch runs in a savepoint inside it, so a failed batch still rolls back alone. A commit writes
+ * every page the batches dirtied to the WAL, and under load the same document, outcome and feed pages
+ * are dirtied again and again: one commit for many batches writes each once, and an apply of one entry
+ * costs about half the CPU.
+ *
+ * What waits uncommitted is lost by a crash of this process, which loses nothing: the database still
+ * holds a prefix of the log (each batch records its applied index), the Raft log keeps every committed
+ * entry durably and is compacted only behind a snapshot, which `flush`es first, and answers given from
+ * applied but uncommitted state are of entries the log holds, which a restart re-applies to the same
+ * outcomes. Nothing else reads the file meanwhile, so an idle voter may leave its last batches open
+ * until its next apply, snapshot or close: no timer, so a failing commit always surfaces to the caller
+ * of an apply, which stops the voter.
+ */
+export class ApplyCommits {
+  private openedAt = 0;
+  private entries = 0;
+  private pendingThrough: number;
+  private savedThrough: number;
+  private failure: Error | null = null;
+
+  constructor(
+    private readonly db: Database.Database,
+    appliedIndex: number,
+  ) {
+    this.pendingThrough = appliedIndex;
+    this.savedThrough = appliedIndex;
+  }
+
+  /** Before a batch: opens the transaction the batch's savepoint runs in, unless one is open. */
+  begin(): void {
+    if (this.failure !== null) {
+      throw new InternalError("committing applied entries failed; the voter must restart", {
+        reason: "StateCommitFailed",
+        cause: this.failure,
+      });
+    }
+    if (this.db.inTransaction) return;
+    this.db.exec("BEGIN");
+    this.openedAt = performance.now();
+    this.entries = 0;
+  }
+
+  /** After a batch that applied `entries` through `index`: commits when the transaction is due. */
+  applied(index: number, entries: number): void {
+    this.pendingThrough = index;
+    this.entries += entries;
+    if (this.entries >= COMMIT_ENTRIES || performance.now() - this.openedAt >= COMMIT_INTERVAL_MS) {
+      this.flush();
+    }
+  }
+
+  /**
+   * After a batch failed and its savepoint rolled back. Some SQLite errors roll back the whole
+   * transaction instead, losing the group's earlier batches from the file while their effects were
+   * answered: nothing may then apply on top of that gap.
+   */
+  batchFailed(): void {
+    if (!this.db.inTransaction && this.pendingThrough > this.savedThrough) {
+      this.failure = new Error(`entries ${this.savedThrough + 1}-${this.pendingThrough} were rolled back`);
+    }
+  }
+
+  /** Commits what is open now (before a snapshot copy reads the file, and at close). */
+  flush(): void {
+    if (!this.db.open || !this.db.inTransaction) return;
+    try {
+      this.db.exec("COMMIT");
+    } catch (error) {
+      this.failure = error instanceof Error ? error : new Error(String(error));
+      if (this.db.inTransaction) this.db.exec("ROLLBACK");
+      throw new InternalError("committing applied entries failed; the voter must restart", {
+        reason: "StateCommitFailed",
+        cause: error,
+      });
+    }
+    this.savedThrough = this.pendingThrough;
+  }
+
+  /** The applied index the database file holds: what a crash of this process would keep. */
+  saved(): number {
+    return this.savedThrough;
+  }
+}
