@@ -12,7 +12,7 @@ import { randomLog } from "./testing/random-log.js";
 import { ADMIN_KEY_HASH, TempStates } from "./testing/state-fixtures.js";
 
 interface ChildRun {
-  /** The last index the child reported durable in its log (acknowledged), and applied. */
+  /** The last index the child reported durable in its log (acknowledged), and held by its state. */
   readonly acked: number;
   readonly applied: number;
   /** True when the child went through the whole log without being killed. */

@@ -2,8 +2,9 @@
  * A child process for the log-and-apply crash test: one voter's persistence path without the network.
  * It opens the durable log in <dir>/log and the state in <dir>/state.db (argv[2]), replays what the
  * log committed, then takes the planned log (argv[3], one entry a line) batch by batch: appends the
- * batch with its commit index (one fsync), prints "acked N", applies it, prints "applied N", and
- * snapshots when the policy says so, compacting the log behind. Given argv[5] = K it kills itself
+ * batch with its commit index (one fsync), prints "acked N", applies it, prints "applied N" (the
+ * applied index the state database holds), and snapshots when the policy says so, compacting the log
+ * behind. Given argv[5] = K it kills itself
  * (SIGKILL) after the K-th batch's fsync and before that batch's apply.
  */
 import { readFileSync } from "node:fs";
@@ -41,7 +42,8 @@ for (let last = store.lastIndex(); last < planned.length; ) {
   process.stdout.write(`acked ${last}\n`);
   if (++batch === killAtBatch) process.kill(process.pid, "SIGKILL");
   sm.applyBatch(entries);
-  process.stdout.write(`applied ${last}\n`);
+  // What the state database holds, which a kill keeps: applies commit in groups (see ApplyCommits).
+  process.stdout.write(`applied ${sm.savedIndex()}\n`);
   await writer.maybeSnapshot(source, CRASH_CONF, sm.applied().index);
 }
 await writer.close();
