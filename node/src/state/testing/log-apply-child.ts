@@ -4,8 +4,8 @@
  * log committed, then takes the planned log (argv[3], one entry a line) batch by batch: appends the
  * batch with its commit index (one fsync), prints "acked N", applies it, prints "applied N" (the
  * applied index the state database holds), and snapshots when the policy says so, compacting the log
- * behind. Given argv[5] = K it kills itself
- * (SIGKILL) after the K-th batch's fsync and before that batch's apply.
+ * behind. Given argv[5] = K it kills itself (SIGKILL) after the K-th batch's fsync and before that
+ * batch's apply.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
