@@ -12,10 +12,8 @@ import { SentCommandIds } from "./testing/sent-command-ids.js";
 /**
  * UnknownWriteOutcome and Unavailable as real voters answer them: a leader whose followers are gone
  * takes a write it cannot commit, then steps down and has no leader to offer. The election timeout is
- * long enough that stopping both followers leaves the leader in office for the first write. A voter
- * waits for a leader up to min(ReplicationDeadlineMs, 3 x ElectionTimeoutMs) before answering
- * Unavailable, so the deadline is set above that wait: otherwise it would pass first and a write that
- * was never submitted would be answered UnknownWriteOutcome.
+ * long enough that stopping both followers leaves the leader in office for the first write, and the
+ * replication deadline long enough for it to step down meanwhile.
  */
 const ELECTION_TIMEOUT_MS = 1_000;
 const REPLICATION_DEADLINE_MS = 4_000;

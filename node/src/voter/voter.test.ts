@@ -110,6 +110,25 @@ describe("three voters on loopback", () => {
     }
   });
 
+  it("answers Unavailable, not UnknownWriteOutcome, when no leader appears within a short deadline", async () => {
+    // The deadline is below three election timeouts, so the wait for a leader must end before it.
+    cluster = await VoterCluster.start({
+      env: { KeyLoad__Raft__ElectionTimeoutMs: "1000", KeyLoad__Raft__ReplicationDeadlineMs: "300" },
+    });
+    const leader = await cluster.waitForLeader();
+    await cluster.stop((leader + 1) % 3);
+    await cluster.stop((leader + 2) % 3);
+    const alone = cluster.voter(leader);
+    const deadline = Date.now() + 5000;
+    while (alone.driver.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(alone.driver.isLeader()).toBe(false);
+    const r = await call(alone.httpUrl, "PUT", "/v1/catalog/k", { body: { value: 1 }, commandId: "lonely" });
+    expect(r).toMatchObject({
+      status: 503,
+      body: { error: { code: "Unavailable", reason: "NoLeader", commandId: "lonely" } },
+    });
+  });
+
   it("refuses to join a voter whose canonical limits differ", async () => {
     cluster = await VoterCluster.start({ voterEnv: { 2: { KeyLoad__Canonical__MaxLeaseBatch: "7" } } });
     const deadline = Date.now() + 5000;

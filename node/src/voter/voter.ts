@@ -111,7 +111,9 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     transport,
     log.child({ component: "router" }),
     raft.replicationDeadlineMs,
-    Math.min(raft.replicationDeadlineMs, 3 * raft.electionTimeoutMs),
+    // Half the deadline at most: the apply worker's deadline answers UnknownWriteOutcome, which must
+    // not overtake the Unavailable of a unit that found no leader and so submitted nothing.
+    Math.min(Math.floor(raft.replicationDeadlineMs / 2), 3 * raft.electionTimeoutMs),
   );
   const worker = new ApplyWorker<VoterCommand, CommandResult>(router, {
     maxConsecutiveControl: config.commandAdmission.MaxConsecutiveControl,
