@@ -204,11 +204,18 @@ describe("corruption detection", () => {
     const snapDir = join(dir, SNAPSHOT_DIR);
     const [file] = readdirSync(snapDir);
     const path = join(snapDir, file!);
+    const intact = fx.open(dir);
+    expect(intact.verifiedSnapshotPath()).toBe(path);
+    await intact.close();
     const bytes = readFileSync(path);
     bytes[4500] = (bytes[4500] ?? 0) ^ 0xff;
     writeFileSync(path, bytes);
     const store = fx.open(dir);
     expect(() => store.snapshot()).toThrow(`${path} at index 100: snapshot file checksum mismatch`);
+    // What a voter installs into its state machine at start is read whole first, in chunks.
+    expect(() => store.verifiedSnapshotPath()).toThrow(
+      `${path} at index 100: snapshot file checksum mismatch`,
+    );
     await store.close();
     truncateSync(path, 10);
     expect(openError(dir)).toMatchObject({ file: path, index: 100 });

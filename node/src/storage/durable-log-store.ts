@@ -337,6 +337,17 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     return snap === null ? null : this.snapshotFiles.path(snap.file);
   }
 
+  /**
+   * The path of the current snapshot file after reading it whole against its checksum, for installing
+   * it into the state machine: opening the log checked only its size.
+   */
+  verifiedSnapshotPath(): string | null {
+    const snap = this.currentSnapshot();
+    if (snap === null) return null;
+    this.snapshotFiles.verify(snap);
+    return this.snapshotFiles.path(snap.file);
+  }
+
   /** Streams the current snapshot; null when there is none yet. */
   async openSnapshotReader(): Promise<SnapshotReader | null> {
     const snap = this.currentSnapshot();

@@ -1,5 +1,14 @@
 import { randomUUID } from "node:crypto";
-import { mkdirSync, readdirSync, readFileSync, statSync, unlinkSync } from "node:fs";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  statSync,
+  unlinkSync,
+} from "node:fs";
 import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fsyncDir, fsyncPath } from "../fs/fsync.js";
@@ -9,6 +18,8 @@ import type { FaultHook } from "./fault-hook.js";
 import { SnapshotReader } from "./snapshot-reader.js";
 import { SnapshotReceiver } from "./snapshot-receiver.js";
 import { StorageArgumentError, StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
+
+const VERIFY_CHUNK_BYTES = 1024 * 1024;
 
 /** A sealed snapshot file: immutable from the moment it got its name. */
 export interface SnapshotFile {
@@ -122,6 +133,38 @@ export class SnapshotFileStore {
       throw new StorageCorruptionError(path, snap.meta.index, "snapshot file checksum mismatch");
     }
     return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+  }
+
+  /** Reads the whole file in chunks and checks it against its recorded size and checksum. */
+  verify(snap: SnapshotFile): void {
+    const path = this.path(snap.file);
+    let fd: number;
+    try {
+      fd = openSync(path, "r");
+    } catch (err) {
+      throw missingOrFailed(path, snap, err);
+    }
+    const buf = Buffer.allocUnsafe(VERIFY_CHUNK_BYTES);
+    let size = 0;
+    let checksum = 0;
+    try {
+      for (let n = readSync(fd, buf); n > 0; n = readSync(fd, buf)) {
+        checksum = crc32c(buf.subarray(0, n), checksum);
+        size += n;
+      }
+    } finally {
+      closeSync(fd);
+    }
+    if (size !== snap.size) {
+      throw new StorageCorruptionError(
+        path,
+        snap.meta.index,
+        `snapshot file holds ${size} bytes, ${snap.size} recorded`,
+      );
+    }
+    if (checksum !== snap.checksum) {
+      throw new StorageCorruptionError(path, snap.meta.index, "snapshot file checksum mismatch");
+    }
   }
 
   /** Opens the snapshot for streaming; the reader keeps it readable even if a newer one replaces it. */

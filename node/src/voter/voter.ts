@@ -66,9 +66,8 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     bootstrapAdminKeyHash: hashApiKey(config.bootstrap.adminKey),
   });
   // A crash between persisting a received snapshot and installing it leaves the state behind the log.
-  const snapshotPath = store.currentSnapshotPath();
-  if (snapshotPath !== null && stateMachine.applied().index < store.snapshotIndex()) {
-    stateMachine.restoreFromSnapshot(snapshotPath);
+  if (store.currentSnapshot() !== null && stateMachine.applied().index < store.snapshotIndex()) {
+    stateMachine.restoreFromSnapshot(store.verifiedSnapshotPath()!);
     log.info(
       { index: store.snapshotIndex() },
       "installed the log's snapshot into the state machine at start",
