@@ -16,5 +16,7 @@ console.log(formatHttpAdmissionBench(runHttpAdmissionBench(5_000_000)));
 
 console.log(formatLogAppendBench(await runLogAppendBench(3, 1024)));
 
-await runStateApplyBench(20_000, 64, 1024);
-console.log(formatStateApplyBench(await runStateApplyBench(200_000, 64, 1024)));
+await runStateApplyBench(20_000, 64, 1024, true);
+for (const searched of [true, false]) {
+  console.log(formatStateApplyBench(await runStateApplyBench(200_000, 64, 1024, searched)));
+}

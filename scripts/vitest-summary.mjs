@@ -1,0 +1,42 @@
+// Runs vitest with a JSON report beside the default one and reads from it how many tests passed and
+// failed; shared by `pnpm test` and `npm run verify`, which print the summary line CI reads.
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+/** @returns {{ status: number, passed: number, failed: number }} */
+export function runVitest(args) {
+  const dir = mkdtempSync(join(tmpdir(), "keyload-vitest-"));
+  const report = join(dir, "results.json");
+  try {
+    const run = spawnSync(
+      "pnpm",
+      [
+        "exec",
+        "vitest",
+        "run",
+        "--reporter=default",
+        "--reporter=json",
+        `--outputFile.json=${report}`,
+        ...args,
+      ],
+      { stdio: "inherit" },
+    );
+    let status = run.status ?? 1;
+    try {
+      const results = JSON.parse(readFileSync(report, "utf8"));
+      if (results.numTotalTests === 0 && status === 0) status = 1;
+      return {
+        status,
+        passed: results.numPassedTests,
+        failed: results.numFailedTests + (results.numRuntimeErrors ?? 0),
+      };
+    } catch {
+      // No report: vitest itself failed, which counts as one failure.
+      return { status: status || 1, passed: 0, failed: 1 };
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
