@@ -34,7 +34,10 @@ export type ResolvedApplyWorkerOptions = Required<ApplyWorkerOptions>;
 export const APPLY_WORKER_DEFAULTS = {
   maxConsecutiveControl: COMMAND_ADMISSION_DEFAULTS.MaxConsecutiveControl,
   replicationDeadlineMs: 10_000,
-  maxBatchCommands: 64,
+  // As many as the data lane admits by default: one unit is active at a time, so a unit's fixed cost
+  // (two fsyncs and a round trip) is spread over more commands; at 256 writers this measured about 10 %
+  // more writes/s than 64 with the same latency at lower concurrency.
+  maxBatchCommands: 256,
   maxBatchBytes: 16 * 1024 * 1024,
   clock: SYSTEM_CLOCK,
 } as const satisfies ResolvedApplyWorkerOptions;
