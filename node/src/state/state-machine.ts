@@ -296,9 +296,11 @@ export class StateMachine {
               "SELECT id, tenant, key, value FROM documents WHERE id > ? AND value IS NOT NULL ORDER BY id LIMIT ?",
             )
             .all(afterId, limit)
-        : db
+        : // NOT INDEXED keeps the row ID range: through the (tenant, key) index every chunk would read
+          // and sort all of the tenant's rows again.
+          db
             .prepare<[number, string, number], Row>(
-              "SELECT id, tenant, key, value FROM documents WHERE id > ? AND tenant = ? AND value IS NOT NULL ORDER BY id LIMIT ?",
+              "SELECT id, tenant, key, value FROM documents NOT INDEXED WHERE id > ? AND tenant = ? AND value IS NOT NULL ORDER BY id LIMIT ?",
             )
             .all(afterId, tenant, limit);
     const changes: IndexChange[] = [];
