@@ -1,41 +1,26 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry } from "../raft/types.js";
 import { parseSearchRequest } from "./search-query.js";
+import { runCrashChild } from "./testing/crash-child.js";
 import { CRASH_LIMITS, encodeLogLine } from "./testing/crash-log.js";
 import { randomLog } from "./testing/random-log.js";
 import { TempStates } from "./testing/state-fixtures.js";
 
 /** Runs the apply child until it reports an applied index of at least `killAt`, then kills it (-9). */
-function applyUntilKilled(path: string, logPath: string, seed: number, killAt: number): Promise<number> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      "--conditions=source",
-      "--import",
-      import.meta.resolve("tsx"),
-      new URL("./testing/apply-child.ts", import.meta.url).pathname,
-      path,
-      logPath,
-      String(seed),
-    ],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  return new Promise((resolve, reject) => {
-    let reported = 0;
-    let buffered = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString("utf8");
-      const lines = buffered.split("\n");
-      buffered = lines.pop()!;
-      for (const line of lines) reported = Number(line);
-      if (reported >= killAt) child.kill("SIGKILL");
-    });
-    child.on("error", reject);
-    child.on("exit", () => resolve(reported));
+async function applyUntilKilled(
+  path: string,
+  logPath: string,
+  seed: number,
+  killAt: number,
+): Promise<number> {
+  let reported = 0;
+  await runCrashChild("apply-child.ts", [path, logPath, String(seed)], (line, child) => {
+    reported = Number(line);
+    if (reported >= killAt) child.kill("SIGKILL");
   });
+  return reported;
 }
 
 describe("crash recovery", () => {

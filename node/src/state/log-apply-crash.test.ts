@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -6,6 +5,7 @@ import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry } from "../raft/types.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
 import { StateMachine } from "./state-machine.js";
+import { runCrashChild } from "./testing/crash-child.js";
 import { CRASH_CONF, CRASH_LIMITS, encodeLogLine } from "./testing/crash-log.js";
 import { replayCommitted } from "./testing/log-replay.js";
 import { randomLog } from "./testing/random-log.js";
@@ -23,45 +23,25 @@ interface ChildRun {
  * Runs the log-and-apply child on `dir`. It is killed `afterMs` after it reports ready, or kills
  * itself after the fsync of its `batch`-th write, before applying that write.
  */
-function runChild(
+async function runChild(
   dir: string,
   logPath: string,
   seed: number,
   kill: { readonly afterMs: number } | { readonly batch: number },
 ): Promise<ChildRun> {
   const args = [dir, logPath, String(seed), ...("batch" in kill ? [String(kill.batch)] : [])];
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      "--conditions=source",
-      "--import",
-      import.meta.resolve("tsx"),
-      new URL("./testing/log-apply-child.ts", import.meta.url).pathname,
-      ...args,
-    ],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  return new Promise((resolve, reject) => {
-    let acked = 0;
-    let applied = 0;
-    let buffered = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString("utf8");
-      const lines = buffered.split("\n");
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        const [what, at] = line.split(" ");
-        if (what === "ready" && "afterMs" in kill) setTimeout(() => child.kill("SIGKILL"), kill.afterMs);
-        else if (what === "acked") acked = Number(at);
-        else if (what === "applied") applied = Number(at);
-      }
-    });
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      if (signal === "SIGKILL" || code === 0) resolve({ acked, applied, done: code === 0 });
-      else reject(new Error(`the log-and-apply child exited with code ${code}`));
-    });
+  let acked = 0;
+  let applied = 0;
+  const exit = await runCrashChild("log-apply-child.ts", args, (line, child) => {
+    const [what, at] = line.split(" ");
+    if (what === "ready" && "afterMs" in kill) setTimeout(() => child.kill("SIGKILL"), kill.afterMs);
+    else if (what === "acked") acked = Number(at);
+    else if (what === "applied") applied = Number(at);
   });
+  if (exit.signal !== "SIGKILL" && exit.code !== 0) {
+    throw new Error(`the log-and-apply child exited with code ${exit.code}`);
+  }
+  return { acked, applied, done: exit.code === 0 };
 }
 
 function sameEntry(a: Entry, b: Entry): boolean {

@@ -1,7 +1,7 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
+import { runCrashChild } from "./testing/crash-child.js";
 import { CRASH_LIMITS } from "./testing/crash-log.js";
 import { randomLog } from "./testing/random-log.js";
 import { TempStates } from "./testing/state-fixtures.js";
@@ -10,37 +10,18 @@ import { TempStates } from "./testing/state-fixtures.js";
  * Runs the install child on `path` and kills it `afterMs` after it is ready. Resolves with the last
  * line it printed: "installing N" when the kill came in the middle of an install.
  */
-function installUntilKilled(path: string, snapshots: readonly string[], afterMs: number): Promise<string> {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [
-      "--conditions=source",
-      "--import",
-      import.meta.resolve("tsx"),
-      new URL("./testing/install-child.ts", import.meta.url).pathname,
-      path,
-      ...snapshots,
-    ],
-    { stdio: ["ignore", "pipe", "inherit"] },
-  );
-  return new Promise((resolve, reject) => {
-    let last = "";
-    let buffered = "";
-    child.stdout!.on("data", (chunk: Buffer) => {
-      buffered += chunk.toString("utf8");
-      const lines = buffered.split("\n");
-      buffered = lines.pop()!;
-      for (const line of lines) {
-        if (line === "ready") setTimeout(() => child.kill("SIGKILL"), afterMs);
-        last = line;
-      }
-    });
-    child.on("error", reject);
-    child.on("exit", (code, signal) => {
-      if (signal === "SIGKILL") resolve(last);
-      else reject(new Error(`the install child exited with code ${code}`));
-    });
+async function installUntilKilled(
+  path: string,
+  snapshots: readonly string[],
+  afterMs: number,
+): Promise<string> {
+  let last = "";
+  const exit = await runCrashChild("install-child.ts", [path, ...snapshots], (line, child) => {
+    if (line === "ready") setTimeout(() => child.kill("SIGKILL"), afterMs);
+    last = line;
   });
+  if (exit.signal !== "SIGKILL") throw new Error(`the install child exited with code ${exit.code}`);
+  return last;
 }
 
 describe("a crash during a snapshot install", () => {
