@@ -12,9 +12,9 @@ beforeEach(() => {
   sm = temp.create("s");
   log = new LogBuilder();
 });
-afterEach(() => {
-  vi.useRealTimers();
-  temp.cleanup();
+afterEach(async () => {
+  vi.restoreAllMocks();
+  await temp.cleanup();
 });
 
 const put = (key: string) => log.command("catalog.put", { value: key }, { params: { key } });
