@@ -13,6 +13,11 @@ export interface ClusterOptions {
   readonly env?: Record<string, string>;
   /** Per voter (by index) extra variables. */
   readonly voterEnv?: Record<number, Record<string, string>>;
+  /**
+   * The peer ports voter `i` dials, given every voter's real peer port: lets a test route one voter's
+   * connections through a relay it controls. Default: the real ports.
+   */
+  readonly dialPorts?: (i: number, peerPorts: readonly number[]) => readonly number[];
 }
 
 /** Three voters in this process on loopback, each in its own temp data dir; `dispose` removes everything. */
@@ -25,8 +30,10 @@ export class VoterCluster {
     const c = new VoterCluster();
     const ports = await pickFreePorts("127.0.0.1", 6);
     const peerPorts = ports.slice(0, 3);
-    const voters = peerPorts.map((p, i) => `voter${i + 1}@127.0.0.1:${p}`).join(",");
+    const voterList = (ports: readonly number[]) =>
+      ports.map((p, i) => `voter${i + 1}@127.0.0.1:${p}`).join(",");
     for (let i = 0; i < 3; i++) {
+      const voters = voterList(options.dialPorts?.(i, peerPorts) ?? peerPorts);
       c.envs.push({
         KeyLoad__Node__Id: `voter${i + 1}`,
         KeyLoad__Node__DataDir: join(c.root, `voter${i + 1}`),
