@@ -88,7 +88,11 @@ export class PeerTransport {
   private state: "new" | "running" | "closed" = "new";
 
   constructor(private readonly options: PeerTransportOptions) {
-    this.log = options.logger.child({ component: "peer-transport", nodeId: options.nodeId });
+    // The voter's logger already names the node; binding it again would write the key twice per line.
+    const named = options.logger.bindings().nodeId === options.nodeId;
+    this.log = options.logger.child(
+      named ? { component: "peer-transport" } : { component: "peer-transport", nodeId: options.nodeId },
+    );
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.highWaterMarkBytes = options.highWaterMarkBytes ?? 32 * 1024 * 1024;
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5_000;

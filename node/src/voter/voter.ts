@@ -143,7 +143,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
   const http: HttpServer = createHttpServer({
     service,
     httpAdmission: httpGovernor,
-    logger: log.child({ component: "http" }),
+    logger: log,
   });
 
   await transport.start();
