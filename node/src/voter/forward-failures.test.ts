@@ -105,4 +105,26 @@ describe("a command forwarded from a follower", () => {
     const retried = await retryUntilAcknowledged(c.voter(1).httpUrl, "k", 2, "late-1");
     expect(retried).toMatchObject({ status: 200, body: { commandId: "late-1", version: 1 } });
   });
+
+  it("answers UnknownWriteOutcome when the leader's answer arrives malformed", async () => {
+    const { c, relay } = await clusterWithRelayedForwards(10_000);
+    const field = Buffer.from('"outcomes"');
+    relay.rewriteReplies((chunk) => {
+      const at = chunk.indexOf(field);
+      if (at >= 0) chunk.write('"outcomeX"', at);
+      return chunk;
+    });
+    const answer = await call(c.voter(1).httpUrl, "PUT", "/v1/catalog/k", {
+      body: { value: 3 },
+      commandId: "garbled-1",
+    });
+    expect(answer).toMatchObject({
+      status: 504,
+      body: { error: { code: "UnknownWriteOutcome", reason: "ForwardMalformed", commandId: "garbled-1" } },
+    });
+    // Here the leader did commit it: the retry finds the durable outcome instead of applying again.
+    relay.rewriteReplies((chunk) => chunk);
+    const retried = await retryUntilAcknowledged(c.voter(1).httpUrl, "k", 3, "garbled-1");
+    expect(retried).toMatchObject({ status: 200, body: { commandId: "garbled-1", version: 1 } });
+  });
 });

@@ -8,6 +8,7 @@ export class TcpProxy {
   /** Where accepted connections are relayed; set before the first connection arrives. */
   targetPort = 0;
   private held = false;
+  private rewrite: ((chunk: Buffer) => Buffer) | null = null;
   private readonly pairs = new Set<[Socket, Socket]>();
   private readonly heldBytes = new Map<Socket, Buffer[]>();
 
@@ -32,6 +33,14 @@ export class TcpProxy {
   /** From now on bytes from the dialing side are kept back, as if the network lost them. */
   hold(): void {
     this.held = true;
+  }
+
+  /**
+   * From now on every chunk the dialed side sends back passes through `fn` first, as a faulty network
+   * or a buggy peer might alter it. A chunk is what one read returned, not a frame.
+   */
+  rewriteReplies(fn: (chunk: Buffer) => Buffer): void {
+    this.rewrite = fn;
   }
 
   /** Bytes from the dialing side that `hold` kept back. */
@@ -79,6 +88,6 @@ export class TcpProxy {
       kept.push(chunk);
       this.heldBytes.set(client, kept);
     });
-    upstream.on("data", (chunk: Buffer) => client.write(chunk));
+    upstream.on("data", (chunk: Buffer) => client.write(this.rewrite ? this.rewrite(chunk) : chunk));
   }
 }
