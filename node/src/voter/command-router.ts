@@ -17,6 +17,7 @@ import type { PeerTransport } from "../peer/peer-transport.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import { type CommandKind, encodeCommand, type RouteParams } from "../state/command-envelope.js";
 import type { RaftDriver } from "./raft-driver.js";
+import type { CommandRejections } from "./voter-metrics.js";
 
 /** A command as the voter handles it, with the scope taken from the verified principal catalog. */
 export interface VoterCommand {
@@ -209,6 +210,7 @@ export function forwardHandler(
   governor: CommandAdmissionGovernor,
   worker: ApplyWorker<VoterCommand, CommandResult>,
   driver: RaftDriver,
+  rejections: CommandRejections,
 ): (from: string, body: Uint8Array) => Promise<Uint8Array> {
   return async (_from, body) => {
     const commands = parseForwardedBatch(body);
@@ -229,8 +231,11 @@ export function forwardHandler(
           principalId: c.principal,
           payload: c.payload,
         });
-        if (admitted instanceof AdmissionRefusal)
+        if (admitted instanceof AdmissionRefusal) {
+          // Counted here, where the governor refused: the follower only relays the answer.
+          rejections.inc({ lane: c.lane, reason: admitted.reason });
           return { ok: false, error: admitted.toError(c.commandId).toBody().error };
+        }
         const outcome = await worker.submit(admitted, { ...c, forwarded: true });
         return outcome.ok
           ? outcome

@@ -78,6 +78,11 @@ describe("three voters on loopback", () => {
       },
     });
     expect(refused.headers.get("retry-after")).not.toBeNull();
+    // The leader's governor refused it, so the leader counts it.
+    const metrics = await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text();
+    expect(metrics).toContain(
+      'keyload_command_admission_rejections_total{lane="data",reason="CommandBytes"} 1',
+    );
     // Nothing took the ID: it commits other work afterwards.
     expect((await call(cluster.voter(1).httpUrl, "GET", "/v1/commands/r1")).status).toBe(404);
     const reused = await call(cluster.voter(1).httpUrl, "POST", "/v1/dispatch/ops", {

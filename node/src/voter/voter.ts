@@ -118,8 +118,6 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     maxConsecutiveControl: config.commandAdmission.MaxConsecutiveControl,
     replicationDeadlineMs: raft.replicationDeadlineMs,
   });
-  transport.handle(FORWARD_CHANNEL, forwardHandler(commandGovernor, worker, driver));
-
   const metricsRegistry = new Registry();
   const rejections = registerVoterMetrics(metricsRegistry, {
     driver,
@@ -127,6 +125,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     commandGovernor,
     transport,
   });
+  transport.handle(FORWARD_CHANNEL, forwardHandler(commandGovernor, worker, driver, rejections));
   const service = new KeyLoadVoterService({
     nodeId: node.id,
     httpUrl,
