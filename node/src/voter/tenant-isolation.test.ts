@@ -105,7 +105,8 @@ describe("tenants on a real cluster", () => {
     });
     const promoted = await call(url, "POST", "/v1/admin/principals", {
       key: keys.bob,
-      body: { principalId: "mallory", tenantId: "system", roles: ["admin"], ...claims },
+      // The principal to create, plus claims that the caller itself is the system admin.
+      body: { principalId: "mallory", tenantId: "system", roles: ["admin"], tenant: "system", role: "admin" },
       commandId: "claims-2",
     });
     expect(promoted).toMatchObject({ status: 403, body: { error: { code: "PermissionDenied" } } });
