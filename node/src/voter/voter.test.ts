@@ -134,6 +134,29 @@ describe("three voters on loopback", () => {
     });
   });
 
+  it("hands leadership over when the leader shuts down, and reopens its storage on restart", async () => {
+    // Elections wait at least 2 s here, so a leader within the next moment can only come from a transfer.
+    cluster = await VoterCluster.start({
+      env: { KeyLoad__Raft__ElectionTimeoutMs: "2000", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
+    });
+    const leader = await cluster.waitForLeader();
+    const put = await call(cluster.voter(leader).httpUrl, "PUT", "/v1/catalog/k", {
+      body: { value: 1 },
+      commandId: "before-stop",
+    });
+    expect(put.status).toBe(200);
+    await cluster.stop(leader);
+    const others = [0, 1, 2].filter((i) => i !== leader);
+    const deadline = Date.now() + 500;
+    while (!others.some((i) => cluster!.voter(i).driver.isLeader()) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 10));
+    expect(others.some((i) => cluster!.voter(i).driver.isLeader())).toBe(true);
+    await cluster.restart(leader);
+    await cluster.waitForLeader();
+    const read = await call(cluster.voter(leader).httpUrl, "GET", "/v1/catalog/k");
+    expect(read).toMatchObject({ status: 200, body: { value: 1, version: 1 } });
+  });
+
   it("refuses to join a voter whose canonical limits differ", async () => {
     cluster = await VoterCluster.start({ voterEnv: { 2: { KeyLoad__Canonical__MaxLeaseBatch: "7" } } });
     const deadline = Date.now() + 5000;
