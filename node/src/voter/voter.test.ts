@@ -157,6 +157,28 @@ describe("three voters on loopback", () => {
     expect(read).toMatchObject({ status: 200, body: { value: 1, version: 1 } });
   });
 
+  it("catches a follower up with a snapshot once the leader has compacted what it missed", async () => {
+    cluster = await VoterCluster.start({ env: { KeyLoad__Raft__SnapshotIntervalEntries: "20" } });
+    const leader = await cluster.waitForLeader();
+    const behind = (leader + 1) % 3;
+    await cluster.stop(behind);
+    // Far more than the 20 entries a snapshot keeps behind it: the leader's log no longer starts where
+    // the stopped follower's ends, so only a snapshot can bring it back.
+    for (let i = 0; i < 120; i++) {
+      const r = await call(cluster.voter(leader).httpUrl, "PUT", `/v1/catalog/k${i}`, {
+        body: { value: i },
+        commandId: `c${i}`,
+      });
+      expect(r.status).toBe(200);
+    }
+    await cluster.restart(behind);
+    await cluster.waitForLeader();
+    for (const i of [0, 60, 119]) {
+      const r = await call(cluster.voter(behind).httpUrl, "GET", `/v1/catalog/k${i}`);
+      expect(r).toMatchObject({ status: 200, body: { value: i, version: 1 } });
+    }
+  });
+
   it("refuses to join a voter whose canonical limits differ", async () => {
     cluster = await VoterCluster.start({ voterEnv: { 2: { KeyLoad__Canonical__MaxLeaseBatch: "7" } } });
     const deadline = Date.now() + 5000;
