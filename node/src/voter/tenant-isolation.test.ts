@@ -84,6 +84,44 @@ describe("tenants on a real cluster", () => {
     expect(aliceLease.body).toMatchObject({ messages: [{ body: { n: 1 } }] });
   });
 
+  it("keep their queries, searches, graphs and membership tables apart", async () => {
+    const alice = { key: keys.alice };
+    const bob = { key: keys.bob };
+    const doc = await call(url, "PUT", "/v1/catalog/note", {
+      ...alice,
+      body: { value: { text: "quarterly aardvark report" } },
+      commandId: "note-1",
+    });
+    expect(doc.status).toBe(200);
+    const edge = await call(url, "PUT", "/v1/graph/edges", {
+      ...alice,
+      body: { from: "a", type: "knows", to: "b" },
+      commandId: "edge-1",
+    });
+    expect(edge.status).toBe(200);
+    const member = await call(url, "PUT", "/v1/membership/m1", {
+      ...alice,
+      body: { status: "active", address: "10.0.0.1:80" },
+      commandId: "member-1",
+    });
+    expect(member.status).toBe(200);
+
+    const query = (who: { key: string }) =>
+      call(url, "POST", "/v1/query", { ...who, body: { prefix: "note" } });
+    expect((await query(alice)).body).toMatchObject({ items: [{ key: "note" }] });
+    expect((await query(bob)).body).toMatchObject({ items: [] });
+    const search = (who: { key: string }) =>
+      call(url, "POST", "/v1/search", { ...who, body: { query: "aardvark" } });
+    expect((await search(alice)).body).toMatchObject({ hits: [{ key: "note" }] });
+    expect((await search(bob)).body).toMatchObject({ hits: [] });
+    const traverse = (who: { key: string }) =>
+      call(url, "POST", "/v1/graph/traverse", { ...who, body: { start: "a" } });
+    expect((await traverse(alice)).body).toMatchObject({ nodes: [{ id: "a" }, { id: "b" }] });
+    expect((await traverse(bob)).body).toMatchObject({ nodes: [{ id: "a" }] });
+    expect((await call(url, "GET", "/v1/membership", alice)).body).toMatchObject({ members: [{}] });
+    expect((await call(url, "GET", "/v1/membership", bob)).body).toMatchObject({ members: [] });
+  });
+
   it("ignores tenant, principal and role claims in a body", async () => {
     const claims = {
       tenantId: "t1",
