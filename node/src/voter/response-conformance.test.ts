@@ -1,0 +1,128 @@
+import Fastify, { type FastifyInstance } from "fastify";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { ERROR_BODY_SCHEMA } from "../http/response-schemas.js";
+import { ROUTES, type RouteSpec } from "../http/routes.js";
+import { call, VoterCluster } from "./testing/voter-cluster.js";
+
+vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
+
+let cluster: VoterCluster;
+let url: string;
+/**
+ * Validates a body against a schema with the same validator and options the edge uses for requests:
+ * one route per schema, which answers 204 when the posted body conforms.
+ */
+let checker: FastifyInstance;
+
+beforeAll(async () => {
+  checker = Fastify({
+    ajv: {
+      customOptions: {
+        coerceTypes: false,
+        useDefaults: false,
+        removeAdditional: false,
+        allowUnionTypes: true,
+      },
+    },
+  });
+  checker.setErrorHandler((error, _request, reply) => reply.code(422).send({ message: error.message }));
+  ROUTES.forEach((route, i) => {
+    checker.post(`/${i}`, { schema: { body: route.response } }, (_request, reply) => reply.code(204).send());
+  });
+  checker.post("/error", { schema: { body: ERROR_BODY_SCHEMA } }, (_request, reply) =>
+    reply.code(204).send(),
+  );
+  cluster = await VoterCluster.start();
+  const leader = await cluster.waitForLeader();
+  url = cluster.voter((leader + 1) % 3).httpUrl;
+});
+
+afterAll(async () => {
+  await checker?.close();
+  await cluster?.dispose();
+});
+
+function routeOf(method: string, path: string): RouteSpec {
+  const bare = path.split("?", 1)[0]!;
+  const route = ROUTES.find(
+    (r) => r.method === method && new RegExp(`^${r.path.replace(/\{[A-Za-z]+\}/g, "[^/]+")}$`).test(bare),
+  );
+  if (route === undefined) throw new Error(`no route for ${method} ${bare}`);
+  return route;
+}
+
+async function conformanceOf(schemaPath: string, body: unknown): Promise<string | null> {
+  const answer = await checker.inject({
+    method: "POST",
+    url: schemaPath,
+    payload: JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  });
+  return answer.statusCode === 204 ? null : answer.body;
+}
+
+/** Calls a route on a real voter and checks its status and body against what the route documents. */
+async function documented(
+  method: string,
+  path: string,
+  options: { body?: unknown; commandId?: string } = {},
+): Promise<Record<string, unknown>> {
+  const route = routeOf(method, path);
+  const answer = await call(url, method, path, options);
+  expect({ route: `${method} ${path}`, status: answer.status }).toEqual({
+    route: `${method} ${path}`,
+    status: route.status,
+  });
+  expect({
+    route: `${method} ${path}`,
+    error: await conformanceOf(`/${ROUTES.indexOf(route)}`, answer.body),
+  }).toEqual({ route: `${method} ${path}`, error: null });
+  return answer.body;
+}
+
+describe("answers of a real voter", () => {
+  it("match the response schemas the routes document", async () => {
+    await documented("POST", "/v1/admin/principals", {
+      body: { principalId: "p1", tenantId: "t1", roles: ["writer"] },
+      commandId: "a1",
+    });
+    const key = await documented("POST", "/v1/admin/principals/p1/keys", { commandId: "a2" });
+    await documented("PUT", "/v1/catalog/doc", { body: { value: { text: "hello world" } }, commandId: "c1" });
+    await documented("GET", "/v1/catalog/doc");
+    await documented("POST", "/v1/catalog/bulk-get", { body: { keys: ["doc", "none"] } });
+    await documented("POST", "/v1/query", { body: { prefix: "d" } });
+    await documented("POST", "/v1/search", { body: { query: "hello" } });
+    await documented("PUT", "/v1/graph/edges", { body: { from: "a", type: "t", to: "b" }, commandId: "g1" });
+    await documented("POST", "/v1/graph/traverse", { body: { start: "a" } });
+    await documented("DELETE", "/v1/graph/edges", {
+      body: { from: "a", type: "t", to: "b" },
+      commandId: "g2",
+    });
+    await documented("POST", "/v1/queues/q/messages", { body: { body: { n: 1 } }, commandId: "q1" });
+    const lease = await documented("POST", "/v1/queues/q/leases", { body: {}, commandId: "q2" });
+    const messageId = (lease.messages as { messageId: string }[])[0]!.messageId;
+    await documented("POST", `/v1/queues/q/messages/${messageId}/ack`, {
+      body: { leaseToken: lease.leaseToken },
+      commandId: "q3",
+    });
+    await documented("PUT", "/v1/subscriptions/s", { body: { prefix: "d" }, commandId: "s1" });
+    await documented("POST", "/v1/subscriptions/s/deliveries", { body: {}, commandId: "s2" });
+    await documented("PUT", "/v1/membership/m1", {
+      body: { status: "active", address: "h:1" },
+      commandId: "m1",
+    });
+    await documented("GET", "/v1/membership");
+    await documented("POST", "/v1/dispatch/ops", { body: { directive: "go" }, commandId: "d1" });
+    await documented("GET", "/v1/dispatch/ops?after=0");
+    await documented("GET", "/v1/commands/c1");
+    await documented("GET", "/v1/admin/admission");
+    await documented("DELETE", "/v1/catalog/doc", { commandId: "c2" });
+    await documented("DELETE", `/v1/admin/principals/p1/keys/${String(key.keyId)}`, { commandId: "a3" });
+  });
+
+  it("match the error body schema", async () => {
+    const missing = await call(url, "GET", "/v1/catalog/none");
+    expect(missing.status).toBe(404);
+    expect(await conformanceOf("/error", missing.body)).toBeNull();
+  });
+});
