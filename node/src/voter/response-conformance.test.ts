@@ -25,7 +25,9 @@ beforeAll(async () => {
       },
     },
   });
-  checker.setErrorHandler((error, _request, reply) => reply.code(422).send({ message: error.message }));
+  checker.setErrorHandler((error, _request, reply) =>
+    reply.code(422).send({ message: error instanceof Error ? error.message : String(error) }),
+  );
   ROUTES.forEach((route, i) => {
     checker.post(`/${i}`, { schema: { body: route.response } }, (_request, reply) => reply.code(204).send());
   });
