@@ -203,6 +203,13 @@ describe("bad input answers 400 InvalidArgument and submits nothing", () => {
     expect(fx.service.submitted).toHaveLength(0);
   });
 
+  it.each(["utf-8", "UTF-8", '"utf-8"', "utf8"])("accepts JSON declared as charset=%s", async (charset) => {
+    const response = await fx.app.inject(
+      put('{"value":1}', { "content-type": `application/json; charset=${charset}` }),
+    );
+    expect(response.statusCode).toBe(200);
+  });
+
   it("accepts a command ID of 128 characters of the whole alphabet", async () => {
     const id = "Az09._:-".repeat(16);
     const response = await fx.app.inject(put('{"value":1}', { "keyload-command-id": id }));
@@ -215,6 +222,8 @@ describe("bad input answers 400 InvalidArgument and submits nothing", () => {
     ["form data", { "content-type": "application/x-www-form-urlencoded" }],
     ["no content type", { "content-type": "" }],
     ["a malformed content type", { "content-type": "application/" }],
+    ["JSON in another charset", { "content-type": "application/json; charset=iso-8859-1" }],
+    ["JSON in a quoted other charset", { "content-type": 'application/json; charset="utf-16"' }],
   ])("refuses a body sent as %s", async (_, headers) => {
     const options = put('{"value":1}', headers);
     if (headers["content-type"] === "") delete (options.headers as Record<string, string>)["content-type"];

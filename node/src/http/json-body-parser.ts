@@ -12,9 +12,23 @@ const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
  * already holds its slot and passed authentication by now.
  */
 export async function parseJsonBody(request: FastifyRequest, payload: IncomingMessage): Promise<unknown> {
+  refuseOtherCharsets(request.headers["content-type"]);
   const text = decodeUtf8(await readGuardedBody(request, payload));
   edgeOf(request).payload = text;
   return text.length === 0 ? undefined : parseJson(text);
+}
+
+/**
+ * JSON is UTF-8 (RFC 8259) and the body is decoded as such: a body declared in another charset would be
+ * read as something its sender did not mean, so it is refused before a byte of it is read.
+ */
+function refuseOtherCharsets(contentType: string | undefined): void {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(contentType ?? "")?.[1]?.toLowerCase();
+  if (charset !== undefined && charset !== "utf-8" && charset !== "utf8") {
+    throw new InvalidArgumentError(`a JSON body must be UTF-8, not ${charset.slice(0, 40)}`, {
+      reason: "UnsupportedContentType",
+    });
+  }
 }
 
 /** Refused rather than repaired: replacing bad bytes would change the payload the command carries. */
