@@ -42,6 +42,17 @@ const MAX_PARAM_CHARS = 512 * 4 * 3;
 const REDACTED = ["req.headers.authorization", "headers.authorization", "*.headers.authorization", "apiKey"];
 
 /**
+ * How the schemas are checked: types only, never coerced, defaulted or stripped. The payload the voter
+ * gets is the text as received, so validation must judge that same text.
+ */
+export const SCHEMA_VALIDATION = {
+  coerceTypes: false,
+  useDefaults: false,
+  removeAdditional: false,
+  allowUnionTypes: true,
+} as const;
+
+/**
  * The voter's public HTTP API as a fastify app (not listening): the route table, the edge's first hook,
  * the body parser, the contract's error body on every path and the HTTP metrics.
  */
@@ -68,16 +79,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
     // Draining is answered by the first hook, in the contract's error body.
     return503OnClosing: false,
     routerOptions: { maxParamLength: MAX_PARAM_CHARS },
-    // The schemas check types, never coerce, default or strip: the payload the voter gets is the text as
-    // received, so validation must judge that same text.
-    ajv: {
-      customOptions: {
-        coerceTypes: false,
-        useDefaults: false,
-        removeAdditional: false,
-        allowUnionTypes: true,
-      },
-    },
+    ajv: { customOptions: SCHEMA_VALIDATION },
     // Fastify answers a URL it cannot route (bad percent-encoding) before any hook runs.
     frameworkErrors: (error, request, reply) => {
       const edge = new RequestEdge(undefined, performance.now());

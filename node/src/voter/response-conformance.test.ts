@@ -1,5 +1,6 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { SCHEMA_VALIDATION } from "../http/http-app.js";
 import { ERROR_BODY_SCHEMA } from "../http/response-schemas.js";
 import { ROUTES, type RouteSpec } from "../http/routes.js";
 import { call, VoterCluster } from "./testing/voter-cluster.js";
@@ -15,16 +16,7 @@ let url: string;
 let checker: FastifyInstance;
 
 beforeAll(async () => {
-  checker = Fastify({
-    ajv: {
-      customOptions: {
-        coerceTypes: false,
-        useDefaults: false,
-        removeAdditional: false,
-        allowUnionTypes: true,
-      },
-    },
-  });
+  checker = Fastify({ ajv: { customOptions: SCHEMA_VALIDATION } });
   checker.setErrorHandler((error, _request, reply) =>
     reply.code(422).send({ message: error instanceof Error ? error.message : String(error) }),
   );
