@@ -7,6 +7,7 @@ import {
   UnavailableError,
   UnknownWriteOutcomeError,
 } from "./index.js";
+import { failure } from "./testing/failure.js";
 import { SentCommandIds } from "./testing/sent-command-ids.js";
 
 /**
@@ -35,15 +36,6 @@ function connect(endpoints: string[], options: Partial<KeyLoadClientOptions> = {
   });
   closing.push(client);
   return client;
-}
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (error: unknown) => error,
-  );
 }
 
 beforeAll(async () => {

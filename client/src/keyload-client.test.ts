@@ -13,6 +13,7 @@ import {
   UnauthenticatedError,
   type Written,
 } from "./index.js";
+import { failure } from "./testing/failure.js";
 import { SentCommandIds } from "./testing/sent-command-ids.js";
 
 /**
@@ -50,15 +51,6 @@ afterAll(async () => {
   await Promise.all(clients.map((c) => c.close()));
   await cluster?.dispose();
 });
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (error: unknown) => error,
-  );
-}
 
 describe("KeyLoadClient against a three-voter cluster", () => {
   it("puts, gets and deletes documents, with any key and on any voter", async () => {
