@@ -1,27 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY, VoterCluster } from "../../node/src/voter/testing/voter-cluster.js";
-import { KeyLoadClient, type KeyLoadClientOptions } from "./index.js";
 import { closedPort } from "./testing/closed-port.js";
 import { errorBody, ScriptedVoter } from "./testing/scripted-voter.js";
 import { SentCommandIds } from "./testing/sent-command-ids.js";
+import { TestClients } from "./testing/test-clients.js";
 
 /** Failover, leader hints and a leader lost mid-write, against a real three-voter cluster. */
 let cluster: VoterCluster;
-const closing: { close(): Promise<void> }[] = [];
+const clients = new TestClients({ apiKey: ADMIN_KEY });
+const connect = clients.connect.bind(clients);
 
 function url(i: number): string {
   return cluster.voter(i).httpUrl;
-}
-
-function connect(endpoints: string[], options: Partial<KeyLoadClientOptions> = {}): KeyLoadClient {
-  const client = new KeyLoadClient({
-    endpoints,
-    apiKey: ADMIN_KEY,
-    backoff: { initialMs: 20, maxMs: 250 },
-    ...options,
-  });
-  closing.push(client);
-  return client;
 }
 
 function follower(leader: number): number {
@@ -41,7 +31,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
-  await Promise.all(closing.map((c) => c.close()));
+  await clients.close();
   await cluster?.dispose();
 });
 
@@ -77,7 +67,7 @@ describe("KeyLoadClient failover", () => {
       headers: { "KeyLoad-Leader": `id="voter${leader + 1}", url="${url(leader)}"` },
       body: errorBody("Unavailable", "LeaderUnreachable"),
     });
-    closing.push(stale);
+    clients.closeLater(stale);
     // Listed first and answering Unavailable with a hint: the retry skips the other voters.
     const client = connect([stale.url, ...others, url(leader)]);
     expect(await client.put("fo/hint", 1, { commandId: "fo-hint" })).toMatchObject({ version: 1 });

@@ -1,23 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { KeyLoadClient, type KeyLoadClientOptions } from "./index.js";
 import { SentCommandIds } from "./testing/sent-command-ids.js";
+import { TestClients } from "./testing/test-clients.js";
 import { PROCESS_ADMIN_KEY, VoterProcesses } from "./testing/voter-processes.js";
 
 /** A leader SIGKILLed with writes in flight, against three voter processes on loopback. */
 let cluster: VoterProcesses;
-const closing: KeyLoadClient[] = [];
-
-function connect(endpoints: string[], options: Partial<KeyLoadClientOptions> = {}): KeyLoadClient {
-  const client = new KeyLoadClient({
-    endpoints,
-    apiKey: PROCESS_ADMIN_KEY,
-    backoff: { initialMs: 20, maxMs: 250 },
-    adaptiveThrottle: false,
-    ...options,
-  });
-  closing.push(client);
-  return client;
-}
+const clients = new TestClients({ apiKey: PROCESS_ADMIN_KEY, adaptiveThrottle: false });
+const connect = clients.connect.bind(clients);
 
 beforeAll(async () => {
   cluster = await VoterProcesses.start();
@@ -25,7 +14,7 @@ beforeAll(async () => {
 }, 60_000);
 
 afterAll(async () => {
-  await Promise.all(closing.map((c) => c.close()));
+  await clients.close();
   await cluster?.dispose();
 });
 

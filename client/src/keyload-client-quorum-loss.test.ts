@@ -1,14 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY, VoterCluster } from "../../node/src/voter/testing/voter-cluster.js";
-import {
-  KeyLoadClient,
-  type KeyLoadClientOptions,
-  NotFoundError,
-  UnavailableError,
-  UnknownWriteOutcomeError,
-} from "./index.js";
+import { NotFoundError, UnavailableError, UnknownWriteOutcomeError } from "./index.js";
 import { failure } from "./testing/failure.js";
 import { SentCommandIds } from "./testing/sent-command-ids.js";
+import { TestClients } from "./testing/test-clients.js";
 
 /**
  * UnknownWriteOutcome and Unavailable as real voters answer them: a leader whose followers are gone
@@ -20,22 +15,11 @@ const ELECTION_TIMEOUT_MS = 1_000;
 const REPLICATION_DEADLINE_MS = 4_000;
 
 let cluster: VoterCluster;
-const closing: KeyLoadClient[] = [];
+const clients = new TestClients({ apiKey: ADMIN_KEY, adaptiveThrottle: false });
+const connect = clients.connect.bind(clients);
 
 function url(i: number): string {
   return cluster.voter(i).httpUrl;
-}
-
-function connect(endpoints: string[], options: Partial<KeyLoadClientOptions> = {}): KeyLoadClient {
-  const client = new KeyLoadClient({
-    endpoints,
-    apiKey: ADMIN_KEY,
-    backoff: { initialMs: 20, maxMs: 250 },
-    adaptiveThrottle: false,
-    ...options,
-  });
-  closing.push(client);
-  return client;
 }
 
 beforeAll(async () => {
@@ -50,7 +34,7 @@ beforeAll(async () => {
 }, 30_000);
 
 afterAll(async () => {
-  await Promise.all(closing.map((c) => c.close()));
+  await clients.close();
   await cluster?.dispose();
 });
 
