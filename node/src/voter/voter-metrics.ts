@@ -1,5 +1,6 @@
 import { Counter, Gauge, type Registry } from "prom-client";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import type { PeerStats } from "../peer/peer-stats.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { StateMachine } from "../state/state-machine.js";
 import type { RaftDriver } from "./raft-driver.js";
@@ -10,6 +11,19 @@ export interface VoterMetricSources {
   readonly commandGovernor: CommandAdmissionGovernor;
   readonly transport: PeerTransport;
 }
+
+/** The peer transport's counters as exported, each with its help text. */
+const PEER_COUNTERS: readonly (readonly [keyof PeerStats, string])[] = [
+  ["framesSent", "Frames sent to peers"],
+  ["bytesSent", "Bytes sent to peers"],
+  ["framesReceived", "Frames received from peers"],
+  ["bytesReceived", "Bytes received from peers"],
+  ["sendDrops", "Peer messages not sent: no connection, a full write buffer, or unencodable"],
+  ["receiveDrops", "Peer messages received but not delivered: spoofed sender, misrouted, or unhandled"],
+  ["reconnects", "Dials to peers after a failed dial or a lost connection"],
+  ["authFailures", "Peer handshakes refused, by either side (wrong secret, unknown voter, differing limits)"],
+  ["protocolErrors", "Peer connections closed for bytes that are not valid frames or messages"],
+];
 
 /** Counts command admission refusals; the service increments it, `/metrics` shows it. */
 export type CommandRejections = Counter<"lane" | "reason">;
@@ -67,14 +81,18 @@ export function registerVoterMetrics(registry: Registry, sources: VoterMetricSou
   usage("retainedBytes");
   usage("queued");
   usage("active");
-  new Gauge({
-    name: "keyload_peer_send_drops",
-    help: "Peer messages dropped because the peer was unreachable or slow",
-    registers: [registry],
-    collect() {
-      this.set(transport.stats().sendDrops);
-    },
-  });
+  for (const [field, help] of PEER_COUNTERS) {
+    new Counter({
+      name: `keyload_peer_${field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,
+      help,
+      registers: [registry],
+      collect() {
+        // The transport keeps the running totals; a scrape copies them.
+        this.reset();
+        this.inc(transport.stats()[field]);
+      },
+    });
+  }
   return new Counter({
     name: "keyload_command_admission_rejections_total",
     help: "Commands refused by command admission, by lane and reason",

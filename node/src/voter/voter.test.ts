@@ -179,6 +179,28 @@ describe("three voters on loopback", () => {
     }
   });
 
+  it("exports the peer transport's counters, a refused handshake among them", async () => {
+    cluster = await VoterCluster.start();
+    await cluster.waitForLeader();
+    const metric = async (name: string): Promise<number> => {
+      const text = await (await fetch(`${cluster!.voter(0).httpUrl}/metrics`)).text();
+      const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+      if (line === undefined) throw new Error(`no ${name} in /metrics`);
+      return Number(line.slice(name.length + 1));
+    };
+    expect(await metric("keyload_peer_frames_sent_total")).toBeGreaterThan(0);
+    expect(await metric("keyload_peer_bytes_received_total")).toBeGreaterThan(0);
+    expect(await metric("keyload_peer_auth_failures_total")).toBe(0);
+    // voter3 comes back without the cluster secret: voter1 refuses its handshakes and counts them.
+    cluster.envs[2]!.KeyLoad__Cluster__Secret = "not-the-cluster-secret-0123";
+    await cluster.restart(2);
+    const deadline = Date.now() + 10_000;
+    while ((await metric("keyload_peer_auth_failures_total")) === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(await metric("keyload_peer_auth_failures_total")).toBeGreaterThan(0);
+  });
+
   it("refuses to join a voter whose canonical limits differ", async () => {
     cluster = await VoterCluster.start({ voterEnv: { 2: { KeyLoad__Canonical__MaxLeaseBatch: "7" } } });
     const deadline = Date.now() + 5000;
