@@ -44,6 +44,7 @@ describe("loadVoterConfig", () => {
       electionTimeoutMs: 1000,
       heartbeatIntervalMs: 100,
       replicationDeadlineMs: 10_000,
+      readyLagEntries: 1000,
     });
     expect(c.commandAdmission.MaxRetainedBytes).toBe(134_217_728);
     expect(c.httpAdmission.MaxRequests).toBe(32);
@@ -60,10 +61,12 @@ describe("loadVoterConfig", () => {
       ...BASE,
       KEYLOAD__commandadmission__maxretainedbytes: "1048576",
       keyload__Raft__ElectionTimeoutMs: "2000",
+      KeyLoad__Raft__ReadyLagEntries: "5",
     };
     const c = loadVoterConfig({ env, args: ["--KeyLoad:Raft:ElectionTimeoutMs=3000"] });
     expect(c.commandAdmission.MaxRetainedBytes).toBe(1_048_576);
     expect(c.raft.electionTimeoutMs).toBe(3000);
+    expect(c.raft.readyLagEntries).toBe(5);
   });
 
   it("takes a JSON file as the lowest source above the defaults", () => {

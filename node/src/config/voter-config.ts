@@ -65,6 +65,8 @@ export const VOTER_CONFIG = {
     integer("SnapshotIntervalEntries", 100_000, 1),
     integer("SnapshotIntervalBytes", 64 * MiB, 1),
     integer("MaxUncommittedBytes", 64 * MiB, 1),
+    // How far the applied index may trail the commit index for `/health/ready` to report ready.
+    integer("ReadyLagEntries", 1000, 0),
   ],
   CommandAdmission: COMMAND_ADMISSION_PROPERTIES,
   HttpAdmission: HTTP_ADMISSION_PROPERTIES,
@@ -94,6 +96,7 @@ export interface VoterConfig {
     readonly snapshotIntervalEntries: number;
     readonly snapshotIntervalBytes: number;
     readonly maxUncommittedBytes: number;
+    readonly readyLagEntries: number;
   };
   readonly commandAdmission: CommandAdmissionLimits;
   readonly httpAdmission: HttpAdmissionLimits;

@@ -137,7 +137,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     worker,
     metricsRegistry,
     rejections,
-    readyLagEntries: 1000,
+    readyLagEntries: raft.readyLagEntries,
   });
   const http: HttpServer = createHttpServer({
     service,
