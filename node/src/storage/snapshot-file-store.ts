@@ -122,16 +122,7 @@ export class SnapshotFileStore {
     } catch (err) {
       throw missingOrFailed(path, snap, err);
     }
-    if (data.byteLength !== snap.size) {
-      throw new StorageCorruptionError(
-        path,
-        snap.meta.index,
-        `snapshot file holds ${data.byteLength} bytes, ${snap.size} recorded`,
-      );
-    }
-    if (crc32c(data) !== snap.checksum) {
-      throw new StorageCorruptionError(path, snap.meta.index, "snapshot file checksum mismatch");
-    }
+    checkContents(path, snap, data.byteLength, crc32c(data));
     return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   }
 
@@ -155,16 +146,7 @@ export class SnapshotFileStore {
     } finally {
       closeSync(fd);
     }
-    if (size !== snap.size) {
-      throw new StorageCorruptionError(
-        path,
-        snap.meta.index,
-        `snapshot file holds ${size} bytes, ${snap.size} recorded`,
-      );
-    }
-    if (checksum !== snap.checksum) {
-      throw new StorageCorruptionError(path, snap.meta.index, "snapshot file checksum mismatch");
-    }
+    checkContents(path, snap, size, checksum);
   }
 
   /** Opens the snapshot for streaming; the reader keeps it readable even if a newer one replaces it. */
@@ -188,13 +170,7 @@ export class SnapshotFileStore {
     } catch (err) {
       throw missingOrFailed(path, snap, err);
     }
-    if (size !== snap.size) {
-      throw new StorageCorruptionError(
-        path,
-        snap.meta.index,
-        `snapshot file holds ${size} bytes, ${snap.size} recorded`,
-      );
-    }
+    checkContents(path, snap, size, null);
   }
 
   /** Deletes a superseded snapshot file. */
@@ -264,4 +240,18 @@ function missingOrFailed(path: string, snap: SnapshotFile, err: unknown): Error 
     );
   }
   return new StorageFailedError(`${path}: ${(err as Error).message}`, { cause: err });
+}
+
+/** Throws unless the file's size, and its checksum when one was computed, are the recorded ones. */
+function checkContents(path: string, snap: SnapshotFile, size: number, checksum: number | null): void {
+  if (size !== snap.size) {
+    throw new StorageCorruptionError(
+      path,
+      snap.meta.index,
+      `snapshot file holds ${size} bytes, ${snap.size} recorded`,
+    );
+  }
+  if (checksum !== null && checksum !== snap.checksum) {
+    throw new StorageCorruptionError(path, snap.meta.index, "snapshot file checksum mismatch");
+  }
 }
