@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ADMIN_KEY } from "../../node/src/voter/testing/cluster-envs.js";
 import { SentCommandIds } from "./testing/sent-command-ids.js";
 import { TestClients } from "./testing/test-clients.js";
-import { PROCESS_ADMIN_KEY, VoterProcesses } from "./testing/voter-processes.js";
+import { VoterProcesses } from "./testing/voter-processes.js";
 
 /** A leader SIGKILLed with writes in flight, against three voter processes on loopback. */
 let cluster: VoterProcesses;
-const clients = new TestClients({ apiKey: PROCESS_ADMIN_KEY, adaptiveThrottle: false });
+const clients = new TestClients({ apiKey: ADMIN_KEY, adaptiveThrottle: false });
 const connect = clients.connect.bind(clients);
 
 beforeAll(async () => {

@@ -5,10 +5,8 @@ import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { clusterEnvs, httpUrlOf } from "../../../node/src/voter/testing/cluster-envs.js";
 import { KeyLoadClient } from "../keyload-client.js";
-import { closedPort } from "./closed-port.js";
-
-export const PROCESS_ADMIN_KEY = "client-test-admin-key-0123456789";
 
 const REPO_ROOT = fileURLToPath(new URL("../../../", import.meta.url));
 /** The voter's own entry point (`keyload-node`), run from source the way the AppHost runs it. */
@@ -30,42 +28,23 @@ interface VoterProcess {
  * The in-process cluster can only stop a voter gracefully.
  */
 export class VoterProcesses {
-  private readonly root = mkdtempSync(join(tmpdir(), "keyload-client-voters-"));
   private readonly voters: VoterProcess[] = [];
   private readonly probe: KeyLoadClient;
 
-  private constructor(urls: readonly string[]) {
+  private constructor(
+    private readonly root: string,
+    urls: readonly string[],
+  ) {
     this.probe = new KeyLoadClient({ endpoints: urls, requestTimeoutMs: 1_000, connectTimeoutMs: 500 });
   }
 
   static async start(env: Readonly<Record<string, string>> = {}): Promise<VoterProcesses> {
-    const ports: string[] = [];
-    for (let i = 0; i < 6; i++) ports.push(new URL(await closedPort()).port);
-    const httpUrls = ports.slice(3).map((port) => `http://127.0.0.1:${port}`);
-    const cluster = new VoterProcesses(httpUrls);
-    const voters = ports
-      .slice(0, 3)
-      .map((port, i) => `voter${i + 1}@127.0.0.1:${port}`)
-      .join(",");
-    for (let i = 0; i < 3; i++) {
-      cluster.voters.push({
-        env: {
-          KeyLoad__Node__Id: `voter${i + 1}`,
-          KeyLoad__Node__DataDir: join(cluster.root, `voter${i + 1}`),
-          KeyLoad__Node__HttpPort: ports[3 + i]!,
-          KeyLoad__Node__PeerPort: ports[i]!,
-          KeyLoad__Cluster__Voters: voters,
-          KeyLoad__Cluster__Secret: "client-test-cluster-secret-0123456789",
-          KeyLoad__Bootstrap__AdminKey: PROCESS_ADMIN_KEY,
-          KeyLoad__Raft__ElectionTimeoutMs: "300",
-          KeyLoad__Raft__HeartbeatIntervalMs: "30",
-          KeyLoad__Log__Level: "warn",
-          ...env,
-        },
-        httpUrl: httpUrls[i]!,
-        child: undefined,
-        stderr: "",
-      });
+    const root = mkdtempSync(join(tmpdir(), "keyload-client-voters-"));
+    // Warnings go to stderr, which a failure to find a leader reports.
+    const envs = await clusterEnvs(root, { env: { KeyLoad__Log__Level: "warn", ...env } });
+    const cluster = new VoterProcesses(root, envs.map(httpUrlOf));
+    for (const voterEnv of envs) {
+      cluster.voters.push({ env: voterEnv, httpUrl: httpUrlOf(voterEnv), child: undefined, stderr: "" });
     }
     for (let i = 0; i < 3; i++) cluster.start(i);
     return cluster;

@@ -3,22 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
 import { loadVoterConfig } from "../../config/voter-config.js";
-import { pickFreePorts } from "../../net/free-ports.js";
 import { type RunningVoter, startVoter } from "../voter.js";
+import { ADMIN_KEY, type ClusterOptions, clusterEnvs } from "./cluster-envs.js";
 
-export const ADMIN_KEY = "test-admin-key-0123456789";
-
-export interface ClusterOptions {
-  /** `KeyLoad__...` variables for every voter. */
-  readonly env?: Record<string, string>;
-  /** Per voter (by index) extra variables. */
-  readonly voterEnv?: Record<number, Record<string, string>>;
-  /**
-   * The peer ports voter `i` dials, given every voter's real peer port: lets a test route one voter's
-   * connections through a relay it controls. Default: the real ports.
-   */
-  readonly dialPorts?: (i: number, peerPorts: readonly number[]) => readonly number[];
-}
+export { ADMIN_KEY, type ClusterOptions };
 
 /** Three voters in this process on loopback, each in its own temp data dir; `dispose` removes everything. */
 export class VoterCluster {
@@ -28,27 +16,7 @@ export class VoterCluster {
 
   static async start(options: ClusterOptions = {}): Promise<VoterCluster> {
     const c = new VoterCluster();
-    const ports = await pickFreePorts("127.0.0.1", 6);
-    const peerPorts = ports.slice(0, 3);
-    const voterList = (ports: readonly number[]) =>
-      ports.map((p, i) => `voter${i + 1}@127.0.0.1:${p}`).join(",");
-    for (let i = 0; i < 3; i++) {
-      const voters = voterList(options.dialPorts?.(i, peerPorts) ?? peerPorts);
-      c.envs.push({
-        KeyLoad__Node__Id: `voter${i + 1}`,
-        KeyLoad__Node__DataDir: join(c.root, `voter${i + 1}`),
-        KeyLoad__Node__HttpPort: String(ports[3 + i]),
-        KeyLoad__Node__PeerPort: String(peerPorts[i]),
-        KeyLoad__Cluster__Voters: voters,
-        KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
-        KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
-        KeyLoad__Raft__ElectionTimeoutMs: "300",
-        KeyLoad__Raft__HeartbeatIntervalMs: "30",
-        KeyLoad__Log__Level: "silent",
-        ...options.env,
-        ...options.voterEnv?.[i],
-      });
-    }
+    c.envs.push(...(await clusterEnvs(c.root, options)));
     try {
       for (let i = 0; i < 3; i++) c.voters.push(await c.startVoter(i));
     } catch (err) {
