@@ -147,16 +147,7 @@ describe("HTTP admission at the edge", () => {
       return { commandId: command.commandId, index: 1, result: {} };
     };
     const payload = '{"value":"0123456789"}';
-    await fx.app.inject({
-      method: "PUT",
-      url: "/v1/catalog/k",
-      headers: {
-        authorization: bearer("writer"),
-        "keyload-command-id": "c1",
-        "content-type": "application/json",
-      },
-      payload,
-    });
+    await fx.putAsWriter(payload);
     expect(seen[0]).toMatchObject({
       data: { requests: 1, modeledBytes: 8 * MiB + 4 * payload.length + 4096 },
       ingress: { data: 0, control: 0 },
@@ -317,17 +308,7 @@ describe("body caps", () => {
     fx = httpFixture();
     const payload = '{"value":"0123456789"}';
     for (const declared of [5, payload.length + 10]) {
-      const response = await fx.app.inject({
-        method: "PUT",
-        url: "/v1/catalog/k",
-        headers: {
-          authorization: bearer("writer"),
-          "keyload-command-id": "c1",
-          "content-type": "application/json",
-          "content-length": String(declared),
-        },
-        payload,
-      });
+      const response = await fx.putAsWriter(payload, { "content-length": String(declared) });
       expectContractError(response, 400, "InvalidArgument", "InvalidContentLength");
     }
     expect(fx.service.calls).toBe(0);

@@ -77,16 +77,7 @@ describe("metrics", () => {
   it("serves the voter's registry with the edge's latency, usage and rejections", async () => {
     fx = httpFixture({ admission: { MaxRequestsPerPrincipal: 1 } });
     new Gauge({ name: "keyload_raft_term", help: "term", registers: [fx.service.metricsRegistry] }).set(7);
-    await fx.app.inject({
-      method: "PUT",
-      url: "/v1/catalog/k",
-      headers: {
-        authorization: bearer("writer"),
-        "keyload-command-id": "c1",
-        "content-type": "application/json",
-      },
-      payload: '{"value":1}',
-    });
+    await fx.putAsWriter('{"value":1}');
     await fx.app.inject({ method: "GET", url: "/v1/nowhere" });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {

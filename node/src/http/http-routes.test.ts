@@ -184,16 +184,7 @@ describe("every route's happy path", () => {
 describe("what the voter receives", () => {
   it("gets the body text exactly as received as the payload", async () => {
     const text = '{ "value" :\t[1, 2.50, "\\u00e9"] ,"expectedVersion":0 }\n';
-    await fx.app.inject({
-      method: "PUT",
-      url: "/v1/catalog/k",
-      headers: {
-        authorization: bearer("writer"),
-        "keyload-command-id": "c1",
-        "content-type": "application/json",
-      },
-      payload: text,
-    });
+    await fx.putAsWriter(text);
     expect(fx.service.submitted[0]?.payload).toBe(text);
   });
 
@@ -269,16 +260,7 @@ describe("what the voter receives", () => {
       principalId: "admin",
       roles: ["admin"],
     });
-    const response = await fx.app.inject({
-      method: "PUT",
-      url: "/v1/catalog/k",
-      headers: {
-        authorization: bearer("writer"),
-        "keyload-command-id": "c1",
-        "content-type": "application/json",
-      },
-      payload: text,
-    });
+    const response = await fx.putAsWriter(text);
     expect(response.statusCode).toBe(200);
     expect(fx.service.submitted[0]?.identity).toEqual(KEYS.writer.identity);
     // A reader stays a reader whatever its body claims.
@@ -307,16 +289,7 @@ describe("what the voter receives", () => {
 
   it("answers a non-object write result under `result`", async () => {
     fx.service.onSubmit = async (command) => ({ commandId: command.commandId, index: 3, result: [1, 2] });
-    const response = await fx.app.inject({
-      method: "PUT",
-      url: "/v1/catalog/k",
-      headers: {
-        authorization: bearer("writer"),
-        "keyload-command-id": "c1",
-        "content-type": "application/json",
-      },
-      payload: '{"value":1}',
-    });
+    const response = await fx.putAsWriter('{"value":1}');
     expect(response.json()).toEqual({ commandId: "c1", result: [1, 2] });
   });
 

@@ -1,9 +1,9 @@
 import { Writable } from "node:stream";
-import type { FastifyInstance } from "fastify";
+import type { FastifyInstance, LightMyRequestResponse } from "fastify";
 import { pino } from "pino";
 import { HttpAdmissionGovernor, type HttpAdmissionOptions } from "../../admission/index.js";
 import { buildHttpApp, type HttpEdgeLimits } from "../http-app.js";
-import { FakeVoterService } from "./fake-voter-service.js";
+import { bearer, FakeVoterService } from "./fake-voter-service.js";
 
 export interface HttpFixture {
   readonly app: FastifyInstance;
@@ -12,6 +12,8 @@ export interface HttpFixture {
   /** Every log line the edge wrote, raw and parsed. */
   readonly logText: () => string;
   readonly logLines: () => Record<string, unknown>[];
+  /** `PUT /v1/catalog/k` as the writer, command ID c1, JSON; `headers` add to or replace those. */
+  putAsWriter(payload: string, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
   /** The base URL once `listen` resolved. */
   listen(): Promise<{ port: number; url: string }>;
   close(): Promise<void>;
@@ -47,6 +49,18 @@ export function httpFixture(
         .split("\n")
         .filter((line) => line.length > 0)
         .map((line) => JSON.parse(line) as Record<string, unknown>),
+    putAsWriter: (payload, headers = {}) =>
+      app.inject({
+        method: "PUT",
+        url: "/v1/catalog/k",
+        headers: {
+          authorization: bearer("writer"),
+          "keyload-command-id": "c1",
+          "content-type": "application/json",
+          ...headers,
+        },
+        payload,
+      }),
     async listen() {
       await app.listen({ host: "127.0.0.1", port: 0 });
       const address = app.server.address();
