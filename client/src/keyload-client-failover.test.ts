@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY, VoterCluster } from "../../node/src/voter/testing/voter-cluster.js";
 import { closedPort } from "./testing/closed-port.js";
 import { errorBody, ScriptedVoter } from "./testing/scripted-voter.js";
-import { SentCommandIds } from "./testing/sent-command-ids.js";
 import { TestClients } from "./testing/test-clients.js";
+import { writeThroughLeaderLoss } from "./testing/writes-through-leader-loss.js";
 
 /** Failover, leader hints and a leader lost mid-write, against a real three-voter cluster. */
 let cluster: VoterCluster;
@@ -84,43 +84,15 @@ describe("KeyLoadClient failover", () => {
     // Every call in flight loses the leader at once; the default budget is sized to stop such retry
     // storms against an overloaded cluster, which is not what this test is about.
     const client = connect([url(leader), ...survivors], { retryBudget: { capacity: 100 } });
-    const count = 10;
-    const sent = new SentCommandIds();
-    const puts = Array.from({ length: count }, (_, i) =>
-      client.put(`kill/${i}`, { i }, { commandId: `kill-put-${i}` }),
-    );
-    const enqueues = Array.from({ length: count }, (_, i) =>
-      client.enqueue("kill-queue", { i }, { commandId: `kill-enq-${i}` }),
-    );
-    // The requests are on their way (some answered, some in the leader's hands) when it goes.
-    await new Promise((resolve) => setTimeout(resolve, 2));
-    await cluster.stop(leader);
-    const settled = await Promise.allSettled([...puts, ...enqueues]);
-    sent.close();
-    expect(settled.filter((s) => s.status === "rejected")).toEqual([]);
-    // Without a write that went out again, the exactly-once checks below would prove nothing about retries.
-    const ids = Array.from({ length: count }, (_, i) => [`kill-put-${i}`, `kill-enq-${i}`]).flat();
-    expect(ids.filter((id) => sent.count(id) > 1).length).toBeGreaterThan(0);
-    const putResults = await Promise.all(puts);
-    const enqueueResults = await Promise.all(enqueues);
-
     const reader = connect(survivors);
-    for (let i = 0; i < count; i++) {
-      expect(putResults[i]).toEqual({ commandId: `kill-put-${i}`, key: `kill/${i}`, version: 1 });
-      // A second application would have made version 2.
-      expect(await reader.get(`kill/${i}`)).toEqual({ key: `kill/${i}`, value: { i }, version: 1 });
-      expect(await reader.getCommand(`kill-put-${i}`)).toMatchObject({
-        status: "committed",
-        result: { version: 1 },
-      });
-    }
-    // A second application would have enqueued a second message with the same body.
-    const lease = await reader.lease<{ i: number }>("kill-queue", { max: 100 });
-    const bodies = lease.messages.map((m) => m.body.i).sort((a, b) => a - b);
-    expect(bodies).toEqual(Array.from({ length: count }, (_, i) => i));
-    expect(new Set(lease.messages.map((m) => m.messageId))).toEqual(
-      new Set(enqueueResults.map((r) => r.messageId)),
-    );
+    // The requests are on their way (some answered, some in the leader's hands) when it goes.
+    const { putResults } = await writeThroughLeaderLoss({
+      client,
+      reader,
+      prefix: "kill",
+      inFlightMs: 2,
+      loseLeader: () => cluster.stop(leader),
+    });
 
     // Resubmitting after the fact changes nothing either.
     const again = await reader.resolveOutcome("kill-put-0", (o) => reader.put("kill/0", { i: 0 }, o));
