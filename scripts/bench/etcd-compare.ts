@@ -15,9 +15,13 @@
  *
  *   pnpm --filter @keyload/scripts bench:etcd [-- --seconds 10 --levels 1,16,64,256 --warmup 1
  *     --follower-level 16 --keys 10000 --systems etcd,keyload --passes 2 --admission open|default
- *     --dir /tmp --cpu-prof DIR --keep]
+ *     --dir /tmp --cpu-prof DIR --from-source --keep]
  *
  * --passes 1 measures each system once per level, the system going first alternating between levels.
+ *
+ * The voters run what the `keyload-node` bin runs, the compiled `node/dist/main.js`, built at the start
+ * of the run, as etcd runs its release binary; --from-source runs `node/src/main.ts` through tsx (the
+ * AppHost's way), whose loader costs a few percent of CPU.
  *
  * Everything it starts (processes and the temp dir) is removed at the end, on error and on Ctrl-C,
  * unless --keep is given, which leaves both clusters running and says how to stop them.
@@ -41,7 +45,7 @@ import { parseArgs } from "node:util";
 import { Pool } from "undici";
 import { combineResults, type LoadResult, type LoadTarget, runClosedLoop } from "./closed-loop-load.js";
 import { EtcdCluster, etcdVersion } from "./etcd-cluster.js";
-import { KeyLoadCluster } from "./keyload-cluster.js";
+import { buildVoter, KeyLoadCluster } from "./keyload-cluster.js";
 import { type ServerProcess, sleep } from "./server-processes.js";
 
 type System = "etcd" | "keyload";
@@ -63,6 +67,7 @@ const { values: opts } = parseArgs({
     admission: { type: "string", default: "open" },
     dir: { type: "string", default: tmpdir() },
     "cpu-prof": { type: "string" },
+    "from-source": { type: "boolean", default: false },
     keep: { type: "boolean", default: false },
   },
 });
@@ -335,13 +340,23 @@ async function main(): Promise<void> {
       `${passes === 2 ? "two passes per system in ABBA order" : "one pass per system"}, the first system alternating by level; temp dir ${root}`,
   );
   console.log(
+    `KeyLoad voters: ${opts["from-source"] ? "node/src/main.ts through tsx (--from-source)" : "the compiled keyload-node (node/dist/main.js), built now"}`,
+  );
+  console.log(
     `KeyLoad admission: ${opts.admission === "open" ? `request and command limits raised to ${Object.values(admissionEnv)[0]}, modeled bytes to ${Number(admissionEnv.KeyLoad__HttpAdmission__MaxModeledBytes) / 2 ** 30} GiB (one principal sends everything)` : "shipped defaults"}`,
   );
 
+  if (runKeyLoad && !opts["from-source"]) buildVoter();
   const started = performance.now();
   const [keyload, etcdCluster] = await Promise.all([
     runKeyLoad
-      ? KeyLoadCluster.start({ root: join(root, "keyload"), env: admissionEnv, nodeFlags, onSpawn: track })
+      ? KeyLoadCluster.start({
+          root: join(root, "keyload"),
+          env: admissionEnv,
+          nodeFlags,
+          fromSource: opts["from-source"],
+          onSpawn: track,
+        })
       : undefined,
     runEtcd ? EtcdCluster.start({ root: join(root, "etcd"), onSpawn: track }) : undefined,
   ]);

@@ -1,7 +1,9 @@
 /**
- * Three KeyLoad voters as child processes on loopback, each with its own data dir under `root`,
- * started from source (`node --conditions=source --import tsx node/src/main.ts`).
+ * Three KeyLoad voters as child processes on loopback, each with its own data dir under `root`. By
+ * default each runs what the `keyload-node` bin runs, the compiled `node/dist/main.js` (built first by
+ * `buildVoter`); `fromSource` runs `node/src/main.ts` through tsx instead, as the AppHost does.
  */
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -10,6 +12,23 @@ import { freePorts, ServerProcess, waitFor } from "./server-processes.js";
 
 /** The workspace's `node/` package, where tsx resolves from. */
 export const NODE_PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "node");
+
+/**
+ * Compiles the voter and the packages it depends on (`pnpm build` of `@keyload/node...`), so that a
+ * benchmark never runs a stale `dist`.
+ */
+export function buildVoter(): void {
+  try {
+    execFileSync("pnpm", ["--filter", "@keyload/node...", "build"], {
+      cwd: join(NODE_PACKAGE_DIR, ".."),
+      stdio: "pipe",
+      encoding: "utf8",
+    });
+  } catch (err) {
+    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
+    throw new Error(`building the voter failed:\n${stdout ?? ""}${stderr ?? ""}`);
+  }
+}
 
 export interface KeyLoadVoterProcess {
   readonly id: string;
@@ -23,6 +42,8 @@ export interface KeyLoadClusterOptions {
   readonly env?: Record<string, string>;
   /** Extra node flags (for example `--cpu-prof`). */
   readonly nodeFlags?: readonly string[];
+  /** Runs `src/main.ts` through tsx rather than the compiled `dist/main.js`. */
+  readonly fromSource?: boolean;
   /** Told of every process as soon as it is spawned, so that a caller can stop it whatever happens next. */
   readonly onSpawn?: (p: ServerProcess) => void;
 }
@@ -52,7 +73,12 @@ export class KeyLoadCluster {
       const process_ = ServerProcess.spawn({
         name: `keyload ${id}`,
         command: process.execPath,
-        args: [...(options.nodeFlags ?? []), "--conditions=source", "--import", "tsx", "src/main.ts"],
+        args: [
+          ...(options.nodeFlags ?? []),
+          ...(options.fromSource
+            ? ["--conditions=source", "--import", "tsx", "src/main.ts"]
+            : ["dist/main.js"]),
+        ],
         cwd: NODE_PACKAGE_DIR,
         env: {
           ...process.env,
