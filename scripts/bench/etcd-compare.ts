@@ -13,11 +13,16 @@
  *
  * Needs Debian's etcd: `apt-get install -y etcd-server etcd-client`.
  *
- *   pnpm --filter @keyload/scripts bench:etcd [-- --seconds 10 --levels 1,16,64,256 --warmup 1
+ *   pnpm --filter @keyload/scripts bench:etcd [-- --seconds 10 --levels 1,16,64,256 --warmup 1 --start-warmup 10
  *     --follower-level 16 --keys 10000 --systems etcd,keyload --passes 2 --admission open|default
  *     --dir /tmp --cpu-prof DIR --from-source --keep]
  *
  * --passes 1 measures each system once per level, the system going first alternating between levels.
+ *
+ * Before the first level, each system takes --start-warmup seconds of the first level's load, not
+ * measured (its rate is printed): a fresh cluster's first seconds are its cold start (JIT compilation
+ * in the voters and in this load generator, data files growing from empty, every key written for the
+ * first time), which falls on one pass of each system and not evenly. --start-warmup 0 measures it.
  *
  * The voters run what the `keyload-node` bin runs, the compiled `node/dist/main.js`, built at the start
  * of the run, as etcd runs its release binary; --from-source runs `node/src/main.ts` through tsx (the
@@ -60,6 +65,7 @@ const { values: opts } = parseArgs({
     seconds: { type: "string", default: "10" },
     levels: { type: "string", default: "1,16,64,256" },
     warmup: { type: "string", default: "1" },
+    "start-warmup": { type: "string", default: "10" },
     "follower-level": { type: "string", default: "16" },
     keys: { type: "string", default: "10000" },
     systems: { type: "string", default: "etcd,keyload" },
@@ -82,6 +88,7 @@ function positive(name: string, raw: string, allowZero = false): number {
 
 const seconds = positive("seconds", opts.seconds);
 const warmupSeconds = positive("warmup", opts.warmup, true);
+const startWarmupSeconds = positive("start-warmup", opts["start-warmup"], true);
 const levels = opts.levels.split(",").map((l) => Math.trunc(positive("levels", l.trim())));
 const followerLevel = Math.trunc(positive("follower-level", opts["follower-level"], true));
 const keySpace = Math.trunc(positive("keys", opts.keys));
@@ -336,7 +343,7 @@ async function main(): Promise<void> {
   console.log(`machine: ${machineFacts(etcd)}`);
   console.log(
     `load: ${VALUE_BYTES}-byte values over ${int(keySpace)} keys, closed loop, levels ${levels.join(", ")}, ` +
-      `${seconds} s each after ${warmupSeconds} s of warm-up at the same level, ` +
+      `${seconds} s each after ${warmupSeconds} s of warm-up at the same level (and ${startWarmupSeconds} s per system before the first level), ` +
       `${passes === 2 ? "two passes per system in ABBA order" : "one pass per system"}, the first system alternating by level; temp dir ${root}`,
   );
   console.log(
@@ -377,21 +384,24 @@ async function main(): Promise<void> {
     );
   }
 
+  const targetOf = async (system: System, via: "leader" | "follower"): Promise<LoadTarget | undefined> => {
+    if (system === "keyload") {
+      if (!keyload) return undefined;
+      const leader = await keyload.leader();
+      return keyLoadTarget(keyload, via === "leader" ? leader : (leader + 1) % 3, via);
+    }
+    if (!etcdCluster) return undefined;
+    const leader = await etcdCluster.leader();
+    return etcdTarget(etcdCluster, via === "leader" ? leader : (leader + 1) % 3, via);
+  };
+
   const measure = async (
     system: System,
     level: number,
     via: "leader" | "follower",
   ): Promise<LoadResult | undefined> => {
-    let target: LoadTarget;
-    if (system === "keyload") {
-      if (!keyload) return undefined;
-      const leader = await keyload.leader();
-      target = keyLoadTarget(keyload, via === "leader" ? leader : (leader + 1) % 3, via);
-    } else {
-      if (!etcdCluster) return undefined;
-      const leader = await etcdCluster.leader();
-      target = etcdTarget(etcdCluster, via === "leader" ? leader : (leader + 1) % 3, via);
-    }
+    const target = await targetOf(system, via);
+    if (target === undefined) return undefined;
     if (warmupSeconds > 0) await runClosedLoop(target, level, warmupSeconds, stopping.signal);
     const from = (performance.now() - started) / 1000;
     const result = await runClosedLoop(target, level, seconds, stopping.signal);
@@ -429,6 +439,17 @@ async function main(): Promise<void> {
     };
   };
   const firstAt = (i: number): System => (i % 2 === 0 ? "etcd" : "keyload");
+
+  if (startWarmupSeconds > 0) {
+    for (const system of ["etcd", "keyload"] as const) {
+      const target = await targetOf(system, "leader");
+      if (target === undefined) continue;
+      const cold = await runClosedLoop(target, levels[0]!, startWarmupSeconds, stopping.signal);
+      if (stopping.signal.aborted) throw new Error("stopped");
+      console.log(`warm-up after start, not measured: ${describeRun(SYSTEM_NAMES[system], cold).trim()}`);
+      await sleep(500);
+    }
+  }
 
   const rows: Row[] = [];
   for (const [i, level] of levels.entries()) rows.push(await compare(level, "leader", firstAt(i)));
