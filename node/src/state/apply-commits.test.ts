@@ -1,5 +1,6 @@
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { COMMIT_INTERVAL_MS } from "./apply-commits.js";
 import { COMMAND_HANDLERS } from "./command-handlers.js";
 import type { StateMachine } from "./state-machine.js";
 import { LogBuilder, TempStates } from "./testing/state-fixtures.js";
@@ -40,10 +41,13 @@ describe("applies commit in groups", () => {
     expect(onDisk()).toBe(0);
     // Reads on the voter's own connection see what it applied.
     expect(sm.getDocument("t1", "c")).toMatchObject({ version: 1 });
-    now += 10;
+    now += COMMIT_INTERVAL_MS - 1;
     sm.applyBatch([put("d")]);
-    expect(sm.savedIndex()).toBe(4);
-    expect(onDisk()).toBe(4);
+    expect(sm.savedIndex()).toBe(0);
+    now += 1;
+    sm.applyBatch([put("e")]);
+    expect(sm.savedIndex()).toBe(5);
+    expect(onDisk()).toBe(5);
   });
 
   it("commits after enough entries however little time passed", () => {

@@ -20,4 +20,7 @@ for (let start = sm.applied().index; start < entries.length; ) {
   start += size;
   process.stdout.write(`${sm.savedIndex()}\n`);
 }
+// Closing commits what the last group still held: the database then holds every applied entry.
+const applied = sm.applied().index;
 await sm.close();
+process.stdout.write(`${applied}\n`);
