@@ -56,6 +56,7 @@ import { type ServerProcess, sleep } from "./server-processes.js";
 
 type System = "etcd" | "keyload";
 const SYSTEM_NAMES: Record<System, string> = { etcd: "etcd", keyload: "KeyLoad" };
+const otherSystem = (system: System): System => (system === "etcd" ? "keyload" : "etcd");
 const VALUE_BYTES = 1024;
 
 const argv = process.argv.slice(2);
@@ -386,14 +387,11 @@ async function main(): Promise<void> {
   }
 
   const targetOf = async (system: System, via: "leader" | "follower"): Promise<LoadTarget | undefined> => {
+    const member = (leader: number): number => (via === "leader" ? leader : (leader + 1) % 3);
     if (system === "keyload") {
-      if (!keyload) return undefined;
-      const leader = await keyload.leader();
-      return keyLoadTarget(keyload, via === "leader" ? leader : (leader + 1) % 3, via);
+      return keyload && keyLoadTarget(keyload, member(await keyload.leader()), via);
     }
-    if (!etcdCluster) return undefined;
-    const leader = await etcdCluster.leader();
-    return etcdTarget(etcdCluster, via === "leader" ? leader : (leader + 1) % 3, via);
+    return etcdCluster && etcdTarget(etcdCluster, member(await etcdCluster.leader()), via);
   };
 
   const measure = async (
@@ -420,7 +418,7 @@ async function main(): Promise<void> {
 
   /** Runs one level: ABBA (or AB), the system going first alternating from one level to the next. */
   const compare = async (level: number, via: "leader" | "follower", first: System): Promise<Row> => {
-    const second: System = first === "etcd" ? "keyload" : "etcd";
+    const second = otherSystem(first);
     const order = passes === 2 ? [first, second, second, first] : [first, second];
     const results: Record<System, LoadResult[]> = { etcd: [], keyload: [] };
     for (const system of order) {
@@ -444,8 +442,7 @@ async function main(): Promise<void> {
   if (startWarmupSeconds > 0) {
     // The system measured first warms up last, so that its first pass, not the other's, pays for the
     // writeback its warm-up leaves (as in the ABBA order that follows).
-    const second: System = firstAt(0) === "etcd" ? "keyload" : "etcd";
-    for (const system of [second, firstAt(0)]) {
+    for (const system of [otherSystem(firstAt(0)), firstAt(0)]) {
       const target = await targetOf(system, "leader");
       if (target === undefined) continue;
       const cold = await runClosedLoop(target, levels[0]!, startWarmupSeconds, stopping.signal);
