@@ -37,6 +37,8 @@ export class ApplyCommits {
   constructor(
     private readonly db: Database.Database,
     appliedIndex: number,
+    /** Told after every commit, with no transaction open: the WAL checkpoints hang on it. */
+    private readonly afterCommit: (db: Database.Database) => void = () => undefined,
   ) {
     this.pendingThrough = appliedIndex;
     this.savedThrough = appliedIndex;
@@ -90,6 +92,7 @@ export class ApplyCommits {
       });
     }
     this.savedThrough = this.pendingThrough;
+    this.afterCommit(this.db);
   }
 
   /** The applied index the database file holds: what a crash of this process would keep. */

@@ -36,13 +36,9 @@ export function openDatabase(path: string, bootstrapAdminKeyHash: string): Datab
     // Large enough that the hot pages of a busy catalog and its indexes stay in memory.
     db.pragma("cache_size = -65536");
     db.pragma("temp_store = MEMORY");
-    // Checkpoints run inside a commit, copying the WAL into the database and fsyncing both, and hold
-    // the event loop meanwhile. Every ~8 MiB rather than SQLite's default ~4 MiB: applies commit in
-    // groups (ApplyCommits), which already writes a page many applies rewrite once per group, and a
-    // larger WAL (~40 MiB was tried) made each checkpoint a stall of tens of milliseconds, on every
-    // follower at once since they apply the same entries (p99 at 256 writers 123-144 ms against
-    // 105-124 ms at 8 MiB, with the same throughput).
-    db.pragma("wal_autocheckpoint = 2000");
+    // SQLite's autocheckpoint runs inside a commit and would hold the event loop for the page copies
+    // and two fsyncs; the StateMachine checkpoints on a worker instead (StateWalCheckpoints).
+    db.pragma("wal_autocheckpoint = 0");
     if (isEmptyDatabase(db)) {
       db.transaction(() => {
         createSchema(db);

@@ -25,6 +25,7 @@ import type { IndexChange } from "./search-protocol.js";
 import { matchExpression, type SearchHit, type SearchRequest, tenantToken } from "./search-query.js";
 import { SnapshotCopier } from "./snapshot-copier.js";
 import { inspectSnapshot, removeInterruptedInstall, replaceDatabaseFile } from "./snapshot-files.js";
+import { StateWalCheckpoints } from "./state-wal-checkpoints.js";
 import { createStores, type Stores } from "./stores.js";
 
 export interface StateMachineOptions {
@@ -69,6 +70,7 @@ export class StateMachine {
   /** The tenants the search index follows: filled before the first apply, grown by searches. */
   private readonly searchedTenants = new Set<string>();
   private readonly snapshots = new SnapshotCopier();
+  private readonly checkpoints: StateWalCheckpoints;
 
   private constructor(
     private readonly options: StateMachineOptions,
@@ -77,6 +79,7 @@ export class StateMachine {
     this.limits = limits;
     this.limitsFingerprint = limitsFingerprint(limits);
     removeInterruptedInstall(options.path);
+    this.checkpoints = new StateWalCheckpoints(options.path);
     this.session = this.openSession();
     const meta = readMeta(this.session.db);
     this.position = { index: meta.applied_index, term: meta.applied_term };
@@ -253,6 +256,7 @@ export class StateMachine {
   restoreFromSnapshot(snapshotPath: string): AppliedPosition {
     const covered = inspectSnapshot(snapshotPath);
     this.session.commits.flush();
+    this.checkpoints.quiesce();
     this.session.db.pragma("wal_checkpoint(TRUNCATE)");
     this.session.db.close();
     try {
@@ -276,6 +280,7 @@ export class StateMachine {
   async close(): Promise<void> {
     await this.snapshots.close();
     await this.indexer.close();
+    await this.checkpoints.close();
     if (this.session.db.open) {
       this.session.commits.flush();
       this.session.db.close();
@@ -332,7 +337,12 @@ export class StateMachine {
       this.position = { index: last.index, term: last.term };
       return results;
     });
-    return { db, stores, runBatch, commits: new ApplyCommits(db, readMeta(db).applied_index) };
+    return {
+      db,
+      stores,
+      runBatch,
+      commits: new ApplyCommits(db, readMeta(db).applied_index, (d) => this.checkpoints.afterCommit(d)),
+    };
   }
 
   private applyEntry(entry: Entry, stores: Stores, runCommand: RunCommand): ApplyResult {

@@ -113,7 +113,7 @@ describe("DurableLogWriter", () => {
   });
 
   it("snapshots when the policy says so and compacts behind it, keeping the retained entries", async () => {
-    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
+    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5, ratio: 0 });
     const w = fx.openWriter(fx.dir(), {}, policy);
     let applied = 0;
     for (let i = 1; i <= 60; i += 10) {
@@ -140,7 +140,7 @@ describe("DurableLogWriter", () => {
   });
 
   it("snapshots by bytes too", async () => {
-    const policy = new SnapshotPolicy({ entries: 1_000_000, bytes: 10_000, retainEntries: 0 });
+    const policy = new SnapshotPolicy({ entries: 1_000_000, bytes: 10_000, retainEntries: 0, ratio: 0 });
     const w = fx.openWriter(fx.dir(), {}, policy);
     await w.write({ snapshot: null, entries: entries(1, 9, 1, 1000), hardState: hs(1, null, 9) });
     expect(

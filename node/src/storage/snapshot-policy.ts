@@ -6,6 +6,13 @@ export interface SnapshotPolicyOptions {
   /** ...or once those entries hold this many bytes (as `entrySize` counts them), whichever comes first. */
   readonly bytes: number;
   /**
+   * Either way, only once those entries hold at least `ratio` times the current snapshot's size (0:
+   * no such bound). A snapshot copies the whole state, so with a fixed interval its cost per entry
+   * grows with the state; this bounds the bytes snapshots write to 1/ratio of the bytes logged,
+   * and the log to about ratio times the state (LogCabin's snapshotRatio).
+   */
+  readonly ratio: number;
+  /**
    * Entries kept in the log behind a new snapshot, so a follower only a little behind catches up from
    * the log instead of receiving the whole snapshot.
    */
@@ -15,6 +22,8 @@ export interface SnapshotPolicyOptions {
 /** What the policy reads from the log: the current snapshot and the size of a range of entries. */
 export interface SnapshotPolicyLog {
   snapshotIndex(): number;
+  /** The size of the current snapshot's file, 0 when there is none. */
+  snapshotBytes(): number;
   firstIndex(): number;
   /** Bytes of the entries in [lo, hi). */
   byteSize(lo: number, hi: number): number;
@@ -23,6 +32,7 @@ export interface SnapshotPolicyLog {
 export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicyOptions = {
   entries: 50_000,
   bytes: 64 * 1024 * 1024,
+  ratio: 2,
   retainEntries: 5_000,
 };
 
@@ -38,6 +48,11 @@ export class SnapshotPolicy {
         );
       }
     }
+    if (!Number.isFinite(options.ratio) || options.ratio < 0) {
+      throw new StorageArgumentError(
+        `snapshot policy ratio must be a non-negative number, got ${options.ratio}`,
+      );
+    }
     if (!Number.isSafeInteger(options.retainEntries) || options.retainEntries < 0) {
       throw new StorageArgumentError(
         `snapshot policy retainEntries must be a non-negative integer, got ${options.retainEntries}`,
@@ -51,11 +66,12 @@ export class SnapshotPolicy {
     const snap = log.snapshotIndex();
     const count = appliedIndex - snap;
     if (count <= 0) return false;
-    if (count >= this.options.entries) return true;
     // Entries before firstIndex were compacted away, so only the retained part is counted; compaction
     // never passes the snapshot, so that part holds all of (snap, appliedIndex].
     const lo = Math.max(snap + 1, log.firstIndex());
-    return log.byteSize(lo, appliedIndex + 1) >= this.options.bytes;
+    const bytes = log.byteSize(lo, appliedIndex + 1);
+    if (bytes < this.options.ratio * log.snapshotBytes()) return false;
+    return count >= this.options.entries || bytes >= this.options.bytes;
   }
 
   /** The index to compact the log to once a snapshot at `snapshotIndex` is durable. */

@@ -37,6 +37,7 @@ async function startVoterProcess(dataDir: string, httpPort: number, peerPort: nu
       KeyLoad__Raft__HeartbeatIntervalMs: "20",
       // Small intervals so snapshots and compaction happen between the kills too.
       KeyLoad__Raft__SnapshotIntervalEntries: "150",
+      KeyLoad__Raft__SnapshotSizeRatio: "0",
       KeyLoad__Log__Level: "silent",
     },
   });

@@ -158,7 +158,9 @@ describe("three voters on loopback", () => {
   });
 
   it("catches a follower up with a snapshot once the leader has compacted what it missed", async () => {
-    cluster = await VoterCluster.start({ env: { KeyLoad__Raft__SnapshotIntervalEntries: "20" } });
+    cluster = await VoterCluster.start({
+      env: { KeyLoad__Raft__SnapshotIntervalEntries: "20", KeyLoad__Raft__SnapshotSizeRatio: "0" },
+    });
     const leader = await cluster.waitForLeader();
     const behind = (leader + 1) % 3;
     await cluster.stop(behind);

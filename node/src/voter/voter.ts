@@ -57,6 +57,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     new SnapshotPolicy({
       entries: raft.snapshotIntervalEntries,
       bytes: raft.snapshotIntervalBytes,
+      ratio: raft.snapshotSizeRatio,
       retainEntries: Math.min(5000, raft.snapshotIntervalEntries),
     }),
   );

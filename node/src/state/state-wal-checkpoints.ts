@@ -1,0 +1,103 @@
+import { InternalError } from "@keyload/contract";
+import type Database from "better-sqlite3";
+import { WalCheckpointer } from "../fs/wal-checkpointer.js";
+
+/**
+ * WAL frames (4 KiB pages, ~8 MiB) a cycle aims to checkpoint. Applies commit in groups
+ * (ApplyCommits), which already writes a page many applies rewrite once per group; a larger WAL (~40
+ * MiB was tried, as SQLite's autocheckpoint) made each checkpoint's fsync long enough to show in the
+ * p99 at 256 writers (123-144 ms against 105-124 ms at 8 MiB, with the same throughput).
+ */
+export const TARGET_FRAMES = 2000;
+/** Commits before the first cycle; later cycles scale it by the frames the last one found. */
+const FIRST_CYCLE_COMMITS = 16;
+const MAX_CYCLE_COMMITS = 256;
+
+interface CheckpointRow {
+  readonly log: number;
+  readonly checkpointed: number;
+}
+
+/**
+ * Checkpoints the state database's WAL in cycles, the bulk of each on a worker thread. SQLite's own
+ * autocheckpoint ran inside a commit on the event loop: copying ~2,000 pages and fsyncing the WAL and
+ * the database held the applying thread 11 ms at the median and up to 27 ms, every ~2 s at one writer,
+ * and every request waited behind it (docs/benchmarks.md).
+ *
+ * A cycle: after `commitsPerCycle` commits, a worker copies what the WAL holds while applies carry on.
+ * Then, right after the next commit, the applying thread copies the few frames committed meanwhile
+ * itself: SQLite restarts the WAL from its beginning only at a write transaction that starts once every
+ * frame has been copied, which a checkpoint running beside the commits never achieves. The cycle length
+ * adapts so that a cycle finds about TARGET_FRAMES frames.
+ */
+export class StateWalCheckpoints {
+  readonly stats = { cycles: 0, restarts: 0 };
+  private readonly checkpointer: WalCheckpointer;
+  private commits = 0;
+  private commitsPerCycle = FIRST_CYCLE_COMMITS;
+  private phase: "idle" | "bulk" | "final" = "idle";
+  private running: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private closed = false;
+
+  constructor(
+    path: string,
+    private readonly targetFrames = TARGET_FRAMES,
+  ) {
+    this.checkpointer = new WalCheckpointer(path);
+  }
+
+  /**
+   * Called on the applying thread right after each commit, with no transaction open. Throws once a
+   * background checkpoint has failed: after a failed fsync nothing written since can be trusted.
+   */
+  afterCommit(db: Database.Database): void {
+    if (this.closed) return;
+    if (this.failure !== null) {
+      throw new InternalError("checkpointing the state database failed; the voter must restart", {
+        reason: "StateCheckpointFailed",
+        cause: this.failure,
+      });
+    }
+    if (this.phase === "final") {
+      const [row] = db.pragma("wal_checkpoint(PASSIVE)") as CheckpointRow[];
+      this.phase = "idle";
+      this.commits = 0;
+      this.stats.cycles++;
+      if (row !== undefined && row.checkpointed === row.log) this.stats.restarts++;
+      return;
+    }
+    if (this.phase !== "idle" || ++this.commits < this.commitsPerCycle) return;
+    this.phase = "bulk";
+    const commits = this.commits;
+    this.running = this.checkpointer.checkpoint().then(
+      (r) => {
+        const scaled = Math.round((commits * this.targetFrames) / Math.max(1, r.log));
+        this.commitsPerCycle = Math.min(MAX_CYCLE_COMMITS, Math.max(1, scaled));
+        this.phase = "final";
+      },
+      (error: unknown) => {
+        if (!this.closed) this.failure = error instanceof Error ? error : new Error(String(error));
+        this.phase = "idle";
+      },
+    );
+    void this.running.finally(() => {
+      this.running = null;
+    });
+  }
+
+  /**
+   * Blocks until no worker checkpoint has the database open, before the file is replaced (a snapshot
+   * install); the cycle then carries on against the new file.
+   */
+  quiesce(): void {
+    this.checkpointer.waitIdle();
+  }
+
+  /** Waits for a running checkpoint and stops the worker; before the database's last connection closes. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.running;
+    await this.checkpointer.close();
+  }
+}
