@@ -37,6 +37,9 @@ parentPort.on("message", (msg) => {
 });
 `;
 
+/** How long `waitIdle` waits for a running checkpoint: far longer than any checkpoint of a sane WAL. */
+const IDLE_TIMEOUT_MS = 60_000;
+
 interface CheckpointReply {
   readonly ok: boolean;
   readonly log?: number;
@@ -102,8 +105,22 @@ export class WalCheckpointer {
    * Blocks the calling thread until no checkpoint holds a connection to the database: for a caller
    * about to replace or close the file, which cannot wait asynchronously. Its reply still arrives.
    */
-  waitIdle(): void {
-    while (Atomics.load(this.busy, 0) === 1 && this.worker !== null) Atomics.wait(this.busy, 0, 1, 50);
+  waitIdle(timeoutMs = IDLE_TIMEOUT_MS): void {
+    const deadline = performance.now() + timeoutMs;
+    while (Atomics.load(this.busy, 0) === 1 && this.worker !== null) {
+      // A worker that died mid-checkpoint never clears the flag, and its exit event cannot arrive
+      // while this thread waits: give up rather than hang.
+      const left = deadline - performance.now();
+      if (left <= 0) {
+        throw this.fail(
+          new WalCheckpointError(
+            "WalCheckpointFailed",
+            `${this.dbPath}: a checkpoint did not finish in ${timeoutMs} ms`,
+          ),
+        );
+      }
+      Atomics.wait(this.busy, 0, 1, Math.min(50, left));
+    }
   }
 
   /** Stops the worker after any running checkpoint. */

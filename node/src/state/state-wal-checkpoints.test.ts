@@ -57,20 +57,6 @@ describe("StateWalCheckpoints", () => {
     }
   });
 
-  it("waits for a running checkpoint to let go of the file before the caller replaces it", async () => {
-    const c = new StateWalCheckpoints(join(dir, "s.db"), 100);
-    checkpoints = c;
-    // The first cycle starts after 16 commits; the worker then opens the database.
-    for (let n = 0; n < 16; n++) commit(c, n * 50, 50);
-    c.quiesce();
-    db.close();
-    rmSync(join(dir, "s.db"));
-    rmSync(join(dir, "s.db-wal"), { force: true });
-    rmSync(join(dir, "s.db-shm"), { force: true });
-    await c.close();
-    checkpoints = null;
-  });
-
   it("stops the applies once a background checkpoint has failed", async () => {
     const c = new StateWalCheckpoints(join(dir, "missing.db"), 100);
     checkpoints = c;

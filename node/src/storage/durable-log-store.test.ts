@@ -137,13 +137,19 @@ describe("DurableLogStore", () => {
     expect(store.entries(31, 51, 1e9)).toEqual(entries(31, 50, 1));
   });
 
-  it("reports entry sizes for the snapshot policy", async () => {
-    const w = fx.openWriter(fx.dir());
+  it("reports entry and snapshot sizes for the snapshot policy", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir);
     await w.write({ ...none, entries: entries(1, 10, 1, 76) });
     expect(w.store.byteSize(1, 11)).toBe(1000);
     expect(w.store.byteSize(3, 5)).toBe(200);
     expect(() => w.store.byteSize(0, 5)).toThrow(StorageArgumentError);
     expect(() => w.store.byteSize(1, 12)).toThrow(StorageArgumentError);
+    expect(w.store.snapshotBytes()).toBe(0);
+    await w.createSnapshot(fileSource(8, 1, dataFor(8, 1, 3000)), CONF);
+    expect(w.store.snapshotBytes()).toBe(3000);
+    await w.close();
+    expect(fx.open(dir).snapshotBytes()).toBe(3000);
   });
 
   describe("refuses bad input", () => {
