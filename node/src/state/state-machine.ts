@@ -38,6 +38,11 @@ export interface StateMachineOptions {
    * voter. Read only when the database is created: from then on the principal catalog is state.
    */
   readonly bootstrapAdminKeyHash: string;
+  /**
+   * WAL frames each background checkpoint cycle aims at (default TARGET_FRAMES); crash tests make it
+   * small so that their kills land inside cycles.
+   */
+  readonly checkpointFrames?: number;
 }
 
 /** A stored command outcome as `GET /v1/commands/{commandId}` answers it. */
@@ -79,7 +84,7 @@ export class StateMachine {
     this.limits = limits;
     this.limitsFingerprint = limitsFingerprint(limits);
     removeInterruptedInstall(options.path);
-    this.checkpoints = new StateWalCheckpoints(options.path);
+    this.checkpoints = new StateWalCheckpoints(options.path, options.checkpointFrames);
     this.session = this.openSession();
     const meta = readMeta(this.session.db);
     this.position = { index: meta.applied_index, term: meta.applied_term };

@@ -9,7 +9,10 @@ import { WalCheckpointer } from "../fs/wal-checkpointer.js";
  * p99 at 256 writers (123-144 ms against 105-124 ms at 8 MiB, with the same throughput).
  */
 export const TARGET_FRAMES = 2000;
-/** Commits before the first cycle; later cycles scale it by the frames the last one found. */
+/**
+ * Commits before the first cycle at TARGET_FRAMES (scaled for another target); later cycles scale it
+ * by the frames the last one found.
+ */
 const FIRST_CYCLE_COMMITS = 16;
 const MAX_CYCLE_COMMITS = 256;
 
@@ -34,7 +37,7 @@ export class StateWalCheckpoints {
   readonly stats = { cycles: 0, restarts: 0 };
   private readonly checkpointer: WalCheckpointer;
   private commits = 0;
-  private commitsPerCycle = FIRST_CYCLE_COMMITS;
+  private commitsPerCycle: number;
   private phase: "idle" | "bulk" | "final" = "idle";
   private running: Promise<void> | null = null;
   private failure: Error | null = null;
@@ -45,6 +48,7 @@ export class StateWalCheckpoints {
     private readonly targetFrames = TARGET_FRAMES,
   ) {
     this.checkpointer = new WalCheckpointer(path);
+    this.commitsPerCycle = Math.max(1, Math.round((FIRST_CYCLE_COMMITS * targetFrames) / TARGET_FRAMES));
   }
 
   /**

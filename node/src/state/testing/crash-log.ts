@@ -27,3 +27,6 @@ export function decodeLogLine(line: string): Entry {
   const raw = JSON.parse(line) as Omit<Entry, "data"> & { data: string };
   return { ...raw, data: new Uint8Array(Buffer.from(raw.data, "base64")) };
 }
+
+/** WAL frames per state checkpoint cycle in the crash children: a cycle every commit or two. */
+export const CRASH_CHECKPOINT_FRAMES = 8;

@@ -15,7 +15,13 @@ import { DurableLogStore } from "../../storage/durable-log-store.js";
 import { DurableLogWriter } from "../../storage/durable-log-writer.js";
 import { SnapshotPolicy } from "../../storage/snapshot-policy.js";
 import { StateMachine } from "../state-machine.js";
-import { CRASH_CONF, CRASH_LIMITS, CRASH_SNAPSHOT_POLICY, decodeLogLine } from "./crash-log.js";
+import {
+  CRASH_CHECKPOINT_FRAMES,
+  CRASH_CONF,
+  CRASH_LIMITS,
+  CRASH_SNAPSHOT_POLICY,
+  decodeLogLine,
+} from "./crash-log.js";
 import { replayCommitted } from "./log-replay.js";
 import { ADMIN_KEY_HASH } from "./state-fixtures.js";
 
@@ -27,6 +33,7 @@ const sm = StateMachine.open({
   path: join(dir, "state.db"),
   bootstrapAdminKeyHash: ADMIN_KEY_HASH,
   limits: CRASH_LIMITS,
+  checkpointFrames: CRASH_CHECKPOINT_FRAMES,
 });
 replayCommitted(store, sm);
 const source = { createSnapshotFile: (path: string) => sm.createSnapshot(path) };
