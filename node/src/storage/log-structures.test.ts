@@ -166,6 +166,9 @@ describe("SnapshotPolicy", () => {
     expect(p.due(log(100, 101, 10, 400), 199)).toBe(false);
     expect(p.due(log(100, 101, 10, 400), 200)).toBe(true);
     expect(p.due(log(0, 1, 100, 0), 50)).toBe(true);
+    // Ten entry intervals are the most the ratio holds a snapshot back.
+    expect(p.due(log(100, 101, 1, 1_000_000), 1099)).toBe(false);
+    expect(p.due(log(100, 101, 1, 1_000_000), 1100)).toBe(true);
   });
 
   it("rejects invalid limits", () => {

@@ -7,9 +7,10 @@ export interface SnapshotPolicyOptions {
   readonly bytes: number;
   /**
    * Either way, only once those entries hold at least `ratio` times the current snapshot's size (0:
-   * no such bound). A snapshot copies the whole state, so with a fixed interval its cost per entry
-   * grows with the state; this bounds the bytes snapshots write to 1/ratio of the bytes logged,
-   * and the log to about ratio times the state (LogCabin's snapshotRatio).
+   * no such bound) or number ten times `entries`. A snapshot copies the whole state, so with a fixed
+   * interval its cost per entry grows with the state; this bounds the bytes snapshots write to
+   * 1/ratio of the bytes logged, and the log to about ratio times the state (LogCabin's
+   * snapshotRatio).
    */
   readonly ratio: number;
   /**
@@ -35,6 +36,13 @@ export const DEFAULT_SNAPSHOT_POLICY: SnapshotPolicyOptions = {
   ratio: 2,
   retainEntries: 5_000,
 };
+
+/**
+ * The ratio never holds a snapshot back past this many times the entry interval: with small entries
+ * and a large state the log would otherwise keep millions of entries, each costing memory in the log
+ * index and time in the recovery scan at open.
+ */
+const RATIO_ENTRIES_CAP = 10;
 
 /** Decides when the state machine should be snapshotted and how far the log is then compacted. */
 export class SnapshotPolicy {
@@ -70,8 +78,9 @@ export class SnapshotPolicy {
     // never passes the snapshot, so that part holds all of (snap, appliedIndex].
     const lo = Math.max(snap + 1, log.firstIndex());
     const bytes = log.byteSize(lo, appliedIndex + 1);
-    if (bytes < this.options.ratio * log.snapshotBytes()) return false;
-    return count >= this.options.entries || bytes >= this.options.bytes;
+    const held =
+      bytes < this.options.ratio * log.snapshotBytes() && count < RATIO_ENTRIES_CAP * this.options.entries;
+    return !held && (count >= this.options.entries || bytes >= this.options.bytes);
   }
 
   /** The index to compact the log to once a snapshot at `snapshotIndex` is durable. */
