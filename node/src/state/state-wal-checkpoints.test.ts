@@ -57,6 +57,26 @@ describe("StateWalCheckpoints", () => {
     }
   });
 
+  it("answers a failure of its own last pass with a typed error, and keeps refusing", async () => {
+    const c = new StateWalCheckpoints(join(dir, "s.db"), 100);
+    checkpoints = c;
+    commit(c, 0, 10);
+    const closed = new Database(join(dir, "other.db"));
+    closed.close();
+    let thrown: unknown = null;
+    // Once the worker's pass is back, the next call runs the last pass, here on a closed connection.
+    for (let n = 0; n < 500 && thrown === null; n++) {
+      await tick();
+      try {
+        c.afterCommit(closed);
+      } catch (error) {
+        thrown = error;
+      }
+    }
+    expect(thrown).toMatchObject({ reason: "StateCheckpointFailed" });
+    expect(() => c.afterCommit(db)).toThrow(KeyLoadError);
+  });
+
   it("stops the applies once a background checkpoint has failed", async () => {
     const c = new StateWalCheckpoints(join(dir, "missing.db"), 100);
     checkpoints = c;

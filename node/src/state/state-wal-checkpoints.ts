@@ -57,14 +57,15 @@ export class StateWalCheckpoints {
    */
   afterCommit(db: Database.Database): void {
     if (this.closed) return;
-    if (this.failure !== null) {
-      throw new InternalError("checkpointing the state database failed; the voter must restart", {
-        reason: "StateCheckpointFailed",
-        cause: this.failure,
-      });
-    }
+    if (this.failure !== null) throw failed(this.failure);
     if (this.phase === "final") {
-      const [row] = db.pragma("wal_checkpoint(PASSIVE)") as CheckpointRow[];
+      let row: CheckpointRow | undefined;
+      try {
+        [row] = db.pragma("wal_checkpoint(PASSIVE)") as CheckpointRow[];
+      } catch (error) {
+        this.failure = error instanceof Error ? error : new Error(String(error));
+        throw failed(this.failure);
+      }
       this.phase = "idle";
       this.commits = 0;
       this.stats.cycles++;
@@ -104,4 +105,11 @@ export class StateWalCheckpoints {
     await this.running;
     await this.checkpointer.close();
   }
+}
+
+function failed(cause: Error): InternalError {
+  return new InternalError("checkpointing the state database failed; the voter must restart", {
+    reason: "StateCheckpointFailed",
+    cause,
+  });
 }
