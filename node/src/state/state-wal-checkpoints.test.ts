@@ -35,6 +35,19 @@ function commit(c: StateWalCheckpoints, from: number, rows: number): void {
   c.afterCommit(db);
 }
 
+/** Calls afterCommit once a tick until it throws, for up to 500 ticks; what it threw, or null. */
+async function firstThrow(c: StateWalCheckpoints, on: Database.Database): Promise<unknown> {
+  for (let n = 0; n < 500; n++) {
+    await tick();
+    try {
+      c.afterCommit(on);
+    } catch (error) {
+      return error;
+    }
+  }
+  return null;
+}
+
 describe("StateWalCheckpoints", () => {
   it("copies the WAL back on a worker and lets SQLite restart it, keeping it near the target", async () => {
     const c = new StateWalCheckpoints(join(dir, "s.db"), 100);
@@ -63,16 +76,8 @@ describe("StateWalCheckpoints", () => {
     commit(c, 0, 10);
     const closed = new Database(join(dir, "other.db"));
     closed.close();
-    let thrown: unknown = null;
     // Once the worker's pass is back, the next call runs the last pass, here on a closed connection.
-    for (let n = 0; n < 500 && thrown === null; n++) {
-      await tick();
-      try {
-        c.afterCommit(closed);
-      } catch (error) {
-        thrown = error;
-      }
-    }
+    const thrown = await firstThrow(c, closed);
     expect(thrown).toMatchObject({ reason: "StateCheckpointFailed" });
     expect(() => c.afterCommit(db)).toThrow(KeyLoadError);
   });
@@ -81,15 +86,7 @@ describe("StateWalCheckpoints", () => {
     const c = new StateWalCheckpoints(join(dir, "missing.db"), 100);
     checkpoints = c;
     for (let n = 0; n < 16; n++) commit(c, n, 1);
-    let thrown: unknown = null;
-    for (let n = 0; n < 500 && thrown === null; n++) {
-      await tick();
-      try {
-        c.afterCommit(db);
-      } catch (error) {
-        thrown = error;
-      }
-    }
+    const thrown = await firstThrow(c, db);
     expect(thrown).toBeInstanceOf(KeyLoadError);
     expect(thrown).toMatchObject({ reason: "StateCheckpointFailed" });
   });
