@@ -38,7 +38,7 @@ export class ApplyCommits {
     private readonly db: Database.Database,
     appliedIndex: number,
     /** Told after every commit, with no transaction open: the WAL checkpoints hang on it. */
-    private readonly afterCommit: (db: Database.Database) => void = () => undefined,
+    private readonly afterCommit: (db: Database.Database) => void,
   ) {
     this.pendingThrough = appliedIndex;
     this.savedThrough = appliedIndex;

@@ -8,7 +8,7 @@ import { WalCheckpointer } from "../fs/wal-checkpointer.js";
  * MiB was tried, as SQLite's autocheckpoint) made each checkpoint's fsync long enough to show in the
  * p99 at 256 writers (123-144 ms against 105-124 ms at 8 MiB, with the same throughput).
  */
-export const TARGET_FRAMES = 2000;
+const TARGET_FRAMES = 2000;
 /**
  * Commits before the first cycle at TARGET_FRAMES (scaled for another target); later cycles scale it
  * by the frames the last one found.
