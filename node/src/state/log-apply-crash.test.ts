@@ -77,7 +77,7 @@ describe("crash recovery of the log and the state together", () => {
         round,
         selfKill ? { batch: 1 + random.nextInt(12) } : { afterMs: 20 + random.nextInt(300) },
       );
-      const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, walPreallocateBytes: 0 });
+      const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, journalBytes: 64 * 1024 });
       const sm = StateMachine.open({
         path: join(dir, "state.db"),
         bootstrapAdminKeyHash: ADMIN_KEY_HASH,

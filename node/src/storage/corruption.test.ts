@@ -1,24 +1,31 @@
-import {
-  cpSync,
-  existsSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  truncateSync,
-  writeFileSync,
-} from "node:fs";
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { LOG_FILE, SNAPSHOT_DIR, WATERMARK_FILE } from "./durable-log-store.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
+import { JOURNAL_FILES } from "./log-journal.js";
 import { StorageCorruptionError } from "./storage-errors.js";
 import { CONF, dataFor, entries, hs, storageFixture } from "./testing/storage-fixture.js";
 
 const fx = storageFixture();
-/** Large enough that no checkpoint folds the WAL into the database during a test. */
-const NO_CHECKPOINT = { checkpointBytes: 1 << 30 };
+/** Batches stay in the journal only: the database takes none in while the test runs. */
+const IN_JOURNAL = { absorbIntervalMs: 1e9 };
+
+/** Waits until the database has taken in every journaled batch (its timer, at 0 ms, fires first). */
+const absorbed = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 20));
+
+/** The end offset of each record chained from the start of a journal file. */
+function recordEnds(path: string): number[] {
+  const bytes = readFileSync(path);
+  const ends: number[] = [];
+  let at = 0;
+  while (at + 12 <= bytes.length && bytes.readUInt32LE(at) !== 0) {
+    at += 12 + bytes.readUInt32LE(at);
+    ends.push(at);
+  }
+  return ends;
+}
 
 function sql(dir: string, statement: string, ...params: unknown[]): void {
   const db = new Database(join(dir, LOG_FILE));
@@ -32,7 +39,7 @@ function sql(dir: string, statement: string, ...params: unknown[]): void {
 /** Copies the files a crash would leave (the store being still open), as a power cut would find them. */
 function crashImage(from: string): string {
   const to = fx.dir();
-  for (const name of [LOG_FILE, `${LOG_FILE}-wal`, WATERMARK_FILE]) {
+  for (const name of [LOG_FILE, `${LOG_FILE}-wal`, WATERMARK_FILE, ...JOURNAL_FILES]) {
     if (existsSync(join(from, name))) cpSync(join(from, name), join(to, name));
   }
   cpSync(join(from, SNAPSHOT_DIR), join(to, SNAPSHOT_DIR), { recursive: true });
@@ -71,7 +78,8 @@ describe("corruption detection", () => {
 
   it("reports damage found while reading an entry older than the cache", async () => {
     const dir = fx.dir();
-    const w = await filledLog(dir, { cacheEntries: 5 });
+    const w = await filledLog(dir, { cacheEntries: 5, absorbIntervalMs: 0 });
+    await absorbed();
     sql(dir, "UPDATE entries SET data = ? WHERE idx = 3", Buffer.alloc(200));
     expect(w.store.entries(38, 41, 1e9)).toHaveLength(3);
     expect(() => w.store.entries(1, 10, 1e9)).toThrow(
@@ -106,54 +114,49 @@ describe("corruption detection", () => {
     expect(openError(dir2)).toMatchObject({ index: 40, message: expect.stringMatching(/checksum mismatch/) });
   });
 
-  it("reports acknowledged writes lost from a garbled WAL (preallocated, as in production)", async () => {
+  it("reports acknowledged writes lost from a garbled journal", async () => {
     const dir = fx.dir();
-    const w = await filledLog(dir, { ...NO_CHECKPOINT, walPreallocateBytes: 1 << 20 });
+    const w = await filledLog(dir, IN_JOURNAL);
     // The watermark of the last batch is written in the turn after its fsync.
     await new Promise((resolve) => setImmediate(resolve));
     const image = crashImage(dir);
-    const wal = join(image, `${LOG_FILE}-wal`);
-    const bytes = readFileSync(wal);
-    // Inside the first frame's page: SQLite's checksum chain breaks there and it ignores the rest.
-    for (let i = 200; i < 260; i++) bytes[32 + 24 + i] = (bytes[32 + 24 + i] ?? 0) ^ 0xa5;
-    writeFileSync(wal, bytes);
+    const journal = join(image, JOURNAL_FILES[0]);
+    const bytes = readFileSync(journal);
+    // Inside the first record: its checksum fails, and the chain ends before it.
+    for (let i = 100; i < 160; i++) bytes[i] = (bytes[i] ?? 0) ^ 0xa5;
+    writeFileSync(journal, bytes);
     const err = openError(image);
-    expect(err.file).toBe(wal);
+    expect(err.file).toBe(join(image, "raft-log.journal-*"));
     expect(err.index).toBe(1);
     expect(err.message).toMatch(/acknowledged writes are missing: write batch 4 \(log up to index 40\)/);
     await w.close();
   });
 
-  it("reports acknowledged writes lost from a truncated or deleted WAL", async () => {
+  it("reports acknowledged writes lost from a truncated or deleted journal", async () => {
     const dir = fx.dir();
-    const w = await filledLog(dir, NO_CHECKPOINT);
+    const w = await filledLog(dir, IN_JOURNAL);
+    await new Promise((resolve) => setImmediate(resolve));
     const image = crashImage(dir);
-    const wal = join(image, `${LOG_FILE}-wal`);
-    truncateSync(wal, Math.floor(statSync(wal).size * 0.6));
+    const journal = join(image, JOURNAL_FILES[0]);
+    truncateSync(journal, Math.floor(recordEnds(journal).at(-1)! * 0.6));
     const err = openError(image);
-    expect(err.file).toBe(wal);
     expect(err.index).toBeGreaterThan(1);
     expect(err.index).toBeLessThanOrEqual(40);
     const image2 = crashImage(dir);
-    rmSync(join(image2, `${LOG_FILE}-wal`));
+    for (const name of JOURNAL_FILES) rmSync(join(image2, name));
     expect(openError(image2).index).toBe(1);
     await w.close();
   });
 
-  it("accepts a torn WAL tail that was never acknowledged", async () => {
+  it("accepts a torn journal tail that was never acknowledged", async () => {
     const dir = fx.dir();
-    let walAtLastSync = 0;
-    let walBeforeTear = 0;
     let image = "";
     let tearNext = false;
-    const wal = join(dir, `${LOG_FILE}-wal`);
     const w = fx.openWriter(dir, {
-      ...NO_CHECKPOINT,
+      ...IN_JOURNAL,
       faultHook: (point) => {
-        if (point === "log-synced") walAtLastSync = statSync(wal).size;
         if (point === "log-committed" && tearNext) {
           image = crashImage(dir);
-          walBeforeTear = walAtLastSync;
           tearNext = false;
         }
       },
@@ -161,15 +164,63 @@ describe("corruption detection", () => {
     await w.write({ snapshot: null, entries: entries(1, 20, 1, 300), hardState: hs(1, "n1", 20) });
     tearNext = true;
     await w.write({ snapshot: null, entries: entries(21, 60, 2, 300), hardState: hs(2, "n2", 60) });
-    const imageWal = join(image, `${LOG_FILE}-wal`);
-    const tornAt = Math.floor((walBeforeTear + statSync(imageWal).size) / 2);
     const intact = crashImage(image);
-    truncateSync(imageWal, tornAt);
+    const journal = join(image, JOURNAL_FILES[0]);
+    const [first, second] = recordEnds(journal);
+    truncateSync(journal, Math.floor((first! + second!) / 2));
     const store = fx.open(image);
     expect(store.lastIndex()).toBe(20);
     expect(store.initialState().hardState).toEqual(hs(1, "n1", 20));
     // The same crash image without the tear: the unacknowledged batch survived whole, which is fine too.
     expect(fx.open(intact).lastIndex()).toBe(60);
+    await w.close();
+  });
+
+  it("takes in batches from both journal files after a switch, and those the database already holds", async () => {
+    const dir = fx.dir();
+    // Files of 16 KiB switch every ~8 KiB, here every three batches or so.
+    const w = fx.openWriter(dir, { ...IN_JOURNAL, journalBytes: 16 * 1024 });
+    for (let i = 1; i <= 200; i += 10) {
+      await w.write({ snapshot: null, entries: entries(i, i + 9, 1, 300), hardState: hs(1, "n1", i + 9) });
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    const image = crashImage(dir);
+    const sizes = JOURNAL_FILES.map((name) => recordEnds(join(image, name)).length);
+    expect(sizes.every((n) => n > 0)).toBe(true);
+    const store = fx.open(image);
+    expect(store.lastIndex()).toBe(200);
+    expect(store.entries(1, 201, 1e9).map((e) => e.index)).toEqual(entries(1, 200, 1).map((e) => e.index));
+    await w.close();
+  });
+
+  it("recovers batches journaled after a snapshot install, with or without a sync between", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, IN_JOURNAL);
+    await w.write({ snapshot: null, entries: entries(1, 10, 1, 200), hardState: hs(1, "n1", 10) });
+    const snap = { meta: { index: 20, term: 2, conf: CONF }, data: dataFor(20, 2, 3000) };
+    await w.write({ snapshot: snap, entries: entries(21, 25, 2, 200), hardState: hs(2, "n2", 20) });
+    await w.write({ snapshot: null, entries: entries(26, 30, 2, 200), hardState: hs(2, "n2", 25) });
+    await new Promise((resolve) => setImmediate(resolve));
+    const store = fx.open(crashImage(dir));
+    expect([store.firstIndex(), store.lastIndex()]).toEqual([21, 30]);
+    expect(store.initialState().hardState).toEqual(hs(2, "n2", 25));
+    // Straight through the store, with no sync after the snapshot's commit.
+    const s = w.store;
+    const file = await s.snapshotFiles.store({ index: 40, term: 3, conf: CONF }, dataFor(40, 3, 3000));
+    const install = { kind: "persist", snapshot: file, entries: [], hardState: hs(3, null, 40) } as const;
+    expect(s.commit([install])).toEqual([null]);
+    const append = {
+      kind: "persist",
+      snapshot: null,
+      entries: entries(41, 45, 3, 200),
+      hardState: null,
+    } as const;
+    expect(s.commit([append])).toEqual([null]);
+    await s.sync();
+    await new Promise((resolve) => setImmediate(resolve));
+    const after = fx.open(crashImage(dir));
+    expect([after.firstIndex(), after.lastIndex()]).toEqual([41, 45]);
+    expect(after.initialState().hardState).toEqual(hs(3, null, 40));
     await w.close();
   });
 

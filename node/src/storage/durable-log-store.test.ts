@@ -243,7 +243,7 @@ describe("DurableLogStore", () => {
       expect(() => fx.open(dir, { cacheEntries: 0 })).toThrow(StorageArgumentError);
       expect(() => fx.open(dir, { cacheBytes: 1.5 })).toThrow(StorageArgumentError);
       expect(() => fx.open(dir, { gcStepEntries: -1 })).toThrow(StorageArgumentError);
-      expect(() => fx.open(dir, { walPreallocateBytes: -1 })).toThrow(StorageArgumentError);
+      expect(() => fx.open(dir, { journalBytes: -1 })).toThrow(StorageArgumentError);
     });
 
     it("refuses a database that is not a KeyLoad log", () => {

@@ -1,13 +1,4 @@
-import {
-  closeSync,
-  existsSync,
-  fdatasync,
-  fdatasyncSync,
-  fsyncSync,
-  mkdirSync,
-  openSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, existsSync, fdatasync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
@@ -26,6 +17,7 @@ import { EntryCache } from "./entry-cache.js";
 import type { FaultHook } from "./fault-hook.js";
 import { type BatchState, LogDatabase, type LogState } from "./log-database.js";
 import { LogIndex } from "./log-index.js";
+import { type JournalBatch, type JournalOp, LogJournal } from "./log-journal.js";
 import { type SnapshotFile, SnapshotFileStore } from "./snapshot-file-store.js";
 import type { SnapshotPolicyLog } from "./snapshot-policy.js";
 import type { SnapshotReader } from "./snapshot-reader.js";
@@ -52,16 +44,18 @@ export interface DurableLogStoreOptions {
   /** Estimated WAL bytes after which a background checkpoint starts. */
   readonly checkpointBytes?: number;
   /**
-   * Bytes of zeros the WAL is filled with at open (see `preallocate`); default: checkpointBytes up to
-   * 64 MiB. 0 turns it off.
+   * Bytes each of the two journal files is preallocated to; writing moves to the other file once the
+   * one being written passes half of it.
    */
-  readonly walPreallocateBytes?: number;
+  readonly journalBytes?: number;
+  /** Milliseconds a journaled batch may wait before the database takes it in. */
+  readonly absorbIntervalMs?: number;
   /** Compacted rows deleted per background step: bounds how long one step holds the event loop. */
   readonly gcStepEntries?: number;
   /** Milliseconds between two background deletion steps. */
   readonly gcStepIntervalMs?: number;
   /**
-   * Where the WAL fdatasync runs. "event-loop" (the default) blocks the event loop for exactly one
+   * Where the journal's fdatasync runs. "event-loop" (the default) blocks the event loop for exactly one
    * fsync per group commit, and measured 20 to 45 % more single-entry batches per second here, where
    * an fsync takes ~0.1 ms and the two thread hand-offs of "thread-pool" cost tens of microseconds
    * each. "thread-pool" frees the event loop during every fsync: the better choice on a disk whose
@@ -86,8 +80,13 @@ const DEFAULTS = {
   // appends' fsyncs a few pages at a time, still ~25,000 rows a second, several times any append rate.
   gcStepEntries: 256,
   gcStepIntervalMs: 10,
+  // Switching files every 16 MiB costs one database commit and one background fsync of its WAL.
+  journalBytes: 32 * 1024 * 1024,
+  // Batches taken in together share the database's pages: at one writer, ~20 entries a commit.
+  absorbIntervalMs: 20,
 };
-const MAX_WAL_PREALLOCATE = 64 * 1024 * 1024;
+/** Journaled bytes past which the database takes the batches in at once rather than on the timer. */
+const ABSORB_MAX_BYTES = 8 * 1024 * 1024;
 
 type ResolvedOptions = Required<Omit<DurableLogStoreOptions, "conf" | "faultHook">> & {
   readonly faultHook: FaultHook | undefined;
@@ -114,7 +113,7 @@ export type StoreOp =
 
 /** Counters and latency histograms for monitoring and benchmarks. */
 export interface StorageStats {
-  /** Write transactions committed (one per group commit) and WAL fsyncs completed. */
+  /** Group commits (each one journal record, or one database transaction) and fsyncs completed. */
   commits: number;
   syncs: number;
   checkpoints: number;
@@ -127,18 +126,25 @@ export interface StorageStats {
 const EMPTY = new Uint8Array(0);
 const fdatasyncAsync = promisify(fdatasync);
 
+/** A journaled batch the database has not taken in yet, with the hard state it leaves. */
+interface PendingBatch extends JournalBatch {
+  readonly hardState: HardState;
+}
+
 /**
  * The Raft log on disk (better-sqlite3, WAL mode) implementing the core's `LogStorage`, with the same
  * behaviour as `MemoryStorage`. Reads are answered from memory where they are hot: the log's bounds
  * and every position's term from a `LogIndex`, the newest entries from an `EntryCache`; older entries
  * come from SQLite, checksum-verified.
  *
- * Writes go through `DurableLogWriter`, which calls `commit` (one transaction for a whole group of
- * batches, no fsync) and then `sync` (one fdatasync of the WAL). The event loop is held by a commit's
- * page-cache writes, by that group's fsync (unless `fsync: "thread-pool"` moves it off the loop), and
- * once per WAL restart after a checkpoint by SQLite's fsync of the new WAL header inside the commit:
- * one fsync at a time, never longer. Everything committed is visible to reads at once; only `sync`
- * makes it durable, and the writer acknowledges nothing before.
+ * Writes go through `DurableLogWriter`, which calls `commit` for a whole group of batches and then
+ * `sync`. A group that only appends entries and sets the hard state, all but a few, is one record in
+ * the `LogJournal` and one fdatasync of it; the database takes journaled batches in every
+ * `absorbIntervalMs`, in one transaction and without an fsync of its own (the journal vouches for
+ * them until a switch of journal files fsyncs the database's WAL in the background). A group carrying
+ * a snapshot is one database transaction, after everything journaled is taken in, made durable by an
+ * fdatasync of the database's WAL. Everything committed is visible to reads at once; only `sync` makes
+ * it durable, and the writer acknowledges nothing before.
  */
 export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   readonly stats: StorageStats = {
@@ -175,6 +181,15 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   /** The lowest row index that may still be stored below the compaction point, or null when none is. */
   private gcNext: number | null;
   private gcTimer: NodeJS.Timeout | null = null;
+  /** Journaled batches the database has not taken in, oldest first, and their journal bytes. */
+  private pending: PendingBatch[] = [];
+  private pendingBytes = 0;
+  /** Cancels the scheduled absorb, if one is. */
+  private cancelAbsorb: (() => void) | null = null;
+  /** The background fsync of the database's WAL that frees the journal file last left behind. */
+  private releasing: Promise<void> = Promise.resolve();
+  /** The database's WAL holds a group commit that only its fdatasync makes durable. */
+  private databaseUnsynced = false;
 
   private constructor(
     readonly dir: string,
@@ -185,6 +200,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     /** The snapshot files; a follower receives a streamed snapshot through `snapshotFiles.receive`. */
     readonly snapshotFiles: SnapshotFileStore,
     private readonly walFd: number,
+    private readonly journal: LogJournal,
     private readonly watermark: AckWatermark,
     private readonly checkpointer: WalCheckpointer,
     private readonly options: ResolvedOptions,
@@ -212,9 +228,10 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
         "gcStepIntervalMs",
         options.gcStepIntervalMs ?? DEFAULTS.gcStepIntervalMs,
       ),
-      walPreallocateBytes: nonNegative(
-        "walPreallocateBytes",
-        options.walPreallocateBytes ?? Math.min(checkpointBytes, MAX_WAL_PREALLOCATE),
+      journalBytes: nonNegative("journalBytes", options.journalBytes ?? DEFAULTS.journalBytes),
+      absorbIntervalMs: nonNegative(
+        "absorbIntervalMs",
+        options.absorbIntervalMs ?? DEFAULTS.absorbIntervalMs,
       ),
       fsync: options.fsync ?? "event-loop",
       faultHook: options.faultHook,
@@ -233,20 +250,29 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     }
     const db = LogDatabase.open(logPath, options.conf, 2 * opts.checkpointBytes);
     let walFd: number | null = null;
+    let journal: LogJournal | null = null;
     try {
       const stored = db.readState();
       const { index, cache, batch } = recover(db, stored, opts.cacheEntries, opts.cacheBytes);
-      const state: LogState = { ...stored, seq: batch.seq, hardState: batch.hardState };
+      journal = LogJournal.open(dir, { preallocateBytes: opts.journalBytes, sync: opts.fsync });
+      const replayed = replay(
+        db,
+        { ...stored, seq: batch.seq, hardState: batch.hardState },
+        index,
+        cache,
+        journal,
+      );
+      const state: LogState = { ...stored, seq: replayed.seq, hardState: replayed.hardState };
       if (mark === null && state.seq > 0) {
         throw new StorageCorruptionError(ackPath, null, "the acknowledgement watermark is missing");
       }
       if (mark !== null && mark.seq > state.seq) {
         throw new StorageCorruptionError(
-          walPath,
+          journal.path,
           Math.min(index.lastIndex, mark.lastIndex) + 1,
           `acknowledged writes are missing: write batch ${mark.seq} (log up to index ${mark.lastIndex}) ` +
-            `was acknowledged but ${LOG_FILE} and its WAL hold only up to batch ${state.seq} ` +
-            `(log up to index ${index.lastIndex}); the WAL was truncated or damaged`,
+            `was acknowledged but ${LOG_FILE}, its WAL and the journal hold only up to batch ${state.seq} ` +
+            `(log up to index ${index.lastIndex}); the WAL or the journal was truncated or damaged`,
         );
       }
       if (state.hardState.commit > index.lastIndex) {
@@ -260,10 +286,11 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       checkSnapshot(logPath, state, index, snapshotFiles);
       snapshotFiles.removeAllBut(state.snapshot.file);
       const lowest = db.minIndex();
-      // Fold the WAL into the database now: recovery is done, and the next open scans one file.
+      // Fold the WAL into the database now (fsynced): recovery is done, the next open scans one file,
+      // and the journal may start over.
       db.checkpointAndTruncate();
+      journal.restart();
       walFd = openSync(walPath, "r+");
-      if (opts.walPreallocateBytes > 0) preallocate(walFd, opts.walPreallocateBytes);
       fsyncPath(dir);
       const watermark = AckWatermark.open(ackPath, { seq: state.seq, lastIndex: index.lastIndex });
       return new DurableLogStore(
@@ -274,6 +301,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
         cache,
         snapshotFiles,
         walFd,
+        journal,
         watermark,
         new WalCheckpointer(logPath),
         opts,
@@ -281,6 +309,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       );
     } catch (err) {
       if (walFd !== null) closeSync(walFd);
+      journal?.close();
       db.close();
       throw err;
     }
@@ -400,12 +429,14 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   }
 
   /**
-   * Applies `ops` in order in ONE transaction and returns, per op, the error that refused it (the op
-   * then changed nothing) or null. Nothing is durable until `sync` resolves. Holds the event loop for
-   * the transaction's page-cache writes only.
+   * Applies `ops` in order, atomically, and returns per op the error that refused it (the op then
+   * changed nothing) or null. Nothing is durable until `sync` resolves. Holds the event loop for the
+   * journal's or the transaction's page-cache writes only.
    */
   commit(ops: readonly StoreOp[]): (Error | null)[] {
     this.checkUsable();
+    if (ops.every((op) => op.kind === "persist" && op.snapshot === null)) return this.journalCommit(ops);
+    this.absorb();
     const results: (Error | null)[] = [];
     const started = performance.now();
     let accepted = 0;
@@ -434,6 +465,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       throw this.fail(err);
     }
     if (accepted === 0) return results;
+    this.databaseUnsynced = true;
     this.stats.commits++;
     this.stats.commitMicros.record(micros(started));
     this.walBytes += PAGES_PER_COMMIT_BYTES;
@@ -442,11 +474,101 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     return results;
   }
 
+  /** A group that only appends and sets the hard state: one journal record. */
+  private journalCommit(ops: readonly StoreOp[]): (Error | null)[] {
+    const results: (Error | null)[] = [];
+    const started = performance.now();
+    const journaled: JournalOp[] = [];
+    for (const op of ops) {
+      const refused = this.refusal(op);
+      results.push(refused);
+      if (refused !== null || op.kind !== "persist") continue;
+      journaled.push(this.applyInMemory(op.entries, op.hardState));
+    }
+    if (journaled.length === 0) return results;
+    // A database commit not yet fsynced (only a caller that skips `sync` leaves one): the journal's
+    // chain cannot vouch across it, so make it durable and start a new chain.
+    if (this.databaseUnsynced) this.syncDatabaseNow();
+    this.state = { ...this.state, seq: this.state.seq + 1 };
+    const batch: PendingBatch = { seq: this.state.seq, ops: journaled, hardState: this.state.hardState };
+    try {
+      if (this.journal.switchDue()) this.switchJournal();
+      this.pendingBytes += this.journal.append(batch);
+    } catch (err) {
+      throw this.fail(err);
+    }
+    this.pending.push(batch);
+    this.stats.commits++;
+    this.stats.commitMicros.record(micros(started));
+    this.options.faultHook?.("log-committed");
+    if (this.pendingBytes >= ABSORB_MAX_BYTES) this.absorb();
+    else this.scheduleAbsorb();
+    return results;
+  }
+
   /**
-   * Makes everything committed so far durable: one fdatasync of the WAL, on the thread pool or on the
-   * event loop (the `fsync` option). With synchronous=NORMAL SQLite never fsyncs at commit, so this is
-   * the fsync FULL would have done, at a place we choose. Resolves only once the data is on stable
-   * storage.
+   * Moves the journal to its other file: the database takes in every batch the file left behind
+   * holds, and that file is free again once the database's WAL is fsynced, in the background.
+   */
+  private switchJournal(): void {
+    this.absorb();
+    // A failure stops the store; the file left behind is never free again.
+    const released = fdatasyncAsync(this.walFd).catch((err: unknown) => {
+      throw this.fail(new StorageFailedError(`fsync of ${this.db.path}-wal failed`, { cause: err }));
+    });
+    this.releasing = Promise.all([this.releasing, released.catch(() => undefined)]).then(() => undefined);
+    this.journal.switchFiles(released);
+  }
+
+  /** The database takes in every journaled batch, in one transaction with no fsync. */
+  private absorb(): void {
+    this.cancelAbsorb?.();
+    this.cancelAbsorb = null;
+    if (this.pending.length === 0) return;
+    const batches = this.pending;
+    this.pending = [];
+    this.pendingBytes = 0;
+    try {
+      absorbInto(this.db, this.state, batches);
+    } catch (err) {
+      throw this.fail(err);
+    }
+    this.walBytes += PAGES_PER_COMMIT_BYTES;
+    for (const b of batches)
+      for (const op of b.ops) for (const e of op.entries) this.walBytes += entrySize(e);
+    this.maybeCheckpoint();
+  }
+
+  private scheduleAbsorb(): void {
+    if (this.cancelAbsorb !== null) return;
+    const run = (): void => {
+      this.cancelAbsorb = null;
+      if (this.stopped !== null) return;
+      // A checkpoint's final pass wants no new frames; it reschedules nothing, so try again shortly.
+      if (this.gate !== null) {
+        this.scheduleAbsorb();
+        return;
+      }
+      try {
+        this.absorb();
+      } catch {
+        // The store is stopped now; its next call reports why.
+      }
+    };
+    const ms = this.options.absorbIntervalMs;
+    if (ms === 0) {
+      const immediate = setImmediate(run);
+      this.cancelAbsorb = () => clearImmediate(immediate);
+    } else {
+      const timer = setTimeout(run, ms).unref();
+      this.cancelAbsorb = () => clearTimeout(timer);
+    }
+  }
+
+  /**
+   * Makes everything committed so far durable: one fdatasync of the journal (two just after it
+   * switched files), or of the database's WAL after a commit carrying a snapshot, on the thread pool
+   * or on the event loop (the `fsync` option). Resolves only once the data is on stable storage.
    */
   async sync(): Promise<void> {
     this.checkUsable();
@@ -456,14 +578,10 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     const lastIndex = this.index.lastIndex;
     const started = performance.now();
     try {
-      if (this.options.fsync === "event-loop") {
-        fdatasyncSync(this.walFd);
-      } else {
-        this.syncing = fdatasyncAsync(this.walFd);
-        await this.syncing;
-      }
+      this.syncing = this.syncFiles();
+      await this.syncing;
     } catch (err) {
-      throw this.fail(new StorageFailedError(`fsync of ${this.db.path}-wal failed`, { cause: err }));
+      throw this.fail(err);
     } finally {
       this.syncing = null;
     }
@@ -476,6 +594,33 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       this.markTimer ??= setImmediate(() => this.writeMark());
     }
     this.removeRetired(seq);
+  }
+
+  private async syncFiles(): Promise<void> {
+    await this.journal.sync();
+    if (!this.databaseUnsynced) return;
+    if (this.options.fsync === "event-loop") return this.syncDatabaseNow();
+    try {
+      await fdatasyncAsync(this.walFd);
+    } catch (err) {
+      throw new StorageFailedError(`fsync of ${this.db.path}-wal failed`, { cause: err });
+    }
+    this.databaseSynced();
+  }
+
+  private syncDatabaseNow(): void {
+    try {
+      fdatasyncSync(this.walFd);
+    } catch (err) {
+      throw this.fail(new StorageFailedError(`fsync of ${this.db.path}-wal failed`, { cause: err }));
+    }
+    this.databaseSynced();
+  }
+
+  /** Everything the journal holds was taken in before the database's commit: the database vouches for it now. */
+  private databaseSynced(): void {
+    this.databaseUnsynced = false;
+    this.journal.releaseAll();
   }
 
   /**
@@ -491,6 +636,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     const snap = this.state.snapshot.meta.index;
     if (index > snap) throw new RaftInvariantError(`compaction to ${index} passes the snapshot at ${snap}`);
     const term = this.index.term(index);
+    // The state row carries the batch state too: the database must hold every batch first.
+    this.absorb();
     const next = { ...this.state, startIndex: index, startTerm: term };
     try {
       this.db.transaction(() => this.db.writeState(next));
@@ -532,12 +679,19 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     if (this.gcTimer) clearTimeout(this.gcTimer);
     this.gcTimer = null;
     await this.syncing?.catch(() => undefined);
+    await this.releasing;
+    try {
+      this.absorb();
+    } catch {
+      // Failed: the journal still holds the batches, and the next open takes them in.
+    }
     await this.checkpointing;
     await this.checkpointer.close();
     await this.cleanup;
     if (this.markTimer) clearImmediate(this.markTimer);
     this.writeMark();
     closeSync(this.walFd);
+    this.journal.close();
     this.watermark.close();
     // The last connection to close folds the WAL into the database file and deletes it.
     this.db.close();
@@ -546,6 +700,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   // --- Internals --------------------------------------------------------------------------------
 
   private readThrough(lo: number, hi: number, maxBytes: number): Entry[] {
+    // A journaled batch may have left the cache before the database took it in.
+    this.absorb();
     const cached = this.cache.firstIndex;
     const end = Math.min(hi, cached);
     let size = 0;
@@ -667,27 +823,22 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       this.stateRowDirty = true;
       this.scheduleGc();
     }
-    const entries = op.entries;
-    if (entries.length > 0) {
-      const skip = Math.max(0, this.index.startIndex + 1 - entries[0]!.index);
-      if (skip < entries.length) {
-        const from = entries[skip]!.index;
-        if (from <= this.index.lastIndex) {
-          this.db.deleteFrom(from);
-          this.index.truncateFrom(from);
-          this.cache.truncateFrom(from);
-        }
-        for (let i = skip; i < entries.length; i++) {
-          const e = entries[i]!;
-          this.db.insert(e);
-          this.index.append(e);
-          this.cache.append(e);
-          this.walBytes += entrySize(e);
-        }
-        this.lastInserted = entries[entries.length - 1]!;
-      }
+    const { entries } = this.applyInMemory(op.entries, op.hardState);
+    const first = entries[0];
+    if (first === undefined) return;
+    this.db.deleteFrom(first.index);
+    for (const e of entries) {
+      this.db.insert(e);
+      this.walBytes += entrySize(e);
     }
-    if (op.hardState !== null) this.state = { ...this.state, hardState: op.hardState };
+    this.lastInserted = entries[entries.length - 1]!;
+  }
+
+  /** The index, cache and hard state take an op's entries and hard state; returns the op as the log keeps it. */
+  private applyInMemory(entries: readonly Entry[], hardState: HardState | null): JournalOp {
+    const kept = appendInMemory(this.index, this.cache, entries);
+    if (hardState !== null) this.state = { ...this.state, hardState };
+    return { entries: kept, hardState };
   }
 
   /** Schedules the deletion of a superseded snapshot file once the commit now running is durable. */
@@ -800,6 +951,93 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
 }
 
 /**
+ * Appends `entries` to the index and cache, replacing any from the first one's index on; entries at or
+ * below the compaction point are skipped. Returns the entries kept.
+ */
+function appendInMemory(index: LogIndex, cache: EntryCache, entries: readonly Entry[]): readonly Entry[] {
+  const skip = Math.max(0, index.startIndex + 1 - (entries[0]?.index ?? 0));
+  if (skip >= entries.length) return [];
+  const kept = skip === 0 ? entries : entries.slice(skip);
+  const from = kept[0]!.index;
+  if (from <= index.lastIndex) {
+    index.truncateFrom(from);
+    cache.truncateFrom(from);
+  }
+  for (const e of kept) {
+    index.append(e);
+    cache.append(e);
+  }
+  return kept;
+}
+
+/**
+ * Writes journaled batches into the database in one transaction (no fsync), with the batch state of
+ * the last one; `current` gives the state row's other fields.
+ */
+function absorbInto(db: LogDatabase, current: LogState, batches: readonly PendingBatch[]): void {
+  const last = batches[batches.length - 1]!;
+  const batch: BatchState = { seq: last.seq, hardState: last.hardState };
+  db.transaction(() => {
+    let newest: Entry | null = null;
+    for (const b of batches) {
+      for (const op of b.ops) {
+        const first = op.entries[0];
+        if (first === undefined) continue;
+        db.deleteFrom(first.index);
+        for (const e of op.entries) db.insert(e);
+        newest = op.entries[op.entries.length - 1]!;
+      }
+    }
+    // The newest row: the batch state rides on the page being written anyway.
+    if (newest !== null) db.recordBatchState(newest, batch);
+    else db.writeState({ ...current, ...batch });
+  });
+}
+
+/**
+ * Takes in the journaled batches after those the database holds, checked as the recovery scan checks
+ * rows (no gap, no term going back), and returns the batch state they leave.
+ */
+function replay(
+  db: LogDatabase,
+  state: LogState,
+  index: LogIndex,
+  cache: EntryCache,
+  journal: LogJournal,
+): BatchState {
+  const batches = journal.batchesAfter(state.seq);
+  if (batches.length === 0) return state;
+  let hardState = state.hardState;
+  const taken: PendingBatch[] = [];
+  for (const b of batches) {
+    for (const op of b.ops) {
+      const first = op.entries[0];
+      if (first !== undefined) {
+        if (first.index > index.lastIndex + 1) {
+          throw new StorageCorruptionError(journal.path, first.index, `journal batch ${b.seq} leaves a gap`);
+        }
+        let prevTerm = first.index - 1 >= index.startIndex ? index.term(first.index - 1) : 0;
+        for (const e of op.entries) {
+          if (e.term < prevTerm) {
+            throw new StorageCorruptionError(
+              journal.path,
+              e.index,
+              `term ${e.term} follows term ${prevTerm}`,
+            );
+          }
+          prevTerm = e.term;
+        }
+      }
+      appendInMemory(index, cache, op.entries);
+      if (op.hardState !== null) hardState = op.hardState;
+    }
+    taken.push({ ...b, hardState });
+  }
+  absorbInto(db, state, taken);
+  return { seq: taken[taken.length - 1]!.seq, hardState };
+}
+
+/**
  * The recovery scan: every retained entry verified, contiguous, with non-decreasing terms; and the
  * current batch state, the one with the highest sequence number among the state row and the rows.
  */
@@ -853,23 +1091,6 @@ function checkSnapshot(logPath: string, state: LogState, index: LogIndex, files:
     return;
   }
   files.check({ meta: s.meta, file: s.file, size: s.size, checksum: s.checksum });
-}
-
-/**
- * Fills the empty WAL with zeros up to about the size it reaches between checkpoints. An fdatasync
- * after appending to a file must also commit its new size through the filesystem journal, which here
- * costs about 40 % more than one after overwriting allocated blocks; once SQLite restarts its WAL it
- * overwrites in place anyway, so this only spares the first cycle after each open. Safe: SQLite
- * ignores a WAL whose header is not valid (zeros) and reads frames only up to the first invalid one,
- * exactly as it treats the stale tail it leaves itself after a restart; it is done at open, with the
- * WAL just checkpointed and truncated and no other connection.
- */
-function preallocate(fd: number, bytes: number): void {
-  const zeros = new Uint8Array(1024 * 1024);
-  for (let at = 0; at < bytes; at += zeros.length) {
-    writeSync(fd, zeros, 0, Math.min(zeros.length, bytes - at), at);
-  }
-  fsyncSync(fd);
 }
 
 /** Whole microseconds since `started` (a performance.now() reading), at least 1 as histograms require. */

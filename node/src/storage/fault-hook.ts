@@ -11,9 +11,11 @@ export type StorageFaultPoint =
   | "snapshot-renamed"
   /** The snapshot file is durable; the log does not refer to it yet. */
   | "snapshot-dir-synced"
-  /** A write batch is committed to SQLite but the WAL is not yet fsynced. */
+  /**
+   * A write batch is in the journal (one carrying a snapshot: committed to SQLite), not yet fsynced.
+   */
   | "log-committed"
-  /** The WAL is fsynced; nothing is acknowledged yet and superseded snapshot files still exist. */
+  /** The batch is fsynced; nothing is acknowledged yet and superseded snapshot files still exist. */
   | "log-synced";
 
 export type FaultHook = (point: StorageFaultPoint) => void;

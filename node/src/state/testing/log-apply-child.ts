@@ -27,7 +27,7 @@ import { ADMIN_KEY_HASH } from "./state-fixtures.js";
 
 const [dir, logPath, seed, killAfter] = process.argv.slice(2) as [string, string, string, string?];
 const planned: Entry[] = readFileSync(logPath, "utf8").trim().split("\n").map(decodeLogLine);
-const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, walPreallocateBytes: 0 });
+const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, journalBytes: 64 * 1024 });
 const writer = new DurableLogWriter(store, new SnapshotPolicy(CRASH_SNAPSHOT_POLICY));
 const sm = StateMachine.open({
   path: join(dir, "state.db"),

@@ -24,6 +24,8 @@ const store = DurableLogStore.open(dir!, {
   conf: CONF,
   cacheEntries: 64,
   checkpointBytes: 256 * 1024,
+  // Small journal files: kills land around switches between them, and in their background fsyncs.
+  journalBytes: 64 * 1024,
   faultHook: (p: StorageFaultPoint) => {
     if (armed && p === point) process.kill(process.pid, "SIGKILL");
   },
