@@ -198,8 +198,9 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private pendingBytes = 0;
   /** Cancels the scheduled absorb, if one is. */
   private cancelAbsorb: (() => void) | null = null;
-  /** The background fsync of the database's WAL that frees the journal file last left behind. */
-  private releasing: Promise<void> = Promise.resolve();
+  /** Background fsyncs of the database's WAL under way, settled either way. */
+  private readonly backgroundSyncs = new Set<Promise<void>>();
+  private walSyncing = false;
   /** The database's WAL holds a group commit that only its fdatasync makes durable. */
   private databaseUnsynced = false;
 
@@ -527,11 +528,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private switchJournal(): void {
     this.absorb();
     // A failure stops the store; the file left behind is never free again.
-    const released = fdatasyncAsync(this.walFd).catch((err: unknown) => {
-      throw this.fail(new StorageFailedError(`fsync of ${this.db.path}-wal failed`, { cause: err }));
-    });
-    this.releasing = Promise.all([this.releasing, released.catch(() => undefined)]).then(() => undefined);
-    this.journal.switchFiles(released);
+    this.journal.switchFiles(this.syncWalInBackground());
   }
 
   /**
@@ -558,8 +555,31 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.walBytes += PAGES_PER_COMMIT_BYTES;
     for (const b of batches)
       for (const op of b.ops) for (const e of op.entries) this.walBytes += entrySize(e);
+    if (!this.walSyncing) {
+      this.walSyncing = true;
+      const idle = (): void => {
+        this.walSyncing = false;
+      };
+      this.syncWalInBackground().then(idle, idle);
+    }
     this.maybeCheckpoint();
     if (this.pending.length > 0) this.scheduleAbsorb(0);
+  }
+
+  /**
+   * An fdatasync of the database's WAL on the thread pool, awaited by `close`; a failure stops the
+   * store. After each absorb (one at a time), so that the pages reach the disk steadily: left to the
+   * switch of journal files, megabytes went at once, and every voter's next journal fsync on the
+   * shared disk waited behind them (256 writers: p99 ~108 ms against ~80-100 ms).
+   */
+  private syncWalInBackground(): Promise<void> {
+    const done = fdatasyncAsync(this.walFd).catch((err: unknown) => {
+      throw this.fail(new StorageFailedError(`fsync of ${this.db.path}-wal failed`, { cause: err }));
+    });
+    const settled = done.catch(() => undefined);
+    this.backgroundSyncs.add(settled);
+    settled.finally(() => this.backgroundSyncs.delete(settled));
+    return done;
   }
 
   private scheduleAbsorb(ms = this.options.absorbIntervalMs): void {
@@ -701,12 +721,12 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     if (this.gcTimer) clearTimeout(this.gcTimer);
     this.gcTimer = null;
     await this.syncing?.catch(() => undefined);
-    await this.releasing;
     try {
       this.absorb();
     } catch {
       // Failed: the journal still holds the batches, and the next open takes them in.
     }
+    await Promise.all(this.backgroundSyncs);
     await this.checkpointing;
     await this.checkpointer.close();
     await this.cleanup;
