@@ -2,7 +2,7 @@
  * The snapshot worker's entry point: copies the state database from its own read-only connection, one
  * copy at a time, in the order asked. See SnapshotCopier.
  */
-import { existsSync } from "node:fs";
+import { closeSync, existsSync, fdatasyncSync, openSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
 import { KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
@@ -13,17 +13,31 @@ import type { SnapshotCopyReply, SnapshotCopyRequest } from "./snapshot-protocol
 const port = parentPort!;
 
 /**
- * Pages per backup step: all of them. The applying thread writes through another connection, and an
- * online backup restarts whenever such a write lands between two of its steps; a single step copies
- * the whole database under one read transaction, which in WAL mode never blocks that writer.
+ * Pages per backup step: 512, 2 MiB at SQLite's 4 KiB pages. After each step the copy written so far
+ * is fdatasynced, so the disk takes it in small pieces. In one step, the whole copy (90 MB after a
+ * benchmark's run) reached the disk in the backup's final commit, and every other fsync on the disk
+ * (each voter's log journal) waited behind it: 23 to 68 ms, against 6 to 10 ms in 2 MiB steps.
  */
-const ALL_PAGES = 0x7fffffff;
+const STEP_PAGES = 512;
 
 async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
   const db = new Database(request.source, { readonly: true, fileMustExist: true });
+  let target: number | null = null;
   try {
-    await db.backup(request.target, { progress: () => ALL_PAGES });
+    // A read transaction held across the steps keeps the copy at one state of the database. Without
+    // it each step reads afresh, and SQLite restarts a backup whenever another connection (the
+    // applying thread's) commits between two steps; in WAL mode the reader never blocks that writer.
+    db.exec("BEGIN");
+    db.prepare("SELECT count(*) FROM sqlite_master").pluck().get();
+    await db.backup(request.target, {
+      progress: () => {
+        target ??= existsSync(request.target) ? openSync(request.target, "r") : null;
+        if (target !== null) fdatasyncSync(target);
+        return STEP_PAGES;
+      },
+    });
   } finally {
+    if (target !== null) closeSync(target);
     db.close();
   }
   fsyncPath(request.target);

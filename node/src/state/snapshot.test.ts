@@ -29,6 +29,40 @@ describe("snapshots", () => {
     expect(late.n).toBe(covered.index === 2_001 ? 1 : 0);
   });
 
+  it("finishes a copy of many backup steps while another connection commits between the steps", async () => {
+    const h = new Harness(temp.create("big"));
+    for (let i = 0; i < 10_000; i++)
+      h.ok("catalog.put", { value: "x".repeat(1_000) }, { params: { key: `k${i}` } });
+    let done = false;
+    // Commits the transaction the applies left open, so the writer below is not locked out.
+    const pending = h.sm.createSnapshot(temp.path("big-snap.db")).finally(() => {
+      done = true;
+    });
+    pending.catch(() => undefined);
+    const writer = new Database(temp.path("big.db"));
+    writer.exec("CREATE TABLE churn (n INTEGER)");
+    const churn = writer.prepare("INSERT INTO churn VALUES (?)");
+    // SQLite restarts a backup whenever another connection commits between two of its steps, so
+    // without the read transaction the worker holds across them this copy never finishes.
+    const deadline = performance.now() + 3_000;
+    let commits = 0;
+    while (!done && performance.now() < deadline) {
+      churn.run(commits++);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    writer.close();
+    expect(done).toBe(true);
+    const covered = await pending;
+    const copy = new Database(temp.path("big-snap.db"), { readonly: true });
+    const pages = copy.pragma("page_count", { simple: true }) as number;
+    const meta = copy.prepare("SELECT applied_index AS applied FROM meta").get() as { applied: number };
+    const copied = copy.prepare("SELECT count(*) AS n FROM churn").pluck().get() as number;
+    copy.close();
+    expect(pages).toBeGreaterThan(4 * 512);
+    expect(commits).toBeGreaterThan(copied);
+    expect(meta.applied).toBe(covered.index);
+  });
+
   it("refuses a file that is not a state snapshot and keeps the old state usable", async () => {
     const h = new Harness(temp.create("s"));
     h.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
