@@ -1,4 +1,4 @@
-import { closeSync, existsSync, fsyncSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
 import { fsyncPath } from "../fs/fsync.js";
 import { crc32c } from "./crc32c.js";
@@ -55,17 +55,25 @@ export class AckWatermark {
 
   /**
    * Opens the watermark for writing and sets it to `current` (what is durable now). A missing file is
-   * created durably, so that its absence later means it was deleted.
+   * created durably, so that its absence later means it was deleted: written and fsynced under a
+   * temporary name, then renamed into place, so a crash midway leaves no file rather than an empty one
+   * that no later open would accept.
    */
   static open(path: string, current: Watermark): AckWatermark {
-    const created = !existsSync(path);
-    const fd = openSync(path, created ? "w+" : "r+");
-    const mark = new AckWatermark(path, fd);
-    mark.write(current);
-    if (created) {
-      fsyncSync(fd);
+    if (!existsSync(path)) {
+      const staging = `${path}.creating`;
+      const fd = openSync(staging, "w");
+      try {
+        new AckWatermark(staging, fd).write(current);
+        fsyncSync(fd);
+      } finally {
+        closeSync(fd);
+      }
+      renameSync(staging, path);
       fsyncPath(dirname(path));
     }
+    const mark = new AckWatermark(path, openSync(path, "r+"));
+    mark.write(current);
     return mark;
   }
 

@@ -193,6 +193,56 @@ describe("corruption detection", () => {
     await w.close();
   });
 
+  it("refuses to open, keeping the journal, while another connection stops the checkpoint at open", async () => {
+    const dir = fx.dir();
+    const w = await filledLog(dir, IN_JOURNAL);
+    await new Promise((resolve) => setImmediate(resolve));
+    const image = crashImage(dir);
+    await w.close();
+    const reader = new Database(join(image, LOG_FILE), { readonly: true });
+    reader.exec("BEGIN");
+    reader.prepare("SELECT count(*) FROM sqlite_master").get();
+    try {
+      expect(() => fx.open(image)).toThrow(/checkpoint at open did not complete/);
+    } finally {
+      reader.close();
+    }
+    expect(fx.open(image).lastIndex()).toBe(40);
+    // The checkpoint waits out SQLite's busy timeout (5 s) before it reports the reader in the way.
+  }, 20_000);
+
+  it("puts a group larger than a journal file straight into the database", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, IN_JOURNAL);
+    await w.write({ snapshot: null, entries: entries(1, 5, 1, 200), hardState: hs(1, "n1", 5) });
+    // 100 entries of 1 KiB: past the fixture's 64 KiB journal files.
+    await w.write({ snapshot: null, entries: entries(6, 105, 1, 1024), hardState: hs(1, "n1", 105) });
+    await new Promise((resolve) => setImmediate(resolve));
+    const image = crashImage(dir);
+    // Without the journal, only the database vouches for the big group, and for the batch before it.
+    for (const name of JOURNAL_FILES) rmSync(join(image, name));
+    const store = fx.open(image);
+    expect(store.lastIndex()).toBe(105);
+    expect(store.initialState().hardState).toEqual(hs(1, "n1", 105));
+    await w.write({ snapshot: null, entries: entries(106, 110, 1, 200), hardState: hs(1, "n1", 110) });
+    await w.close();
+    expect(fx.open(dir).lastIndex()).toBe(110);
+  });
+
+  it("refuses a vote longer than the journal's record holds, and keeps one just short of it", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, IN_JOURNAL);
+    const tooLong = "v".repeat(0xffff);
+    await expect(async () =>
+      w.write({ snapshot: null, entries: entries(1, 1, 1), hardState: hs(1, tooLong, 0) }),
+    ).rejects.toThrow(/at most 65534 UTF-8 bytes/);
+    const longest = "é".repeat(0xfffe / 2);
+    await w.write({ snapshot: null, entries: entries(1, 1, 1), hardState: hs(1, longest, 0) });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(fx.open(crashImage(dir)).initialState().hardState).toEqual(hs(1, longest, 0));
+    await w.close();
+  });
+
   it("recovers batches journaled after a snapshot install, with or without a sync between", async () => {
     const dir = fx.dir();
     const w = fx.openWriter(dir, IN_JOURNAL);

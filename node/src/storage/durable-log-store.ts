@@ -448,7 +448,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    */
   commit(ops: readonly StoreOp[]): (Error | null)[] {
     this.checkUsable();
-    if (ops.every((op) => op.kind === "persist" && op.snapshot === null)) return this.journalCommit(ops);
+    if (this.journalable(ops)) return this.journalCommit(ops);
     this.absorb();
     const results: (Error | null)[] = [];
     const started = performance.now();
@@ -485,6 +485,16 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.options.faultHook?.("log-committed");
     this.maybeCheckpoint();
     return results;
+  }
+
+  /** Whether the group only appends and sets the hard state, in a record that fits the journal. */
+  private journalable(ops: readonly StoreOp[]): boolean {
+    const journaled: JournalOp[] = [];
+    for (const op of ops) {
+      if (op.kind !== "persist" || op.snapshot !== null) return false;
+      journaled.push(op);
+    }
+    return this.journal.fits(journaled);
   }
 
   /** A group that only appends and sets the hard state: one journal record. */

@@ -352,7 +352,18 @@ export class LogDatabase {
 
   /** Folds the whole WAL into the database file and empties it (fsyncing both); for open and close. */
   checkpointAndTruncate(): void {
-    this.guard(() => this.db.pragma("wal_checkpoint(TRUNCATE)"));
+    const [row] = this.guard(() => this.db.pragma("wal_checkpoint(TRUNCATE)")) as {
+      busy: number;
+      log: number;
+      checkpointed: number;
+    }[];
+    // Only another connection to the file makes it busy; what the journal holds must not be dropped
+    // on the strength of a checkpoint that did not happen.
+    if (row === undefined || row.busy !== 0 || row.log !== row.checkpointed) {
+      throw new StorageFailedError(
+        `${this.path}: the checkpoint at open did not complete (another process has the log open?)`,
+      );
+    }
   }
 
   close(): void {

@@ -80,6 +80,7 @@ export class LogJournal {
     readonly path: string,
     private readonly files: readonly [JournalFile, JournalFile],
     private readonly switchBytes: number,
+    private readonly maxRecordBytes: number,
     private readonly syncMode: "event-loop" | "thread-pool",
     private readonly chains: readonly ReadRecord[][],
   ) {}
@@ -112,7 +113,15 @@ export class LogJournal {
       const chains = opened.map((f) => readChain(f));
       const files = opened as unknown as [JournalFile, JournalFile];
       const switchBytes = Math.max(1, Math.floor(options.preallocateBytes / 2));
-      return new LogJournal(join(dir, "raft-log.journal-*"), files, switchBytes, options.sync, chains);
+      const maxRecordBytes = Math.min(MAX_RECORD_BYTES, options.preallocateBytes);
+      return new LogJournal(
+        join(dir, "raft-log.journal-*"),
+        files,
+        switchBytes,
+        maxRecordBytes,
+        options.sync,
+        chains,
+      );
     } catch (err) {
       for (const f of opened) closeSync(f.fd);
       if (err instanceof StorageCorruptionError) throw err;
@@ -156,6 +165,14 @@ export class LogJournal {
     this.position = 0;
     this.lastSeq = null;
     this.lastCrc = randomInt(0x1_0000_0000);
+  }
+
+  /**
+   * Whether the ops make a record no larger than one journal file (nor than recovery reads back): a
+   * larger group goes to the database directly.
+   */
+  fits(ops: readonly JournalOp[]): boolean {
+    return HEADER_BYTES + payloadBytes(ops) <= this.maxRecordBytes;
   }
 
   /** The file being written is past half its size and the other one is free: the next batch should switch. */
@@ -268,28 +285,29 @@ function readChain(f: JournalFile): ReadRecord[] {
  * vote length u16 (0xffff for none), vote bytes], entry count (u32), then per entry: index f64,
  * term f64, kind u8, data length u32, data.
  */
-function encodeRecord(batch: JournalBatch, prevCrc: number): Buffer {
-  let size = HEADER_BYTES + 8 + 4;
-  const votes: (Uint8Array | null)[] = [];
-  for (const op of batch.ops) {
+function payloadBytes(ops: readonly JournalOp[]): number {
+  let size = 8 + 4;
+  for (const op of ops) {
     size += 1 + 4;
     const hs = op.hardState;
-    const vote = hs?.vote == null ? null : encoder.encode(hs.vote);
-    votes.push(vote);
-    if (hs) size += 16 + 2 + (vote?.byteLength ?? 0);
+    if (hs) size += 16 + 2 + (hs.vote == null ? 0 : Buffer.byteLength(hs.vote, "utf8"));
     for (const e of op.entries) size += 8 + 8 + 1 + 4 + e.data.byteLength;
   }
-  const buf = Buffer.allocUnsafe(size);
+  return size;
+}
+
+function encodeRecord(batch: JournalBatch, prevCrc: number): Buffer {
+  const buf = Buffer.allocUnsafe(HEADER_BYTES + payloadBytes(batch.ops));
   let at = HEADER_BYTES;
   at = buf.writeDoubleLE(batch.seq, at);
   at = buf.writeUInt32LE(batch.ops.length, at);
-  batch.ops.forEach((op, i) => {
+  batch.ops.forEach((op) => {
     const hs = op.hardState;
     at = buf.writeUInt8(hs ? 1 : 0, at);
     if (hs) {
       at = buf.writeDoubleLE(hs.term, at);
       at = buf.writeDoubleLE(hs.commit, at);
-      const vote = votes[i]!;
+      const vote = hs.vote == null ? null : encoder.encode(hs.vote);
       at = buf.writeUInt16LE(vote === null ? 0xffff : vote.byteLength, at);
       if (vote !== null) {
         buf.set(vote, at);

@@ -3,6 +3,9 @@ import type { Entry, HardState, SnapshotMeta } from "../raft/types.js";
 import { isEntryType } from "./entry-checksum.js";
 import { StorageArgumentError } from "./storage-errors.js";
 
+/** The longest vote the journal's record holds: a 16-bit length, with 0xffff meaning no vote. */
+export const MAX_VOTE_BYTES = 0xfffe;
+
 /** The parts of a write whose shape can be checked without looking at the stored log. */
 export interface WriteShape {
   readonly snapshot: { readonly meta: SnapshotMeta } | null;
@@ -54,6 +57,9 @@ export function checkWriteShape(w: WriteShape): Error | null {
     }
     if (hs.vote !== null && typeof hs.vote !== "string") {
       return new StorageArgumentError("hard state vote must be a node id or null");
+    }
+    if (hs.vote !== null && Buffer.byteLength(hs.vote, "utf8") > MAX_VOTE_BYTES) {
+      return new StorageArgumentError(`hard state vote must be at most ${MAX_VOTE_BYTES} UTF-8 bytes`);
     }
   }
   return null;
