@@ -60,7 +60,8 @@ export class AckWatermark {
    * that no later open would accept.
    */
   static open(path: string, current: Watermark): AckWatermark {
-    if (!existsSync(path)) {
+    const created = !existsSync(path);
+    if (created) {
       const staging = `${path}.creating`;
       const fd = openSync(staging, "w");
       try {
@@ -73,7 +74,7 @@ export class AckWatermark {
       fsyncPath(dirname(path));
     }
     const mark = new AckWatermark(path, openSync(path, "r+"));
-    mark.write(current);
+    if (!created) mark.write(current);
     return mark;
   }
 

@@ -350,7 +350,7 @@ export class LogDatabase {
     }
   }
 
-  /** Folds the whole WAL into the database file and empties it (fsyncing both); for open and close. */
+  /** Folds the whole WAL into the database file and empties it (fsyncing both), at open. */
   checkpointAndTruncate(): void {
     const [row] = this.guard(() => this.db.pragma("wal_checkpoint(TRUNCATE)")) as {
       busy: number;
