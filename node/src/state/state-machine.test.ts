@@ -301,6 +301,36 @@ describe("command outcomes", () => {
     expect(kept.slice(-2)).toEqual([true, true]);
   });
 
+  it("expires after a rolled-back batch exactly as a voter that never saw it fail", () => {
+    const limits = { outcomeRetentionCommands: 1, outcomeRetentionMs: 1 };
+    const failed = temp.create("failed", limits);
+    const twin = temp.create("twin", limits);
+    const log = new LogBuilder();
+    const append = (commandId: string, advanceMs: number) =>
+      log.command("dispatch.append", { directive: "x" }, { params: { channel: "c" }, commandId, advanceMs });
+    const first = append("c1", 10);
+    // c2 expires c1; c3, written in the same millisecond as c2, leaves c2 young: expiry then knows the
+    // oldest outcome is c2, which the rollback makes wrong again.
+    const batch = [
+      append("c2", 10),
+      append("c3", 0),
+      log.command("catalog.put", { value: 1 }, { params: { key: "k" } }),
+    ];
+    for (const sm of [failed, twin]) sm.apply(first);
+    const original = COMMAND_HANDLERS["catalog.put"];
+    COMMAND_HANDLERS["catalog.put"] = () => {
+      throw new TypeError("a bug");
+    };
+    try {
+      expect(() => failed.applyBatch(batch)).toThrow(expect.objectContaining({ reason: "ApplyFailed" }));
+    } finally {
+      COMMAND_HANDLERS["catalog.put"] = original;
+    }
+    for (const sm of [failed, twin]) sm.applyBatch(batch);
+    expect(failed.commandOutcome("t1", "c1")).toBeUndefined();
+    expect(failed.dump()).toBe(twin.dump());
+  });
+
   it("answers a fresh result exactly as its stored outcome will", () => {
     const sm = temp.create("s");
     const h = new Harness(sm);

@@ -160,6 +160,7 @@ export class StateMachine {
       commits.batchFailed();
       stores.searchChanges.rollbackTo(0);
       stores.principals.forget();
+      stores.outcomes.forget();
       this.position = saved.position;
       this.clockMs = saved.clockMs;
       throw new InternalError(`applying entries from ${entries[firstNew]!.index} failed`, {
