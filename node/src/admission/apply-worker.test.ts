@@ -21,6 +21,8 @@ interface Command {
 interface HeldUnit {
   readonly batch: readonly Command[];
   readonly signal: AbortSignal;
+  /** Reports the unit committed, as a leader does before it applies the unit. */
+  readonly committed: () => boolean;
   resolve(outcomes: readonly CommandOutcome<string>[]): void;
   reject(error: unknown): void;
 }
@@ -30,8 +32,14 @@ class HeldTarget implements ReplicationTarget<Command, string> {
   readonly units: HeldUnit[] = [];
   private next = 0;
 
-  replicate(batch: readonly Command[], signal: AbortSignal): Promise<readonly CommandOutcome<string>[]> {
-    return new Promise((resolve, reject) => this.units.push({ batch: [...batch], signal, resolve, reject }));
+  replicate(
+    batch: readonly Command[],
+    signal: AbortSignal,
+    committed: () => boolean,
+  ): Promise<readonly CommandOutcome<string>[]> {
+    return new Promise((resolve, reject) =>
+      this.units.push({ batch: [...batch], signal, committed, resolve, reject }),
+    );
   }
 
   get pending(): number {
@@ -122,6 +130,62 @@ describe("ApplyWorker", () => {
     expect(h.target.units[1]!.batch).toEqual([urgent]);
   });
 
+  it("starts the next unit once the active one is committed, answering the committed one from its outcomes", async () => {
+    const h = new Harness({ replicationDeadlineMs: 500 });
+    const a = h.submit("data");
+    await flush();
+    const first = h.target.units[0]!;
+    // The target still waits on the first unit's signal, as the Raft driver may.
+    first.signal.addEventListener("abort", () => undefined);
+    expect(first.committed()).toBe(false); // nothing waits to go next
+    expect(first.committed()).toBe(false);
+    const b = h.submit("data");
+    await flush();
+    expect(h.target.units).toHaveLength(2);
+    const second = h.target.units[1]!;
+    expect(second.batch).toEqual([b]);
+    expect(second.signal).not.toBe(first.signal);
+    expect(h.outcomes.has(a.id)).toBe(false);
+    expect(h.governor.usage("data")).toMatchObject({ commands: 2, active: 2 });
+
+    // The second unit's deadline is its own: the committed first unit still gets its outcome.
+    const c = h.submit("data");
+    h.clock.advance(500);
+    await flush();
+    expect(h.outcomes.get(b.id)).toMatchObject({ ok: false, error: { reason: "ReplicationDeadline" } });
+    expect(first.signal.aborted).toBe(false);
+    expect(h.target.units).toHaveLength(3);
+    expect(h.target.units[2]!.batch).toEqual([c]);
+    first.resolve([{ ok: true, value: "applied first" }]);
+    await flush();
+    expect(h.outcomes.get(a.id)).toEqual({ ok: true, value: "applied first" });
+
+    // Told while commands wait, the worker says a unit follows.
+    h.submit("control");
+    expect(h.target.units[2]!.committed()).toBe(true);
+    await flush();
+    expect(h.target.units).toHaveLength(4);
+  });
+
+  it("exits on shutdown only once a committed unit has its outcomes", async () => {
+    const h = new Harness();
+    const a = h.submit("data");
+    await flush();
+    h.target.units[0]!.committed();
+    let exited = false;
+    void h.worker.shutdown().then(() => {
+      exited = true;
+    });
+    await flush();
+    expect(exited).toBe(false);
+    expect(h.inUse()).toBe(1);
+    h.target.completeNext();
+    await flush();
+    expect(exited).toBe(true);
+    expect(h.outcomes.get(a.id)).toEqual({ ok: true, value: `applied ${a.id}` });
+    expect(h.inUse()).toBe(0);
+  });
+
   it("takes a waiting data command after MaxConsecutiveControl control commands", async () => {
     const h = new Harness({ maxBatchCommands: 1000 });
     for (let i = 0; i < 5; i++) h.submit("data");
@@ -163,9 +227,9 @@ describe("ApplyWorker", () => {
           /** How many commands had been submitted when each unit was launched. */
           const launchedAfter: number[] = [];
           const replicate = h.target.replicate.bind(h.target);
-          h.target.replicate = (batch, signal) => {
+          h.target.replicate = (batch, signal, committed) => {
             launchedAfter.push(submitted.length);
-            return replicate(batch, signal);
+            return replicate(batch, signal, committed);
           };
           for (const op of ops) {
             if (op === "complete") {

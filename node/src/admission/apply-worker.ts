@@ -16,10 +16,16 @@ interface QueuedCommand<C, R> {
   readonly answer: (outcome: CommandOutcome<R>) => void;
 }
 
+/**
+ * A unit is replicating until its target reports the commit (or its outcomes), then applying until its
+ * outcomes are known, then done.
+ */
+type UnitPhase = "replicating" | "applying" | "done";
+
 interface Unit<C, R> {
   readonly entries: QueuedCommand<C, R>[];
   deadlineAt: number;
-  done: boolean;
+  phase: UnitPhase;
 }
 
 type WorkerState = "running" | "stopping" | "exited";
@@ -28,8 +34,10 @@ type WorkerState = "running" | "stopping" | "exited";
  * The voter's single apply worker. It takes admitted commands from two FIFO lanes, control first but a
  * waiting data command after `maxConsecutiveControl` control commands in a row, and hands them to the
  * replication target one unit at a time. A unit is never preempted; only the replication deadline
- * ends it early. Each command's reservation is released when its outcome is known, just before its
- * caller is answered.
+ * ends it early. Once the target reports a unit committed, its replication is over and the next unit
+ * starts while the committed one is applied: on the leader, the next unit's entries then reach the
+ * followers while the last unit's are applied, rather than after. Each command's reservation is
+ * released when its outcome is known, just before its caller is answered.
  *
  * Callers cannot cancel: a client that disconnects simply stops waiting for the outcome, while the
  * command keeps its place and its reservation, since it may still commit.
@@ -40,6 +48,8 @@ export class ApplyWorker<C, R> {
   private readonly data = new FifoQueue<QueuedCommand<C, R>>();
   private consecutiveControl = 0;
   private active: Unit<C, R> | undefined;
+  /** Units committed but not yet answered; the worker exits only once they are. */
+  private applying = 0;
   private state: WorkerState = "running";
   private pumpQueued = false;
   private pumping = false;
@@ -112,7 +122,7 @@ export class ApplyWorker<C, R> {
         settle(entry, { ok: false, error });
       }
     }
-    if (this.active === undefined) this.exit();
+    if (this.active === undefined && this.applying === 0) this.exit();
     return this.exited;
   }
 
@@ -158,7 +168,7 @@ export class ApplyWorker<C, R> {
       entries.push(entry);
       bytes += entryBytes;
     }
-    return entries.length === 0 ? undefined : { entries, deadlineAt: 0, done: false };
+    return entries.length === 0 ? undefined : { entries, deadlineAt: 0, phase: "replicating" };
   }
 
   private launch(unit: Unit<C, R>): void {
@@ -171,7 +181,7 @@ export class ApplyWorker<C, R> {
     const batch = unit.entries.map((entry) => entry.command);
     let pending: Promise<readonly CommandOutcome<R>[]>;
     try {
-      pending = this.target.replicate(batch, this.controller.signal);
+      pending = this.target.replicate(batch, this.controller.signal, () => this.committed(unit));
     } catch (error) {
       this.fail(unit, error);
       return;
@@ -182,9 +192,29 @@ export class ApplyWorker<C, R> {
     );
   }
 
+  /**
+   * The unit's replication is over: the next unit may start. Called from inside the target (the Raft
+   * driver's handling of a Ready), so the next unit is launched from a microtask, once that returns.
+   * Returns whether one will be.
+   */
+  private committed(unit: Unit<C, R>): boolean {
+    if (unit.phase !== "replicating") return false;
+    unit.phase = "applying";
+    this.applying++;
+    this.active = undefined;
+    this.freshSignal();
+    if (this.state !== "running" || this.nextLane() === undefined) return false;
+    if (!this.pumpQueued) {
+      this.pumpQueued = true;
+      queueMicrotask(this.pumpCallback);
+    }
+    return true;
+  }
+
   private complete(unit: Unit<C, R>, outcomes: readonly CommandOutcome<R>[]): void {
-    if (unit.done) return;
-    unit.done = true;
+    const phase = unit.phase;
+    if (phase === "done") return;
+    unit.phase = "done";
     const entries = unit.entries;
     for (let i = 0; i < entries.length; i++) {
       settle(
@@ -197,12 +227,13 @@ export class ApplyWorker<C, R> {
         },
       );
     }
-    this.unitEnded();
+    this.unitEnded(phase);
   }
 
   private fail(unit: Unit<C, R>, cause: unknown): void {
-    if (unit.done) return;
-    unit.done = true;
+    const phase = unit.phase;
+    if (phase === "done") return;
+    unit.phase = "done";
     const error =
       cause instanceof KeyLoadError
         ? cause
@@ -211,7 +242,7 @@ export class ApplyWorker<C, R> {
             cause,
           });
     for (const entry of unit.entries) settle(entry, { ok: false, error });
-    this.unitEnded();
+    this.unitEnded(phase);
   }
 
   private checkDeadline(): void {
@@ -236,13 +267,25 @@ export class ApplyWorker<C, R> {
     controller.abort(error);
   }
 
-  private unitEnded(): void {
-    this.active = undefined;
-    // Listeners left behind would pile up on a shared signal; the next unit gets a clean one instead.
+  /** `phase`: the phase the unit ended in; an applying unit was no longer the active one. */
+  private unitEnded(phase: UnitPhase): void {
+    if (phase === "applying") this.applying--;
+    else {
+      this.active = undefined;
+      this.freshSignal();
+    }
+    if (this.state === "stopping") {
+      if (this.active === undefined && this.applying === 0) this.exit();
+    } else if (!this.pumping) this.pump();
+  }
+
+  /**
+   * Listeners left behind would pile up on a shared signal, and a committed unit still listening must
+   * not hear the next unit's deadline: the next unit gets a clean signal instead.
+   */
+  private freshSignal(): void {
     if (getEventListeners(this.controller.signal, "abort").length > 0)
       this.controller = new AbortController();
-    if (this.state === "stopping") this.exit();
-    else if (!this.pumping) this.pump();
   }
 
   private exit(): void {

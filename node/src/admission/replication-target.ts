@@ -16,6 +16,15 @@ export interface ReplicationTarget<C, R> {
    * explicit leader admission rejection, or Unavailable when nothing was submitted), anything else as
    * UnknownWriteOutcome. `signal` aborts when the replication deadline passes; the worker has then
    * already answered the unit with UnknownWriteOutcome and the target should stop waiting.
+   *
+   * A target that learns of the commit before the outcomes (the leader, which applies the entries
+   * after its quorum acknowledged them) calls `committed` then: the unit's replication is over, so the
+   * worker starts the next one while this one's outcomes are still being worked out. It returns
+   * whether a next unit is about to start, which the leader then sends before it applies this one.
    */
-  replicate(batch: readonly C[], signal: AbortSignal): Promise<readonly CommandOutcome<R>[]>;
+  replicate(
+    batch: readonly C[],
+    signal: AbortSignal,
+    committed: () => boolean,
+  ): Promise<readonly CommandOutcome<R>[]>;
 }

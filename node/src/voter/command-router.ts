@@ -69,12 +69,13 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
   async replicate(
     batch: readonly VoterCommand[],
     signal: AbortSignal,
+    committed: () => boolean,
   ): Promise<readonly CommandOutcome<CommandResult>[]> {
     // During an election nothing can commit anyway: wait (bounded) for a reachable leader rather than
     // bounce the caller, so a failover costs one election, not a client retry loop.
     const waitUntil = Date.now() + this.leaderWaitMs;
     for (;;) {
-      if (this.driver.isLeader()) return this.propose(batch, signal);
+      if (this.driver.isLeader()) return this.propose(batch, signal, committed);
       const leader = this.driver.status().leader;
       if (leader !== null && this.transport.peerInfo(leader)?.connected) {
         try {
@@ -132,6 +133,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
   private async propose(
     batch: readonly VoterCommand[],
     signal: AbortSignal,
+    committed: () => boolean,
   ): Promise<CommandOutcome<CommandResult>[]> {
     const now = Date.now();
     const data = batch.map((c) =>
@@ -147,7 +149,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         ...(c.generated ? { generated: c.generated } : {}),
       }),
     );
-    const results = await this.driver.propose(data, signal);
+    const results = await this.driver.propose(data, signal, committed);
     return results.map((r, i) => toOutcome(r, batch[i]!.commandId));
   }
 

@@ -38,6 +38,16 @@ interface ProposalWaiter {
   readonly reject: (error: Error) => void;
 }
 
+/** Who is told when the last entry of a proposed batch commits (see propose). */
+interface CommitNotice {
+  readonly lastIndex: number;
+  readonly term: number;
+  /** True when the proposer is about to propose more, which the leader then sends before applying. */
+  readonly notify: () => boolean;
+  /** Stops listening to the proposal's abort signal. */
+  readonly detach: () => void;
+}
+
 interface ReadWaiter {
   index: number;
   readonly resolve: () => void;
@@ -58,6 +68,13 @@ export class RaftDriver {
   private readonly opts: RaftDriverOptions;
   private readonly conf: ConfState;
   private readonly proposals = new Map<number, ProposalWaiter>();
+  /** In proposal order, so in index order. */
+  private commitNotices: CommitNotice[] = [];
+  /**
+   * Committed entries a leader applies after its next Ready's messages are sent: a unit the worker
+   * learns is committed lets it propose the next one, whose entries then reach the followers first.
+   */
+  private deferredApply: Entry[] = [];
   private readonly reads = new Map<string, ReadWaiter>();
   /** Confirmed reads waiting for the state machine to apply their index. */
   private confirmedReads: ReadWaiter[] = [];
@@ -120,8 +137,15 @@ export class RaftDriver {
    * Proposes entries (leader only) and resolves with each one's apply result. Refused before anything
    * is appended: Unavailable. Appended but overwritten by another leader, or cut short by `signal`:
    * UnknownWriteOutcome, since the caller cannot know whether a later leader committed it.
+   * `committed` is called, from inside the handling of a Ready and before the apply, once the batch's
+   * entries are committed as proposed; never when another leader overwrote them. When it returns true
+   * (more to propose at once), the apply waits until the next Ready's messages are sent.
    */
-  propose(data: readonly Uint8Array[], signal?: AbortSignal): Promise<ApplyResult[]> {
+  propose(
+    data: readonly Uint8Array[],
+    signal?: AbortSignal,
+    committed?: () => boolean,
+  ): Promise<ApplyResult[]> {
     this.checkUsable();
     let first: number;
     let term: number;
@@ -140,6 +164,7 @@ export class RaftDriver {
           }),
       ),
     );
+    let detach = (): void => undefined;
     if (signal) {
       const onAbort = (): void => {
         for (let i = 0; i < data.length; i++) {
@@ -157,10 +182,14 @@ export class RaftDriver {
       if (signal.aborted) onAbort();
       else {
         signal.addEventListener("abort", onAbort, { once: true });
-        // Removed once settled, so the caller can reuse a signal nobody listens to any more.
-        const detach = (): void => signal.removeEventListener("abort", onAbort);
+        // Removed once settled, or committed (the deadline is over then), so the caller can reuse a
+        // signal nobody listens to any more.
+        detach = (): void => signal.removeEventListener("abort", onAbort);
         all.then(detach, detach);
       }
+    }
+    if (committed && data.length > 0) {
+      this.commitNotices.push({ lastIndex: first + data.length - 1, term, notify: committed, detach });
     }
     return all;
   }
@@ -228,6 +257,7 @@ export class RaftDriver {
     });
     for (const w of this.proposals.values()) w.reject(err);
     this.proposals.clear();
+    this.commitNotices = [];
     for (const w of this.reads.values()) {
       clearTimeout(w.timer);
       w.reject(new UnavailableError("the voter is stopping", { reason: "ShuttingDown" }));
@@ -261,6 +291,12 @@ export class RaftDriver {
       while (this.failure === null && this.raft.hasReady()) {
         await this.handle(this.raft.ready());
       }
+      // No next unit came to go first: what was deferred is applied now.
+      if (this.failure === null && this.deferredApply.length > 0) {
+        this.apply([]);
+        this.serveReads();
+        this.maybeSnapshot();
+      }
     } catch (err) {
       this.fail(err);
     } finally {
@@ -271,6 +307,7 @@ export class RaftDriver {
 
   private async handle(rd: Ready): Promise<void> {
     if (rd.softState) this.onSoftState(rd);
+    const moreToPropose = this.noticeCommits(rd.committedEntries);
     // A leader's replication traffic goes out while its own copy is written (the core counts that
     // copy toward a quorum only after advance()); everything else waits for the fsync.
     for (const m of rd.messages) if (canSendBeforePersist(m)) this.opts.transport.send(m);
@@ -305,6 +342,7 @@ export class RaftDriver {
     if (answered) this.opts.transport.flush();
     const sm = this.opts.stateMachine;
     if (rd.snapshot) {
+      this.apply([]);
       const path = this.opts.store.currentSnapshotPath();
       if (path === null) throw new Error("a persisted snapshot has no file");
       sm.restoreFromSnapshot(path);
@@ -314,7 +352,11 @@ export class RaftDriver {
         "installed snapshot from the leader",
       );
     }
-    if (committed.length > 0) this.apply(committed);
+    if (moreToPropose && this.lastRole === "leader" && rd.entries.length === 0 && rd.snapshot === null) {
+      for (const entry of committed) this.deferredApply.push(entry);
+    } else {
+      this.apply(committed);
+    }
     for (const rs of rd.readStates) {
       const w = this.reads.get(rs.requestId);
       if (!w) continue;
@@ -344,11 +386,11 @@ export class RaftDriver {
    */
   private applyStable(rd: Ready): readonly Entry[] {
     const committed = rd.committedEntries;
-    if (this.lastRole !== "leader" || rd.snapshot !== null || committed.length === 0) return committed;
+    if (this.lastRole !== "leader" || rd.snapshot !== null) return committed;
     const firstNew = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
     let stable = 0;
     while (stable < committed.length && committed[stable]!.index < firstNew) stable++;
-    if (stable === 0) return committed;
+    if (stable === 0 && this.deferredApply.length === 0) return committed;
     this.opts.transport.flush();
     this.apply(committed.slice(0, stable));
     return committed.slice(stable);
@@ -358,7 +400,37 @@ export class RaftDriver {
     return hard.term === this.lastHard.term && hard.vote === this.lastHard.vote;
   }
 
+  /**
+   * Tells the proposers whose batches `committed` completes, in order; true when one of them has more
+   * to propose at once. A batch whose last entry committed with another term was overwritten: its
+   * proposer hears nothing here.
+   */
+  private noticeCommits(committed: readonly Entry[]): boolean {
+    const last = committed[committed.length - 1];
+    if (last === undefined) return false;
+    const first = committed[0]!.index;
+    let more = false;
+    let taken = 0;
+    for (const notice of this.commitNotices) {
+      if (notice.lastIndex > last.index) break;
+      taken++;
+      if (notice.lastIndex < first || committed[notice.lastIndex - first]!.term !== notice.term) continue;
+      notice.detach();
+      if (notice.notify()) more = true;
+    }
+    if (taken > 0) this.commitNotices = this.commitNotices.slice(taken);
+    return more;
+  }
+
+  /** Applies what an earlier Ready deferred, then `entries`. */
   private apply(entries: readonly Entry[]): void {
+    if (this.deferredApply.length > 0) {
+      const deferred = this.deferredApply;
+      this.deferredApply = [];
+      for (const entry of entries) deferred.push(entry);
+      entries = deferred;
+    }
+    if (entries.length === 0) return;
     const results = this.opts.stateMachine.applyBatch(entries);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
@@ -429,6 +501,8 @@ export class RaftDriver {
     });
     for (const w of this.proposals.values()) w.reject(error);
     this.proposals.clear();
+    this.commitNotices = [];
+    this.deferredApply = [];
   }
 }
 

@@ -1,0 +1,78 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Message } from "../raft/types.js";
+import type { ApplyResult } from "../state/apply-result.js";
+import type { RaftDriver } from "./raft-driver.js";
+import { VoterCluster } from "./testing/voter-cluster.js";
+
+vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
+
+let cluster: VoterCluster | undefined;
+afterEach(async () => {
+  await cluster?.dispose();
+  cluster = undefined;
+});
+
+interface DriverInternals {
+  readonly opts: {
+    readonly transport: { send(m: Message): void };
+    readonly stateMachine: { applyBatch(entries: readonly { index: number }[]): ApplyResult[] };
+  };
+}
+
+/** Records, in order, each append the leader sends and each batch it applies, by entry index. */
+function trace(driver: RaftDriver): string[] {
+  const { transport, stateMachine } = (driver as unknown as DriverInternals).opts;
+  const events: string[] = [];
+  const send = transport.send.bind(transport);
+  vi.spyOn(transport, "send").mockImplementation((m: Message) => {
+    if (m.type === "append") for (const e of m.entries) events.push(`send ${e.index}`);
+    send(m);
+  });
+  const applyBatch = stateMachine.applyBatch.bind(stateMachine);
+  vi.spyOn(stateMachine, "applyBatch").mockImplementation((entries) => {
+    for (const e of entries) events.push(`apply ${e.index}`);
+    return applyBatch(entries);
+  });
+  return events;
+}
+
+const entry = (): Uint8Array => new TextEncoder().encode("not a command: applied as a refusal");
+
+describe("a leader's apply of a committed batch", () => {
+  it("waits until the next batch, proposed on hearing of the commit, is on its way to the followers", async () => {
+    cluster = await VoterCluster.start();
+    const driver = cluster.voter(await cluster.waitForLeader()).driver;
+    const events = trace(driver);
+    let second: Promise<ApplyResult[]> | undefined;
+    const first = driver.propose([entry(), entry()], undefined, () => {
+      queueMicrotask(() => {
+        second = driver.propose([entry()], undefined, () => false);
+      });
+      return true;
+    });
+    const [a] = await first;
+    expect(second).toBeDefined();
+    const [b] = await second!;
+    const [aIndex, bIndex] = [a!.entryIndex + 1, b!.entryIndex];
+    expect(bIndex).toBe(aIndex + 1);
+    // Sent to both followers before the first batch is applied, applied in log order after it.
+    const firstSend = events.indexOf(`send ${bIndex}`);
+    expect(firstSend).toBeGreaterThanOrEqual(0);
+    expect(firstSend).toBeLessThan(events.indexOf(`apply ${aIndex}`));
+    expect(events.indexOf(`apply ${aIndex}`)).toBeLessThan(events.indexOf(`apply ${bIndex}`));
+  });
+
+  it("is not held back when nothing else is proposed", async () => {
+    cluster = await VoterCluster.start();
+    const driver = cluster.voter(await cluster.waitForLeader()).driver;
+    const events = trace(driver);
+    let told = 0;
+    const [a] = await driver.propose([entry()], undefined, () => {
+      told++;
+      return false;
+    });
+    expect(told).toBe(1);
+    expect(events).toContain(`apply ${a!.entryIndex}`);
+    expect(driver.raft.status().commit).toBeGreaterThanOrEqual(a!.entryIndex);
+  });
+});
