@@ -40,6 +40,15 @@ async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
     if (target !== null) closeSync(target);
     db.close();
   }
+  // The copy's header still says WAL, as the source's does, and every read-only open of it (the check
+  // below, a follower's install) would then leave -wal and -shm files beside it that nothing removes:
+  // in rollback-journal mode it is one self-contained file.
+  const copy = new Database(request.target, { fileMustExist: true });
+  try {
+    copy.pragma("journal_mode = DELETE");
+  } finally {
+    copy.close();
+  }
   fsyncPath(request.target);
   const covered = inspectSnapshot(request.target);
   // The log may be compacted up to `covered` once this resolves, so the database must not still rely

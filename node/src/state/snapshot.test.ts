@@ -1,4 +1,4 @@
-import { writeFileSync } from "node:fs";
+import { readdirSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSearchRequest } from "./search-query.js";
@@ -27,6 +27,9 @@ describe("snapshots", () => {
     copy.close();
     expect(meta.applied).toBe(covered.index);
     expect(late.n).toBe(covered.index === 2_001 ? 1 : 0);
+    // One self-contained file, which read-only opens (this one, the worker's check, a follower's
+    // install) leave nothing beside.
+    expect(readdirSync(temp.path("")).filter((name) => name.startsWith("snap.db"))).toEqual(["snap.db"]);
   });
 
   it("finishes a copy of many backup steps while another connection commits between the steps", async () => {

@@ -127,10 +127,27 @@ describe("SnapshotFileStore", () => {
     const files = openFiles();
     const keep = await files.store(meta, new Uint8Array(5));
     const old = await files.store({ ...meta, index: 3 }, new Uint8Array(5));
-    writeFileSync(files.tempPath(), "partial");
+    const temp = files.tempPath();
+    writeFileSync(temp, "partial");
+    // What read-only opens of WAL-mode copies left beside snapshot files.
+    for (const name of [`${temp}-shm`, files.path(`${keep.file}-wal`), files.path(`${old.file}-shm`)]) {
+      writeFileSync(name, "");
+    }
     writeFileSync(join(files.dir, "operator-notes.txt"), "not ours");
+    writeFileSync(join(files.dir, "operator-notes.txt-wal"), "not ours either");
     files.removeAllBut(keep.file);
-    expect(readdirSync(files.dir).sort()).toEqual([keep.file, "operator-notes.txt"].sort());
+    expect(readdirSync(files.dir).sort()).toEqual(
+      [keep.file, "operator-notes.txt", "operator-notes.txt-wal"].sort(),
+    );
     expect(old.file).not.toBe(keep.file);
+  });
+
+  it("removes a superseded snapshot with what SQLite left beside it", async () => {
+    const files = openFiles();
+    const snap = await files.store(meta, new Uint8Array(5));
+    writeFileSync(files.path(`${snap.file}-wal`), "");
+    writeFileSync(files.path(`${snap.file}-shm`), "");
+    await files.remove(snap.file);
+    expect(readdirSync(files.dir)).toEqual([]);
   });
 });

@@ -33,6 +33,17 @@ export interface SnapshotFile {
 
 const SNAPSHOT_NAME = /^snap-\d{20}-\d+-[0-9a-f]{8}\.sqlite$/;
 const TEMP_NAME = /^tmp-[0-9a-f-]{36}\.part$/;
+/**
+ * What SQLite leaves beside a database it opened: snapshot files before rollback-journal copies were
+ * opened read-only in WAL mode, which left an empty -wal and a -shm behind.
+ */
+const SQLITE_SIBLINGS = ["-wal", "-shm", "-journal"] as const;
+
+function isOurs(name: string): boolean {
+  const suffix = SQLITE_SIBLINGS.find((s) => name.endsWith(s));
+  const base = suffix === undefined ? name : name.slice(0, -suffix.length);
+  return SNAPSHOT_NAME.test(base) || TEMP_NAME.test(base);
+}
 const READ_BLOCK = 1 << 20;
 
 /**
@@ -173,19 +184,21 @@ export class SnapshotFileStore {
     checkContents(path, snap, size, null);
   }
 
-  /** Deletes a superseded snapshot file. */
+  /** Deletes a superseded snapshot file, with anything SQLite left beside it. */
   async remove(file: string): Promise<void> {
     await rm(this.path(file), { force: true });
+    for (const suffix of SQLITE_SIBLINGS) await rm(this.path(file + suffix), { force: true });
   }
 
   /**
    * Deletes every temporary or snapshot file but `keep`: leftovers of writes a crash interrupted and
-   * snapshots superseded before their deletion. Run at open, before anything new is written.
+   * snapshots superseded before their deletion, and what SQLite left beside any of them (`keep`
+   * included). Run at open, before anything new is written.
    */
   removeAllBut(keep: string | null): void {
     let removed = false;
     for (const name of readdirSync(this.dir)) {
-      if (name === keep || !(SNAPSHOT_NAME.test(name) || TEMP_NAME.test(name))) continue;
+      if (name === keep || !isOurs(name)) continue;
       unlinkSync(this.path(name));
       removed = true;
     }
