@@ -7,10 +7,12 @@ import { parentPort } from "node:worker_threads";
 import { KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { fsyncPath } from "../fs/fsync.js";
+import { lowerThreadPriority } from "./background-priority.js";
 import { inspectSnapshot } from "./snapshot-files.js";
 import type { SnapshotCopyReply, SnapshotCopyRequest } from "./snapshot-protocol.js";
 
 const port = parentPort!;
+lowerThreadPriority();
 
 /**
  * Pages per backup step: 512, 2 MiB at SQLite's 4 KiB pages. After each step the copy written so far

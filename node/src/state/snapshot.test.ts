@@ -1,4 +1,4 @@
-import { readdirSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSearchRequest } from "./search-query.js";
@@ -10,7 +10,33 @@ beforeEach(() => {
 });
 afterEach(() => temp.cleanup());
 
+/** The nice value of each thread of this process, by thread ID (Linux). */
+function threadNices(): Map<number, number> {
+  const nices = new Map<number, number>();
+  for (const tid of readdirSync("/proc/self/task")) {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, "utf8");
+    // Fields after the command name, which is in parentheses: state is field 3, nice field 19.
+    nices.set(Number(tid), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]));
+  }
+  return nices;
+}
+
 describe("snapshots", () => {
+  it.skipIf(!existsSync("/proc/thread-self"))(
+    "copies on a thread that yields the CPU to the voter's own threads",
+    async () => {
+      const before = threadNices();
+      const main = before.get(process.pid)!;
+      const h = new Harness(temp.create("nice"));
+      h.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
+      await h.sm.createSnapshot(temp.path("nice-snap.db"));
+      // The worker stays for the next snapshot: it is the one new thread at nice + 10.
+      const niced = [...threadNices()].filter(([tid, nice]) => !before.has(tid) && nice === Math.min(19, main + 10));
+      expect(niced).toHaveLength(1);
+      expect(threadNices().get(process.pid)).toBe(main);
+    },
+  );
+
   it("covers the position read from the copy itself, while applies go on during the backup", async () => {
     const h = new Harness(temp.create("source"));
     for (let i = 0; i < 2_000; i++)
