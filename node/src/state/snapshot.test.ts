@@ -31,7 +31,9 @@ describe("snapshots", () => {
       h.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
       await h.sm.createSnapshot(temp.path("nice-snap.db"));
       // The worker stays for the next snapshot: it is the one new thread at nice + 10.
-      const niced = [...threadNices()].filter(([tid, nice]) => !before.has(tid) && nice === Math.min(19, main + 10));
+      const niced = [...threadNices()].filter(
+        ([tid, nice]) => !before.has(tid) && nice === Math.min(19, main + 10),
+      );
       expect(niced).toHaveLength(1);
       expect(threadNices().get(process.pid)).toBe(main);
     },
