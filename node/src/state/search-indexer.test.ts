@@ -90,6 +90,28 @@ describe("the search index follows only tenants that search", () => {
     await reopened.close();
   });
 
+  it("sends the worker nothing for batches that change nothing it indexes, yet closes indexed through the last", async () => {
+    put("a", "followed words");
+    expect(await search("followed")).toEqual(["a"]);
+    const worker = (h.sm as unknown as { indexer: { worker: { postMessage: (m: unknown) => void } } }).indexer
+      .worker;
+    const sent: unknown[] = [];
+    const postMessage = worker.postMessage.bind(worker);
+    worker.postMessage = (m) => {
+      sent.push(m);
+      postMessage(m);
+    };
+    for (let i = 0; i < 5; i++) put(`k${i}`, "not followed", "t2");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(sent).toEqual([]);
+    const applied = h.sm.applied().index;
+    await h.sm.close();
+    const db = new Database(temp.path("s.db.search"), { readonly: true });
+    const meta = db.prepare("SELECT indexed_through AS through FROM meta").get() as { through: number };
+    db.close();
+    expect(meta.through).toBe(applied);
+  });
+
   it("builds a tenant again at start when a crash cut its first build short", async () => {
     put("a", "half built");
     put("b", "half built too");
