@@ -93,6 +93,15 @@ class Harness {
     return command;
   }
 
+  /** Starts a shutdown; the function returned tells whether the worker has exited since. */
+  shutdown(): () => boolean {
+    let exited = false;
+    void this.worker.shutdown().then(() => {
+      exited = true;
+    });
+    return () => exited;
+  }
+
   inUse(): number {
     return this.governor.usage("data").commands + this.governor.usage("control").commands;
   }
@@ -172,16 +181,13 @@ describe("ApplyWorker", () => {
     const a = h.submit("data");
     await flush();
     h.target.units[0]!.committed();
-    let exited = false;
-    void h.worker.shutdown().then(() => {
-      exited = true;
-    });
+    const exited = h.shutdown();
     await flush();
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     expect(h.inUse()).toBe(1);
     h.target.completeNext();
     await flush();
-    expect(exited).toBe(true);
+    expect(exited()).toBe(true);
     expect(h.outcomes.get(a.id)).toEqual({ ok: true, value: `applied ${a.id}` });
     expect(h.inUse()).toBe(0);
   });
@@ -467,16 +473,13 @@ describe("ApplyWorker", () => {
     const h = new Harness({ replicationDeadlineMs: 500 });
     const hung = h.submit("data");
     await flush();
-    let exited = false;
-    void h.worker.shutdown().then(() => {
-      exited = true;
-    });
+    const exited = h.shutdown();
     await flush();
-    expect(exited).toBe(false);
+    expect(exited()).toBe(false);
     expect(h.inUse()).toBe(1);
     h.clock.advance(500);
     await flush();
-    expect(exited).toBe(true);
+    expect(exited()).toBe(true);
     expect(h.outcomes.get(hung.id)).toMatchObject({ ok: false, error: { reason: "ReplicationDeadline" } });
     expect(h.inUse()).toBe(0);
   });
