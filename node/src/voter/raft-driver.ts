@@ -60,8 +60,10 @@ export type AppliedListener = (index: number) => void;
 
 /**
  * Runs one Raft core for real: ticks on a timer, steps peer messages, and handles each Ready in order
- * (persist with group commit, then send, then apply to the state machine, then advance). Proposals and
- * linearizable reads are promises resolved from what the state machine applies.
+ * (persist with group commit, then send, then apply to the state machine, then advance; a leader
+ * whose proposer has the next batch ready applies a committed one after that batch is sent, see
+ * `deferredApply`). Proposals and linearizable reads are promises resolved from what the state machine
+ * applies.
  */
 export class RaftDriver {
   readonly raft: RaftNode;
@@ -377,8 +379,9 @@ export class RaftDriver {
   }
 
   /**
-   * On the leader, applies the committed entries below this Ready's new ones while the new ones are
-   * written, as etcd applies while it persists, so their answers do not wait for this fsync; returns
+   * On the leader, applies the committed entries below this Ready's new ones (after those an earlier
+   * Ready deferred) while the new ones are written, as etcd applies while it persists, so their
+   * answers do not wait for this fsync; returns
    * the committed entries left to apply after it. Those entries are durable here already: each Ready
    * is persisted before the next one is handled. The replication traffic is flushed first, so the
    * followers get the new entries before the answers go out. A follower applies after its write, whose
