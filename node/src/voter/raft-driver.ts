@@ -94,6 +94,8 @@ export class RaftDriver {
   private unsavedCommit: HardState | null = null;
   /** The hard state of the last Ready handed to the writer (the stored one at start). */
   private lastHard: HardState;
+  /** Per follower, a leader's latest append that carries no entries (see send). */
+  private readonly heldAppends = new Map<NodeId, Message>();
 
   constructor(options: RaftDriverOptions) {
     this.opts = options;
@@ -248,6 +250,7 @@ export class RaftDriver {
     if (!this.running) return this.stopped;
     this.running = false;
     clearInterval(this.ticker);
+    this.heldAppends.clear();
     await this.stopped;
     await this.snapshotting.catch(() => undefined);
     if (this.unsavedCommit !== null && this.failure === null) {
@@ -312,7 +315,7 @@ export class RaftDriver {
     const moreToPropose = this.noticeCommits(rd.committedEntries);
     // A leader's replication traffic goes out while its own copy is written (the core counts that
     // copy toward a quorum only after advance()); everything else waits for the fsync.
-    for (const m of rd.messages) if (canSendBeforePersist(m)) this.opts.transport.send(m);
+    for (const m of rd.messages) if (canSendBeforePersist(m)) this.send(m);
     let committed = rd.committedEntries;
     const hard = rd.hardState;
     if (rd.snapshot || rd.entries.length > 0 || (hard && !this.onlyCommitMoved(hard))) {
@@ -336,7 +339,7 @@ export class RaftDriver {
     let answered = false;
     for (const m of rd.messages) {
       if (canSendBeforePersist(m)) continue;
-      this.opts.transport.send(m);
+      this.send(m);
       answered = true;
     }
     // Acknowledgements and votes leave before this Ready's apply, which can take milliseconds; a
@@ -397,6 +400,29 @@ export class RaftDriver {
     this.opts.transport.flush();
     this.apply(committed.slice(0, stable));
     return committed.slice(stable);
+  }
+
+  /**
+   * Sends one message, holding a leader's entry-less append, which only moves a follower's commit
+   * index, until the next message to that follower: at one writer every commit would otherwise wake
+   * both followers a second time (and the leader's socket write that wakes one can hand it the
+   * leader's CPU) to tell them what the next request's append tells them anyway. The next append
+   * replaces it; anything else (a heartbeat at the latest, a read's confirmation) goes after it. A
+   * follower so applies what committed at most one heartbeat late, which nothing waits for: reads
+   * through it get their confirmation after the held commit index. Dropping it is safe, as losing
+   * any message is.
+   */
+  private send(m: Message): void {
+    if (m.type === "append" && m.entries.length === 0 && this.lastRole === "leader") {
+      this.heldAppends.set(m.to, m);
+      return;
+    }
+    const held = this.heldAppends.get(m.to);
+    if (held !== undefined) {
+      this.heldAppends.delete(m.to);
+      if (m.type !== "append") this.opts.transport.send(held);
+    }
+    this.opts.transport.send(m);
   }
 
   private onlyCommitMoved(hard: HardState): boolean {

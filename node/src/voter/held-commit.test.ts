@@ -1,0 +1,104 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Message, NodeId } from "../raft/types.js";
+import type { RaftDriver } from "./raft-driver.js";
+import { VoterCluster } from "./testing/voter-cluster.js";
+
+vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
+
+let cluster: VoterCluster | undefined;
+afterEach(async () => {
+  await cluster?.dispose();
+  cluster = undefined;
+});
+
+interface DriverInternals {
+  readonly opts: { readonly transport: { send(m: Message): void } };
+}
+
+/** Every message the driver hands its transport, in order. */
+function sent(driver: RaftDriver): Message[] {
+  const { transport } = (driver as unknown as DriverInternals).opts;
+  const messages: Message[] = [];
+  const send = transport.send.bind(transport);
+  vi.spyOn(transport, "send").mockImplementation((m: Message) => {
+    messages.push(m);
+    send(m);
+  });
+  return messages;
+}
+
+const entry = (): Uint8Array => new TextEncoder().encode("not a command: applied as a refusal");
+
+async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
+  const started = Date.now();
+  while (!check()) {
+    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/** Heartbeats once a second, so a commit index that waited for one would show. */
+const SLOW_HEARTBEATS = {
+  KeyLoad__Raft__HeartbeatIntervalMs: "1000",
+  KeyLoad__Raft__ElectionTimeoutMs: "2000",
+};
+
+describe("a leader's commit index", () => {
+  it("reaches the followers with the next append, not in an entry-less append of its own", async () => {
+    cluster = await VoterCluster.start({ env: SLOW_HEARTBEATS });
+    const leader = cluster.voter(await cluster.waitForLeader()).driver;
+    await leader.propose([entry()]); // both followers past probing
+    const messages = sent(leader);
+    let last = 0;
+    for (let i = 0; i < 5; i++) {
+      const [result] = await leader.propose([entry()]);
+      last = result!.entryIndex;
+    }
+
+    const entryLess = messages.filter((m) => m.type === "append" && m.entries.length === 0);
+    // Only what a heartbeat flushed (it goes right after), or nothing: 5 writes would have made 10.
+    const heartbeats = messages.filter((m) => m.type === "heartbeat").length;
+    expect(entryLess.length).toBeLessThanOrEqual(heartbeats);
+    const perFollower = new Map<NodeId, number>();
+    for (const m of messages) {
+      if (m.type === "append" && m.entries.length > 0)
+        perFollower.set(m.to, (perFollower.get(m.to) ?? 0) + 1);
+    }
+    expect([...perFollower.values()]).toEqual([5, 5]);
+    // Each follower learned of every earlier commit with the append after it.
+    for (const m of messages) {
+      if (m.type === "append" && m.entries.length > 0 && m.entries[0]!.index === last) {
+        expect(m.commit).toBe(last - 1);
+      }
+    }
+  });
+
+  it("held after the last write reaches the followers with the next heartbeat", async () => {
+    cluster = await VoterCluster.start({ env: { KeyLoad__Raft__HeartbeatIntervalMs: "100" } });
+    const leaderIndex = await cluster.waitForLeader();
+    const [result] = await cluster.voter(leaderIndex).driver.propose([entry()]);
+    const entryIndex = result!.entryIndex;
+    for (const [i, v] of cluster.voters.entries()) {
+      if (i === leaderIndex) continue;
+      await until(
+        `voter${i + 1} applies entry ${entryIndex}`,
+        () => v!.driver.status().applied >= entryIndex,
+        1_000,
+      );
+    }
+  });
+
+  it("held for a follower goes out ahead of the answer to that follower's read", async () => {
+    cluster = await VoterCluster.start({ env: SLOW_HEARTBEATS });
+    const leaderIndex = await cluster.waitForLeader();
+    const leader = cluster.voter(leaderIndex).driver;
+    const follower = cluster.voter((leaderIndex + 1) % 3).driver;
+    await leader.propose([entry()]);
+    const [result] = await leader.propose([entry()]);
+    const entryIndex = result!.entryIndex;
+    const started = Date.now();
+    await follower.readBarrier();
+    expect(follower.status().applied).toBeGreaterThanOrEqual(entryIndex);
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+});
