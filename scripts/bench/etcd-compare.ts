@@ -14,16 +14,20 @@
  * Needs Debian's etcd: `apt-get install -y etcd-server etcd-client`.
  *
  *   pnpm --filter @keyload/scripts bench:etcd [-- --seconds 10 --levels 1,16,64,256 --warmup 1 --start-warmup 10
+ *     --start-warmup-writes 20000
  *     --follower-level 16 --keys 10000 --systems etcd,keyload --passes 2 --admission open|default
  *     --dir /tmp --cpu-prof DIR --from-source --keep]
  *
  * --passes 1 measures each system once per level, the system going first alternating between levels.
  *
- * Before the first level, each system takes --start-warmup seconds of the first level's load, not
- * measured (its rate is printed): a fresh cluster's first seconds are its cold start (JIT compilation
- * in the voters and in this load generator, data files growing from empty, every key written for the
- * first time), which falls on one pass of each system and not evenly. The system measured first warms
- * up last. --start-warmup 0 measures the cold start.
+ * Before the first level, each system takes the first level's load for at least --start-warmup
+ * seconds and at least --start-warmup-writes writes, not measured (its rate is printed): a fresh
+ * cluster's first seconds are its cold start (JIT compilation in the voters and in this load
+ * generator, data files growing from empty, every key written for the first time), which falls on one
+ * pass of each system and not evenly. The voters' JIT reaches its steady state after a number of
+ * writes, not of seconds: on a slow 2-core machine 10 s at one writer (about 3,000 writes) left
+ * KeyLoad's first pass 10–25 % slower than its second, 40 s (about 16,000) did not. The system
+ * measured first warms up last. --start-warmup 0 --start-warmup-writes 0 measures the cold start.
  *
  * The voters run what the `keyload-node` bin runs, the compiled `node/dist/main.js`, built at the start
  * of the run, as etcd runs its release binary; --from-source runs `node/src/main.ts` through tsx (the
@@ -58,6 +62,8 @@ type System = "etcd" | "keyload";
 const SYSTEM_NAMES: Record<System, string> = { etcd: "etcd", keyload: "KeyLoad" };
 const otherSystem = (system: System): System => (system === "etcd" ? "keyload" : "etcd");
 const VALUE_BYTES = 1024;
+/** The start warm-up goes on in slices this long until it has made its writes. */
+const WARMUP_SLICE_SECONDS = 5;
 
 const argv = process.argv.slice(2);
 const { values: opts } = parseArgs({
@@ -68,6 +74,7 @@ const { values: opts } = parseArgs({
     levels: { type: "string", default: "1,16,64,256" },
     warmup: { type: "string", default: "1" },
     "start-warmup": { type: "string", default: "10" },
+    "start-warmup-writes": { type: "string", default: "20000" },
     "follower-level": { type: "string", default: "16" },
     keys: { type: "string", default: "10000" },
     systems: { type: "string", default: "etcd,keyload" },
@@ -91,6 +98,7 @@ function positive(name: string, raw: string, allowZero = false): number {
 const seconds = positive("seconds", opts.seconds);
 const warmupSeconds = positive("warmup", opts.warmup, true);
 const startWarmupSeconds = positive("start-warmup", opts["start-warmup"], true);
+const startWarmupWrites = positive("start-warmup-writes", opts["start-warmup-writes"], true);
 const levels = opts.levels.split(",").map((l) => Math.trunc(positive("levels", l.trim())));
 const followerLevel = Math.trunc(positive("follower-level", opts["follower-level"], true));
 const keySpace = Math.trunc(positive("keys", opts.keys));
@@ -345,7 +353,7 @@ async function main(): Promise<void> {
   console.log(`machine: ${machineFacts(etcd)}`);
   console.log(
     `load: ${VALUE_BYTES}-byte values over ${int(keySpace)} keys, closed loop, levels ${levels.join(", ")}, ` +
-      `${seconds} s each after ${warmupSeconds} s of warm-up at the same level (and ${startWarmupSeconds} s per system before the first level), ` +
+      `${seconds} s each after ${warmupSeconds} s of warm-up at the same level (and at least ${startWarmupSeconds} s and ${int(startWarmupWrites)} writes per system before the first level), ` +
       `${passes === 2 ? "two passes per system in ABBA order" : "one pass per system"}, the first system alternating by level; temp dir ${root}`,
   );
   console.log(
@@ -439,14 +447,25 @@ async function main(): Promise<void> {
   };
   const firstAt = (i: number): System => (i % 2 === 0 ? "etcd" : "keyload");
 
-  if (startWarmupSeconds > 0) {
+  if (startWarmupSeconds > 0 || startWarmupWrites > 0) {
     // The system measured first warms up last, so that its first pass, not the other's, pays for the
     // writeback its warm-up leaves (as in the ABBA order that follows).
     for (const system of [otherSystem(firstAt(0)), firstAt(0)]) {
       const target = await targetOf(system, "leader");
       if (target === undefined) continue;
-      const cold = await runClosedLoop(target, levels[0]!, startWarmupSeconds, stopping.signal);
-      if (stopping.signal.aborted) throw new Error("stopped");
+      const slices: LoadResult[] = [];
+      let writes = 0;
+      do {
+        const slice =
+          slices.length === 0 && startWarmupSeconds > 0 ? startWarmupSeconds : WARMUP_SLICE_SECONDS;
+        const run = await runClosedLoop(target, levels[0]!, slice, stopping.signal);
+        if (stopping.signal.aborted) throw new Error("stopped");
+        if (run.writes === 0)
+          throw new Error(`${SYSTEM_NAMES[system]} made no writes in ${slice} s of warm-up`);
+        slices.push(run);
+        writes += run.writes;
+      } while (writes < startWarmupWrites);
+      const cold = combineResults(slices);
       console.log(`warm-up after start, not measured: ${describeRun(SYSTEM_NAMES[system], cold).trim()}`);
       await sleep(500);
     }
