@@ -1,23 +1,15 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Message, NodeId } from "../raft/types.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { VoterCluster } from "./testing/voter-cluster.js";
+import { clusterPerTest, driverParts } from "./testing/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
-let cluster: VoterCluster | undefined;
-afterEach(async () => {
-  await cluster?.dispose();
-  cluster = undefined;
-});
-
-interface DriverInternals {
-  readonly opts: { readonly transport: { send(m: Message): void } };
-}
+const startCluster = clusterPerTest();
 
 /** Every message the driver hands its transport, in order. */
 function sent(driver: RaftDriver): Message[] {
-  const { transport } = (driver as unknown as DriverInternals).opts;
+  const { transport } = driverParts(driver);
   const messages: Message[] = [];
   const send = transport.send.bind(transport);
   vi.spyOn(transport, "send").mockImplementation((m: Message) => {
@@ -45,7 +37,7 @@ const SLOW_HEARTBEATS = {
 
 describe("a leader's commit index", () => {
   it("reaches the followers with the next append, not in an entry-less append of its own", async () => {
-    cluster = await VoterCluster.start({ env: SLOW_HEARTBEATS });
+    const cluster = await startCluster({ env: SLOW_HEARTBEATS });
     const leader = cluster.voter(await cluster.waitForLeader()).driver;
     await leader.propose([entry()]); // both followers past probing
     const messages = sent(leader);
@@ -74,7 +66,7 @@ describe("a leader's commit index", () => {
   });
 
   it("held after the last write reaches the followers with the next heartbeat", async () => {
-    cluster = await VoterCluster.start({ env: { KeyLoad__Raft__HeartbeatIntervalMs: "100" } });
+    const cluster = await startCluster({ env: { KeyLoad__Raft__HeartbeatIntervalMs: "100" } });
     const leaderIndex = await cluster.waitForLeader();
     const [result] = await cluster.voter(leaderIndex).driver.propose([entry()]);
     const entryIndex = result!.entryIndex;
@@ -89,7 +81,7 @@ describe("a leader's commit index", () => {
   });
 
   it("held for a follower goes out ahead of the answer to that follower's read", async () => {
-    cluster = await VoterCluster.start({ env: SLOW_HEARTBEATS });
+    const cluster = await startCluster({ env: SLOW_HEARTBEATS });
     const leaderIndex = await cluster.waitForLeader();
     const leader = cluster.voter(leaderIndex).driver;
     const follower = cluster.voter((leaderIndex + 1) % 3).driver;

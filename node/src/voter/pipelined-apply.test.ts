@@ -1,27 +1,16 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Message } from "../raft/types.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { VoterCluster } from "./testing/voter-cluster.js";
+import { clusterPerTest, driverParts } from "./testing/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
-let cluster: VoterCluster | undefined;
-afterEach(async () => {
-  await cluster?.dispose();
-  cluster = undefined;
-});
-
-interface DriverInternals {
-  readonly opts: {
-    readonly transport: { send(m: Message): void };
-    readonly stateMachine: { applyBatch(entries: readonly { index: number }[]): ApplyResult[] };
-  };
-}
+const startCluster = clusterPerTest();
 
 /** Records, in order, each append the leader sends and each batch it applies, by entry index. */
 function trace(driver: RaftDriver): string[] {
-  const { transport, stateMachine } = (driver as unknown as DriverInternals).opts;
+  const { transport, stateMachine } = driverParts(driver);
   const events: string[] = [];
   const send = transport.send.bind(transport);
   vi.spyOn(transport, "send").mockImplementation((m: Message) => {
@@ -40,7 +29,7 @@ const entry = (): Uint8Array => new TextEncoder().encode("not a command: applied
 
 describe("a leader's apply of a committed batch", () => {
   it("waits until the next batch, proposed on hearing of the commit, is on its way to the followers", async () => {
-    cluster = await VoterCluster.start();
+    const cluster = await startCluster();
     const driver = cluster.voter(await cluster.waitForLeader()).driver;
     const events = trace(driver);
     let second: Promise<ApplyResult[]> | undefined;
@@ -63,7 +52,7 @@ describe("a leader's apply of a committed batch", () => {
   });
 
   it("is not held back when nothing else is proposed", async () => {
-    cluster = await VoterCluster.start();
+    const cluster = await startCluster();
     const driver = cluster.voter(await cluster.waitForLeader()).driver;
     const events = trace(driver);
     let told = 0;

@@ -1,17 +1,14 @@
-import { afterEach, describe, expect, it, vi } from "vitest";
-import { call, VoterCluster } from "./testing/voter-cluster.js";
+import { describe, expect, it, vi } from "vitest";
+import { clusterPerTest } from "./testing/cluster-per-test.js";
+import { call } from "./testing/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
-let cluster: VoterCluster | undefined;
-afterEach(async () => {
-  await cluster?.dispose();
-  cluster = undefined;
-});
+const startCluster = clusterPerTest();
 
 describe("three voters on loopback", () => {
   it("elect a leader, replicate, forward from followers and answer quorum reads everywhere", async () => {
-    cluster = await VoterCluster.start();
+    const cluster = await startCluster();
     const leader = await cluster.waitForLeader();
     const follower = (leader + 1) % 3;
     const put = await call(cluster.voter(leader).httpUrl, "PUT", "/v1/catalog/a%2Fb", {
@@ -32,7 +29,7 @@ describe("three voters on loopback", () => {
   });
 
   it("answers a retry with the same command ID from the durable outcome, and a different body with a conflict", async () => {
-    cluster = await VoterCluster.start();
+    const cluster = await startCluster();
     const leader = await cluster.waitForLeader();
     const url = cluster.voter((leader + 2) % 3).httpUrl;
     const first = await call(url, "PUT", "/v1/catalog/k", { body: { value: 1 }, commandId: "same" });
@@ -51,7 +48,7 @@ describe("three voters on loopback", () => {
 
   it("returns the leader's explicit admission rejection unchanged through a follower, before the ID is taken", async () => {
     // voter1 alone has a tiny data lane; the others admit the command locally and forward it.
-    cluster = await VoterCluster.start({
+    const cluster = await startCluster({
       voterEnv: { 0: { KeyLoad__CommandAdmission__MaxRetainedBytes: "5000" } },
     });
     let leader = await cluster.waitForLeader();
@@ -98,7 +95,7 @@ describe("three voters on loopback", () => {
   });
 
   it("keeps acknowledged writes across a restart of every voter", async () => {
-    cluster = await VoterCluster.start();
+    const cluster = await startCluster();
     const leader = await cluster.waitForLeader();
     for (let i = 0; i < 20; i++) {
       const r = await call(cluster.voter(leader).httpUrl, "PUT", `/v1/catalog/k${i}`, {
@@ -117,7 +114,7 @@ describe("three voters on loopback", () => {
 
   it("answers Unavailable, not UnknownWriteOutcome, when no leader appears within a short deadline", async () => {
     // The deadline is below three election timeouts, so the wait for a leader must end before it.
-    cluster = await VoterCluster.start({
+    const cluster = await startCluster({
       env: { KeyLoad__Raft__ElectionTimeoutMs: "1000", KeyLoad__Raft__ReplicationDeadlineMs: "300" },
     });
     const leader = await cluster.waitForLeader();
@@ -136,7 +133,7 @@ describe("three voters on loopback", () => {
 
   it("hands leadership over when the leader shuts down, and reopens its storage on restart", async () => {
     // Elections wait at least 2 s here, so a leader within the next moment can only come from a transfer.
-    cluster = await VoterCluster.start({
+    const cluster = await startCluster({
       env: { KeyLoad__Raft__ElectionTimeoutMs: "2000", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
     });
     const leader = await cluster.waitForLeader();
@@ -148,9 +145,9 @@ describe("three voters on loopback", () => {
     await cluster.stop(leader);
     const others = [0, 1, 2].filter((i) => i !== leader);
     const deadline = Date.now() + 500;
-    while (!others.some((i) => cluster!.voter(i).driver.isLeader()) && Date.now() < deadline)
+    while (!others.some((i) => cluster.voter(i).driver.isLeader()) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 10));
-    expect(others.some((i) => cluster!.voter(i).driver.isLeader())).toBe(true);
+    expect(others.some((i) => cluster.voter(i).driver.isLeader())).toBe(true);
     await cluster.restart(leader);
     await cluster.waitForLeader();
     const read = await call(cluster.voter(leader).httpUrl, "GET", "/v1/catalog/k");
@@ -158,7 +155,7 @@ describe("three voters on loopback", () => {
   });
 
   it("catches a follower up with a snapshot once the leader has compacted what it missed", async () => {
-    cluster = await VoterCluster.start({
+    const cluster = await startCluster({
       env: { KeyLoad__Raft__SnapshotIntervalEntries: "20", KeyLoad__Raft__SnapshotSizeRatio: "0" },
     });
     const leader = await cluster.waitForLeader();
@@ -182,10 +179,10 @@ describe("three voters on loopback", () => {
   });
 
   it("exports the peer transport's counters, a refused handshake among them", async () => {
-    cluster = await VoterCluster.start();
+    const cluster = await startCluster();
     await cluster.waitForLeader();
     const metric = async (name: string): Promise<number> => {
-      const text = await (await fetch(`${cluster!.voter(0).httpUrl}/metrics`)).text();
+      const text = await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text();
       const line = text.split("\n").find((l) => l.startsWith(`${name} `));
       if (line === undefined) throw new Error(`no ${name} in /metrics`);
       return Number(line.slice(name.length + 1));
@@ -204,7 +201,7 @@ describe("three voters on loopback", () => {
   });
 
   it("refuses to join a voter whose canonical limits differ", async () => {
-    cluster = await VoterCluster.start({ voterEnv: { 2: { KeyLoad__Canonical__MaxLeaseBatch: "7" } } });
+    const cluster = await startCluster({ voterEnv: { 2: { KeyLoad__Canonical__MaxLeaseBatch: "7" } } });
     const deadline = Date.now() + 5000;
     while (
       !cluster.voter(0).driver.isLeader() &&

@@ -1,0 +1,31 @@
+import { afterEach } from "vitest";
+import type { Message } from "../../raft/types.js";
+import type { ApplyResult } from "../../state/apply-result.js";
+import type { RaftDriver } from "../raft-driver.js";
+import { type ClusterOptions, VoterCluster } from "./voter-cluster.js";
+
+/**
+ * Starts at most one three-voter cluster per test and disposes of it after the test, whatever the
+ * test did: call at a test file's top level, then `await startCluster(options)` in a test.
+ */
+export function clusterPerTest(): (options?: ClusterOptions) => Promise<VoterCluster> {
+  let cluster: VoterCluster | undefined;
+  afterEach(async () => {
+    await cluster?.dispose();
+    cluster = undefined;
+  });
+  return async (options) => {
+    cluster = await VoterCluster.start(options);
+    return cluster;
+  };
+}
+
+/** The parts of a running driver that tests spy on. */
+export interface DriverParts {
+  readonly transport: { send(m: Message): void };
+  readonly stateMachine: { applyBatch(entries: readonly { index: number }[]): ApplyResult[] };
+}
+
+export function driverParts(driver: RaftDriver): DriverParts {
+  return (driver as unknown as { readonly opts: DriverParts }).opts;
+}
