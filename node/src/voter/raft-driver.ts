@@ -500,6 +500,8 @@ export class RaftDriver {
     const soft = rd.softState!;
     if (soft.role !== this.lastRole) {
       this.opts.logger.info({ term: soft.term, role: soft.role, leader: soft.leader }, "raft role changed");
+      // Held appends of a term this node no longer leads would only be refused.
+      if (this.lastRole === "leader") this.heldAppends.clear();
       this.lastRole = soft.role;
     }
   }
