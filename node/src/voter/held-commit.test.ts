@@ -1,7 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
 import type { Message, NodeId } from "../raft/types.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, driverParts } from "./testing/cluster-per-test.js";
+import { waitFor } from "../http/testing/raw-http.js";
+import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
@@ -17,16 +18,6 @@ function sent(driver: RaftDriver): Message[] {
     send(m);
   });
   return messages;
-}
-
-const entry = (): Uint8Array => new TextEncoder().encode("not a command: applied as a refusal");
-
-async function until(what: string, check: () => boolean, timeoutMs: number): Promise<void> {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
 }
 
 /** Heartbeats once a second, so a commit index that waited for one would show. */
@@ -72,9 +63,9 @@ describe("a leader's commit index", () => {
     const entryIndex = result!.entryIndex;
     for (const [i, v] of cluster.voters.entries()) {
       if (i === leaderIndex) continue;
-      await until(
-        `voter${i + 1} applies entry ${entryIndex}`,
+      await waitFor(
         () => v!.driver.status().applied >= entryIndex,
+        `voter${i + 1} to apply entry ${entryIndex}`,
         1_000,
       );
     }

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import type { Message } from "../raft/types.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, driverParts } from "./testing/cluster-per-test.js";
+import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
@@ -24,8 +24,6 @@ function trace(driver: RaftDriver): string[] {
   });
   return events;
 }
-
-const entry = (): Uint8Array => new TextEncoder().encode("not a command: applied as a refusal");
 
 describe("a leader's apply of a committed batch", () => {
   it("waits until the next batch, proposed on hearing of the commit, is on its way to the followers", async () => {

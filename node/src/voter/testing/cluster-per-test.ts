@@ -29,3 +29,6 @@ export interface DriverParts {
 export function driverParts(driver: RaftDriver): DriverParts {
   return (driver as unknown as { readonly opts: DriverParts }).opts;
 }
+
+/** An entry that is not a command: the state machine applies it as a refusal. */
+export const entry = (): Uint8Array => new TextEncoder().encode("not a command: applied as a refusal");
