@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
+import { waitFor } from "../http/testing/raw-http.js";
 import type { Message, NodeId } from "../raft/types.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { waitFor } from "../http/testing/raw-http.js";
 import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
