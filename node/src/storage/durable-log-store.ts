@@ -59,7 +59,8 @@ export interface DurableLogStoreOptions {
    * fsync per group commit, and measured 20 to 45 % more single-entry batches per second here, where
    * an fsync takes ~0.1 ms and the two thread hand-offs of "thread-pool" cost tens of microseconds
    * each. "thread-pool" frees the event loop during every fsync: the better choice on a disk whose
-   * fsync takes milliseconds.
+   * fsync takes milliseconds, and for a caller with work to overlap with it (the voter applies
+   * committed entries meanwhile, see DurableLogWriter.syncStarted).
    */
   readonly fsync?: "thread-pool" | "event-loop";
   /** Crash tests only: called between the durable steps of a write. */

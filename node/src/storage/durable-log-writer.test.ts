@@ -84,6 +84,39 @@ describe("DurableLogWriter", () => {
     expect(store.initialState().hardState).toEqual(hs(1, "n1", 8));
   });
 
+  it("says when a group's fsync is under way on the thread pool, before the write is acknowledged", async () => {
+    const seen: string[] = [];
+    const w = fx.openWriter(fx.dir(), { fsync: "thread-pool", faultHook: (point) => seen.push(point) });
+    await w.syncStarted();
+    const written = w.write({ ...none, entries: [entry(1, 1)] }).then(() => seen.push("acknowledged"));
+    await w.syncStarted().then(() => seen.push("sync started"));
+    await written;
+    expect(seen).toEqual(["log-committed", "sync started", "log-synced", "acknowledged"]);
+    // A write queued behind a running group is told once its own group's fsync is under way.
+    const first = w.write({ ...none, entries: [entry(2, 1)] });
+    await w.syncStarted();
+    const second = w.write({ ...none, entries: [entry(3, 1)] });
+    const syncsBefore = w.store.stats.syncs;
+    await w.syncStarted();
+    expect(w.store.stats.syncs).toBeGreaterThan(syncsBefore);
+    await Promise.all([first, second]);
+    expect(w.store.stats.syncs).toBe(3);
+  });
+
+  it("releases whoever waits for an fsync that a failed write never starts", async () => {
+    const w = fx.openWriter(fx.dir(), {
+      faultHook: (point) => {
+        if (point === "log-committed") throw new StorageFailedError("injected");
+      },
+    });
+    const written = w.write({ ...none, entries: [entry(1, 1)] });
+    const queued = w.write({ ...none, entries: [entry(2, 1)] });
+    await w.syncStarted();
+    await expect(written).rejects.toThrow("injected");
+    await expect(queued).rejects.toThrow("injected");
+    await w.syncStarted();
+  });
+
   it("keeps order within a group: a refused write does not stop the ones after it", async () => {
     const w = fx.openWriter(fx.dir());
     const results = await Promise.allSettled([

@@ -41,8 +41,12 @@ interface Pending {
  */
 export class DurableLogWriter {
   private queue: Pending[] = [];
+  /** Callers of syncStarted waiting for the queued writes' fsync to be under way. */
+  private queueSyncWaiters: (() => void)[] = [];
   /** The group being written, if any; the next group starts once it is acknowledged. */
   private flushing: Promise<void> | null = null;
+  /** Callers of syncStarted waiting for the flushing group's fsync; null once it is under way. */
+  private groupSyncWaiters: (() => void)[] | null = null;
   private scheduled = false;
   private snapshotting = false;
   /** Set when a write failed for a reason other than a refusal: the writer is stopped for good. */
@@ -77,6 +81,19 @@ export class DurableLogWriter {
    */
   writeCommitIndex(hardState: HardState): Promise<void> {
     return this.enqueue({ snapshot: null, entries: [], hardState }, null, false);
+  }
+
+  /**
+   * Resolves once the writes queued so far are on their way to disk: their group committed to the
+   * page cache and its fsync issued. With the store's `fsync: "thread-pool"` the fsync is then running
+   * off the event loop, so work the caller does now overlaps it rather than delaying or following it;
+   * with `"event-loop"` it has already returned. Resolves at once when nothing is queued or being
+   * written; never rejects (a failed write rejects its own promise).
+   */
+  syncStarted(): Promise<void> {
+    const waiters = this.queue.length > 0 ? this.queueSyncWaiters : this.groupSyncWaiters;
+    if (waiters === null) return Promise.resolve();
+    return new Promise((resolve) => waiters.push(resolve));
   }
 
   /**
@@ -150,7 +167,10 @@ export class DurableLogWriter {
       this.scheduled = false;
       const group = this.queue;
       this.queue = [];
+      this.groupSyncWaiters = this.queueSyncWaiters;
+      this.queueSyncWaiters = [];
       this.flushing = this.flush(group).finally(() => {
+        this.releaseSyncWaiters();
         this.flushing = null;
         this.schedule();
       });
@@ -185,7 +205,9 @@ export class DurableLogWriter {
     }
     if (accepted.length === 0) return;
     try {
-      await this.store.sync();
+      const synced = this.store.sync();
+      this.releaseSyncWaiters();
+      await synced;
     } catch (err) {
       this.failAll(accepted, err);
       return;
@@ -225,5 +247,14 @@ export class DurableLogWriter {
     const rest = this.queue;
     this.queue = [];
     for (const p of rest) p.reject(error);
+    const waiters = this.queueSyncWaiters;
+    this.queueSyncWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  private releaseSyncWaiters(): void {
+    const waiters = this.groupSyncWaiters;
+    this.groupSyncWaiters = null;
+    for (const resolve of waiters ?? []) resolve();
   }
 }

@@ -323,8 +323,13 @@ export class RaftDriver {
       const hardState = hard ?? (rd.snapshot ? null : this.unsavedCommit);
       this.unsavedCommit = null;
       const written = this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState });
+      // Awaited only after the apply below; a failure meanwhile must not count as unhandled.
+      written.catch(() => undefined);
       try {
-        committed = this.applyStable(rd);
+        if (this.overlapsApply(rd)) {
+          await this.opts.writer.syncStarted();
+          committed = this.applyStable(rd);
+        }
       } finally {
         await written;
       }
@@ -382,21 +387,32 @@ export class RaftDriver {
   }
 
   /**
-   * On the leader, applies the committed entries below this Ready's new ones (after those an earlier
-   * Ready deferred) while the new ones are written, as etcd applies while it persists, so their
-   * answers do not wait for this fsync; returns
-   * the committed entries left to apply after it. Those entries are durable here already: each Ready
-   * is persisted before the next one is handled. The replication traffic is flushed first, so the
-   * followers get the new entries before the answers go out. A follower applies after its write, whose
-   * acknowledgement goes first.
+   * Whether this Ready's committed entries below its new ones are applied while the new ones are
+   * fsynced (applyStable): there are some, or an earlier Ready deferred some, and no snapshot
+   * replaces them.
+   */
+  private overlapsApply(rd: Ready): boolean {
+    if (rd.snapshot !== null) return false;
+    if (this.deferredApply.length > 0) return true;
+    const first = rd.committedEntries[0];
+    return first !== undefined && first.index < (rd.entries[0]?.index ?? Number.POSITIVE_INFINITY);
+  }
+
+  /**
+   * Applies the committed entries below this Ready's new ones (after those an earlier Ready deferred)
+   * while the new ones are fsynced, as etcd applies while it persists: on the leader their answers do
+   * not wait for this fsync, and a follower, which learns a commit with the next append, applies it
+   * while that append's fsync runs on the thread pool rather than after its acknowledgement, when
+   * the leader, the client and the next request need the CPU. Those entries are durable here
+   * already: each Ready is persisted before the next one is handled. Returns the committed entries
+   * left to apply after the write. The replication traffic is flushed first, so the followers get
+   * the new entries before the answers go out.
    */
   private applyStable(rd: Ready): readonly Entry[] {
     const committed = rd.committedEntries;
-    if (this.lastRole !== "leader" || rd.snapshot !== null) return committed;
     const firstNew = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
     let stable = 0;
     while (stable < committed.length && committed[stable]!.index < firstNew) stable++;
-    if (stable === 0 && this.deferredApply.length === 0) return committed;
     this.opts.transport.flush();
     this.apply(committed.slice(0, stable));
     return committed.slice(stable);

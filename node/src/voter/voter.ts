@@ -51,7 +51,10 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
   const unlock = lockDataDir(node.dataDir);
 
   const voters = cluster.voters.map((v) => v.id);
-  const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters } });
+  // The fsync runs on the thread pool so that the driver applies what committed meanwhile (see
+  // RaftDriver.applyStable): one writer through three voters on one 2-vCPU machine went 1.08-1.10x
+  // faster with it than with the fsync on the event loop and the apply after it.
+  const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters }, fsync: "thread-pool" });
   const writer = new DurableLogWriter(
     store,
     new SnapshotPolicy({

@@ -23,6 +23,7 @@ export function clusterPerTest(): (options?: ClusterOptions) => Promise<VoterClu
 /** The parts of a running driver that tests spy on. */
 export interface DriverParts {
   readonly transport: { send(m: Message): void };
+  readonly store: { sync(): Promise<void> };
   readonly stateMachine: { applyBatch(entries: readonly { index: number }[]): ApplyResult[] };
 }
 
