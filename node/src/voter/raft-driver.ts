@@ -326,10 +326,7 @@ export class RaftDriver {
       // Awaited only after the apply below; a failure meanwhile must not count as unhandled.
       written.catch(() => undefined);
       try {
-        if (this.overlapsApply(rd)) {
-          await this.opts.writer.syncStarted();
-          committed = this.applyStable(rd);
-        }
+        committed = await this.applyWhileSyncing(rd);
       } finally {
         await written;
       }
@@ -387,32 +384,24 @@ export class RaftDriver {
   }
 
   /**
-   * Whether this Ready's committed entries below its new ones are applied while the new ones are
-   * fsynced (applyStable): there are some, or an earlier Ready deferred some, and no snapshot
-   * replaces them.
-   */
-  private overlapsApply(rd: Ready): boolean {
-    if (rd.snapshot !== null) return false;
-    if (this.deferredApply.length > 0) return true;
-    const first = rd.committedEntries[0];
-    return first !== undefined && first.index < (rd.entries[0]?.index ?? Number.POSITIVE_INFINITY);
-  }
-
-  /**
    * Applies the committed entries below this Ready's new ones (after those an earlier Ready deferred)
-   * while the new ones are fsynced, as etcd applies while it persists: on the leader their answers do
-   * not wait for this fsync, and a follower, which learns a commit with the next append, applies it
-   * while that append's fsync runs on the thread pool rather than after its acknowledgement, when
-   * the leader, the client and the next request need the CPU. Those entries are durable here
-   * already: each Ready is persisted before the next one is handled. Returns the committed entries
-   * left to apply after the write. The replication traffic is flushed first, so the followers get
-   * the new entries before the answers go out.
+   * once the new ones' fsync is under way (DurableLogWriter.syncStarted; on the thread pool in a
+   * voter), as etcd applies while it persists: on the leader their answers do not wait for this
+   * fsync, and a follower, which learns a commit with the next append, applies it while that
+   * append's fsync runs rather than after its acknowledgement, when the leader, the client and the
+   * next request need the CPU. Those entries are durable here already: each Ready is persisted
+   * before the next one is handled. Returns the committed entries left to apply after the write. The
+   * replication traffic is flushed first, so the followers get the new entries before the answers
+   * go out.
    */
-  private applyStable(rd: Ready): readonly Entry[] {
+  private async applyWhileSyncing(rd: Ready): Promise<readonly Entry[]> {
     const committed = rd.committedEntries;
+    if (rd.snapshot !== null) return committed;
     const firstNew = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
     let stable = 0;
     while (stable < committed.length && committed[stable]!.index < firstNew) stable++;
+    if (stable === 0 && this.deferredApply.length === 0) return committed;
+    await this.opts.writer.syncStarted();
     this.opts.transport.flush();
     this.apply(committed.slice(0, stable));
     return committed.slice(stable);

@@ -52,7 +52,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
 
   const voters = cluster.voters.map((v) => v.id);
   // The fsync runs on the thread pool so that the driver applies what committed meanwhile (see
-  // RaftDriver.applyStable): one writer through three voters on one 2-vCPU machine went 1.08-1.10x
+  // RaftDriver.applyWhileSyncing): one writer through three voters on one 2-vCPU machine went 1.08-1.10x
   // faster with it than with the fsync on the event loop and the apply after it.
   const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters }, fsync: "thread-pool" });
   const writer = new DurableLogWriter(
