@@ -79,7 +79,10 @@ describe("LogJournal", () => {
     const dir = fx.dir();
     const first = open(dir);
     first.restart();
-    for (const seq of [1, 2, 3]) first.append(batch(seq, seq, seq));
+    // Batch 2 ends on a page boundary, so no padding stands between it and batch 3.
+    const sizes = [first.append(batch(1, 1, 1)), first.append(batch(2, 2, 2, 1, 3856))];
+    expect(sizes[0]! + sizes[1]!).toBe(4096);
+    first.append(batch(3, 3, 3));
     await first.sync();
     first.close();
     opened.pop();
@@ -88,11 +91,34 @@ describe("LogJournal", () => {
     const second = open(dir);
     second.restart();
     second.append(batch(1, 1, 1));
-    second.append(batch(2, 2, 2, 2));
+    second.append(batch(2, 2, 2, 2, 3856));
     await second.sync();
     const read = open(dir).batchesAfter(0);
     expect(seqs(read)).toEqual([1, 2]);
     expect(read[1]!.ops[0]!.entries[0]!.term).toBe(2);
+  });
+
+  it("writes each record on to the next page boundary with zeros, and the next record over them", async () => {
+    const dir = fx.dir();
+    const path = join(dir, JOURNAL_FILES[0]);
+    const j = open(dir);
+    // Stale bytes of an earlier turn: a write that covers only part of a page leaves the rest of it.
+    writeFileSync(path, Buffer.alloc(64 * 1024, 0xa5));
+    j.restart();
+    const first = j.append(batch(1, 1, 2));
+    await j.sync();
+    let bytes = readFileSync(path);
+    expect(bytes.subarray(first, 4096).every((b) => b === 0)).toBe(true);
+    expect(bytes.subarray(4096, 8192).every((b) => b === 0xa5)).toBe(true);
+    // The next record starts right after the first, not at the boundary, and crosses it.
+    const second = j.append(batch(2, 3, 3, 1, 5000));
+    await j.sync();
+    bytes = readFileSync(path);
+    const end = first + second;
+    expect(end).toBeGreaterThan(4096);
+    expect(bytes.subarray(end, 8192).every((b) => b === 0)).toBe(true);
+    expect(bytes.subarray(8192, 12288).every((b) => b === 0xa5)).toBe(true);
+    expect(seqs(open(dir).batchesAfter(0))).toEqual([1, 2]);
   });
 
   it("switches files once the other is free, and reads the chains of both in order", async () => {

@@ -35,6 +35,15 @@ interface ReadRecord extends JournalBatch {
  * happens to sit right after the last new one does not follow it.
  */
 const HEADER_BYTES = 12;
+/**
+ * Each write runs on to the next boundary of this many bytes (a page), zero-filled. A write that
+ * covers part of a page the page cache has dropped makes the kernel read that page from the disk
+ * first, inside the write and so on an acknowledgement's path; the files are reused turn after turn,
+ * and a page not written for a minute or so may have been dropped (some hosts reclaim idle page
+ * cache). Padded, every page a record starts is written whole; only the page the last record ended
+ * in is written in part, and that page was just written.
+ */
+const PAGE_BYTES = 4096;
 /** Larger than any batch the writer makes (a Ready's entries are bounded far below this). */
 const MAX_RECORD_BYTES = 1 << 30;
 
@@ -218,17 +227,21 @@ export class LogJournal {
     }
     const f = this.files[this.current]!;
     if (f.free) setFree(f, false);
-    const record = encodeRecord(batch, this.lastCrc);
+    const bytes = HEADER_BYTES + payloadBytes(batch.ops);
+    const end = this.position + bytes;
+    const padded = Math.ceil(end / PAGE_BYTES) * PAGE_BYTES - this.position;
+    const record = encodeRecord(batch, this.lastCrc, bytes, padded);
     try {
       writeAll(f.fd, record, this.position);
     } catch (err) {
       throw new StorageFailedError(`writing ${f.path} failed`, { cause: err });
     }
     f.dirty = true;
-    this.position += record.byteLength;
+    // The next record overwrites the padding: zeros there end the chain until it does.
+    this.position = end;
     this.lastSeq = batch.seq;
     this.lastCrc = record.readUInt32LE(4);
-    return record.byteLength;
+    return bytes;
   }
 
   /** fdatasync of every file written since its last one (two only just after a switch). */
@@ -296,8 +309,10 @@ function payloadBytes(ops: readonly JournalOp[]): number {
   return size;
 }
 
-function encodeRecord(batch: JournalBatch, prevCrc: number): Buffer {
-  const buf = Buffer.allocUnsafe(HEADER_BYTES + payloadBytes(batch.ops));
+/** The record (`bytes` long) followed by zeros up to `padded` bytes. */
+function encodeRecord(batch: JournalBatch, prevCrc: number, bytes: number, padded: number): Buffer {
+  const buf = Buffer.allocUnsafe(padded);
+  buf.fill(0, bytes);
   let at = HEADER_BYTES;
   at = buf.writeDoubleLE(batch.seq, at);
   at = buf.writeUInt32LE(batch.ops.length, at);
@@ -324,7 +339,7 @@ function encodeRecord(batch: JournalBatch, prevCrc: number): Buffer {
       at += e.data.byteLength;
     }
   });
-  const payload = buf.subarray(HEADER_BYTES);
+  const payload = buf.subarray(HEADER_BYTES, bytes);
   buf.writeUInt32LE(payload.byteLength, 0);
   buf.writeUInt32LE(crc32c(payload, prevCrc), 4);
   buf.writeUInt32LE(prevCrc, 8);
