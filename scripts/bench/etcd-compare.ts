@@ -457,12 +457,13 @@ async function main(): Promise<void> {
     // and on this host a KeyLoad cluster runs its next 10-20 s slower after such an idle while etcd
     // does not (docs/benchmarks.md). The system measured first still warms up last, so its first
     // pass, not the other's, pays for the writeback its warm-up leaves.
-    const warming: { system: System; target: LoadTarget; slices: LoadResult[]; writes: number }[] = [];
+    const warming: { system: System; target: LoadTarget; slices: LoadResult[] }[] = [];
     for (const system of [otherSystem(firstAt(0)), firstAt(0)]) {
       const target = await targetOf(system, "leader");
-      if (target !== undefined) warming.push({ system, target, slices: [], writes: 0 });
+      if (target !== undefined) warming.push({ system, target, slices: [] });
     }
-    while (warming.some((w) => w.slices.length === 0 || w.writes < startWarmupWrites)) {
+    const writes = (slices: readonly LoadResult[]): number => slices.reduce((n, r) => n + r.writes, 0);
+    while (warming.some((w) => w.slices.length === 0 || writes(w.slices) < startWarmupWrites)) {
       for (const w of warming) {
         const slice =
           w.slices.length === 0 && startWarmupSeconds > 0 ? startWarmupSeconds : WARMUP_SLICE_SECONDS;
@@ -471,7 +472,6 @@ async function main(): Promise<void> {
         if (run.writes === 0)
           throw new Error(`${SYSTEM_NAMES[w.system]} made no writes in ${slice} s of warm-up`);
         w.slices.push(run);
-        w.writes += run.writes;
       }
     }
     for (const w of warming) {
