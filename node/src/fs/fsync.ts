@@ -23,3 +23,9 @@ export async function fsyncDir(dir: string): Promise<void> {
     await handle.close();
   }
 }
+
+/**
+ * Where an fsync runs: on the event loop, which it holds until the data is on stable storage, or on
+ * the libuv thread pool, which frees the event loop meanwhile at the cost of two thread hand-offs.
+ */
+export type FsyncSite = "event-loop" | "thread-pool";

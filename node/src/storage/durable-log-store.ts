@@ -2,7 +2,7 @@ import { closeSync, existsSync, fdatasync, fdatasyncSync, mkdirSync, openSync } 
 import { join } from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
-import { fsyncPath } from "../fs/fsync.js";
+import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
 import { type CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
 import {
   LogCompactedError,
@@ -55,14 +55,14 @@ export interface DurableLogStoreOptions {
   /** Milliseconds between two background deletion steps. */
   readonly gcStepIntervalMs?: number;
   /**
-   * Where the journal's fdatasync runs. "event-loop" (the default) blocks the event loop for exactly one
-   * fsync per group commit, and measured 20 to 45 % more single-entry batches per second here, where
-   * an fsync takes ~0.1 ms and the two thread hand-offs of "thread-pool" cost tens of microseconds
-   * each. "thread-pool" frees the event loop during every fsync: the better choice on a disk whose
-   * fsync takes milliseconds, and for a caller with work to overlap with it (the voter applies
-   * committed entries meanwhile, see DurableLogWriter.syncStarted).
+   * Where the journal's fdatasync runs at first (setFsyncSite changes it). "event-loop" (the default)
+   * blocks the event loop for exactly one fsync per group commit, and measured 20 to 45 % more
+   * single-entry batches per second here, where an fsync takes ~0.1 ms and the two thread hand-offs
+   * of "thread-pool" cost tens of microseconds each. "thread-pool" frees the event loop during every
+   * fsync: the better choice on a disk whose fsync takes milliseconds, and for a caller with work to
+   * overlap with it (a leader applies committed entries meanwhile, see DurableLogWriter.syncStarted).
    */
-  readonly fsync?: "thread-pool" | "event-loop";
+  readonly fsync?: FsyncSite;
   /** Crash tests only: called between the durable steps of a write. */
   readonly faultHook?: FaultHook;
 }
@@ -203,6 +203,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private readonly backgroundSyncs = new Set<Promise<void>>();
   /** The database's WAL holds a group commit that only its fdatasync makes durable. */
   private databaseUnsynced = false;
+  /** Where `sync` runs its fsyncs: the `fsync` option until `setFsyncSite`. */
+  private syncSite: FsyncSite;
 
   private constructor(
     readonly dir: string,
@@ -220,6 +222,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     gcNext: number | null,
   ) {
     this.ackedSeq = state.seq;
+    this.syncSite = options.fsync;
     this.gcNext = gcNext;
     this.scheduleGc();
   }
@@ -267,7 +270,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     try {
       const stored = db.readState();
       const { index, cache, batch } = recover(db, stored, opts.cacheEntries, opts.cacheBytes);
-      journal = LogJournal.open(dir, { preallocateBytes: opts.journalBytes, sync: opts.fsync });
+      journal = LogJournal.open(dir, { preallocateBytes: opts.journalBytes });
       const replayed = replay(
         db,
         { ...stored, seq: batch.seq, hardState: batch.hardState },
@@ -615,7 +618,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   /**
    * Makes everything committed so far durable: one fdatasync of the journal (two just after it
    * switched files), or of the database's WAL after a commit carrying a snapshot, on the thread pool
-   * or on the event loop (the `fsync` option). Resolves only once the data is on stable storage.
+   * or on the event loop (see setFsyncSite). Resolves only once the data is on stable storage.
    */
   async sync(): Promise<void> {
     this.checkUsable();
@@ -643,10 +646,18 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.removeRetired(seq);
   }
 
+  /**
+   * Where the next `sync` calls run their fsyncs, for a caller whose best choice changes over time (a
+   * voter's changes with its role); one already running finishes where it started.
+   */
+  setFsyncSite(site: FsyncSite): void {
+    this.syncSite = site;
+  }
+
   private async syncFiles(): Promise<void> {
-    await this.journal.sync();
+    await this.journal.sync(this.syncSite);
     if (!this.databaseUnsynced) return;
-    if (this.options.fsync === "event-loop") return this.syncDatabaseNow();
+    if (this.syncSite === "event-loop") return this.syncDatabaseNow();
     try {
       await fdatasyncAsync(this.walFd);
     } catch (err) {

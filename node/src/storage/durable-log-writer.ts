@@ -35,7 +35,7 @@ interface Pending {
  * exception is `writeCommitIndex`, which never waits for an fsync.
  *
  * The event loop is held by each transaction's writes into the page cache and by that group's one
- * fsync, unless the store's `fsync: "thread-pool"` option moves the fsync off it. A failed
+ * fsync, unless the store runs its fsyncs on the thread pool (DurableLogStore.setFsyncSite). A failed
  * transaction or fsync stops the writer: the writes concerned and all later ones reject with the
  * error (StorageFailedError), and the node must restart.
  */
@@ -85,9 +85,9 @@ export class DurableLogWriter {
 
   /**
    * Resolves once the writes queued so far are on their way to disk: their group committed to the
-   * page cache and its fsync issued. With the store's `fsync: "thread-pool"` the fsync is then running
-   * off the event loop, so work the caller does now overlaps it rather than delaying or following it;
-   * with `"event-loop"` it has already returned. Resolves at once when nothing is queued or being
+   * page cache and its fsync issued. With the store's fsyncs on the thread pool the fsync is then
+   * running off the event loop, so work the caller does now overlaps it rather than delaying or
+   * following it; on the event loop it has already returned. Resolves at once when nothing is queued or being
    * written; never rejects (a failed write rejects its own promise).
    */
   syncStarted(): Promise<void> {

@@ -13,7 +13,7 @@ afterEach(() => {
 });
 
 function open(dir: string, preallocateBytes = 64 * 1024): LogJournal {
-  const j = LogJournal.open(dir, { preallocateBytes, sync: "event-loop" });
+  const j = LogJournal.open(dir, { preallocateBytes });
   opened.push(j);
   return j;
 }
@@ -42,7 +42,7 @@ describe("LogJournal", () => {
       { seq: 3, ops: [{ entries: [], hardState: hs(3, "n\u00e9", 4) }] },
     ];
     for (const b of written) j.append(b);
-    await j.sync();
+    await j.sync("event-loop");
     j.close();
     opened.pop();
     expect(open(dir).batchesAfter(0)).toEqual(written.map((b) => expect.objectContaining(b)));
@@ -55,7 +55,7 @@ describe("LogJournal", () => {
     for (const name of JOURNAL_FILES) expect(statSync(join(dir, name)).size).toBe(32 * 1024);
     j.restart();
     j.append(batch(1, 1, 2));
-    await j.sync();
+    await j.sync("event-loop");
     expect(seqs(open(dir).batchesAfter(0))).toEqual([1]);
     j.restart();
     expect(open(dir).batchesAfter(0)).toEqual([]);
@@ -66,7 +66,7 @@ describe("LogJournal", () => {
     const j = open(dir);
     j.restart();
     const sizes = [1, 2, 3, 4].map((seq) => j.append(batch(seq, seq * 10, seq * 10 + 2)));
-    await j.sync();
+    await j.sync("event-loop");
     const path = join(dir, JOURNAL_FILES[0]);
     const bytes = readFileSync(path);
     const third = sizes[0]! + sizes[1]!;
@@ -83,7 +83,7 @@ describe("LogJournal", () => {
     const sizes = [first.append(batch(1, 1, 1)), first.append(batch(2, 2, 2, 1, 3856))];
     expect(sizes[0]! + sizes[1]!).toBe(4096);
     first.append(batch(3, 3, 3));
-    await first.sync();
+    await first.sync("event-loop");
     first.close();
     opened.pop();
     // A new turn from the start of the file: batch 1 again, then a batch 2 of the same size but other
@@ -92,7 +92,7 @@ describe("LogJournal", () => {
     second.restart();
     second.append(batch(1, 1, 1));
     second.append(batch(2, 2, 2, 2, 3856));
-    await second.sync();
+    await second.sync("event-loop");
     const read = open(dir).batchesAfter(0);
     expect(seqs(read)).toEqual([1, 2]);
     expect(read[1]!.ops[0]!.entries[0]!.term).toBe(2);
@@ -106,13 +106,13 @@ describe("LogJournal", () => {
     writeFileSync(path, Buffer.alloc(64 * 1024, 0xa5));
     j.restart();
     const first = j.append(batch(1, 1, 2));
-    await j.sync();
+    await j.sync("event-loop");
     let bytes = readFileSync(path);
     expect(bytes.subarray(first, 4096).every((b) => b === 0)).toBe(true);
     expect(bytes.subarray(4096, 8192).every((b) => b === 0xa5)).toBe(true);
     // The next record starts right after the first, not at the boundary, and crosses it.
     const second = j.append(batch(2, 3, 3, 1, 5000));
-    await j.sync();
+    await j.sync("event-loop");
     bytes = readFileSync(path);
     const end = first + second;
     expect(end).toBeGreaterThan(4096);
@@ -135,7 +135,7 @@ describe("LogJournal", () => {
     // Past half of the second file, but the first is not free yet: writing stays where it is.
     expect(j.switchDue()).toBe(false);
     expect(() => j.switchFiles(Promise.resolve())).toThrow(/not yet durable/);
-    await j.sync();
+    await j.sync("event-loop");
     expect(seqs(open(dir).batchesAfter(0))).toEqual(Array.from({ length: seq }, (_, i) => i + 1));
     expect(seqs(open(dir).batchesAfter(firstFile))[0]).toBe(firstFile + 1);
     release();
@@ -177,7 +177,7 @@ describe("LogJournal", () => {
     expect(() => j.append(batch(3, 2, 2))).toThrow(/journal batch 3 does not follow batch 1/);
     j.releaseAll();
     j.append(batch(5, 2, 2));
-    await j.sync();
+    await j.sync("event-loop");
     expect(seqs(open(dir).batchesAfter(4))).toEqual([5]);
   });
 
@@ -186,7 +186,7 @@ describe("LogJournal", () => {
     const j = open(dir);
     j.restart();
     const size = j.append(batch(1, 1, 1));
-    await j.sync();
+    await j.sync("event-loop");
     const path = join(dir, JOURNAL_FILES[0]);
     const bytes = readFileSync(path);
     // Claim one op more than the record holds, and fix the checksum up as a buggy writer would.

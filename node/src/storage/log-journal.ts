@@ -2,7 +2,7 @@ import { randomInt } from "node:crypto";
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { fsyncPath } from "../fs/fsync.js";
+import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
 import type { Entry, HardState } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
 import { entryTypeCode, entryTypeOf } from "./entry-checksum.js";
@@ -90,7 +90,6 @@ export class LogJournal {
     private readonly files: readonly [JournalFile, JournalFile],
     private readonly switchBytes: number,
     private readonly maxRecordBytes: number,
-    private readonly syncMode: "event-loop" | "thread-pool",
     private readonly chains: readonly ReadRecord[][],
   ) {}
 
@@ -98,10 +97,7 @@ export class LogJournal {
    * Opens the journal files of `dir`, creating and preallocating them when missing, and reads the
    * chain of batches each holds. Nothing is written until `restart`.
    */
-  static open(
-    dir: string,
-    options: { preallocateBytes: number; sync: "event-loop" | "thread-pool" },
-  ): LogJournal {
+  static open(dir: string, options: { preallocateBytes: number }): LogJournal {
     const opened: JournalFile[] = [];
     try {
       let created = false;
@@ -123,14 +119,7 @@ export class LogJournal {
       const files = opened as unknown as [JournalFile, JournalFile];
       const switchBytes = Math.max(1, Math.floor(options.preallocateBytes / 2));
       const maxRecordBytes = Math.min(MAX_RECORD_BYTES, options.preallocateBytes);
-      return new LogJournal(
-        join(dir, "raft-log.journal-*"),
-        files,
-        switchBytes,
-        maxRecordBytes,
-        options.sync,
-        chains,
-      );
+      return new LogJournal(join(dir, "raft-log.journal-*"), files, switchBytes, maxRecordBytes, chains);
     } catch (err) {
       for (const f of opened) closeSync(f.fd);
       if (err instanceof StorageCorruptionError) throw err;
@@ -244,13 +233,16 @@ export class LogJournal {
     return bytes;
   }
 
-  /** fdatasync of every file written since its last one (two only just after a switch). */
-  async sync(): Promise<void> {
+  /**
+   * fdatasync of every file written since its last one (two only just after a switch), on the event
+   * loop (returning once done) or on the thread pool.
+   */
+  async sync(site: FsyncSite): Promise<void> {
     for (const f of this.files) {
       if (!f.dirty) continue;
       f.dirty = false;
       try {
-        if (this.syncMode === "event-loop") fdatasyncSync(f.fd);
+        if (site === "event-loop") fdatasyncSync(f.fd);
         else await fdatasyncAsync(f.fd);
       } catch (err) {
         throw new StorageFailedError(`fsync of ${f.path} failed`, { cause: err });

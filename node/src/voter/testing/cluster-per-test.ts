@@ -1,4 +1,5 @@
 import { afterEach } from "vitest";
+import type { FsyncSite } from "../../fs/fsync.js";
 import type { Message } from "../../raft/types.js";
 import type { ApplyResult } from "../../state/apply-result.js";
 import type { RaftDriver } from "../raft-driver.js";
@@ -23,7 +24,7 @@ export function clusterPerTest(): (options?: ClusterOptions) => Promise<VoterClu
 /** The parts of a running driver that tests spy on. */
 export interface DriverParts {
   readonly transport: { send(m: Message): void };
-  readonly store: { sync(): Promise<void> };
+  readonly store: { sync(): Promise<void>; setFsyncSite(site: FsyncSite): void };
   readonly stateMachine: { applyBatch(entries: readonly { index: number }[]): ApplyResult[] };
 }
 
