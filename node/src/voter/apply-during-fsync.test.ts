@@ -1,7 +1,6 @@
 import { describe, expect, it, vi } from "vitest";
-import type { Message } from "../raft/types.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
+import { clusterPerTest, driverParts, entry, sendsAndApplies } from "./testing/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
@@ -34,21 +33,8 @@ function trace(driver: RaftDriver): { index: number; duringSync: boolean }[] {
 }
 
 /** Records, in order, each append a follower acknowledges and each entry it applies, by index. */
-function acksAndApplies(driver: RaftDriver): string[] {
-  const { transport, stateMachine } = driverParts(driver);
-  const events: string[] = [];
-  const send = transport.send.bind(transport);
-  vi.spyOn(transport, "send").mockImplementation((m: Message) => {
-    if (m.type === "append-response" && !m.reject) events.push(`ack ${m.index}`);
-    send(m);
-  });
-  const applyBatch = stateMachine.applyBatch.bind(stateMachine);
-  vi.spyOn(stateMachine, "applyBatch").mockImplementation((entries) => {
-    for (const e of entries) events.push(`apply ${e.index}`);
-    return applyBatch(entries);
-  });
-  return events;
-}
+const acksAndApplies = (driver: RaftDriver): string[] =>
+  sendsAndApplies(driver, (m) => (m.type === "append-response" && !m.reject ? [`ack ${m.index}`] : []));
 
 describe("a voter's apply", () => {
   it("on a follower, of what the next append says committed, waits until that append is acknowledged", async () => {

@@ -1,29 +1,15 @@
 import { describe, expect, it, vi } from "vitest";
-import type { Message } from "../raft/types.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
+import { clusterPerTest, entry, sendsAndApplies } from "./testing/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
 const startCluster = clusterPerTest();
 
 /** Records, in order, each append the leader sends and each batch it applies, by entry index. */
-function trace(driver: RaftDriver): string[] {
-  const { transport, stateMachine } = driverParts(driver);
-  const events: string[] = [];
-  const send = transport.send.bind(transport);
-  vi.spyOn(transport, "send").mockImplementation((m: Message) => {
-    if (m.type === "append") for (const e of m.entries) events.push(`send ${e.index}`);
-    send(m);
-  });
-  const applyBatch = stateMachine.applyBatch.bind(stateMachine);
-  vi.spyOn(stateMachine, "applyBatch").mockImplementation((entries) => {
-    for (const e of entries) events.push(`apply ${e.index}`);
-    return applyBatch(entries);
-  });
-  return events;
-}
+const trace = (driver: RaftDriver): string[] =>
+  sendsAndApplies(driver, (m) => (m.type === "append" ? m.entries.map((e) => `send ${e.index}`) : []));
 
 describe("a leader's apply of a committed batch", () => {
   it("waits until the next batch, proposed on hearing of the commit, is on its way to the followers", async () => {

@@ -1,4 +1,4 @@
-import { afterEach } from "vitest";
+import { afterEach, vi } from "vitest";
 import type { FsyncSite } from "../../fs/fsync.js";
 import type { Message } from "../../raft/types.js";
 import type { ApplyResult } from "../../state/apply-result.js";
@@ -34,3 +34,23 @@ export function driverParts(driver: RaftDriver): DriverParts {
 
 /** An entry that is not a command: the state machine applies it as a refusal. */
 export const entry = (): Uint8Array => new TextEncoder().encode("not a command: applied as a refusal");
+
+/**
+ * Records, in order, what `label` makes of each message the driver sends (nothing when it returns no
+ * label) and `apply N` for each entry it applies.
+ */
+export function sendsAndApplies(driver: RaftDriver, label: (m: Message) => readonly string[]): string[] {
+  const { transport, stateMachine } = driverParts(driver);
+  const events: string[] = [];
+  const send = transport.send.bind(transport);
+  vi.spyOn(transport, "send").mockImplementation((m: Message) => {
+    events.push(...label(m));
+    send(m);
+  });
+  const applyBatch = stateMachine.applyBatch.bind(stateMachine);
+  vi.spyOn(stateMachine, "applyBatch").mockImplementation((entries) => {
+    for (const e of entries) events.push(`apply ${e.index}`);
+    return applyBatch(entries);
+  });
+  return events;
+}
