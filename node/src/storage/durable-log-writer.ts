@@ -87,8 +87,8 @@ export class DurableLogWriter {
    * Resolves once the writes queued so far are on their way to disk: their group committed to the
    * page cache and its fsync issued. With the store's fsyncs on the thread pool the fsync is then
    * running off the event loop, so work the caller does now overlaps it rather than delaying or
-   * following it; on the event loop it has already returned. Resolves at once when nothing is queued or being
-   * written; never rejects (a failed write rejects its own promise).
+   * following it; on the event loop it has already returned. Resolves at once when nothing is queued
+   * or being written; never rejects (a failed write rejects its own promise).
    */
   syncStarted(): Promise<void> {
     const waiters = this.queue.length > 0 ? this.queueSyncWaiters : this.groupSyncWaiters;

@@ -522,9 +522,9 @@ export class RaftDriver {
    * leaves as soon as the fsync returns, without the two thread hand-offs (~0.15 ms here), with the
    * apply after it. More to apply than the hand-offs cost (an apply takes ~0.1 ms per entry) is
    * overlapped with the fsync on the thread pool instead: applied after the fsync, it would hold
-   * back the next append's. Against followers that always overlapped (side by side, docs/benchmarks.md):
-   * 1.061 +/- 0.023 the writes per second at one writer with 5 % less CPU per write, 1.03 +/- 0.04 at
-   * 16, 0.99 +/- 0.03 at 256.
+   * back the next append's. Against followers that always overlapped (side by side,
+   * docs/benchmarks.md): 1.061 +/- 0.023 the writes per second at one writer with 5 % less CPU per
+   * write, 1.03 +/- 0.04 at 16, 0.99 +/- 0.03 at 256.
    */
   private fsyncSiteFor(rd: Ready): FsyncSite {
     if (this.lastRole === "leader") return "thread-pool";

@@ -51,7 +51,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
   const unlock = lockDataDir(node.dataDir);
 
   const voters = cluster.voters.map((v) => v.id);
-  // Where the log's fsyncs run follows the voter's role (RaftDriver.placeFsyncs).
+  // Where each of the log's fsyncs runs is the driver's choice (RaftDriver.fsyncSiteFor).
   const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters } });
   const writer = new DurableLogWriter(
     store,
