@@ -45,6 +45,7 @@ describe("loadVoterConfig", () => {
       heartbeatIntervalMs: 100,
       replicationDeadlineMs: 10_000,
       readyLagEntries: 1000,
+      followerApplyHoldMs: 10,
     });
     expect(c.commandAdmission.MaxRetainedBytes).toBe(134_217_728);
     expect(c.httpAdmission.MaxRequests).toBe(32);

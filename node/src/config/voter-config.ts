@@ -73,6 +73,9 @@ export const VOTER_CONFIG = {
     integer("MaxUncommittedBytes", 64 * MiB, 1),
     // How far the applied index may trail the commit index for `/health/ready` to report ready.
     integer("ReadyLagEntries", 1000, 0),
+    // How long a follower holds committed entries back, to apply them together, when no append comes
+    // to carry their apply (RaftDriver.holdsBack); a read through it never waits for them.
+    integer("FollowerApplyHoldMs", 10, 1, 60_000),
   ],
   CommandAdmission: COMMAND_ADMISSION_PROPERTIES,
   HttpAdmission: HTTP_ADMISSION_PROPERTIES,
@@ -104,6 +107,7 @@ export interface VoterConfig {
     readonly snapshotSizeRatio: number;
     readonly maxUncommittedBytes: number;
     readonly readyLagEntries: number;
+    readonly followerApplyHoldMs: number;
   };
   readonly commandAdmission: CommandAdmissionLimits;
   readonly httpAdmission: HttpAdmissionLimits;

@@ -1,18 +1,30 @@
 import { describe, expect, it, vi } from "vitest";
+import type { FsyncSite } from "../fs/fsync.js";
+import { waitFor } from "../http/testing/raw-http.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, driverParts, entry, sendsAndApplies } from "./testing/cluster-per-test.js";
+import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
+import { call } from "./testing/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
 const startCluster = clusterPerTest();
 
+interface Applied {
+  readonly index: number;
+  /** Whether one of the voter's log fsyncs was running. */
+  readonly duringSync: boolean;
+  /** Which call of the state machine's applyBatch, counted from 0. */
+  readonly batch: number;
+}
+
 /**
- * Records each entry the driver applies and whether one of its log fsyncs was running then; every
- * fsync is held 20 ms longer, so that an apply that overlaps one cannot miss it by chance.
+ * Records each entry the driver applies; every fsync is held 20 ms longer, so that an apply that
+ * overlaps one cannot miss it by chance.
  */
-function trace(driver: RaftDriver): { index: number; duringSync: boolean }[] {
+function trace(driver: RaftDriver): Applied[] {
   const { store, stateMachine } = driverParts(driver);
-  const applied: { index: number; duringSync: boolean }[] = [];
+  const applied: Applied[] = [];
+  let batch = 0;
   let syncing = 0;
   const sync = store.sync.bind(store);
   vi.spyOn(store, "sync").mockImplementation(async () => {
@@ -26,88 +38,138 @@ function trace(driver: RaftDriver): { index: number; duringSync: boolean }[] {
   });
   const applyBatch = stateMachine.applyBatch.bind(stateMachine);
   vi.spyOn(stateMachine, "applyBatch").mockImplementation((entries) => {
-    for (const e of entries) applied.push({ index: e.index, duringSync: syncing > 0 });
+    for (const e of entries) applied.push({ index: e.index, duringSync: syncing > 0, batch });
+    batch++;
     return applyBatch(entries);
   });
   return applied;
 }
 
-/** Records, in order, each append a follower acknowledges and each entry it applies, by index. */
-const acksAndApplies = (driver: RaftDriver): string[] =>
-  sendsAndApplies(driver, (m) => (m.type === "append-response" && !m.reject ? [`ack ${m.index}`] : []));
+/** Heartbeats once a second, so that nothing but the writes' appends carries a commit index. */
+const SLOW_HEARTBEATS = {
+  KeyLoad__Raft__HeartbeatIntervalMs: "1000",
+  KeyLoad__Raft__ElectionTimeoutMs: "2000",
+};
+
+/** Each log write's fsync site, with the last index of the entries the write carried. */
+function fsyncSites(driver: RaftDriver): { last: number; site: FsyncSite }[] {
+  const { store } = driverParts(driver);
+  const seen: { last: number; site: FsyncSite }[] = [];
+  let last = 0;
+  const ready = driver.raft.ready.bind(driver.raft);
+  vi.spyOn(driver.raft, "ready").mockImplementation(() => {
+    const rd = ready();
+    last = rd.entries[rd.entries.length - 1]?.index ?? 0;
+    return rd;
+  });
+  const setSite = store.setFsyncSite.bind(store);
+  vi.spyOn(store, "setFsyncSite").mockImplementation((site) => {
+    seen.push({ last, site });
+    setSite(site);
+  });
+  return seen;
+}
+
+/**
+ * Proposes `count` single entries one after another, each as the one before commits, so that each
+ * append carries the commit of the entry before it; resolves with their indexes.
+ */
+function chain(leader: RaftDriver, count: number): Promise<number[]> {
+  const indexes: number[] = [];
+  return new Promise((resolve, reject) => {
+    const next = (left: number): void => {
+      leader
+        .propose([entry()], undefined, () => {
+          if (left > 1) queueMicrotask(() => next(left - 1));
+          return left > 1;
+        })
+        .then(([result]) => {
+          indexes.push(result!.entryIndex);
+          if (indexes.length === count) resolve(indexes.sort((a, b) => a - b));
+        }, reject);
+    };
+    next(count);
+  });
+}
 
 describe("a voter's apply", () => {
-  it("on a follower, of what the next append says committed, waits until that append is acknowledged", async () => {
-    // Heartbeats once a second: each commit reaches the followers with the next write's append.
+  it("on a follower, holds what committed back and applies it in groups during its own fsyncs", async () => {
+    // Heartbeats once a second and a hold of a minute: a follower applies only during its fsyncs.
     const cluster = await startCluster({
-      env: { KeyLoad__Raft__HeartbeatIntervalMs: "1000", KeyLoad__Raft__ElectionTimeoutMs: "2000" },
+      env: { ...SLOW_HEARTBEATS, KeyLoad__Raft__FollowerApplyHoldMs: "60000" },
     });
     const leaderIndex = await cluster.waitForLeader();
     const leader = cluster.voter(leaderIndex).driver;
     await leader.propose([entry()]);
-    const followers = [1, 2].map((i) => acksAndApplies(cluster.voter((leaderIndex + i) % 3).driver));
-    const indexes: number[] = [];
-    for (let i = 0; i < 5; i++) {
-      const [result] = await leader.propose([entry()]);
-      indexes.push(result!.entryIndex);
+    const sites = [0, 1, 2].map((i) => fsyncSites(cluster.voter(i).driver));
+    const applied = [0, 1, 2].map((i) => trace(cluster.voter(i).driver));
+    const indexes = await chain(leader, 24);
+
+    expect(sites[leaderIndex]!.every((w) => w.site === "thread-pool")).toBe(true);
+    const followers = [1, 2].map((d) => (leaderIndex + d) % 3);
+    const onThreadPool = followers.map((i) => {
+      const appends = sites[i]!.filter((w) => indexes.includes(w.last));
+      return appends.filter((w) => w.site === "thread-pool").map((w) => w.last);
+    });
+    for (const [f, i] of followers.entries()) {
+      // Once in each 8 indexes of the 24.
+      expect(onThreadPool[f]!.length).toBe(3);
+      const own = applied[i]!.filter((a) => indexes.includes(a.index));
+      expect(own.length).toBeGreaterThanOrEqual(8);
+      expect(own.every((a) => a.duringSync)).toBe(true);
+      const perBatch = new Map<number, number>();
+      for (const a of own) perBatch.set(a.batch, (perBatch.get(a.batch) ?? 0) + 1);
+      expect(Math.max(...perBatch.values())).toBe(8);
     }
-    // Each of the first four committed before the next one's append, which carried the news.
-    for (const events of followers) {
-      for (const index of indexes.slice(0, -1)) {
-        const ack = events.indexOf(`ack ${index + 1}`);
-        expect(ack).toBeGreaterThanOrEqual(0);
-        expect(ack).toBeLessThan(events.indexOf(`apply ${index}`));
-      }
+    // Never on the same append: one follower acknowledges each at full speed.
+    expect(onThreadPool[0]!.filter((last) => onThreadPool[1]!.includes(last))).toEqual([]);
+  });
+
+  it("on a follower, of what it holds back, comes after the hold when no append comes", async () => {
+    const cluster = await startCluster({ env: { KeyLoad__Raft__FollowerApplyHoldMs: "50" } });
+    const leaderIndex = await cluster.waitForLeader();
+    const [result] = await cluster.voter(leaderIndex).driver.propose([entry()]);
+    for (const d of [1, 2]) {
+      const follower = cluster.voter((leaderIndex + d) % 3).driver;
+      await waitFor(
+        () => follower.status().applied >= result!.entryIndex,
+        `a follower to apply entry ${result!.entryIndex}`,
+        2_000,
+      );
     }
   });
 
-  it("runs a leader's log fsyncs on the thread pool, and another voter's on its event loop unless it has much to apply", async () => {
-    const cluster = await startCluster();
+  it("on a follower, of what it holds back, comes at once for a read that needs it", async () => {
+    const cluster = await startCluster({
+      env: { ...SLOW_HEARTBEATS, KeyLoad__Raft__FollowerApplyHoldMs: "60000" },
+    });
     const leaderIndex = await cluster.waitForLeader();
     const leader = cluster.voter(leaderIndex).driver;
-    // Per voter, each write's fsync site with the number of entries its Ready committed.
-    const writes = [0, 1, 2].map((i) => {
-      const driver = cluster.voter(i).driver;
-      const { store } = driverParts(driver);
-      const seen: { committed: number; site: string }[] = [];
-      let committed = 0;
-      const ready = driver.raft.ready.bind(driver.raft);
-      vi.spyOn(driver.raft, "ready").mockImplementation(() => {
-        const rd = ready();
-        committed = rd.committedEntries.length;
-        return rd;
-      });
-      const setSite = store.setFsyncSite.bind(store);
-      vi.spyOn(store, "setFsyncSite").mockImplementation((site) => {
-        seen.push({ committed, site });
-        setSite(site);
-      });
-      return seen;
+    const follower = cluster.voter((leaderIndex + 1) % 3).driver;
+    await leader.propose([entry()]);
+    const [result] = await leader.propose([entry()]);
+    await follower.readBarrier();
+    expect(follower.status().applied).toBeGreaterThanOrEqual(result!.entryIndex);
+  });
+
+  it("on a follower, of what it holds back, comes as a command it forwarded is answered", async () => {
+    const cluster = await startCluster({
+      env: { ...SLOW_HEARTBEATS, KeyLoad__Raft__FollowerApplyHoldMs: "60000" },
     });
-    // Each next batch is proposed as the one before commits, so its append carries that commit.
-    const chain = async (first: Uint8Array[]): Promise<void> => {
-      let next: Promise<unknown> | undefined;
-      await leader.propose(first, undefined, () => {
-        queueMicrotask(() => {
-          next = leader.propose([entry()], undefined, () => false);
-        });
-        return true;
-      });
-      await next;
-    };
-    await chain([entry()]);
-    await chain(Array.from({ length: 16 }, entry));
-    for (const [i, seen] of writes.entries()) {
-      expect(seen.length).toBeGreaterThan(0);
-      for (const w of seen) {
-        const expected = i === leaderIndex || w.committed > 4 ? "thread-pool" : "event-loop";
-        expect(w.site).toBe(expected);
-      }
-      if (i !== leaderIndex) {
-        expect(seen.some((w) => w.site === "event-loop")).toBe(true);
-        expect(seen.some((w) => w.committed >= 16 && w.site === "thread-pool")).toBe(true);
-      }
-    }
+    const leaderIndex = await cluster.waitForLeader();
+    const url = cluster.voter((leaderIndex + 1) % 3).httpUrl;
+    const principal = { principalId: "carol", tenantId: "t1", roles: ["writer", "reader"] };
+    expect(
+      (await call(url, "POST", "/v1/admin/principals", { body: principal, commandId: "p" })).status,
+    ).toBe(201);
+    const created = await call(url, "POST", "/v1/admin/principals/carol/keys", { commandId: "k" });
+    expect(created.status).toBe(201);
+    // The key's entry committed with this write's append; the follower answers only once it applied it.
+    const put = await call(url, "PUT", "/v1/catalog/doc", { body: { value: 1 }, commandId: "w" });
+    expect(put.status).toBe(200);
+    const key = String(created.body.apiKey);
+    // Authenticated (no 401): the key is there, the document is not.
+    expect((await call(url, "GET", "/v1/catalog/nothing-here", { key })).status).toBe(404);
   });
 
   it("on the leader, of a committed entry, runs while the next entry's fsync does", async () => {

@@ -187,6 +187,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         },
       );
     }
+    this.driver.applyHeld();
     const outcomes = parseWireOutcomes(answer, batch.length);
     if (outcomes === null) {
       this.logger.warn({ leader }, "malformed answer to a forwarded batch");

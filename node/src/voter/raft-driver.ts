@@ -19,8 +19,13 @@ import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
 
-/** Committed entries a non-leader applies after its acknowledgement rather than during its fsync. */
-const FOLLOWER_LOOP_FSYNC_MAX_APPLIES = 4;
+/**
+ * Log indexes between a follower's applies while it keeps up (see fsyncSiteFor): each voter applies
+ * during the fsync of the append that reaches its own phase of this stride.
+ */
+const FOLLOWER_APPLY_STRIDE = 8;
+/** Committed entries a follower holds back at most; beyond them it applies during its next fsync. */
+const FOLLOWER_MAX_HELD = 4 * FOLLOWER_APPLY_STRIDE;
 
 export interface RaftDriverOptions {
   readonly id: NodeId;
@@ -34,6 +39,8 @@ export interface RaftDriverOptions {
   readonly electionTimeoutMs: number;
   readonly heartbeatIntervalMs: number;
   readonly maxUncommittedBytes: number;
+  /** How long a follower holds committed entries back when no append comes to carry their apply. */
+  readonly followerApplyHoldMs: number;
 }
 
 interface ProposalWaiter {
@@ -77,8 +84,9 @@ export class RaftDriver {
   /** In proposal order, so in index order. */
   private commitNotices: CommitNotice[] = [];
   /**
-   * Committed entries a leader applies after its next Ready's messages are sent: a unit the worker
-   * learns is committed lets it propose the next one, whose entries then reach the followers first.
+   * Committed entries not applied yet. A leader's go after its next Ready's messages are sent: a unit
+   * the worker learns is committed lets it propose the next one, whose entries then reach the
+   * followers first. A follower's are held back to be applied together (holdsBack).
    */
   private deferredApply: Entry[] = [];
   private readonly reads = new Map<string, ReadWaiter>();
@@ -100,11 +108,17 @@ export class RaftDriver {
   private lastHard: HardState;
   /** Per follower, a leader's latest append that carries no entries (see send). */
   private readonly heldAppends = new Map<NodeId, Message>();
+  /** Where this voter's phase of FOLLOWER_APPLY_STRIDE lies: voters in sorted order spread over it. */
+  private readonly applyPhase: number;
+  /** Applies what a follower held back once no append has come to carry it (see holdsBack). */
+  private heldApplyTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RaftDriverOptions) {
     this.opts = options;
     this.conf = { voters: options.voters };
     this.lastHard = options.store.initialState().hardState;
+    const position = [...options.voters].sort().indexOf(options.id);
+    this.applyPhase = Math.floor((Math.max(0, position) * FOLLOWER_APPLY_STRIDE) / options.voters.length);
     const electionTicks = Math.max(2, Math.round(options.electionTimeoutMs / options.heartbeatIntervalMs));
     this.raft = new RaftNode({
       id: options.id,
@@ -133,8 +147,9 @@ export class RaftDriver {
     this.wake();
   }
 
+  /** The core's status, with the index the state machine has applied (the core counts what it handed out). */
   status(): RaftStatus {
-    return this.raft.status();
+    return { ...this.raft.status(), applied: this.opts.stateMachine.applied().index };
   }
 
   isLeader(): boolean {
@@ -254,6 +269,7 @@ export class RaftDriver {
     if (!this.running) return this.stopped;
     this.running = false;
     clearInterval(this.ticker);
+    clearTimeout(this.heldApplyTimer);
     this.heldAppends.clear();
     await this.stopped;
     await this.snapshotting.catch(() => undefined);
@@ -300,11 +316,15 @@ export class RaftDriver {
       while (this.failure === null && this.raft.hasReady()) {
         await this.handle(this.raft.ready());
       }
-      // No next unit came to go first: what was deferred is applied now.
+      // No next unit came to go first: what a leader deferred is applied now.
       if (this.failure === null && this.deferredApply.length > 0) {
-        this.apply([]);
-        this.serveReads();
-        this.maybeSnapshot();
+        if (this.lastRole === "leader") {
+          this.apply([]);
+          this.serveReads();
+          this.maybeSnapshot();
+        } else {
+          this.armHeldApply();
+        }
       }
     } catch (err) {
       this.fail(err);
@@ -367,6 +387,9 @@ export class RaftDriver {
     }
     if (moreToPropose && this.lastRole === "leader" && rd.entries.length === 0 && rd.snapshot === null) {
       for (const entry of committed) this.deferredApply.push(entry);
+    } else if (rd.snapshot === null && this.holdsBack(committed.length)) {
+      for (const entry of committed) this.deferredApply.push(entry);
+      this.armHeldApply();
     } else {
       this.apply(committed);
     }
@@ -490,9 +513,62 @@ export class RaftDriver {
     }
   }
 
+  /**
+   * Whether a follower holds `committed` back rather than applying it now: an apply right after an
+   * acknowledgement runs just when the leader commits, applies and answers, on the same two CPUs, and
+   * one entry at a time. Held, the entries are applied together during a later fsync (fsyncSiteFor),
+   * when this voter only waits, or `followerApplyHoldMs` later. A read waiting for them applies them at once
+   * (serveReads).
+   */
+  private holdsBack(committed: number): boolean {
+    return this.lastRole !== "leader" && this.deferredApply.length + committed <= FOLLOWER_MAX_HELD;
+  }
+
+  /**
+   * Applies at once what this follower holds back. Called when a command it forwarded is answered,
+   * so that the voter that answers shows the command's effect to the next request it serves: the
+   * append that told it the entries before that command committed has come, not necessarily the
+   * one for the command itself. A key just created through this voter then authenticates on it.
+   */
+  applyHeld(): void {
+    if (this.lastRole === "leader" || this.deferredApply.length === 0 || this.failure !== null) return;
+    try {
+      this.apply([]);
+      this.serveReads();
+    } catch (err) {
+      this.fail(err);
+    }
+  }
+
+  private armHeldApply(): void {
+    if (this.heldApplyTimer !== undefined || this.deferredApply.length === 0) return;
+    this.heldApplyTimer = setTimeout(() => {
+      this.heldApplyTimer = undefined;
+      if (!this.running || this.failure !== null || this.deferredApply.length === 0) return;
+      // A Ready in progress applies them during its fsync, or holds them again.
+      if (this.looping) return this.armHeldApply();
+      try {
+        this.apply([]);
+        this.serveReads();
+        this.maybeSnapshot();
+      } catch (err) {
+        this.fail(err);
+      }
+    }, this.opts.followerApplyHoldMs);
+  }
+
   private serveReads(): void {
     if (this.confirmedReads.length === 0) return;
-    const applied = this.opts.stateMachine.applied().index;
+    let applied = this.opts.stateMachine.applied().index;
+    // A read waits for nothing a follower holds back (holdsBack).
+    if (
+      this.lastRole !== "leader" &&
+      this.deferredApply.length > 0 &&
+      this.confirmedReads.some((w) => w.index > applied)
+    ) {
+      this.apply([]);
+      applied = this.opts.stateMachine.applied().index;
+    }
     const waiting: ReadWaiter[] = [];
     for (const w of this.confirmedReads) {
       if (w.index <= applied) {
@@ -518,18 +594,25 @@ export class RaftDriver {
   /**
    * Where this Ready's log fsync runs. A leader's on the thread pool: its event loop serves requests
    * and acknowledgements meanwhile and applies what committed (applyWhileSyncing). Anyone else's on
-   * the event loop when the Ready commits little: only its acknowledgement waits on the fsync, and it
-   * leaves as soon as the fsync returns, without the two thread hand-offs (~0.15 ms here), with the
-   * apply after it. More to apply than the hand-offs cost (an apply takes ~0.1 ms per entry) is
-   * overlapped with the fsync on the thread pool instead: applied after the fsync, it would hold
-   * back the next append's. Against followers that always overlapped (side by side,
-   * docs/benchmarks.md): 1.061 +/- 0.023 the writes per second at one writer with 5 % less CPU per
-   * write, 1.03 +/- 0.04 at 16, 0.99 +/- 0.03 at 256.
+   * its event loop, so that its acknowledgement leaves as soon as the fsync returns, without the two
+   * thread hand-offs (~0.15 ms here), and what committed is held back (holdsBack); except when the
+   * append reaches this voter's phase of FOLLOWER_APPLY_STRIDE with something to apply, or there is
+   * more to apply than a follower holds: then on the thread pool, applying meanwhile. The phases keep
+   * the two followers from paying the hand-offs on the same append, so one of them acknowledges each
+   * append at full speed. docs/benchmarks.md has the measurements.
    */
   private fsyncSiteFor(rd: Ready): FsyncSite {
     if (this.lastRole === "leader") return "thread-pool";
     const toApply = this.deferredApply.length + rd.committedEntries.length;
-    return toApply > FOLLOWER_LOOP_FSYNC_MAX_APPLIES ? "thread-pool" : "event-loop";
+    if (toApply === 0) return "event-loop";
+    if (toApply > FOLLOWER_MAX_HELD) return "thread-pool";
+    const first = rd.entries[0]?.index;
+    const last = rd.entries[rd.entries.length - 1]?.index;
+    if (first === undefined || last === undefined) return "event-loop";
+    const lastInPhase =
+      last -
+      ((((last - this.applyPhase) % FOLLOWER_APPLY_STRIDE) + FOLLOWER_APPLY_STRIDE) % FOLLOWER_APPLY_STRIDE);
+    return lastInPhase >= first ? "thread-pool" : "event-loop";
   }
 
   private maybeSnapshot(): void {

@@ -104,6 +104,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     electionTimeoutMs: raft.electionTimeoutMs,
     heartbeatIntervalMs: raft.heartbeatIntervalMs,
     maxUncommittedBytes: raft.maxUncommittedBytes,
+    followerApplyHoldMs: raft.followerApplyHoldMs,
   });
   const commandGovernor = new CommandAdmissionGovernor(config.commandAdmission);
   const httpGovernor = new HttpAdmissionGovernor(config.httpAdmission);
