@@ -525,10 +525,10 @@ export class RaftDriver {
   }
 
   /**
-   * Applies at once what this follower holds back. Called when a command it forwarded is answered,
-   * so that the voter that answers shows the command's effect to the next request it serves: the
-   * append that told it the entries before that command committed has come, not necessarily the
-   * one for the command itself. A key just created through this voter then authenticates on it.
+   * Applies at once what this follower holds back. Called when the leader answers a command this
+   * follower forwarded: the command's own append told it that the entries before the command
+   * committed, and the next request it serves (say, with a key the request before created through it)
+   * must see them. The command's own commit reaches it with the next append, as before.
    */
   applyHeld(): void {
     if (this.lastRole === "leader" || this.deferredApply.length === 0 || this.failure !== null) return;
@@ -544,16 +544,11 @@ export class RaftDriver {
     if (this.heldApplyTimer !== undefined || this.deferredApply.length === 0) return;
     this.heldApplyTimer = setTimeout(() => {
       this.heldApplyTimer = undefined;
-      if (!this.running || this.failure !== null || this.deferredApply.length === 0) return;
+      if (!this.running || this.failure !== null) return;
       // A Ready in progress applies them during its fsync, or holds them again.
       if (this.looping) return this.armHeldApply();
-      try {
-        this.apply([]);
-        this.serveReads();
-        this.maybeSnapshot();
-      } catch (err) {
-        this.fail(err);
-      }
+      this.applyHeld();
+      this.maybeSnapshot();
     }, this.opts.followerApplyHoldMs);
   }
 
