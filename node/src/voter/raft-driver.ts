@@ -517,8 +517,8 @@ export class RaftDriver {
    * Whether a follower holds `committed` back rather than applying it now: an apply right after an
    * acknowledgement runs just when the leader commits, applies and answers, on the same two CPUs, and
    * one entry at a time. Held, the entries are applied together during a later fsync (fsyncSiteFor),
-   * when this voter only waits, or `followerApplyHoldMs` later. A read waiting for them applies them at once
-   * (serveReads).
+   * when this voter only waits, or `followerApplyHoldMs` later. A read waiting for them applies them
+   * at once (serveReads).
    */
   private holdsBack(committed: number): boolean {
     return this.lastRole !== "leader" && this.deferredApply.length + committed <= FOLLOWER_MAX_HELD;
@@ -531,13 +531,18 @@ export class RaftDriver {
    * must see them. The command's own commit reaches it with the next append, as before.
    */
   applyHeld(): void {
-    if (this.lastRole === "leader" || this.deferredApply.length === 0 || this.failure !== null) return;
+    if (!this.holding() || this.failure !== null) return;
     try {
       this.apply([]);
       this.serveReads();
     } catch (err) {
       this.fail(err);
     }
+  }
+
+  /** Whether this voter, not leading, holds committed entries back. */
+  private holding(): boolean {
+    return this.lastRole !== "leader" && this.deferredApply.length > 0;
   }
 
   private armHeldApply(): void {
@@ -556,11 +561,7 @@ export class RaftDriver {
     if (this.confirmedReads.length === 0) return;
     let applied = this.opts.stateMachine.applied().index;
     // A read waits for nothing a follower holds back (holdsBack).
-    if (
-      this.lastRole !== "leader" &&
-      this.deferredApply.length > 0 &&
-      this.confirmedReads.some((w) => w.index > applied)
-    ) {
+    if (this.holding() && this.confirmedReads.some((w) => w.index > applied)) {
       this.apply([]);
       applied = this.opts.stateMachine.applied().index;
     }
