@@ -187,7 +187,6 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         },
       );
     }
-    this.driver.applyHeld();
     const outcomes = parseWireOutcomes(answer, batch.length);
     if (outcomes === null) {
       this.logger.warn({ leader }, "malformed answer to a forwarded batch");
@@ -198,6 +197,9 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         },
       );
     }
+    let last = 0;
+    for (const o of outcomes) if (o.ok) last = Math.max(last, o.value.index);
+    await this.driver.waitApplied(last);
     return outcomes.map((o, i) =>
       o.ok ? o : { ok: false, error: errorFromBody(o.error, batch[i]!.commandId) },
     );
@@ -215,7 +217,7 @@ export function forwardHandler(
   driver: RaftDriver,
   rejections: CommandRejections,
 ): (from: string, body: Uint8Array) => Promise<Uint8Array> {
-  return async (_from, body) => {
+  return async (from, body) => {
     const commands = parseForwardedBatch(body);
     const outcomes = await Promise.all(
       commands.map(async (c): Promise<WireOutcome> => {
@@ -245,6 +247,9 @@ export function forwardHandler(
           : { ok: false, error: outcome.error.withCommandId(c.commandId).toBody().error };
       }),
     );
+    // What the leader knows committed goes out ahead of the answer, so the follower can apply the
+    // commands before it answers its client (CommandRouter.forward).
+    driver.releaseHeldAppend(from);
     return Buffer.from(JSON.stringify({ outcomes }));
   };
 }

@@ -66,6 +66,13 @@ interface ReadWaiter {
   readonly timer: NodeJS.Timeout;
 }
 
+/** A forwarded command's answer waiting for this voter to apply the command's entry (see waitApplied). */
+interface ApplyWaiter {
+  readonly index: number;
+  readonly resolve: () => void;
+  readonly timer: NodeJS.Timeout;
+}
+
 /** Applied-index listeners, e.g. readiness checks waiting to catch up. */
 export type AppliedListener = (index: number) => void;
 
@@ -92,6 +99,7 @@ export class RaftDriver {
   private readonly reads = new Map<string, ReadWaiter>();
   /** Confirmed reads waiting for the state machine to apply their index. */
   private confirmedReads: ReadWaiter[] = [];
+  private applyWaiters: ApplyWaiter[] = [];
   private nextReadId = 1;
   private ticker: NodeJS.Timeout | undefined;
   private running = false;
@@ -289,6 +297,7 @@ export class RaftDriver {
     }
     this.reads.clear();
     this.confirmedReads = [];
+    this.releaseApplyWaiters();
   }
 
   private checkUsable(): void {
@@ -441,8 +450,8 @@ export class RaftDriver {
    * leader's CPU) to tell them what the next request's append tells them anyway. The next append
    * replaces it; anything else (a heartbeat at the latest, a read's confirmation) goes after it. A
    * follower so applies what committed at most one heartbeat late, which nothing waits for: reads
-   * through it get their confirmation after the held commit index. Dropping it is safe, as losing
-   * any message is.
+   * through it get their confirmation after the held commit index, and the answer to a command it
+   * forwarded goes after it (releaseHeldAppend). Dropping it is safe, as losing any message is.
    */
   private send(m: Message): void {
     if (m.type === "append" && m.entries.length === 0 && this.lastRole === "leader") {
@@ -525,12 +534,40 @@ export class RaftDriver {
   }
 
   /**
-   * Applies at once what this follower holds back. Called when the leader answers a command this
-   * follower forwarded: the command's own append told it that the entries before the command
-   * committed, and the next request it serves (say, with a key the request before created through it)
-   * must see them. The command's own commit reaches it with the next append, as before.
+   * Resolves once the state machine has applied `index`, or after a heartbeat interval, whichever
+   * comes first; never rejects. For a command this follower forwarded: the leader's answer says the
+   * command applied at `index`, and the client's next request here (say, with the key that command
+   * created) must see it. The leader sends its commit index ahead of the answer (releaseHeldAppend);
+   * what this follower then holds back is applied at once. A heartbeat carries the commit index
+   * anyway, so a longer wait would buy nothing: the outcome is known, only its local apply is late.
    */
-  applyHeld(): void {
+  waitApplied(index: number): Promise<void> {
+    if (!this.running || this.failure !== null || this.opts.stateMachine.applied().index >= index) {
+      return Promise.resolve();
+    }
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.applyWaiters = this.applyWaiters.filter((w) => w.timer !== timer);
+        resolve();
+      }, this.opts.heartbeatIntervalMs);
+      this.applyWaiters.push({ index, resolve, timer });
+      this.applyHeld();
+    });
+  }
+
+  /**
+   * Sends the entry-less append held for `to` (see send) now: before the answer to a command `to`
+   * forwarded, so that it learns the command committed without waiting for a heartbeat.
+   */
+  releaseHeldAppend(to: NodeId): void {
+    const held = this.heldAppends.get(to);
+    if (held === undefined) return;
+    this.heldAppends.delete(to);
+    this.opts.transport.send(held);
+  }
+
+  /** Applies at once what this follower holds back. */
+  private applyHeld(): void {
     if (!this.holding() || this.failure !== null) return;
     try {
       this.apply([]);
@@ -558,23 +595,25 @@ export class RaftDriver {
   }
 
   private serveReads(): void {
-    if (this.confirmedReads.length === 0) return;
+    if (this.confirmedReads.length === 0 && this.applyWaiters.length === 0) return;
     let applied = this.opts.stateMachine.applied().index;
-    // A read waits for nothing a follower holds back (holdsBack).
-    if (this.holding() && this.confirmedReads.some((w) => w.index > applied)) {
+    // A read or a forwarded answer waits for nothing a follower holds back (holdsBack).
+    const beyond = (w: { readonly index: number }): boolean => w.index > applied;
+    if (this.holding() && (this.confirmedReads.some(beyond) || this.applyWaiters.some(beyond))) {
       this.apply([]);
       applied = this.opts.stateMachine.applied().index;
     }
-    const waiting: ReadWaiter[] = [];
-    for (const w of this.confirmedReads) {
-      if (w.index <= applied) {
-        clearTimeout(w.timer);
-        w.resolve();
-      } else {
-        waiting.push(w);
-      }
+    this.confirmedReads = settleApplied(this.confirmedReads, applied);
+    this.applyWaiters = settleApplied(this.applyWaiters, applied);
+  }
+
+  /** Answers every forwarded command still waiting for its apply here: its outcome is known. */
+  private releaseApplyWaiters(): void {
+    for (const w of this.applyWaiters) {
+      clearTimeout(w.timer);
+      w.resolve();
     }
-    this.confirmedReads = waiting;
+    this.applyWaiters = [];
   }
 
   private onSoftState(rd: Ready): void {
@@ -639,7 +678,23 @@ export class RaftDriver {
     this.proposals.clear();
     this.commitNotices = [];
     this.deferredApply = [];
+    this.releaseApplyWaiters();
   }
+}
+
+/** Resolves the waiters whose index the state machine has applied; returns the others. */
+function settleApplied<W extends ReadWaiter | ApplyWaiter>(waiters: W[], applied: number): W[] {
+  if (waiters.length === 0) return waiters;
+  const waiting: W[] = [];
+  for (const w of waiters) {
+    if (w.index <= applied) {
+      clearTimeout(w.timer);
+      w.resolve();
+    } else {
+      waiting.push(w);
+    }
+  }
+  return waiting;
 }
 
 function unavailable(err: ProposalRefusedError): UnavailableError {
