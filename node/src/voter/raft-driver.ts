@@ -526,8 +526,8 @@ export class RaftDriver {
    * Whether a follower holds `committed` back rather than applying it now: an apply right after an
    * acknowledgement runs just when the leader commits, applies and answers, on the same two CPUs, and
    * one entry at a time. Held, the entries are applied together during a later fsync (fsyncSiteFor),
-   * when this voter only waits, or `followerApplyHoldMs` later. A read waiting for them applies them
-   * at once (serveReads).
+   * when this voter only waits, or `followerApplyHoldMs` later. A read or a forwarded command's
+   * answer waiting for them applies them at once (serveReads).
    */
   private holdsBack(committed: number): boolean {
     return this.lastRole !== "leader" && this.deferredApply.length + committed <= FOLLOWER_MAX_HELD;
