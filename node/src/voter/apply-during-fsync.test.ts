@@ -176,6 +176,23 @@ describe("a voter's apply", () => {
     expect(performance.now() - started).toBeLessThan(1000);
   });
 
+  it("on a follower, is waited for by a forwarded answer at most a heartbeat interval, and not past stop", async () => {
+    const cluster = await startCluster({ env: SLOW_HEARTBEATS });
+    const leaderIndex = await cluster.waitForLeader();
+    const follower = cluster.voter((leaderIndex + 1) % 3).driver;
+    // An entry no commit reaches: the wait ends with the heartbeat interval (1 s here), resolved.
+    const far = follower.status().applied + 1000;
+    let started = performance.now();
+    await expect(follower.waitApplied(far)).resolves.toBeUndefined();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    // Stopping answers a waiting one at once: its command's outcome is known already.
+    const waiting = follower.waitApplied(far);
+    started = performance.now();
+    await follower.stop();
+    await expect(waiting).resolves.toBeUndefined();
+    expect(performance.now() - started).toBeLessThan(900);
+  });
+
   it("on the leader, of a committed entry, runs while the next entry's fsync does", async () => {
     const cluster = await startCluster();
     const leader = cluster.voter(await cluster.waitForLeader()).driver;

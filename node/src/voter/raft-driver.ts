@@ -99,6 +99,7 @@ export class RaftDriver {
   private readonly reads = new Map<string, ReadWaiter>();
   /** Confirmed reads waiting for the state machine to apply their index. */
   private confirmedReads: ReadWaiter[] = [];
+  /** Answers to forwarded commands waiting for the state machine to apply their entries. */
   private applyWaiters: ApplyWaiter[] = [];
   private nextReadId = 1;
   private ticker: NodeJS.Timeout | undefined;
@@ -609,11 +610,7 @@ export class RaftDriver {
 
   /** Answers every forwarded command still waiting for its apply here: its outcome is known. */
   private releaseApplyWaiters(): void {
-    for (const w of this.applyWaiters) {
-      clearTimeout(w.timer);
-      w.resolve();
-    }
-    this.applyWaiters = [];
+    this.applyWaiters = settleApplied(this.applyWaiters, Number.POSITIVE_INFINITY);
   }
 
   private onSoftState(rd: Ready): void {
