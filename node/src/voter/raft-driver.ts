@@ -638,9 +638,9 @@ export class RaftDriver {
     const toApply = this.deferredApply.length + rd.committedEntries.length;
     if (toApply === 0) return "event-loop";
     if (toApply > FOLLOWER_MAX_HELD) return "thread-pool";
-    const first = rd.entries[0]?.index;
-    const last = rd.entries[rd.entries.length - 1]?.index;
-    if (first === undefined || last === undefined) return "event-loop";
+    if (rd.entries.length === 0) return "event-loop";
+    const first = rd.entries[0]!.index;
+    const last = rd.entries[rd.entries.length - 1]!.index;
     const lastInPhase =
       last -
       ((((last - this.applyPhase) % FOLLOWER_APPLY_STRIDE) + FOLLOWER_APPLY_STRIDE) % FOLLOWER_APPLY_STRIDE);
