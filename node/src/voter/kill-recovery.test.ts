@@ -1,14 +1,12 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { pickFreePorts } from "../net/free-ports.js";
 import { SeededRandom } from "../raft/seeded-random.js";
 import { ADMIN_KEY, call } from "./testing/voter-cluster.js";
-
-const NODE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+import { killProcess, startVoterProcess, waitFor200 } from "./testing/voter-process.js";
 
 let dir: string | undefined;
 let child: ChildProcess | undefined;
@@ -19,45 +17,25 @@ afterEach(() => {
   dir = undefined;
 });
 
-/** A single-voter cluster as a real process, so SIGKILL lands anywhere: mid-fsync, between fsync and apply... */
-async function startVoterProcess(dataDir: string, httpPort: number, peerPort: number): Promise<ChildProcess> {
-  const proc = spawn(process.execPath, ["--conditions=source", "--import", "tsx", "src/main.ts"], {
-    cwd: NODE_DIR,
-    stdio: ["ignore", "ignore", "pipe"],
-    env: {
-      ...process.env,
-      KeyLoad__Node__Id: "voter1",
-      KeyLoad__Node__DataDir: dataDir,
-      KeyLoad__Node__HttpPort: String(httpPort),
-      KeyLoad__Node__PeerPort: String(peerPort),
-      KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
-      KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
-      KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
-      KeyLoad__Raft__ElectionTimeoutMs: "200",
-      KeyLoad__Raft__HeartbeatIntervalMs: "20",
-      // Small intervals so snapshots and compaction happen between the kills too.
-      KeyLoad__Raft__SnapshotIntervalEntries: "150",
-      KeyLoad__Raft__SnapshotSizeRatio: "0",
-      KeyLoad__Log__Level: "silent",
-    },
+/** A single-voter cluster as a real process, ready to take writes. */
+async function startSingleVoter(dataDir: string, httpPort: number, peerPort: number): Promise<ChildProcess> {
+  const proc = await startVoterProcess({
+    KeyLoad__Node__Id: "voter1",
+    KeyLoad__Node__DataDir: dataDir,
+    KeyLoad__Node__HttpPort: String(httpPort),
+    KeyLoad__Node__PeerPort: String(peerPort),
+    KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
+    KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+    KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
+    KeyLoad__Raft__ElectionTimeoutMs: "200",
+    KeyLoad__Raft__HeartbeatIntervalMs: "20",
+    // Small intervals so snapshots and compaction happen between the kills too.
+    KeyLoad__Raft__SnapshotIntervalEntries: "150",
+    KeyLoad__Raft__SnapshotSizeRatio: "0",
+    KeyLoad__Log__Level: "silent",
   });
-  let stderr = "";
-  proc.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  const url = `http://127.0.0.1:${httpPort}`;
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    if (proc.exitCode !== null) throw new Error(`the voter exited with ${proc.exitCode}: ${stderr}`);
-    try {
-      const res = await fetch(`${url}/health/ready`, { signal: AbortSignal.timeout(1000) });
-      if (res.status === 200) return proc;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`the voter did not become ready: ${stderr}`);
+  await waitFor200(`http://127.0.0.1:${httpPort}/health/ready`);
+  return proc;
 }
 
 describe("a voter killed with SIGKILL at random points", () => {
@@ -70,7 +48,7 @@ describe("a voter killed with SIGKILL at random points", () => {
     const acked = new Map<string, number>();
     let next = 0;
     for (let round = 0; round < 8; round++) {
-      child = await startVoterProcess(join(dir, "voter1"), httpPort, peerPort);
+      child = await startSingleVoter(join(dir, "voter1"), httpPort, peerPort);
       let stop = false;
       const writers = Array.from({ length: 8 }, async (_, w) => {
         while (!stop) {
@@ -88,16 +66,12 @@ describe("a voter killed with SIGKILL at random points", () => {
         }
       });
       await new Promise((r) => setTimeout(r, 300 + random.nextInt(700)));
-      child.kill("SIGKILL");
+      const killed = killProcess(child);
       stop = true;
       await Promise.all(writers);
-      const killed = child;
-      // A process ended by a signal keeps exitCode null; signalCode says it is gone.
-      await new Promise<void>((r) =>
-        killed.exitCode !== null || killed.signalCode !== null ? r() : killed.once("exit", () => r()),
-      );
+      await killed;
     }
-    child = await startVoterProcess(join(dir, "voter1"), httpPort, peerPort);
+    child = await startSingleVoter(join(dir, "voter1"), httpPort, peerPort);
     expect(acked.size).toBe(8);
     for (const [key, n] of acked) {
       const doc = await call(url, "GET", `/v1/catalog/${key}`);
