@@ -1,38 +1,67 @@
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { DataDirLockedError, lockDataDir } from "./data-dir-lock.js";
+import { killProcess } from "./testing/voter-process.js";
 
 let dir: string | undefined;
-afterEach(() => {
+let holder: ChildProcess | undefined;
+afterEach(async () => {
+  if (holder) await killProcess(holder);
+  holder = undefined;
   if (dir) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
 });
 
+/** Another process that takes the lock on `lockDir` and keeps it until killed. */
+async function holdInAnotherProcess(lockDir: string): Promise<ChildProcess> {
+  const module = new URL("./data-dir-lock.ts", import.meta.url).href;
+  const code = `import(${JSON.stringify(module)}).then((m) => { m.lockDataDir(${JSON.stringify(lockDir)}); console.log("locked"); setInterval(() => {}, 1000); });`;
+  const child = spawn(process.execPath, ["--import", "tsx", "-e", code], {
+    // Where tsx resolves from: the node package.
+    cwd: fileURLToPath(new URL("../..", import.meta.url)),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let stderr = "";
+    child.stderr?.on("data", (d: Buffer) => {
+      stderr += d.toString();
+    });
+    child.stdout?.on("data", (d: Buffer) => {
+      if (d.toString().includes("locked")) resolve();
+    });
+    child.once("exit", (code) => reject(new Error(`the holder exited with ${code}: ${stderr}`)));
+  });
+  return child;
+}
+
 describe("lockDataDir", () => {
-  it("refuses a directory a live process holds, and frees it on release", () => {
+  it("refuses a directory another process holds, naming it, until that process dies", async () => {
     dir = mkdtempSync(join(tmpdir(), "keyload-lock-"));
-    // The parent of this test process is alive and is not us.
-    writeFileSync(join(dir, "voter.lock"), String(process.ppid));
+    holder = await holdInAnotherProcess(dir);
     expect(() => lockDataDir(dir!)).toThrow(DataDirLockedError);
-    rmSync(join(dir, "voter.lock"));
+    expect(() => lockDataDir(dir!)).toThrow(`in use by process ${holder.pid}`);
+    // SIGKILL runs no cleanup: the kernel drops the lock with the process.
+    await killProcess(holder);
     const release = lockDataDir(dir);
-    expect(readFileSync(join(dir, "voter.lock"), "utf8")).toBe(String(process.pid));
+    release();
+  }, 30_000);
+
+  it("refuses a second voter of this process until the first releases", () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-lock-"));
+    const release = lockDataDir(dir);
+    expect(() => lockDataDir(dir!)).toThrow("in use by another voter in this process");
     release();
     lockDataDir(dir)();
   });
 
-  it("takes over a lock left by a process that no longer exists", () => {
+  it("is not held by a live process whose pid a dead holder left behind", () => {
     dir = mkdtempSync(join(tmpdir(), "keyload-lock-"));
-    const gone = spawnSync(process.execPath, [
-      "-e",
-      "process.stdout.write(String(process.pid))",
-    ]).stdout.toString();
-    writeFileSync(join(dir, "voter.lock"), gone);
-    const release = lockDataDir(dir);
-    expect(readFileSync(join(dir, "voter.lock"), "utf8")).toBe(String(process.pid));
-    release();
+    // After a reboot any process may carry the dead voter's pid; the parent of this one is alive.
+    writeFileSync(join(dir, "voter.pid"), String(process.ppid));
+    lockDataDir(dir)();
   });
 });

@@ -1,48 +1,53 @@
-import { closeSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 
-/** Another live process holds the data directory: two voters on one log would corrupt it. */
+/** Another process (or another voter in this one) holds the data directory: two voters on one log would corrupt it. */
 export class DataDirLockedError extends Error {
   readonly code = "KeyLoadDataDirLocked";
-  constructor(dir: string, pid: number) {
-    super(`the data directory ${dir} is in use by process ${pid}; stop it first`);
+  constructor(dir: string, holder: string) {
+    super(`the data directory ${dir} is in use by ${holder}; stop it first`);
     this.name = new.target.name;
   }
 }
 
-const LOCK_FILE = "voter.lock";
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === "EPERM";
-  }
-}
+const LOCK_FILE = "voter-lock.sqlite";
+/** Who holds the lock, for the refusal's message only: the lock itself is the database's. */
+const HOLDER_FILE = "voter.pid";
 
 /**
- * Claims `dir` for this process with a lock file holding its pid. A lock left by a process that no
- * longer exists (killed with SIGKILL) is taken over; one held by a live process refuses the start.
- * Returns the release function.
+ * Claims `dir` for this voter with an exclusive lock on a small SQLite database, held until release
+ * (SQLite's `locking_mode=EXCLUSIVE` keeps a write transaction's lock for the connection's life). The
+ * kernel drops that lock when the holding process dies, however it dies, and a reboot leaves none
+ * behind, as etcd's flock on its WAL: a pid file would instead be mistaken for a live holder once a
+ * dead voter's pid is reused, by any process after a reboot. SQLite also refuses a second
+ * connection of this same process, so two voters started in one process on one directory are
+ * refused too. The file is never deleted: a process opening it while another deletes and recreates
+ * it would lock a different file. Returns the release function.
  */
 export function lockDataDir(dir: string): () => void {
-  const path = join(dir, LOCK_FILE);
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const fd = openSync(path, "wx", 0o600);
-      writeSync(fd, String(process.pid));
-      closeSync(fd);
-      return () => rmSync(path, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
-      const holder = Number.parseInt(readFileSync(path, "utf8"), 10);
-      if (Number.isSafeInteger(holder) && holder !== process.pid && alive(holder)) {
-        throw new DataDirLockedError(dir, holder);
-      }
-      rmSync(path, { force: true });
-    }
+  const db = new Database(join(dir, LOCK_FILE), { timeout: 0 });
+  try {
+    db.pragma("locking_mode = EXCLUSIVE");
+    db.exec("BEGIN EXCLUSIVE");
+    db.exec("CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL)");
+    db.exec("COMMIT");
+  } catch (err) {
+    db.close();
+    if ((err as { code?: unknown }).code === "SQLITE_BUSY") throw new DataDirLockedError(dir, holderOf(dir));
+    throw err;
   }
-  throw new DataDirLockedError(dir, -1);
+  writeFileSync(join(dir, HOLDER_FILE), String(process.pid));
+  return () => db.close();
+}
+
+function holderOf(dir: string): string {
+  try {
+    const pid = Number.parseInt(readFileSync(join(dir, HOLDER_FILE), "utf8"), 10);
+    if (Number.isSafeInteger(pid))
+      return pid === process.pid ? "another voter in this process" : `process ${pid}`;
+  } catch {
+    // No holder file (yet): the message just says less.
+  }
+  return "another process";
 }

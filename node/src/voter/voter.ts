@@ -45,14 +45,39 @@ export interface RunningVoter {
  */
 export async function startVoter(config: VoterConfig, logger?: Logger): Promise<RunningVoter> {
   const log = logger ?? pino({ level: config.log.level, base: { nodeId: config.node.id } });
-  const { node, cluster, raft } = config;
-  mkdirSync(join(node.dataDir, "raft"), { recursive: true });
-  mkdirSync(join(node.dataDir, "state"), { recursive: true });
-  const unlock = lockDataDir(node.dataDir);
+  mkdirSync(join(config.node.dataDir, "raft"), { recursive: true });
+  mkdirSync(join(config.node.dataDir, "state"), { recursive: true });
+  // What a start that fails part way has opened is closed again, newest first: otherwise, in a process
+  // that goes on (an embedding application, a test), its Raft driver would keep campaigning on a
+  // directory no one can lock again, and its ports would stay taken.
+  const unlock = lockDataDir(config.node.dataDir);
+  const opened: (() => unknown)[] = [unlock];
+  try {
+    return await wireVoter(config, log, unlock, opened);
+  } catch (err) {
+    for (const close of opened.reverse()) {
+      try {
+        await close();
+      } catch {
+        // The start's own error is the one to report.
+      }
+    }
+    throw err;
+  }
+}
 
+/** Everything of startVoter after the lock; whatever it opens goes into `opened` as it goes. */
+async function wireVoter(
+  config: VoterConfig,
+  log: Logger,
+  unlock: () => void,
+  opened: (() => unknown)[],
+): Promise<RunningVoter> {
+  const { node, cluster, raft } = config;
   const voters = cluster.voters.map((v) => v.id);
   // Where each of the log's fsyncs runs is the driver's choice (RaftDriver.fsyncSiteFor).
   const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters } });
+  opened.push(() => store.close());
   const writer = new DurableLogWriter(
     store,
     new SnapshotPolicy({
@@ -67,6 +92,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     limits: config.canonical,
     bootstrapAdminKeyHash: hashApiKey(config.bootstrap.adminKey),
   });
+  opened.push(() => stateMachine.close());
   // A crash between persisting a received snapshot and installing it leaves the state behind the log.
   if (store.currentSnapshot() !== null && stateMachine.applied().index < store.snapshotIndex()) {
     stateMachine.restoreFromSnapshot(store.verifiedSnapshotPath()!);
@@ -148,7 +174,9 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
     logger: log,
   });
 
+  opened.push(() => transport.close());
   await transport.start();
+  opened.push(() => driver.stop());
   driver.start();
   await http.listen(node.httpHost, httpPort);
   log.info({ httpUrl, peer: `${node.peerHost}:${node.peerPort}`, voters }, "voter started");

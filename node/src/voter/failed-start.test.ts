@@ -1,0 +1,107 @@
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer, type Server, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { loadVoterConfig } from "../config/voter-config.js";
+import { pickFreePorts } from "../net/free-ports.js";
+import { ADMIN_KEY } from "./testing/cluster-envs.js";
+import { call } from "./testing/voter-cluster.js";
+import { killProcess, startVoterProcess } from "./testing/voter-process.js";
+import { type RunningVoter, startVoter } from "./voter.js";
+
+let dir: string | undefined;
+let blocker: Server | undefined;
+const connections = new Set<Socket>();
+let voter: RunningVoter | undefined;
+let holder: ChildProcess | undefined;
+afterEach(async () => {
+  if (holder) await killProcess(holder);
+  holder = undefined;
+  await voter?.shutdown();
+  voter = undefined;
+  if (blocker) await freePort(blocker);
+  if (dir) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+/** Holds `port` as a listener that never answers, so a voter's HTTP listen on it fails. */
+async function takePort(port: number): Promise<Server> {
+  const server = createServer((socket) => {
+    connections.add(socket);
+    socket.once("close", () => connections.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  blocker = server;
+  return server;
+}
+
+/** Closes the listener and the connections a voter's health checks left open on it. */
+async function freePort(server: Server): Promise<void> {
+  blocker = undefined;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  for (const socket of connections) socket.destroy();
+  await closed;
+}
+
+describe("a start that fails part way", () => {
+  it("closes what it opened: the same directory and ports start a voter in this process next", async () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-failed-start-"));
+    const [httpPort, peerPort] = (await pickFreePorts("127.0.0.1", 2)) as [number, number];
+    const config = loadVoterConfig({
+      env: {
+        KeyLoad__Node__Id: "voter1",
+        KeyLoad__Node__DataDir: dir,
+        KeyLoad__Node__HttpPort: String(httpPort),
+        KeyLoad__Node__PeerPort: String(peerPort),
+        KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
+        KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+        KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
+        KeyLoad__Raft__ElectionTimeoutMs: "200",
+        KeyLoad__Raft__HeartbeatIntervalMs: "20",
+      },
+    });
+    const b = await takePort(httpPort!);
+
+    // The HTTP port is the last thing a start takes: storage, the peer port and the driver are up by then.
+    await expect(startVoter(config, pino({ level: "silent" }))).rejects.toMatchObject({ code: "EADDRINUSE" });
+
+    await freePort(b);
+    voter = await startVoter(config, pino({ level: "silent" }));
+    const deadline = Date.now() + 10_000;
+    while (!voter.driver.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    const put = await call(voter.httpUrl, "PUT", "/v1/catalog/after-failed-start", {
+      body: { value: 1 },
+      commandId: "c1",
+    });
+    expect(put.status).toBe(200);
+  });
+
+  it("tells the operator of keyload-node why, in one line, without a stack", async () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-failed-start-"));
+    const [httpPort, peerPort, otherHttp, otherPeer] = (await pickFreePorts("127.0.0.1", 4)) as number[];
+    const env = (http: number, peer: number) => ({
+      KeyLoad__Node__Id: "voter1",
+      KeyLoad__Node__DataDir: dir!,
+      KeyLoad__Node__HttpPort: String(http),
+      KeyLoad__Node__PeerPort: String(peer),
+      KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peer}`,
+      KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+      KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
+      KeyLoad__Log__Level: "silent",
+    });
+    const b = await takePort(httpPort!);
+    const taken = await startVoterProcess(env(httpPort!, peerPort!)).catch((err: Error) => err.message);
+    expect(taken).toMatch(/exited with 1: keyload-node: failed to start: listen EADDRINUSE[^\n]*\n$/);
+
+    await freePort(b);
+    holder = await startVoterProcess(env(httpPort!, peerPort!));
+    const locked = await startVoterProcess(env(otherHttp!, otherPeer!)).catch((err: Error) => err.message);
+    expect(locked).toContain(
+      `keyload-node: failed to start: the data directory ${dir} is in use by process ${holder.pid}`,
+    );
+    expect(locked).not.toContain("    at ");
+  }, 60_000);
+});
