@@ -7,7 +7,7 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadVoterConfig } from "../config/voter-config.js";
 import { pickFreePorts } from "../net/free-ports.js";
-import { ADMIN_KEY } from "./testing/cluster-envs.js";
+import { singleVoterEnv } from "./testing/cluster-envs.js";
 import { call } from "./testing/voter-cluster.js";
 import { killProcess, startVoterProcess } from "./testing/voter-process.js";
 import { type RunningVoter, startVoter } from "./voter.js";
@@ -50,19 +50,7 @@ describe("a start that fails part way", () => {
   it("closes what it opened: the same directory and ports start a voter in this process next", async () => {
     dir = mkdtempSync(join(tmpdir(), "keyload-failed-start-"));
     const [httpPort, peerPort] = (await pickFreePorts("127.0.0.1", 2)) as [number, number];
-    const config = loadVoterConfig({
-      env: {
-        KeyLoad__Node__Id: "voter1",
-        KeyLoad__Node__DataDir: dir,
-        KeyLoad__Node__HttpPort: String(httpPort),
-        KeyLoad__Node__PeerPort: String(peerPort),
-        KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
-        KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
-        KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
-        KeyLoad__Raft__ElectionTimeoutMs: "200",
-        KeyLoad__Raft__HeartbeatIntervalMs: "20",
-      },
-    });
+    const config = loadVoterConfig({ env: singleVoterEnv(dir, httpPort, peerPort) });
     const b = await takePort(httpPort!);
 
     // The HTTP port is the last thing a start takes: storage, the peer port and the driver are up by then.
@@ -82,16 +70,7 @@ describe("a start that fails part way", () => {
   it("tells the operator of keyload-node why, in one line, without a stack", async () => {
     dir = mkdtempSync(join(tmpdir(), "keyload-failed-start-"));
     const [httpPort, peerPort, otherHttp, otherPeer] = (await pickFreePorts("127.0.0.1", 4)) as number[];
-    const env = (http: number, peer: number) => ({
-      KeyLoad__Node__Id: "voter1",
-      KeyLoad__Node__DataDir: dir!,
-      KeyLoad__Node__HttpPort: String(http),
-      KeyLoad__Node__PeerPort: String(peer),
-      KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peer}`,
-      KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
-      KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
-      KeyLoad__Log__Level: "silent",
-    });
+    const env = (http: number, peer: number) => singleVoterEnv(dir!, http, peer);
     const b = await takePort(httpPort!);
     const taken = await startVoterProcess(env(httpPort!, peerPort!)).catch((err: Error) => err.message);
     expect(taken).toMatch(/exited with 1: keyload-node: failed to start: listen EADDRINUSE[^\n]*\n$/);

@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { pickFreePorts } from "../net/free-ports.js";
 import { SeededRandom } from "../raft/seeded-random.js";
-import { ADMIN_KEY, call } from "./testing/voter-cluster.js";
+import { singleVoterEnv } from "./testing/cluster-envs.js";
+import { call } from "./testing/voter-cluster.js";
 import { killProcess, startVoterProcess, waitFor200 } from "./testing/voter-process.js";
 
 let dir: string | undefined;
@@ -19,21 +20,13 @@ afterEach(() => {
 
 /** A single-voter cluster as a real process, ready to take writes. */
 async function startSingleVoter(dataDir: string, httpPort: number, peerPort: number): Promise<ChildProcess> {
-  const proc = await startVoterProcess({
-    KeyLoad__Node__Id: "voter1",
-    KeyLoad__Node__DataDir: dataDir,
-    KeyLoad__Node__HttpPort: String(httpPort),
-    KeyLoad__Node__PeerPort: String(peerPort),
-    KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
-    KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
-    KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
-    KeyLoad__Raft__ElectionTimeoutMs: "200",
-    KeyLoad__Raft__HeartbeatIntervalMs: "20",
-    // Small intervals so snapshots and compaction happen between the kills too.
-    KeyLoad__Raft__SnapshotIntervalEntries: "150",
-    KeyLoad__Raft__SnapshotSizeRatio: "0",
-    KeyLoad__Log__Level: "silent",
-  });
+  const proc = await startVoterProcess(
+    singleVoterEnv(dataDir, httpPort, peerPort, {
+      // Small intervals so snapshots and compaction happen between the kills too.
+      KeyLoad__Raft__SnapshotIntervalEntries: "150",
+      KeyLoad__Raft__SnapshotSizeRatio: "0",
+    }),
+  );
   await waitFor200(`http://127.0.0.1:${httpPort}/health/ready`);
   return proc;
 }

@@ -43,6 +43,31 @@ export async function clusterEnvs(
   }));
 }
 
+/**
+ * The settings of a one-voter cluster (it elects itself) in `dataDir` on the given loopback ports,
+ * with fast elections and `extra` over them.
+ */
+export function singleVoterEnv(
+  dataDir: string,
+  httpPort: number,
+  peerPort: number,
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  return {
+    KeyLoad__Node__Id: "voter1",
+    KeyLoad__Node__DataDir: dataDir,
+    KeyLoad__Node__HttpPort: String(httpPort),
+    KeyLoad__Node__PeerPort: String(peerPort),
+    KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
+    KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+    KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
+    KeyLoad__Raft__ElectionTimeoutMs: "200",
+    KeyLoad__Raft__HeartbeatIntervalMs: "20",
+    KeyLoad__Log__Level: "silent",
+    ...extra,
+  };
+}
+
 /** The public URL a voter with these settings serves. */
 export function httpUrlOf(env: Record<string, string>): string {
   return `http://127.0.0.1:${env.KeyLoad__Node__HttpPort}`;

@@ -1,6 +1,7 @@
 import { expect } from "vitest";
 import { SeededRandom } from "../../raft/seeded-random.js";
 import { call, type HttpAnswer } from "./voter-cluster.js";
+import { waitFor200 } from "./voter-process.js";
 
 /** Admission refused, no leader or quorum, outcome unknown: what a fault may answer. */
 const TRANSIENT = [429, 503, 504];
@@ -34,7 +35,7 @@ export class RegisterWorkload {
   private next = 0;
   private running = true;
   private readonly loops: Promise<void>[];
-  reads = 0;
+  private reads = 0;
 
   constructor(
     private readonly urls: readonly string[],
@@ -44,6 +45,26 @@ export class RegisterWorkload {
       ...Array.from({ length: options.writers }, (_, w) => this.write(w)),
       ...Array.from({ length: options.readers }, (_, r) => this.read(r)),
     ];
+  }
+
+  /**
+   * Runs the workload through `urls` while `faults` runs, then, with every voter ready again, makes
+   * every check: the usual shape of a fault test.
+   */
+  static async around(
+    urls: readonly string[],
+    options: RegisterWorkloadOptions,
+    faults: () => Promise<void>,
+  ): Promise<void> {
+    const workload = new RegisterWorkload(urls, options);
+    try {
+      await faults();
+    } finally {
+      await workload.stop();
+    }
+    await Promise.all(urls.map((url) => waitFor200(`${url}/health/ready`)));
+    expect(workload.reads).toBeGreaterThan(0);
+    await workload.verifyConverged();
   }
 
   /** Ends the writers and readers; rejects with the first failed check among them. */
