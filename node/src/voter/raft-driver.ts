@@ -459,11 +459,9 @@ export class RaftDriver {
       this.heldAppends.set(m.to, m);
       return;
     }
-    const held = this.heldAppends.get(m.to);
-    if (held !== undefined) {
-      this.heldAppends.delete(m.to);
-      if (m.type !== "append") this.opts.transport.send(held);
-    }
+    // A newer append supersedes the held one; anything else goes after it.
+    if (m.type === "append") this.heldAppends.delete(m.to);
+    else this.releaseHeldAppend(m.to);
     this.opts.transport.send(m);
   }
 
