@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
 import { RegisterWorkload } from "./testing/register-workload.js";
@@ -14,8 +15,6 @@ afterEach(async () => {
   await Promise.all(links.map((l) => l.close()));
   links.length = 0;
 });
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("three voters whose links the network drops at random, whole or in part", () => {
   it("serve no stale read, lose no acknowledged write, apply every command once and converge", async () => {

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { expect } from "vitest";
 import { SeededRandom } from "../../raft/seeded-random.js";
 import { call, type HttpAnswer } from "./voter-cluster.js";
@@ -7,8 +8,6 @@ import { waitFor200 } from "./voter-process.js";
 const TRANSIENT = [429, 503, 504];
 /** Attempts per command ID: an unknown outcome is retried with the same ID, as the contract says. */
 const MAX_ATTEMPTS = 5;
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export interface RegisterWorkloadOptions {
   /** Writers, each the only writer of its own key `k<w>`. */
