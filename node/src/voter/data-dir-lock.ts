@@ -17,7 +17,7 @@ const HOLDER_FILE = "voter.pid";
 
 /**
  * Claims `dir` for this voter with an exclusive lock on a small SQLite database, held until release
- * (SQLite's `locking_mode=EXCLUSIVE` keeps a write transaction's lock for the connection's life). The
+ * (SQLite's `locking_mode=EXCLUSIVE` keeps the lock of `BEGIN EXCLUSIVE` for the connection's life). The
  * kernel drops that lock when the holding process dies, however it dies, and a reboot leaves none
  * behind, as etcd's flock on its WAL: a pid file would instead be mistaken for a live holder once a
  * dead voter's pid is reused, by any process after a reboot. SQLite also refuses a second
@@ -29,8 +29,8 @@ export function lockDataDir(dir: string): () => void {
   const db = new Database(join(dir, LOCK_FILE), { timeout: 0 });
   try {
     db.pragma("locking_mode = EXCLUSIVE");
+    // The exclusive lock this takes outlives the transaction: in this locking mode it is never released.
     db.exec("BEGIN EXCLUSIVE");
-    db.exec("CREATE TABLE IF NOT EXISTS holder (pid INTEGER NOT NULL)");
     db.exec("COMMIT");
   } catch (err) {
     db.close();
