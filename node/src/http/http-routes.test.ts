@@ -182,6 +182,23 @@ describe("every route's happy path", () => {
 });
 
 describe("what the voter receives", () => {
+  it("gets a signal made only when read: a getter on the submission's prototype, for writes and reads", async () => {
+    // An own getter (an object literal's) or an AbortSignal made for every request survives the young
+    // generation's collections on Node 20 and takes the whole request with it (edge-submissions.ts).
+    await fx.putAsWriter('{"value":1}');
+    await fx.app.inject({
+      method: "GET",
+      url: "/v1/catalog/k1",
+      headers: { authorization: bearer("reader") },
+    });
+    const submitted = [fx.service.submitted[0]!, fx.service.reads[0]!];
+    for (const submission of submitted) {
+      expect(Object.getOwnPropertyDescriptor(submission, "signal")).toBeUndefined();
+      expect(submission.signal).toBe(submission.signal);
+      expect(submission.signal.aborted).toBe(false);
+    }
+  });
+
   it("gets the body text exactly as received as the payload", async () => {
     const text = '{ "value" :\t[1, 2.50, "\\u00e9"] ,"expectedVersion":0 }\n';
     await fx.putAsWriter(text);

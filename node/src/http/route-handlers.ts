@@ -1,5 +1,6 @@
 import { UnavailableError } from "@keyload/contract";
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
+import { EdgeCommandSubmission, EdgeReadRequest } from "./edge-submissions.js";
 import { edgeOf } from "./request-edge.js";
 import type { CommandRoute, OpsRoute, ReadRoute } from "./routes.js";
 import type { CommandAnswer, VoterService } from "./voter-service.js";
@@ -39,19 +40,9 @@ export function commandHandler(route: CommandRoute, service: VoterService): Rout
   return async function handleCommand(request: FastifyRequest, reply: FastifyReply) {
     const edge = edgeOf(request);
     const answer = await edge.call(() =>
-      service.submitCommand({
-        kind: route.kind,
-        params: pick(request.params, route.params),
-        payload: edge.payload,
-        commandId: edge.verifiedCommandId,
-        identity: edge.verifiedIdentity,
-        lane: route.lane,
-        // A getter: the voter's write path never reads it, and making the controller on every write
-        // costs microseconds each.
-        get signal() {
-          return edge.signal;
-        },
-      }),
+      service.submitCommand(
+        new EdgeCommandSubmission(edge, route.kind, pick(request.params, route.params), route.lane),
+      ),
     );
     reply.header(COMMIT_INDEX_HEADER, String(answer.index));
     return sendJson(reply, route.status, commandBody(answer));
@@ -63,15 +54,16 @@ export function readHandler(route: ReadRoute, service: VoterService): RouteHandl
   return async function handleRead(request: FastifyRequest, reply: FastifyReply) {
     const edge = edgeOf(request);
     const value = await edge.call(() =>
-      service.read({
-        kind: route.kind,
-        params: pick(request.params, route.params),
-        body: request.body,
-        query: pick(request.query, queryNames),
-        identity: edge.verifiedIdentity,
-        roles: route.roles,
-        signal: edge.signal,
-      }),
+      service.read(
+        new EdgeReadRequest(
+          edge,
+          route.kind,
+          pick(request.params, route.params),
+          request.body,
+          pick(request.query, queryNames),
+          route.roles,
+        ),
+      ),
     );
     return sendJson(reply, route.status, value);
   };
