@@ -8,10 +8,10 @@ import type { CommandSubmission, Identity, ReadRequest } from "./voter-service.j
 /*
  * What the edge hands the voter, as class instances whose `signal` is a getter on the prototype: the
  * request's AbortController is made only if the voter asks for it. Both shapes that look simpler cost
- * the garbage collector on Node 20: an object literal with its own getter, and an AbortSignal made for
- * every request, each survive the young generation's collections although nothing reaches them, and
- * keep everything they point to alive with them (the request, its body and headers), until a full
- * collection. On the write path that was about 4 KB promoted per write, scavenges pausing 3-4 ms and
+ * the garbage collector: an object literal with its own getter (Node 20 and 24), and an AbortSignal
+ * made for every request (Node 20), each survive the young generation's collections although nothing
+ * reaches them, and keep everything they point to alive with them (the request, its body and
+ * headers), until a full collection. On the write path that was about 4 KB promoted per write, scavenges pausing 3-4 ms and
  * a mark-compact every few seconds (docs/benchmarks.md).
  */
 
