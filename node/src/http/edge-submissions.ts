@@ -11,8 +11,8 @@ import type { CommandSubmission, Identity, ReadRequest } from "./voter-service.j
  * the garbage collector: an object literal with its own getter (Node 20 and 24), and an AbortSignal
  * made for every request (Node 20), each survive the young generation's collections although nothing
  * reaches them, and keep everything they point to alive with them (the request, its body and
- * headers), until a full collection. On the write path that was about 4 KB promoted per write, scavenges pausing 3-4 ms and
- * a mark-compact every few seconds (docs/benchmarks.md).
+ * headers), until a full collection. On the write path that was about 4 KB promoted per write,
+ * scavenges pausing 3-4 ms and a mark-compact every few seconds (docs/benchmarks.md).
  */
 
 /** One write of a request, as the edge submits it. */
