@@ -15,23 +15,13 @@ import type { CommandSubmission, Identity, ReadRequest } from "./voter-service.j
  * scavenges pausing 3-4 ms and a mark-compact every few seconds (docs/benchmarks.md).
  */
 
-/** One write of a request, as the edge submits it. */
-export class EdgeCommandSubmission implements CommandSubmission {
-  readonly payload: string;
-  readonly commandId: string;
+/** The part of a submission that comes from the request's edge: who sent it and the lazy signal. */
+abstract class EdgeBound {
   readonly identity: Identity;
-
   readonly #edge: RequestEdge;
 
-  constructor(
-    edge: RequestEdge,
-    readonly kind: CommandKind,
-    readonly params: RouteParams,
-    readonly lane: Lane,
-  ) {
+  constructor(edge: RequestEdge) {
     this.#edge = edge;
-    this.payload = edge.payload;
-    this.commandId = edge.verifiedCommandId;
     this.identity = edge.verifiedIdentity;
   }
 
@@ -40,12 +30,25 @@ export class EdgeCommandSubmission implements CommandSubmission {
   }
 }
 
+/** One write of a request, as the edge submits it. */
+export class EdgeCommandSubmission extends EdgeBound implements CommandSubmission {
+  readonly payload: string;
+  readonly commandId: string;
+
+  constructor(
+    edge: RequestEdge,
+    readonly kind: CommandKind,
+    readonly params: RouteParams,
+    readonly lane: Lane,
+  ) {
+    super(edge);
+    this.payload = edge.payload;
+    this.commandId = edge.verifiedCommandId;
+  }
+}
+
 /** One read of a request, as the edge submits it. */
-export class EdgeReadRequest implements ReadRequest {
-  readonly identity: Identity;
-
-  readonly #edge: RequestEdge;
-
+export class EdgeReadRequest extends EdgeBound implements ReadRequest {
   constructor(
     edge: RequestEdge,
     readonly kind: ReadKind,
@@ -54,11 +57,6 @@ export class EdgeReadRequest implements ReadRequest {
     readonly query: Readonly<Record<string, string>>,
     readonly roles: readonly Role[],
   ) {
-    this.#edge = edge;
-    this.identity = edge.verifiedIdentity;
-  }
-
-  get signal(): AbortSignal {
-    return this.#edge.signal;
+    super(edge);
   }
 }

@@ -184,7 +184,7 @@ describe("every route's happy path", () => {
 describe("what the voter receives", () => {
   it("gets a signal made only when read: a getter on the submission's prototype, for writes and reads", async () => {
     // An own getter (an object literal's) or an AbortSignal made for every request survives the young
-    // generation's collections on Node 20 and takes the whole request with it (edge-submissions.ts).
+    // generation's collections (Node 20; the getter on 24 too) and takes the whole request with it.
     await fx.putAsWriter('{"value":1}');
     await fx.app.inject({
       method: "GET",
