@@ -186,14 +186,31 @@ async function wireVoter(
     stopping ??= (async () => {
       log.info("shutting down");
       const closingHttp = http.close();
-      await worker.shutdown();
-      if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
-      await closingHttp;
-      await driver.stop();
-      await transport.close();
-      await writer.close();
-      await stateMachine.close();
-      unlock();
+      // Every step runs even when one before it failed (a storage that failed to close must not keep
+      // the state database open or the data directory locked); the first failure is reported.
+      const failures: unknown[] = [];
+      const step = async (work: () => unknown): Promise<void> => {
+        try {
+          await work();
+        } catch (err) {
+          failures.push(err);
+        }
+      };
+      await step(() => worker.shutdown());
+      await step(async () => {
+        if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
+      });
+      await step(() => closingHttp);
+      await step(() => driver.stop());
+      await step(() => transport.close());
+      await step(() => writer.close());
+      await step(() => stateMachine.close());
+      await step(unlock);
+      if (failures.length > 0) {
+        // The caller gets the first; the others would be lost.
+        for (const err of failures.slice(1)) log.error({ err }, "a later shutdown step failed too");
+        throw failures[0];
+      }
       log.info("voter stopped");
     })();
     return stopping;
