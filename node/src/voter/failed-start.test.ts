@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { loadVoterConfig } from "../config/voter-config.js";
 import { pickFreePorts } from "../net/free-ports.js";
 import { singleVoterEnv } from "./testing/cluster-envs.js";
-import { call } from "./testing/voter-cluster.js";
+import { writeThroughSingleVoter } from "./testing/voter-cluster.js";
 import { killProcess, startVoterProcess } from "./testing/voter-process.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
@@ -58,13 +58,7 @@ describe("a start that fails part way", () => {
 
     await freePort(b);
     voter = await startVoter(config, pino({ level: "silent" }));
-    const deadline = Date.now() + 10_000;
-    while (!voter.driver.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    const put = await call(voter.httpUrl, "PUT", "/v1/catalog/after-failed-start", {
-      body: { value: 1 },
-      commandId: "c1",
-    });
-    expect(put.status).toBe(200);
+    expect((await writeThroughSingleVoter(voter, "after-failed-start")).status).toBe(200);
   });
 
   it("tells the operator of keyload-node why, in one line, without a stack", async () => {

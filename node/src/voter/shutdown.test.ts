@@ -8,7 +8,7 @@ import { pickFreePorts } from "../net/free-ports.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
 import { StorageFailedError } from "../storage/storage-errors.js";
 import { singleVoterEnv } from "./testing/cluster-envs.js";
-import { call } from "./testing/voter-cluster.js";
+import { writeThroughSingleVoter } from "./testing/voter-cluster.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
 let dir: string | undefined;
@@ -40,12 +40,6 @@ describe("a shutdown with a step that fails", () => {
 
     // The steps after the log's close ran: the same directory and ports start a voter here next.
     voter = await startVoter(config, pino({ level: "silent" }));
-    const deadline = Date.now() + 10_000;
-    while (!voter.driver.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    const put = await call(voter.httpUrl, "PUT", "/v1/catalog/after-failed-shutdown", {
-      body: { value: 1 },
-      commandId: "c1",
-    });
-    expect(put.status).toBe(200);
+    expect((await writeThroughSingleVoter(voter, "after-failed-shutdown")).status).toBe(200);
   });
 });

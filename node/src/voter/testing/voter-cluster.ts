@@ -99,3 +99,10 @@ export async function call(
     headers: res.headers,
   };
 }
+
+/** Writes `key` through a voter that is alone in its cluster, once it leads (waits up to 10 s). */
+export async function writeThroughSingleVoter(voter: RunningVoter, key: string): Promise<HttpAnswer> {
+  const deadline = Date.now() + 10_000;
+  while (!voter.driver.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  return call(voter.httpUrl, "PUT", `/v1/catalog/${key}`, { body: { value: 1 }, commandId: "c1" });
+}
