@@ -186,6 +186,8 @@ async function wireVoter(
     stopping ??= (async () => {
       log.info("shutting down");
       const closingHttp = http.close();
+      // Awaited after the steps before it; a failure meanwhile must not count as unhandled.
+      closingHttp.catch(() => undefined);
       // Every step runs even when one before it failed (a storage that failed to close must not keep
       // the state database open or the data directory locked); the first failure is reported.
       const failures: unknown[] = [];
