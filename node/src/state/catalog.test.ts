@@ -76,6 +76,9 @@ describe("documents", () => {
       [{ value: 1, expectedVersion: "1" }, "InvalidBody"],
       [{ value: 1, expectedVersion: 1.5 }, "InvalidBody"],
       [{ value: JSON.parse(`${"[".repeat(70)}${"]".repeat(70)}`) }, "InvalidBody"],
+      // Beyond a double's range: parsed as Infinity, it would have been stored as null.
+      ['{"value":1e400}', "InvalidBody"],
+      ['{"value":{"a":[1,-1e999]}}', "InvalidBody"],
     ];
     for (const [body, reason] of bad) {
       expect(h.fail("catalog.put", body, { params: { key: "k" } })).toMatchObject({
@@ -93,8 +96,10 @@ describe("documents", () => {
     // An optional body may also be JSON null.
     put("k", 1);
     expect(h.ok("catalog.delete", "null", { params: { key: "k" } })).toEqual({ key: "k", version: 2 });
-    // 64 levels is the deepest value accepted.
+    // 64 levels is the deepest value accepted, and the largest double is a number like any other.
     put("deep", JSON.parse(`${"[".repeat(64)}${"]".repeat(64)}`));
+    put("max", Number.MAX_VALUE);
+    expect(h.sm.getDocument("t1", "max")?.value).toBe(Number.MAX_VALUE);
   });
 
   it("gets many keys at once, in request order", () => {

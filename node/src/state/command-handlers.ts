@@ -11,7 +11,7 @@ import {
   parseBody,
   requireString,
 } from "./json-body.js";
-import { checkJsonDepth } from "./json-value.js";
+import { checkJsonValue } from "./json-value.js";
 import { parseMembershipWrite } from "./membership.js";
 import { parsePrincipalWrite } from "./principals.js";
 import type { Stores } from "./stores.js";
@@ -62,7 +62,7 @@ export const COMMAND_HANDLERS: Record<CommandKind, CommandHandler> = {
   "queue.enqueue": (ctx, env, { queues }) => {
     const body = parseBody(env.payload, false);
     if (!("body" in body)) throw invalid("body is required");
-    checkJsonDepth(body.body);
+    checkJsonValue(body.body);
     return queues.enqueue(ctx, routeParam(env, "queue"), body.body, delay(ctx, body), 0);
   },
   "queue.lease": (ctx, env, { queues }) => {

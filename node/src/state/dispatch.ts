@@ -2,7 +2,7 @@ import type Database from "better-sqlite3";
 import type { ApplyContext } from "./apply-context.js";
 import { checkText } from "./identifiers.js";
 import { invalid, type JsonObject, requireString } from "./json-body.js";
-import { checkJsonDepth } from "./json-value.js";
+import { checkJsonValue } from "./json-value.js";
 
 export interface Directive {
   readonly sequence: number;
@@ -21,7 +21,7 @@ export interface DirectiveWrite {
 export function parseDirective(body: JsonObject): DirectiveWrite {
   const directive = checkText("directive", requireString(body, "directive"), 256);
   const data = body.data ?? null;
-  checkJsonDepth(data);
+  checkJsonValue(data);
   return { directive, data };
 }
 

@@ -2,7 +2,7 @@ import { FailedPreconditionError, NotFoundError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import type { ApplyContext } from "./apply-context.js";
 import type { ChangeFeed } from "./change-feed.js";
-import { checkJsonDepth, documentText } from "./json-value.js";
+import { checkJsonValue, documentText } from "./json-value.js";
 import type { SearchChanges } from "./search-changes.js";
 
 export interface StoredDocument {
@@ -57,7 +57,7 @@ export class Documents {
     checkVersion(key, row, expectedVersion);
     // The depth check refuses the same values on every voter, whichever tenants its index follows.
     const text = this.search.follows(ctx.tenant) ? documentText(value) : null;
-    if (text === null) checkJsonDepth(value);
+    if (text === null) checkJsonValue(value);
     const json = JSON.stringify(value);
     let version: number;
     let id: number;

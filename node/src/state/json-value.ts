@@ -6,15 +6,22 @@ import { invalid } from "./json-body.js";
  */
 const MAX_JSON_DEPTH = 64;
 
-/** Checks a document value's depth and collects its string leaves (not field names) for full-text search. */
+/**
+ * Checks a document value (see checkJsonValue) and collects its string leaves (not field names) for
+ * full-text search.
+ */
 export function documentText(value: unknown): string {
   const parts: string[] = [];
   walk(value, (text) => parts.push(text));
   return parts.join("\n");
 }
 
-/** Checks a JSON value that is not indexed (message bodies, directive data) for the same depth bound. */
-export function checkJsonDepth(value: unknown): void {
+/**
+ * Checks a JSON value that is not indexed (message bodies, directive data) as a document's: its depth,
+ * and that every number is finite. JSON.parse reads a number beyond a double's range (1e400) as
+ * Infinity, which JSON.stringify writes as null: accepted, it would be stored as something else.
+ */
+export function checkJsonValue(value: unknown): void {
   walk(value, null);
 }
 
@@ -25,6 +32,9 @@ function walk(value: unknown, onString: ((text: string) => void) | null): void {
     const current = item.value;
     if (typeof current === "string") {
       onString?.(current);
+    } else if (typeof current === "number") {
+      if (!Number.isFinite(current))
+        throw invalid("a JSON number is beyond the range of a 64-bit float and would be stored as null");
     } else if (typeof current === "object" && current !== null) {
       if (item.depth >= MAX_JSON_DEPTH)
         throw invalid(`JSON values may nest at most ${MAX_JSON_DEPTH} levels`);

@@ -11,7 +11,7 @@ import {
   requireInteger,
   requireString,
 } from "./json-body.js";
-import { checkJsonDepth } from "./json-value.js";
+import { checkJsonValue } from "./json-value.js";
 import type { CanonicalLimits } from "./limits.js";
 import { checkQueueName } from "./queue-names.js";
 import type { EnqueueResult, Queues } from "./queues.js";
@@ -76,7 +76,7 @@ function parseOperation(raw: unknown): Operation {
 function parseOutboxMessage(raw: unknown, limits: CanonicalLimits): OutboxMessage {
   if (!isJsonObject(raw)) throw invalid("an outbox message must be a JSON object");
   if (!("body" in raw)) throw invalid("an outbox message needs a body");
-  checkJsonDepth(raw.body);
+  checkJsonValue(raw.body);
   return {
     queue: checkQueueName(requireString(raw, "queue")),
     body: raw.body,
