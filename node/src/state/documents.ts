@@ -55,7 +55,7 @@ export class Documents {
   put(ctx: ApplyContext, key: string, value: unknown, expectedVersion: number | undefined): WriteResult {
     const row = this.find.get(ctx.tenant, key);
     checkVersion(key, row, expectedVersion);
-    // The depth check refuses the same values on every voter, whichever tenants its index follows.
+    // The value check refuses the same values on every voter, whichever tenants its index follows.
     const text = this.search.follows(ctx.tenant) ? documentText(value) : null;
     if (text === null) checkJsonValue(value);
     const json = JSON.stringify(value);

@@ -55,13 +55,8 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
   try {
     return await wireVoter(config, log, unlock, opened);
   } catch (err) {
-    for (const close of opened.reverse()) {
-      try {
-        await close();
-      } catch {
-        // The start's own error is the one to report.
-      }
-    }
+    // The start's own error is the one to report.
+    await runEach(opened.reverse());
     throw err;
   }
 }
@@ -188,26 +183,20 @@ async function wireVoter(
       const closingHttp = http.close();
       // Awaited after the steps before it; a failure meanwhile must not count as unhandled.
       closingHttp.catch(() => undefined);
-      // Every step runs even when one before it failed (a storage that failed to close must not keep
-      // the state database open or the data directory locked); the first failure is reported.
-      const failures: unknown[] = [];
-      const step = async (work: () => unknown): Promise<void> => {
-        try {
-          await work();
-        } catch (err) {
-          failures.push(err);
-        }
-      };
-      await step(() => worker.shutdown());
-      await step(async () => {
-        if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
-      });
-      await step(() => closingHttp);
-      await step(() => driver.stop());
-      await step(() => transport.close());
-      await step(() => writer.close());
-      await step(() => stateMachine.close());
-      await step(unlock);
+      // A storage that failed to close must not keep the state database open or the data directory
+      // locked: every step runs, and the first failure is reported.
+      const failures = await runEach([
+        () => worker.shutdown(),
+        async () => {
+          if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
+        },
+        () => closingHttp,
+        () => driver.stop(),
+        () => transport.close(),
+        () => writer.close(),
+        () => stateMachine.close(),
+        unlock,
+      ]);
       if (failures.length > 0) {
         // The caller gets the first; the others would be lost.
         for (const err of failures.slice(1)) log.error({ err }, "a later shutdown step failed too");
@@ -226,6 +215,19 @@ async function wireVoter(
     logger: log,
     shutdown,
   };
+}
+
+/** Runs each step in order, whether or not the ones before it failed; returns the failures. */
+async function runEach(steps: readonly (() => unknown)[]): Promise<unknown[]> {
+  const failures: unknown[] = [];
+  for (const step of steps) {
+    try {
+      await step();
+    } catch (err) {
+      failures.push(err);
+    }
+  }
+  return failures;
 }
 
 function urlHost(host: string): string {
