@@ -21,6 +21,11 @@ export interface LoadTarget {
   request(seq: number): WriteRequest;
   /** The server processes whose CPU is counted. */
   readonly serverPids: readonly number[];
+  /**
+   * Servers of another system, idle while this one is measured: their CPU is neither this target's
+   * nor other load on the machine.
+   */
+  readonly idlePids: readonly number[];
 }
 
 export interface LoadResult {
@@ -41,7 +46,7 @@ export interface LoadResult {
   /** CPU seconds of this load generator per 1,000 writes. */
   readonly clientCpuPer1000: number;
   /**
-   * Cores kept busy on average by processes other than the servers and this load generator: other
+   * Cores kept busy on average by processes other than the servers (idle ones included) and this load generator: other
    * work on the machine, which makes the figures unreliable when it is more than a few percent.
    */
   readonly otherCores: number;
@@ -73,6 +78,7 @@ export async function runClosedLoop(
   };
 
   const cpuBefore = totalCpuSeconds(target.serverPids);
+  const idleBefore = totalCpuSeconds(target.idlePids);
   const machineBefore = machineBusySeconds();
   const clientBefore = process.cpuUsage();
   const start = performance.now();
@@ -108,6 +114,7 @@ export async function runClosedLoop(
   const client = process.cpuUsage(clientBefore);
   const clientCpuSeconds = (client.user + client.system) / 1e6;
   const machineSeconds = machineBusySeconds() - machineBefore;
+  const idleCpuSeconds = totalCpuSeconds(target.idlePids) - idleBefore;
   latencies.sort((a, b) => a - b);
   return resultOf({
     label: target.label,
@@ -116,7 +123,7 @@ export async function runClosedLoop(
     latencies,
     serverCpuSeconds,
     clientCpuSeconds,
-    otherCores: Math.max(0, machineSeconds - serverCpuSeconds - clientCpuSeconds) / elapsed,
+    otherCores: Math.max(0, machineSeconds - serverCpuSeconds - clientCpuSeconds - idleCpuSeconds) / elapsed,
     errors,
     errorKinds,
     errorSamples,

@@ -185,13 +185,19 @@ function sharedPool(origin: string): Pool {
   return pool;
 }
 
-function keyLoadTarget(cluster: KeyLoadCluster, voter: number, role: string): LoadTarget {
+function keyLoadTarget(
+  cluster: KeyLoadCluster,
+  voter: number,
+  role: string,
+  idlePids: readonly number[],
+): LoadTarget {
   const v = cluster.voters[voter]!;
   const authorization = `Bearer ${cluster.adminKey}`;
   return {
     label: `${v.id} (${role})`,
     pool: sharedPool(v.httpUrl),
     serverPids: cluster.pids,
+    idlePids,
     request: (seq) => ({
       method: "PUT",
       path: `/v1/catalog/bench-${seq % keySpace}`,
@@ -205,12 +211,18 @@ function keyLoadTarget(cluster: KeyLoadCluster, voter: number, role: string): Lo
   };
 }
 
-function etcdTarget(cluster: EtcdCluster, member: number, role: string): LoadTarget {
+function etcdTarget(
+  cluster: EtcdCluster,
+  member: number,
+  role: string,
+  idlePids: readonly number[],
+): LoadTarget {
   const m = cluster.members[member]!;
   return {
     label: `${m.name} (${role})`,
     pool: sharedPool(m.clientUrl),
     serverPids: cluster.pids,
+    idlePids,
     request: (seq) => ({
       method: "POST",
       path: "/v3/kv/put",
@@ -399,9 +411,11 @@ async function main(): Promise<void> {
   const targetOf = async (system: System, via: "leader" | "follower"): Promise<LoadTarget | undefined> => {
     const member = (leader: number): number => (via === "leader" ? leader : (leader + 1) % 3);
     if (system === "keyload") {
-      return keyload && keyLoadTarget(keyload, member(await keyload.leader()), via);
+      return keyload && keyLoadTarget(keyload, member(await keyload.leader()), via, etcdCluster?.pids ?? []);
     }
-    return etcdCluster && etcdTarget(etcdCluster, member(await etcdCluster.leader()), via);
+    return (
+      etcdCluster && etcdTarget(etcdCluster, member(await etcdCluster.leader()), via, keyload?.pids ?? [])
+    );
   };
 
   const measure = async (
