@@ -19,8 +19,9 @@ afterEach(async () => {
 /** Another process that takes the lock on `lockDir` and keeps it until killed. */
 async function holdInAnotherProcess(lockDir: string): Promise<ChildProcess> {
   const module = new URL("./data-dir-lock.ts", import.meta.url).href;
-  const code = `import(${JSON.stringify(module)}).then((m) => { m.lockDataDir(${JSON.stringify(lockDir)}); console.log("locked"); setInterval(() => {}, 1000); });`;
-  const child = spawn(process.execPath, ["--import", "tsx", "-e", code], {
+  // It drops the release function and collects its garbage: the lock must outlive both.
+  const code = `import(${JSON.stringify(module)}).then((m) => { m.lockDataDir(${JSON.stringify(lockDir)}); gc(); console.log("locked"); setInterval(() => {}, 1000); });`;
+  const child = spawn(process.execPath, ["--expose-gc", "--import", "tsx", "-e", code], {
     // Where tsx resolves from: the node package.
     cwd: fileURLToPath(new URL("../..", import.meta.url)),
     stdio: ["ignore", "pipe", "pipe"],

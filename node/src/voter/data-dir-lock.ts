@@ -12,6 +12,12 @@ export class DataDirLockedError extends Error {
 }
 
 const LOCK_FILE = "voter-lock.sqlite";
+/**
+ * The lock connections not yet released. A connection the garbage collector takes is closed, and its
+ * lock with it: a caller that dropped the release function (a script, a test's holder) would lose
+ * the directory at the next full collection, which Node 24 ran within two seconds of the start.
+ */
+const held = new Set<Database.Database>();
 /** Who holds the lock, for the refusal's message only: the lock itself is the database's. */
 const HOLDER_FILE = "voter.pid";
 
@@ -37,8 +43,12 @@ export function lockDataDir(dir: string): () => void {
     if ((err as { code?: unknown }).code === "SQLITE_BUSY") throw new DataDirLockedError(dir, holderOf(dir));
     throw err;
   }
+  held.add(db);
   writeFileSync(join(dir, HOLDER_FILE), String(process.pid));
-  return () => db.close();
+  return () => {
+    held.delete(db);
+    db.close();
+  };
 }
 
 function holderOf(dir: string): string {
