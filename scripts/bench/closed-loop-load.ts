@@ -46,8 +46,9 @@ export interface LoadResult {
   /** CPU seconds of this load generator per 1,000 writes. */
   readonly clientCpuPer1000: number;
   /**
-   * Cores kept busy on average by processes other than the servers (idle ones included) and this load generator: other
-   * work on the machine, which makes the figures unreliable when it is more than a few percent.
+   * Cores kept busy on average by processes other than the servers (idle ones included) and this load
+   * generator: other work on the machine, which makes the figures unreliable when it is more than a few
+   * percent.
    */
   readonly otherCores: number;
   readonly errors: number;
