@@ -18,9 +18,14 @@ export default defineConfig({
             "contract/src/**/*.test.ts",
             "node/src/**/*.test.ts",
             "scripts/**/*.test.ts",
+            // The AppHost's own CLI, run as its users run it.
+            "apphost/src/**/*.test.ts",
           ],
           exclude: ["node/src/sim/**", "**/node_modules/**"],
           environment: "node",
+          // The AppHost's CLI tests start voters.
+          testTimeout: 60_000,
+          hookTimeout: 60_000,
         },
       },
       {
@@ -35,11 +40,11 @@ export default defineConfig({
       {
         extends: true,
         test: {
-          // Real voter processes on loopback: each file starts its own isolated clusters.
-          name: "apphost",
-          include: ["apphost/src/**/*.test.ts"],
+          // The RF3 suite: real three-voter clusters through the AppHost's testing API and the client.
+          name: "rf3",
+          include: ["tests-rf3/src/**/*.test.ts"],
           environment: "node",
-          testTimeout: 60_000,
+          testTimeout: 120_000,
           hookTimeout: 60_000,
         },
       },
