@@ -5,8 +5,12 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-/** @returns {{ status: number, passed: number, failed: number }} */
-export function runVitest(args) {
+/**
+ * @param {string[]} args
+ * @param {Record<string, string>} [env] added to this process's environment for the run
+ * @returns {{ status: number, passed: number, failed: number }}
+ */
+export function runVitest(args, env = {}) {
   const dir = mkdtempSync(join(tmpdir(), "keyload-vitest-"));
   const report = join(dir, "results.json");
   try {
@@ -21,7 +25,7 @@ export function runVitest(args) {
         `--outputFile.json=${report}`,
         ...args,
       ],
-      { stdio: "inherit" },
+      { stdio: "inherit", env: { ...process.env, ...env } },
     );
     let status = run.status ?? 1;
     try {

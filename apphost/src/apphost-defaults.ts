@@ -16,6 +16,8 @@ export const APPHOST_DEFAULTS = {
   readinessTimeoutMs: 60_000,
   /** How long `start` waits for one voter's HTTP endpoint to answer. */
   startTimeoutMs: 30_000,
+  /** How long `start` lets a voter that has just exited release its ports. */
+  portReleaseMs: 2_000,
   /** How long a voter has to exit after SIGTERM before it gets SIGKILL. */
   stopGraceMs: 10_000,
   /** How often readiness and exits are polled. */

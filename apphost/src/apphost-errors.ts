@@ -85,6 +85,19 @@ export class ReadinessTimeoutError extends AppHostError {
   }
 }
 
+/** A voter started in a container did not answer 200 on a health route in time, and was removed. */
+export class VoterHealthTimeoutError extends AppHostError {
+  readonly code = "AppHostVoterHealthTimeout";
+
+  constructor(
+    readonly voter: string,
+    readonly url: string,
+    readonly timeoutMs: number,
+  ) {
+    super(`${voter} did not answer 200 on ${url} within ${timeoutMs} ms`);
+  }
+}
+
 /** Ctrl-C (or SIGTERM) arrived while the AppHost was still waiting for something. */
 export class InterruptedError extends AppHostError {
   readonly code = "AppHostInterrupted";

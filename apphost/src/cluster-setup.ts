@@ -7,8 +7,7 @@ import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
 import { forwardConfig } from "./config-forwarding.js";
 import { LocalCluster } from "./local-cluster.js";
 import { pickVoterPorts } from "./port-allocation.js";
-import type { RuntimeKind } from "./runtime-kind.js";
-import { voterRuntimeOf } from "./voter-runtime.js";
+import type { VoterRuntime } from "./voter-runtime.js";
 
 export interface ClusterSetup {
   readonly stateDir: string;
@@ -19,7 +18,8 @@ export interface ClusterSetup {
   /** The variables to forward, `.env` and environment already merged. */
   readonly variables: Iterable<{ readonly name: string; readonly value: string }>;
   readonly supervised: boolean;
-  readonly runtime: RuntimeKind;
+  /** How the voters run: `voterRuntimeOf(kind)` for the CLI, `testRuntimeOf(kind)` for the testing API. */
+  readonly runtime: VoterRuntime;
   readonly voterGids?: Readonly<Record<VoterName, number>>;
 }
 
@@ -65,7 +65,7 @@ export async function prepareCluster(setup: ClusterSetup): Promise<PreparedClust
   const credentials = loadCredentials(model, forwarded.adminKey);
   const cluster = new LocalCluster({
     model,
-    runtime: await voterRuntimeOf(setup.runtime),
+    runtime: setup.runtime,
     credentials,
     forwarded: forwarded.voters,
     supervised: setup.supervised,

@@ -1,29 +1,11 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { execa } from "execa";
 import { ContainerEngineError, ContainerRuntimeUnavailableError } from "./apphost-errors.js";
+import { VOTER_IMAGE, voterImageArchive } from "./voter-container-spec.js";
 
 /**
  * The Docker engine, driven through the `docker` command line (which honours DOCKER_HOST and the
  * user's contexts, as a person debugging the cluster would expect).
  */
-
-/**
- * The voters' image holds no files of its own but the directory skeleton: `/usr`, `/etc`, the
- * repository and the state dir are bind-mounted from the host, so the container runs the very Node.js
- * and sources a process voter runs, and no registry is needed. Bump the tag when the skeleton changes.
- */
-export const VOTER_IMAGE = "keyload-voter-base:1";
-
-const SKELETON_DIRS = ["etc", "tmp", "proc", "sys", "dev", "usr", "run", "root", "home"];
-/** Debian's merged /usr: these live under /usr, which is mounted. */
-const SKELETON_LINKS: readonly (readonly [string, string])[] = [
-  ["bin", "usr/bin"],
-  ["sbin", "usr/sbin"],
-  ["lib", "usr/lib"],
-  ["lib64", "usr/lib64"],
-];
 
 /** How long the engine may take to remove a stopped container. */
 const REMOVAL_TIMEOUT_MS = 10_000;
@@ -77,25 +59,18 @@ export function assertEngine(): Promise<void> {
 
 let imageReady: Promise<void> | undefined;
 
-/** Builds the voters' image from the skeleton with `docker import`, once per engine. */
+/** Builds the voters' image from its skeleton with `docker import`, once per engine. */
 export function ensureVoterImage(): Promise<void> {
   imageReady ??= (async () => {
-    if ((await docker(["image", "inspect", VOTER_IMAGE])).exitCode === 0) return;
-    const root = mkdtempSync(join(tmpdir(), "keyload-image-"));
     try {
-      for (const dir of SKELETON_DIRS) mkdirSync(join(root, dir));
-      for (const [link, target] of SKELETON_LINKS) symlinkSync(target, join(root, link));
-      const tar = await execa("tar", ["-C", root, "-c", "."], { encoding: "buffer", reject: false });
-      if (tar.exitCode !== 0) throw new ContainerRuntimeUnavailableError(`tar failed: ${tar.stderr}`);
-      const imported = await docker(["import", "-", VOTER_IMAGE], { input: Buffer.from(tar.stdout) });
+      if ((await docker(["image", "inspect", VOTER_IMAGE])).exitCode === 0) return;
+      const imported = await docker(["import", "-", VOTER_IMAGE], { input: await voterImageArchive() });
       if (imported.exitCode !== 0) {
         throw new ContainerRuntimeUnavailableError(`docker import failed: ${imported.stderr}`);
       }
     } catch (err) {
       imageReady = undefined;
       throw err;
-    } finally {
-      rmSync(root, { recursive: true, force: true });
     }
   })();
   return imageReady;

@@ -8,13 +8,6 @@ import type { AppHostState } from "./apphost-state.js";
 import type { ClusterStatus } from "./cluster-status.js";
 import { engineUnavailableReason } from "./container-engine.js";
 import { runCli, spawnCli, survivors } from "./test-support/cli-process.js";
-import {
-  dumpLogsOnFailure,
-  partitionUnavailableReason,
-  startCluster,
-  type TestCluster,
-  VOTER_NAMES,
-} from "./testing/index.js";
 
 // CI starts a Docker engine and sets this, so there the tests fail rather than skip without one.
 const required = process.env.KEYLOAD_REQUIRE_CONTAINER_RUNTIME === "1";
@@ -22,7 +15,6 @@ const unavailable = await engineUnavailableReason();
 
 let dirs: string[] = [];
 let leftovers: number[] = [];
-let cluster: TestCluster | undefined;
 
 function tempStateDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "keyload-containers-"));
@@ -61,8 +53,6 @@ async function eventually(check: () => boolean, timeoutMs: number): Promise<bool
 }
 
 afterEach(async () => {
-  await cluster?.dispose();
-  cluster = undefined;
   for (const dir of dirs) {
     await runCli(["down", "--state-dir", dir]);
     if (!unavailable) {
@@ -77,7 +67,7 @@ afterEach(async () => {
 });
 
 describe.skipIf(unavailable !== undefined && !required)(
-  `the container runtime${unavailable ? ` (skipped: ${unavailable})` : ""}`,
+  `the CLI's container runtime${unavailable ? ` (skipped: ${unavailable})` : ""}`,
   () => {
     it("runs a detached cluster in containers: status, writes, pause, kill and start, down", async () => {
       const stateDir = tempStateDir();
@@ -156,32 +146,5 @@ describe.skipIf(unavailable !== undefined && !required)(
         apphost.kill("SIGKILL");
       }
     });
-
-    it("gives the testing API the same faults: leader kill, and a partition where root allows", async (context) => {
-      cluster = await startCluster({
-        runtime: "container",
-        env: { KeyLoad__Raft__ElectionTimeoutMs: "400", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
-      });
-      dumpLogsOnFailure(context, cluster);
-      const client = cluster.adminClient();
-      await client.put("before", 1, { commandId: "c-before" });
-      const leader = await cluster.waitForLeader();
-      await cluster.kill(leader.name);
-      await cluster.waitForLeader({ excluding: [leader.name], timeoutMs: 20_000 });
-      await client.put("after", 2, { commandId: "c-after" });
-      await cluster.start(leader.name);
-      await cluster.waitForReady(20_000);
-      if ((await partitionUnavailableReason()) === undefined) {
-        const current = await cluster.waitForLeader();
-        await cluster.partition([[current.name], VOTER_NAMES.filter((name) => name !== current.name)]);
-        await cluster.waitForLeader({ excluding: [current.name], timeoutMs: 20_000 });
-        await client.put("partitioned", 3, { commandId: "c-partitioned" });
-        await cluster.heal();
-      }
-      const stateDir = cluster.adminKeyFile.slice(0, -"/admin.key".length);
-      await cluster.dispose();
-      cluster = undefined;
-      expect(containersOf(stateDir)).toEqual([]);
-    }, 120_000);
   },
 );

@@ -16,3 +16,4 @@ export { type ClusterSetup, prepareCluster } from "./cluster-setup.js";
 export { type ClusterStatus, clusterStatus, type VoterStatus } from "./cluster-status.js";
 export { type ForwardedConfig, forwardConfig, readForwardedConfig } from "./config-forwarding.js";
 export { LocalCluster } from "./local-cluster.js";
+export { type VoterRuntime, voterRuntimeOf } from "./voter-runtime.js";

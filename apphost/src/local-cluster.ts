@@ -28,6 +28,7 @@ import { lastLines } from "./voter-log-file.js";
 import {
   describeExit,
   type VoterExit,
+  type VoterLaunch,
   type VoterProcess,
   type VoterRuntime,
   voterRuntimeOf,
@@ -157,12 +158,21 @@ export class LocalCluster {
   async up(readiness: ReadinessOptions = {}): Promise<ClusterSnapshot> {
     await assertPortsFree(this.model.voters);
     await this.runtime.removeLeftovers(this.model);
-    const started: { name: VoterName; process: VoterProcess }[] = [];
-    try {
-      for (const name of VOTER_NAMES) started.push({ name, process: await this.spawn(name) });
-    } finally {
-      this.persist();
+    const waitFor = {
+      health: "ready",
+      timeoutMs: readiness.timeoutMs ?? APPHOST_DEFAULTS.readinessTimeoutMs,
+    } as const;
+    // All at once: a runtime that waits for each voter to be ready needs the others up to elect a leader.
+    const spawns = await Promise.allSettled(
+      VOTER_NAMES.map(async (name) => ({ name, process: await this.spawn(name, waitFor) })),
+    );
+    this.persist();
+    const refused = spawns.find((s) => s.status === "rejected");
+    if (refused) {
+      await this.stopAll();
+      throw refused.reason;
     }
+    const started = spawns.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
     const failure = Promise.race([
       ...started.map(({ name, process }) =>
         process.exited.then((exit): never => {
@@ -194,8 +204,8 @@ export class LocalCluster {
     const current = this.process(name);
     if (processState(current) !== "stopped") return `${name} is already running (pid ${current?.pid})`;
     const voter = this.voter(name);
-    await assertPortsFree([voter]);
-    const started = await this.spawn(name);
+    await assertPortsFree([voter], APPHOST_DEFAULTS.portReleaseMs);
+    const started = await this.spawn(name, { health: "live", timeoutMs });
     this.persist();
     const deadline = Date.now() + timeoutMs;
     let exit: VoterExit | undefined;
@@ -290,7 +300,7 @@ export class LocalCluster {
     return `${name} ${done} (pid ${record.pid})`;
   }
 
-  private async spawn(name: VoterName): Promise<VoterProcess> {
+  private async spawn(name: VoterName, waitFor: VoterLaunch["waitFor"]): Promise<VoterProcess> {
     const voter = this.voter(name);
     const gid = this.voterGids?.[name];
     const started = await this.runtime.start({
@@ -298,6 +308,7 @@ export class LocalCluster {
       stateDir: this.model.stateDir,
       env: { ...this.forwarded[name], ...voterWiring(this.model, voter, this.credentials) },
       supervised: this.supervised,
+      waitFor,
       ...(gid === undefined ? {} : { gid }),
     });
     this.processes.set(name, started);

@@ -21,8 +21,25 @@ export async function pickVoterPorts(host: string): Promise<VoterPorts[]> {
   return VOTER_NAMES.map((_, i) => ({ httpPort: ports[2 * i]!, peerPort: ports[2 * i + 1]! }));
 }
 
-/** Throws PortInUseError naming the first of the voters' ports that another process holds. */
-export async function assertPortsFree(voters: readonly VoterResource[]): Promise<void> {
+/**
+ * Throws PortInUseError naming the first of the voters' ports that another process holds, once
+ * `graceMs` has passed: a voter killed a moment ago may still hold its own. Its pid turns to a zombie
+ * as soon as its main thread exits, but its other threads, and its listeners with them, can take a
+ * moment longer (tens to hundreds of milliseconds on a loaded machine).
+ */
+export async function assertPortsFree(voters: readonly VoterResource[], graceMs = 0): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  for (;;) {
+    try {
+      return await checkPortsFree(voters);
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || Date.now() >= deadline) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+async function checkPortsFree(voters: readonly VoterResource[]): Promise<void> {
   for (const voter of voters) {
     for (const [port, purpose] of [
       [voter.httpPort, `${voter.name} HTTP`],

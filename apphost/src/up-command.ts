@@ -14,7 +14,7 @@ import { recordOf } from "./process-table.js";
 import { readinessProgress } from "./readiness-progress.js";
 import { REPO_ROOT } from "./repo-layout.js";
 import type { TerminalOutput } from "./terminal-output.js";
-import { describeExit } from "./voter-runtime.js";
+import { describeExit, voterRuntimeOf } from "./voter-runtime.js";
 
 function endpoints(cluster: LocalCluster, snapshot: ClusterSnapshot, output: TerminalOutput): string[] {
   const { model } = cluster;
@@ -41,7 +41,7 @@ export async function upCommand(options: CliOptions, output: TerminalOutput): Pr
     fresh: options.fresh,
     variables: mergeSources(readEnvFile(options.envFile), process.env).values(),
     supervised: !options.detach,
-    runtime: options.runtime,
+    runtime: await voterRuntimeOf(options.runtime),
   });
   return options.detach ? upDetached(prepared, output) : upForeground(prepared, output);
 }

@@ -12,7 +12,17 @@ export interface VoterLaunch {
   readonly supervised: boolean;
   /** A group id of its own, so iptables can tell this voter's packets from the others' (see network-partition.ts). */
   readonly gid?: number;
+  /**
+   * What `start` waits for, in a runtime that waits before it returns (testcontainers' wait strategy):
+   * `ready` when the whole cluster starts together (its voters elect a leader, so each becomes ready),
+   * `live` when one voter is (re)started (a lone voter among stopped ones never becomes ready). The
+   * cluster checks the same itself afterwards, whatever the runtime.
+   */
+  readonly waitFor: { readonly health: VoterHealthCheck; readonly timeoutMs: number };
 }
+
+/** The voter's health route a wait polls until it answers 200: `/health/ready` or `/health/live`. */
+export type VoterHealthCheck = "ready" | "live";
 
 export interface VoterExit {
   readonly code: number | null;
@@ -48,9 +58,18 @@ export function describeExit(exit: VoterExit): string {
   return `exited with code ${exit.code}`;
 }
 
-/** The runtime of a kind. */
+/** The runtime of a kind, for the CLI and programs that start clusters. */
 export async function voterRuntimeOf(kind: RuntimeKind): Promise<VoterRuntime> {
   // Loaded on demand: the process runtime never needs the container one, nor the other way round.
   if (kind === "container") return (await import("./container-runtime.js")).containerRuntime;
   return (await import("./process-runtime.js")).processRuntime;
+}
+
+/**
+ * The runtime of a kind for the testing API. A test's containers belong to the test process alone, as
+ * testcontainers' do; the CLI's may outlive the command that started them.
+ */
+export async function testRuntimeOf(kind: RuntimeKind): Promise<VoterRuntime> {
+  if (kind === "container") return (await import("./testcontainers-runtime.js")).testcontainersRuntime;
+  return voterRuntimeOf(kind);
 }

@@ -2,10 +2,10 @@
  * A three-member etcd cluster as child processes on loopback (Debian's `etcd-server`), each member
  * with its own data dir under `root` and etcd's defaults otherwise (fsync on every WAL write).
  */
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
+import { $ } from "zx";
 import { freePorts, ServerProcess, waitFor } from "./server-processes.js";
 
 export interface EtcdMemberProcess {
@@ -28,11 +28,8 @@ interface StatusBody {
 
 /** `etcd --version`'s first line, or null when etcd is not installed. */
 export function etcdVersion(binary = "etcd"): string | null {
-  try {
-    return execFileSync(binary, ["--version"], { encoding: "utf8" }).split("\n")[0]!.trim();
-  } catch {
-    return null;
-  }
+  const version = $({ sync: true, nothrow: true, quiet: true })`${binary} --version`;
+  return version.ok ? version.stdout.split("\n")[0]!.trim() : null;
 }
 
 export class EtcdCluster {

@@ -1,11 +1,11 @@
 /**
- * Child server processes for the side-by-side benchmarks: spawned in their own process group with
- * output to a log file, stopped by pid (SIGTERM, then SIGKILL after a grace period), and their CPU
+ * Child server processes for the side-by-side benchmarks, run with zx: each in its own process group
+ * with output to a log file, stopped with SIGTERM, then SIGKILL after a grace period, and their CPU
  * time read from /proc/<pid>/stat.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { pickFreePorts } from "@keyload/node/net";
+import { $, type ProcessOutput, type ProcessPromise } from "zx";
 
 /** `count` distinct free ports on 127.0.0.1. */
 export function freePorts(count: number): Promise<number[]> {
@@ -24,23 +24,15 @@ export interface SpawnOptions {
 
 /** One server process this benchmark started. */
 export class ServerProcess {
-  private exited = false;
-  private exitCode: number | null = null;
-  private exitSignal: NodeJS.Signals | null = null;
-  private readonly exitPromise: Promise<void>;
+  private output: ProcessOutput | undefined;
 
   private constructor(
     readonly name: string,
     readonly logFile: string,
-    private readonly child: ChildProcess,
+    private readonly child: ProcessPromise,
   ) {
-    this.exitPromise = new Promise((resolve) => {
-      child.once("exit", (code, signal) => {
-        this.exited = true;
-        this.exitCode = code;
-        this.exitSignal = signal;
-        resolve();
-      });
+    void child.then((output) => {
+      this.output = output;
     });
   }
 
@@ -48,13 +40,16 @@ export class ServerProcess {
     const fd = openSync(options.logFile, "a");
     try {
       // Its own process group: a Ctrl-C at the terminal reaches only this script, which stops the
-      // servers in order (and --keep can leave them running after it exits).
-      const child = spawn(options.command, options.args, {
-        cwd: options.cwd,
-        env: options.env,
+      // servers in order (and --keep can leave them running after it exits). The shell execs the
+      // server, so the pid is the server's own, whose CPU time the benchmark reads.
+      const child = $({
+        cwd: options.cwd ?? process.cwd(),
+        env: options.env ?? process.env,
         stdio: ["ignore", fd, fd],
         detached: true,
-      });
+        nothrow: true,
+        quiet: true,
+      })`exec ${options.command} ${options.args}`;
       if (child.pid === undefined) throw new Error(`could not start ${options.name} (${options.command})`);
       return new ServerProcess(options.name, options.logFile, child);
     } finally {
@@ -67,12 +62,13 @@ export class ServerProcess {
   }
 
   get running(): boolean {
-    return !this.exited;
+    return this.child.stage === "running";
   }
 
   /** Why it is no longer running, for error messages. */
   describeExit(): string {
-    return this.exitSignal ? `killed by ${this.exitSignal}` : `exited with code ${this.exitCode}`;
+    const signal = this.output?.signal;
+    return signal ? `killed by ${signal}` : `exited with code ${this.output?.exitCode ?? null}`;
   }
 
   /** The last lines of its log. */
@@ -86,25 +82,22 @@ export class ServerProcess {
 
   /** Lets this script exit while the process goes on (for --keep). */
   detach(): void {
-    this.child.unref();
+    this.child.child?.unref();
   }
 
   /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
   async stop(graceMs = 8000): Promise<void> {
-    if (this.exited) return;
+    if (!this.running) return;
     this.signal("SIGTERM");
     const timer = setTimeout(() => this.signal("SIGKILL"), graceMs);
-    await this.exitPromise;
+    await this.child;
     clearTimeout(timer);
   }
 
   private signal(signal: NodeJS.Signals): void {
-    if (this.exited) return;
-    try {
-      process.kill(this.pid, signal);
-    } catch {
-      // Already gone.
-    }
+    if (!this.running) return;
+    // Rejects only when it is already gone.
+    this.child.kill(signal).catch(() => {});
   }
 }
 
@@ -113,11 +106,8 @@ let clockTicks: number | undefined;
 /** The kernel's clock ticks per second (the unit of utime and stime in /proc/<pid>/stat). */
 function ticksPerSecond(): number {
   if (clockTicks === undefined) {
-    try {
-      clockTicks = Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-    } catch {
-      clockTicks = 100;
-    }
+    const getconf = $({ sync: true, nothrow: true, quiet: true })`getconf CLK_TCK`;
+    clockTicks = (getconf.ok && Number(getconf.stdout.trim())) || 100;
   }
   return clockTicks;
 }

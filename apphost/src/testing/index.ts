@@ -11,10 +11,10 @@ export {
   VoterStartError,
   VoterStateError,
 } from "../apphost-errors.js";
-export { engineUnavailableReason as containerRuntimeUnavailableReason } from "../container-engine.js";
 export { RUNTIME_KINDS, type RuntimeKind } from "../runtime-kind.js";
+export { testcontainersUnavailableReason as containerRuntimeUnavailableReason } from "../testcontainers-engine.js";
 export { dumpLogsOnFailure, type FailureHookContext, type LogSource } from "./failure-logs.js";
-export { partitionUnavailableReason } from "./network-partition.js";
+export { linksBetween, partitionUnavailableReason, type VoterLink } from "./network-partition.js";
 export {
   type StartClusterOptions,
   startCluster,

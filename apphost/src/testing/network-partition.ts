@@ -10,14 +10,17 @@ import { isAlive, recordOf } from "../process-table.js";
  * cannot tell whose packet it is. Each voter therefore runs with a group id of its own (only possible
  * as root), and a voter sends its Raft messages and forwarded commands on the connection it dials to
  * the peer's port (peer-transport.ts). Dropping, in OUTPUT, the packets of voter A's group to voter B's
- * peer port silences A towards B; doing so for every pair across groups cuts the groups apart. The
- * rules live in a chain of this process's own, which `heal` removes entirely.
+ * peer port silences A towards B (a one-way cut); doing so for every pair across groups, both ways,
+ * cuts the groups apart. The rules live in a chain of this process's own, which `heal` removes entirely.
  */
 export interface PartitionedVoter {
   readonly name: VoterName;
   readonly peerPort: number;
   readonly gid: number;
 }
+
+/** A one-way link: what the first voter sends the second. */
+export type VoterLink = readonly [from: VoterName, to: VoterName];
 
 /** The group id of each voter of a test cluster started as root; numbers no real group is likely to use. */
 export const VOTER_GIDS: Readonly<Record<VoterName, number>> = {
@@ -73,49 +76,69 @@ async function removeChain(chain: string): Promise<void> {
   for (const step of removalSteps(chain)) await iptables(step);
 }
 
+/**
+ * The links that separate `groups`, e.g. `[["voter1"], ["voter2", "voter3"]]`: both ways between every
+ * two voters in different groups. A voter named in no group is alone.
+ */
+export function linksBetween(groups: readonly (readonly VoterName[])[]): VoterLink[] {
+  const groupOf = new Map<VoterName, number>();
+  groups.forEach((group, index) => {
+    for (const name of group) {
+      if (groupOf.has(name)) throw new PartitionFailedError(`${name} is in more than one group`);
+      groupOf.set(name, index);
+    }
+  });
+  VOTER_NAMES.forEach((name, i) => {
+    if (!groupOf.has(name)) groupOf.set(name, groups.length + i);
+  });
+  return VOTER_NAMES.flatMap((from) =>
+    VOTER_NAMES.filter((to) => groupOf.get(from) !== groupOf.get(to)).map((to): VoterLink => [from, to]),
+  );
+}
+
 export class NetworkPartition {
   private chain: string | undefined;
 
-  /** Drops the peer traffic between every two voters in different groups; a voter in no group is alone. */
-  async apply(groups: readonly (readonly VoterName[])[], voters: readonly PartitionedVoter[]): Promise<void> {
+  /**
+   * Drops the peer traffic of each link, one way: `[from, to]` silences `from` towards `to` while `to`
+   * still reaches `from`. Replaces whatever this partition dropped before.
+   */
+  async apply(links: readonly VoterLink[], voters: readonly PartitionedVoter[]): Promise<void> {
     const reason = await partitionUnavailableReason();
     if (reason) throw new PartitionUnavailableError(reason);
-    const groupOf = new Map<VoterName, number>();
-    groups.forEach((group, index) => {
-      for (const name of group) {
-        if (groupOf.has(name)) throw new PartitionFailedError(`${name} is in more than one group`);
-        groupOf.set(name, index);
+    const byName = new Map(voters.map((v) => [v.name, v]));
+    const drops = new Map<string, { from: PartitionedVoter; to: PartitionedVoter }>();
+    for (const [fromName, toName] of links) {
+      const from = byName.get(fromName);
+      const to = byName.get(toName);
+      if (from === undefined || to === undefined || from === to) {
+        throw new PartitionFailedError(`${fromName} -> ${toName} is not a link between two voters`);
       }
-    });
-    VOTER_NAMES.forEach((name, i) => {
-      if (!groupOf.has(name)) groupOf.set(name, groups.length + i);
-    });
+      drops.set(`${fromName}>${toName}`, { from, to });
+    }
 
     await this.heal();
     await removeAbandonedChains();
     const chain = `${CHAIN_PREFIX}${process.pid}-${++chains}`;
     this.chain = chain;
     await mustIptables(["-N", chain]);
-    for (const from of voters) {
-      for (const to of voters) {
-        if (groupOf.get(from.name) === groupOf.get(to.name)) continue;
-        await mustIptables([
-          "-A",
-          chain,
-          "-o",
-          "lo",
-          "-p",
-          "tcp",
-          "-m",
-          "owner",
-          "--gid-owner",
-          String(from.gid),
-          "--dport",
-          String(to.peerPort),
-          "-j",
-          "DROP",
-        ]);
-      }
+    for (const { from, to } of drops.values()) {
+      await mustIptables([
+        "-A",
+        chain,
+        "-o",
+        "lo",
+        "-p",
+        "tcp",
+        "-m",
+        "owner",
+        "--gid-owner",
+        String(from.gid),
+        "--dport",
+        String(to.peerPort),
+        "-j",
+        "DROP",
+      ]);
     }
     await mustIptables(["-I", "OUTPUT", "-j", chain]);
   }

@@ -17,7 +17,8 @@ import type { LocalCluster } from "../local-cluster.js";
 import { processState, signalProcess } from "../process-table.js";
 import type { RuntimeKind } from "../runtime-kind.js";
 import { readFrom } from "../voter-log-file.js";
-import { NetworkPartition, VOTER_GIDS } from "./network-partition.js";
+import { testRuntimeOf } from "../voter-runtime.js";
+import { linksBetween, NetworkPartition, VOTER_GIDS, type VoterLink } from "./network-partition.js";
 
 export interface StartClusterOptions {
   /** `KeyLoad__Section__Property` settings for every voter. */
@@ -121,7 +122,7 @@ export class TestCluster {
           fresh: false,
           variables,
           supervised: true,
-          runtime: options.runtime ?? APPHOST_DEFAULTS.runtime,
+          runtime: await testRuntimeOf(options.runtime ?? APPHOST_DEFAULTS.runtime),
           ...(asRoot ? { voterGids: VOTER_GIDS } : {}),
         });
       } catch (err) {
@@ -281,12 +282,22 @@ export class TestCluster {
   }
 
   /**
-   * Cuts the peer traffic between the groups, e.g. `[["voter1"], ["voter2", "voter3"]]`; a voter named in
-   * no group is cut off alone. Needs root and iptables: otherwise PartitionUnavailableError says which.
+   * Cuts the peer traffic between the groups, both ways, e.g. `[["voter1"], ["voter2", "voter3"]]`; a
+   * voter named in no group is cut off alone. Replaces any partition or cut in place. Needs root and
+   * iptables: otherwise PartitionUnavailableError says which.
    */
   partition(groups: readonly (readonly VoterName[])[]): Promise<void> {
+    return this.cut(linksBetween(groups));
+  }
+
+  /**
+   * Cuts links one way: `[["voter1", "voter2"]]` drops what voter1 sends voter2 (its Raft messages and
+   * forwarded commands) while voter2 still reaches voter1. Replaces any partition or cut in place; an
+   * empty list cuts nothing. Needs root and iptables, like `partition`.
+   */
+  cut(links: readonly VoterLink[]): Promise<void> {
     return this.partitionRules.apply(
-      groups,
+      links,
       VOTER_NAMES.map((name) => ({
         name,
         peerPort: this.cluster.voter(name).peerPort,

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { performance } from "node:perf_hooks";
 import { InvalidArgumentError, NotFoundError, UnavailableError } from "@keyload/contract";
 import type { FastifyRequest, onRequestHookHandler } from "fastify";
-import { AdmissionRefusal, type HttpAdmissionGovernor } from "../admission/index.js";
+import { AdmissionRefusal, type HttpAdmissionGovernor, type HttpReservation } from "../admission/index.js";
 import { isCommandId } from "../state/identifiers.js";
 import { invalidCredentials, roleRefusal } from "../state/principals.js";
 import { bearerKey } from "./bearer-token.js";
@@ -10,7 +10,7 @@ import type { ErrorReplies } from "./error-replies.js";
 import { RequestEdge } from "./request-edge.js";
 import type { RequestObserver } from "./request-observer.js";
 import type { ApiRoute } from "./routes.js";
-import type { VoterService } from "./voter-service.js";
+import type { Identity, VoterService } from "./voter-service.js";
 
 export const COMMAND_ID_HEADER = "KeyLoad-Command-Id";
 /** Node lowercases header names. */
@@ -49,7 +49,14 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
         done();
         return;
       }
-      admit(deps, request, edge, route);
+      const waiting = admit(deps, request, edge, route);
+      if (waiting !== undefined) {
+        waiting.then(
+          () => done(),
+          (error: unknown) => deps.replies.send(request, reply, error, hasBody(request.headers)),
+        );
+        return;
+      }
     } catch (error) {
       deps.replies.send(request, reply, error, hasBody(request.headers));
       return;
@@ -58,7 +65,16 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
   };
 }
 
-function admit(deps: EdgeGateDeps, request: FastifyRequest, edge: RequestEdge, route: ApiRoute): void {
+/**
+ * Admits the request, synchronously for a key this voter knows; for one it does not, returns the wait
+ * for this voter to catch up with the commit, after which the key is looked up once more.
+ */
+function admit(
+  deps: EdgeGateDeps,
+  request: FastifyRequest,
+  edge: RequestEdge,
+  route: ApiRoute,
+): Promise<void> | undefined {
   const admitted = deps.governor.reserve({
     kind: route.reservation,
     declaredLength: declaredLength(request.headers),
@@ -67,8 +83,28 @@ function admit(deps: EdgeGateDeps, request: FastifyRequest, edge: RequestEdge, r
   if (admitted instanceof AdmissionRefusal) throw admitted.toError();
   edge.reservation = admitted;
 
-  const identity = deps.service.authenticate(bearerKey(request.headers.authorization));
-  if (identity === null) throw invalidCredentials();
+  const apiKey = bearerKey(request.headers.authorization);
+  const identity = deps.service.authenticate(apiKey);
+  if (identity !== null) {
+    bindIdentity(request, edge, route, admitted, identity);
+    return undefined;
+  }
+  // The slot stays reserved while this voter catches up: unknown keys cost a read barrier each, within
+  // the pool's bounds.
+  return deps.service.catchUp().then(() => {
+    const known = deps.service.authenticate(apiKey);
+    if (known === null) throw invalidCredentials();
+    bindIdentity(request, edge, route, admitted, known);
+  });
+}
+
+function bindIdentity(
+  request: FastifyRequest,
+  edge: RequestEdge,
+  route: ApiRoute,
+  admitted: HttpReservation,
+  identity: Identity,
+): void {
   const refusal = admitted.bind(identity.tenantId, identity.principalId);
   if (refusal !== undefined) throw refusal.toError();
   edge.identity = identity;

@@ -279,6 +279,27 @@ describe("authentication and roles", () => {
     expect(fx.service.submitted).toHaveLength(0);
   });
 
+  it("looks a key it does not know up again once caught up with the commit, before refusing it", async () => {
+    // Created through another voter and acknowledged there, not yet applied here.
+    fx.service.keysAfterCatchUp.set("kl_created_elsewhere", KEYS.writer.identity);
+    const known = await fx.app.inject(put('{"value":1}', { authorization: "Bearer kl_created_elsewhere" }));
+    expect(known.statusCode, known.body).toBe(200);
+    expect(fx.service.catchUps).toBe(1);
+    const unknown = await fx.app.inject(put('{"value":1}', { authorization: "Bearer kl_nobody_has_this" }));
+    expectContractError(unknown, 401, "Unauthenticated", "InvalidCredentials");
+    expect(fx.service.catchUps).toBe(2);
+    // A known key never waits.
+    await fx.app.inject(put('{"value":1}'));
+    expect(fx.service.catchUps).toBe(2);
+  });
+
+  it("answers a catch-up that fails with its error, and releases the slot", async () => {
+    fx.service.catchUpFailure = new UnavailableError("no leader", { reason: "NoLeader" });
+    const response = await fx.app.inject(put('{"value":1}', { authorization: "Bearer kl_unknown_here" }));
+    expectContractError(response, 503, "Unavailable", "NoLeader");
+    expect(fx.service.submitted).toHaveLength(0);
+  });
+
   it("accepts the scheme in any case", async () => {
     const response = await fx.app.inject({
       method: "GET",

@@ -86,6 +86,12 @@ export interface VoterService {
    */
   authenticate(apiKey: string): Identity | null;
   /**
+   * Resolves once this voter has applied everything committed when it was called (a read barrier):
+   * a key created through another voter is acknowledged there before it is applied here, so a key
+   * this voter does not know is looked up again after it, before the request is refused.
+   */
+  catchUp(): Promise<void>;
+  /**
    * Admits, replicates and applies one command. Throws ResourceExhausted (command admission),
    * UnknownWriteOutcome, Unavailable, CommandIdConflict, InvalidArgument, FailedPrecondition, NotFound,
    * LeaseLost, and Unauthenticated or PermissionDenied when the catalog as of the command's entry refuses

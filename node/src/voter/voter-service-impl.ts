@@ -56,6 +56,10 @@ export class KeyLoadVoterService implements VoterService {
     return this.parts.stateMachine.authenticate(hashApiKey(apiKey)) ?? null;
   }
 
+  catchUp(): Promise<void> {
+    return this.parts.driver.readBarrier();
+  }
+
   async submitCommand(cmd: CommandSubmission): Promise<CommandAnswer> {
     const { commandGovernor, worker } = this.parts;
     const admitted = commandGovernor.tryAdmit({

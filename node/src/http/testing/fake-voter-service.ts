@@ -59,7 +59,20 @@ export class FakeVoterService implements VoterService {
   authenticate(apiKey: string): Identity | null {
     this.authentications++;
     for (const { key, identity } of Object.values(KEYS)) if (key === apiKey) return identity;
-    return null;
+    return this.caughtUp.get(apiKey) ?? null;
+  }
+
+  /** Keys `catchUp` adds to the catalog, as a voter applying a committed key creation would. */
+  readonly keysAfterCatchUp = new Map<string, Identity>();
+  private readonly caughtUp = new Map<string, Identity>();
+  catchUps = 0;
+  /** Thrown by `catchUp` when set, as a voter without a leader would. */
+  catchUpFailure: Error | undefined;
+
+  async catchUp(): Promise<void> {
+    this.catchUps++;
+    if (this.catchUpFailure) throw this.catchUpFailure;
+    for (const [key, identity] of this.keysAfterCatchUp) this.caughtUp.set(key, identity);
   }
 
   submitCommand(command: CommandSubmission): Promise<CommandAnswer> {

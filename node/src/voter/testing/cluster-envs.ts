@@ -16,8 +16,8 @@ export interface ClusterOptions {
 }
 
 /**
- * The settings of a three-voter test cluster on loopback, with its data dirs under `root` and ports
- * picked free: the same whether the voters run in the test's process or as processes of their own.
+ * The settings of a three-voter test cluster (VoterCluster) on loopback, with its data dirs under
+ * `root` and ports picked free.
  */
 export async function clusterEnvs(
   root: string,
@@ -66,9 +66,4 @@ export function singleVoterEnv(
     KeyLoad__Log__Level: "silent",
     ...extra,
   };
-}
-
-/** The public URL a voter with these settings serves. */
-export function httpUrlOf(env: Record<string, string>): string {
-  return `http://127.0.0.1:${env.KeyLoad__Node__HttpPort}`;
 }

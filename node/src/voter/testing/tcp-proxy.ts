@@ -8,9 +8,6 @@ export class TcpProxy {
   /** Where accepted connections are relayed; set before the first connection arrives. */
   targetPort = 0;
   private held = false;
-  /** Set by blackhole: connections are accepted and kept, and nothing crosses them. */
-  private down = false;
-  private readonly stranded = new Set<Socket>();
   private rewrite: ((chunk: Buffer) => Buffer) | null = null;
   private readonly pairs = new Set<[Socket, Socket]>();
   private readonly heldBytes = new Map<Socket, Buffer[]>();
@@ -64,37 +61,12 @@ export class TcpProxy {
     this.heldBytes.clear();
   }
 
-  /**
-   * Until `restore`, the link is down as if the network dropped every packet: nothing crosses the
-   * relayed connections or new ones, which are accepted all the same, so each side only learns of it
-   * from its own timeouts.
-   */
-  blackhole(): void {
-    this.down = true;
-  }
-
-  /**
-   * Ends a blackhole. Its connections are reset rather than resumed: the bytes it dropped would leave
-   * a gap in the middle of their streams, which TCP never does.
-   */
-  restore(): void {
-    this.down = false;
-    this.cut();
-    for (const socket of this.stranded) socket.destroy();
-    this.stranded.clear();
-  }
-
   async close(): Promise<void> {
-    this.restore();
+    this.cut();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
   private relay(client: Socket): void {
-    if (this.down) {
-      this.stranded.add(client);
-      client.on("error", () => client.destroy()).on("close", () => this.stranded.delete(client));
-      return;
-    }
     const upstream = new Socket();
     const pair: [Socket, Socket] = [client, upstream];
     this.pairs.add(pair);
@@ -108,7 +80,6 @@ export class TcpProxy {
     upstream.on("error", drop).on("close", drop);
     upstream.connect(this.targetPort, "127.0.0.1");
     client.on("data", (chunk: Buffer) => {
-      if (this.down) return;
       if (!this.held) {
         upstream.write(chunk);
         return;
@@ -118,7 +89,7 @@ export class TcpProxy {
       this.heldBytes.set(client, kept);
     });
     upstream.on("data", (chunk: Buffer) => {
-      if (!this.down) client.write(this.rewrite ? this.rewrite(chunk) : chunk);
+      client.write(this.rewrite ? this.rewrite(chunk) : chunk);
     });
   }
 }

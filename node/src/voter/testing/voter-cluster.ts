@@ -6,7 +6,7 @@ import { loadVoterConfig } from "../../config/voter-config.js";
 import { type RunningVoter, startVoter } from "../voter.js";
 import { ADMIN_KEY, type ClusterOptions, clusterEnvs } from "./cluster-envs.js";
 
-export { ADMIN_KEY, type ClusterOptions };
+export type { ClusterOptions };
 
 /** Three voters in this process on loopback, each in its own temp data dir; `dispose` removes everything. */
 export class VoterCluster {

@@ -1,11 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import { afterEach } from "vitest";
-import { type ClusterOptions, clusterEnvs, httpUrlOf } from "./cluster-envs.js";
 
 const NODE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 
@@ -66,36 +62,4 @@ async function statusOf(url: string): Promise<number> {
   } catch {
     return 0;
   }
-}
-
-/** Three voters as processes of their own, ready, on loopback in a temp dir (see processClusterPerTest). */
-export interface ProcessCluster {
-  readonly envs: readonly Record<string, string>[];
-  readonly urls: readonly string[];
-  /** The current process of each voter; a test that restarts one puts the new one here. */
-  readonly procs: ChildProcess[];
-}
-
-/**
- * Starts at most one ProcessCluster per test and, after the test whatever it did, kills its processes
- * (stopped ones too) and removes its data: call at a test file's top level, then
- * `await startCluster(options)` in a test.
- */
-export function processClusterPerTest(): (options?: ClusterOptions) => Promise<ProcessCluster> {
-  let root: string | undefined;
-  const procs: ChildProcess[] = [];
-  afterEach(async () => {
-    await Promise.all(procs.map((p) => killProcess(p)));
-    procs.length = 0;
-    if (root) rmSync(root, { recursive: true, force: true });
-    root = undefined;
-  });
-  return async (options) => {
-    root = mkdtempSync(join(tmpdir(), "keyload-process-cluster-"));
-    const envs = await clusterEnvs(root, options);
-    const urls = envs.map(httpUrlOf);
-    procs.push(...(await Promise.all(envs.map((env) => startVoterProcess(env)))));
-    await Promise.all(urls.map((url) => waitFor200(`${url}/health/ready`)));
-    return { envs, urls, procs };
-  };
 }

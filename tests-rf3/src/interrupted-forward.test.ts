@@ -1,22 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { dumpLogsOnFailure, startCluster, type TestCluster } from "./index.js";
+import { describe, expect, it } from "vitest";
+import { clusterPerTest } from "./support/cluster-per-test.js";
 
-let cluster: TestCluster | undefined;
-afterEach(async () => {
-  await cluster?.dispose();
-  cluster = undefined;
-});
+const startCluster = clusterPerTest();
 
 describe("a forward the leader never answers", () => {
-  it("answers UnknownWriteOutcome, and the same command ID later resolves to one application", async (context) => {
-    cluster = await startCluster({
+  it("answers UnknownWriteOutcome, and the same command ID later resolves to one application", async () => {
+    const cluster = await startCluster({
       env: {
         KeyLoad__Raft__ElectionTimeoutMs: "500",
         KeyLoad__Raft__HeartbeatIntervalMs: "50",
         KeyLoad__Raft__ReplicationDeadlineMs: "1500",
       },
     });
-    dumpLogsOnFailure(context, cluster);
     const leader = await cluster.waitForLeader();
     const follower = cluster.voters.find((v) => v.name !== leader.name)!;
     const once = cluster.client(cluster.adminKey, { maxAttempts: 1, adaptiveThrottle: false });
@@ -36,5 +31,5 @@ describe("a forward the leader never answers", () => {
     );
     expect(resolved).toMatchObject({ commandId: "fwd-1", key: "lost/answer", version: 1 });
     expect(await client.get("lost/answer")).toMatchObject({ value: { n: 1 }, version: 1 });
-  }, 60_000);
+  });
 });

@@ -1,22 +1,37 @@
 import { existsSync } from "node:fs";
+import { setTimeout as sleep } from "node:timers/promises";
+import { VOTER_NAMES, VoterStateError } from "@keyload/apphost/testing";
 import { UnauthenticatedError } from "@keyload/client";
-import { afterEach, describe, expect, it } from "vitest";
-import { survivors } from "../test-support/cli-process.js";
-import { dumpLogsOnFailure, startCluster, type TestCluster, VOTER_NAMES, VoterStateError } from "./index.js";
+import { describe, expect, it } from "vitest";
+import { clusterPerTest } from "./support/cluster-per-test.js";
 
-let cluster: TestCluster | undefined;
-afterEach(async () => {
-  await cluster?.dispose();
-  cluster = undefined;
-});
+const startCluster = clusterPerTest();
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The pids among `pids` whose processes are still alive after `timeoutMs`. */
+async function survivors(pids: readonly number[], timeoutMs: number): Promise<number[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const alive = pids.filter(isAlive);
+    if (alive.length === 0 || Date.now() >= deadline) return alive;
+    await sleep(100);
+  }
+}
 
 describe("the testing API", () => {
-  it("starts a ready cluster with forwarded settings, a leader, clients and tenants", async (context) => {
-    cluster = await startCluster({
+  it("starts a ready cluster with forwarded settings, a leader, clients and tenants", async () => {
+    const cluster = await startCluster({
       env: { KeyLoad__CommandAdmission__MaxCommands: "200" },
       voterEnv: { voter2: { KeyLoad__CommandAdmission__MaxCommands: "50" } },
     });
-    dumpLogsOnFailure(context, cluster);
     const leader = await cluster.waitForLeader();
     expect(VOTER_NAMES).toContain(leader.name);
     expect((await cluster.leader())?.name).toBe(leader.name);
@@ -44,11 +59,10 @@ describe("the testing API", () => {
     expect(cluster.logs("voter1")).toContain("voter started");
   });
 
-  it("kills, restarts, pauses and wipes voters, and dispose leaves nothing behind", async (context) => {
-    cluster = await startCluster({
+  it("kills, restarts, pauses and wipes voters, and dispose leaves nothing behind", async () => {
+    const cluster = await startCluster({
       env: { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
     });
-    dumpLogsOnFailure(context, cluster);
     const admin = cluster.adminClient();
     const first = await cluster.waitForLeader();
     await admin.put("before", 1);
@@ -63,13 +77,16 @@ describe("the testing API", () => {
 
     const follower = cluster.voters.find((v) => v.name !== second.name)!;
     cluster.pause(follower.name);
-    // Through the leader: a paused voter accepts connections but never answers, so a client trying it
-    // first would wait out its request timeout.
-    await admin.put("paused", 3, { endpoint: cluster.voter(second.name).httpUrl });
-    expect(cluster.voter(follower.name).pid).toBeTypeOf("number");
-    cluster.resume(follower.name);
+    try {
+      // Through the leader: a paused voter accepts connections but never answers, so a client trying
+      // it first would wait out its request timeout.
+      await admin.put("paused", 3, { endpoint: cluster.voter(second.name).httpUrl });
+      expect(cluster.voter(follower.name).pid).toBeTypeOf("number");
+    } finally {
+      cluster.resume(follower.name);
+    }
 
-    expect(() => cluster!.wipe(follower.name)).toThrow(VoterStateError);
+    expect(() => cluster.wipe(follower.name)).toThrow(VoterStateError);
     await cluster.stop(follower.name);
     cluster.wipe(follower.name);
     expect(existsSync(follower.dataDir)).toBe(false);
@@ -86,7 +103,6 @@ describe("the testing API", () => {
     const pids = cluster.voters.map((v) => v.pid!);
     const { stateDir } = cluster;
     await cluster.dispose();
-    cluster = undefined;
     expect(await survivors(pids, 2_000)).toEqual([]);
     expect(existsSync(stateDir)).toBe(false);
   });

@@ -1,5 +1,5 @@
+import type { KeyLoadClient } from "@keyload/client";
 import { expect } from "vitest";
-import type { KeyLoadClient } from "../keyload-client.js";
 import { SentCommandIds } from "./sent-command-ids.js";
 
 export interface LeaderLossOptions {
@@ -12,7 +12,7 @@ export interface LeaderLossOptions {
   /** How long the writes are on their way before the leader goes. */
   readonly inFlightMs: number;
   /** Stops or kills the leader. */
-  readonly loseLeader: () => Promise<void>;
+  readonly loseLeader: () => Promise<unknown>;
 }
 
 const COUNT = 10;

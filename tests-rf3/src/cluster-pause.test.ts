@@ -1,0 +1,33 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { VOTER_NAMES } from "@keyload/apphost/testing";
+import { describe, it } from "vitest";
+import { clusterPerTest } from "./support/cluster-per-test.js";
+import { RegisterWorkload } from "./support/register-workload.js";
+import { SeededRandom } from "./support/seeded-random.js";
+
+const ROUNDS = 6;
+
+const startCluster = clusterPerTest();
+
+describe("three voters stopped (SIGSTOP) and resumed at random", () => {
+  it("serve no stale read from a leader that slept through its replacement, and converge", async () => {
+    const cluster = await startCluster({
+      env: { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
+    });
+    const random = new SeededRandom(20261204);
+    await RegisterWorkload.around(cluster, { writers: 6, readers: 3 }, async () => {
+      for (let round = 0; round < ROUNDS; round++) {
+        await sleep(300 + random.nextInt(700));
+        // Half the rounds stop the leader: it wakes believing it still leads, with requests queued.
+        const leader = round % 2 === 0 ? await cluster.leader() : undefined;
+        const victim = leader?.name ?? VOTER_NAMES[random.nextInt(3)]!;
+        cluster.pause(victim);
+        try {
+          await sleep(500 + random.nextInt(1500));
+        } finally {
+          cluster.resume(victim);
+        }
+      }
+    });
+  });
+});
