@@ -21,8 +21,11 @@ interface Flood {
   stop(): Promise<void>;
 }
 
-/** Writers that each put as fast as they are answered, refusals included, until stopped. */
-function flood(client: KeyLoadClient): Flood {
+/**
+ * Writers that each put through `endpoint` as fast as they are answered, refusals included, until
+ * stopped. Through the leader: through a follower, the follower's own lane would cap what reaches it.
+ */
+function flood(client: KeyLoadClient, endpoint: string): Flood {
   let running = true;
   let refusals = 0;
   let accepted = 0;
@@ -30,7 +33,7 @@ function flood(client: KeyLoadClient): Flood {
   const loops = Array.from({ length: FLOODERS }, async (_, w) => {
     for (let n = 0; running; n++) {
       try {
-        await client.put(`flood/${w}`, { n, pad: "x".repeat(2_000) });
+        await client.put(`flood/${w}`, { n, pad: "x".repeat(2_000) }, { endpoint });
         accepted++;
       } catch (error) {
         if (
@@ -88,6 +91,7 @@ describe("control work while the data lane is full", () => {
         retryResourceExhausted: false,
         adaptiveThrottle: false,
       }),
+      leader.httpUrl,
     );
     try {
       // The flood has filled the leader's data lane: it holds as many commands as its cap allows.

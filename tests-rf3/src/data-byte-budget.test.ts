@@ -8,6 +8,7 @@ import {
 } from "@keyload/client";
 import { describe, expect, it, vi } from "vitest";
 import { clusterPerTest } from "./support/cluster-per-test.js";
+import { waitForDataCommands } from "./support/metric-wait.js";
 import { partitionsUnavailable } from "./support/partitions-required.js";
 import { retainedBytesOf } from "./support/sized-bodies.js";
 import { metricOf } from "./support/voter-metrics.js";
@@ -248,13 +249,7 @@ describe("the data-byte budget on three voters", () => {
       let sent: Promise<void>[] = [];
       try {
         sent = direct.map((id) => send(once, id, leader.httpUrl, ended));
-        await vi.waitFor(
-          async () =>
-            expect(
-              await metricOf(once, leader.httpUrl, "keyload_command_admission_commands", { lane: "data" }),
-            ).toBe(fits),
-          { timeout: 10_000, interval: 50 },
-        );
+        await waitForDataCommands(once, leader.httpUrl, fits);
         expect(ended.size).toBe(0);
         for (const id of forwarded) await send(once, id, forwarder.httpUrl, ended);
       } finally {
