@@ -431,7 +431,7 @@ describe("KeyLoadClient against a three-voter cluster", () => {
       expect(sent.count("throttled-1")).toBe(0);
     }
     {
-      // Streams a chunked upload (the voter's 413 for one over the cap: body-limits.test.ts).
+      // Streams a chunked upload; one over the data body cap is the voter's 413, not a lost connection.
       const encoder = new TextEncoder();
       async function* small() {
         yield encoder.encode('{"value":"');
@@ -441,6 +441,26 @@ describe("KeyLoadClient against a three-voter cluster", () => {
       const put = await admin.upload("PUT", "/v1/catalog/uploaded", () => small(), { commandId: "up-1" });
       expect(put).toEqual({ commandId: "up-1", key: "uploaded", version: 1 });
       expect((await admin.get<string>("uploaded")).value).toHaveLength(4_000);
+
+      async function* huge() {
+        yield encoder.encode('{"value":"');
+        for (let i = 0; i < 80; i++) yield encoder.encode("z".repeat(4_096));
+        yield encoder.encode('"}');
+      }
+      for (let attempt = 0; attempt < 10; attempt++) {
+        const id = `up-huge-${attempt}`;
+        const error = await failure(admin.upload("PUT", "/v1/catalog/huge", () => huge(), { commandId: id }));
+        expect(error).toBeInstanceOf(ResourceExhaustedError);
+        expect(error).toMatchObject({
+          status: 413,
+          reason: "BodyTooLarge",
+          governor: "http",
+          pool: "data",
+          commandId: id,
+          retryAfter: undefined,
+        });
+      }
+      expect(await failure(admin.get("huge"))).toBeInstanceOf(NotFoundError);
     }
   });
 });

@@ -2,6 +2,7 @@ import { InternalError, InvalidArgumentError, KeyLoadError, ResourceExhaustedErr
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import type { HttpMetrics } from "./http-metrics.js";
 import { LEADER_HEADER, leaderHeaderValue } from "./leader-header.js";
+import { lingerOnClose } from "./lingering-close.js";
 import type { VoterService } from "./voter-service.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -15,13 +16,20 @@ export class ErrorReplies {
   constructor(
     private readonly service: VoterService,
     private readonly metrics: HttpMetrics,
+    private readonly lingerMs: number,
   ) {}
 
   /**
-   * Answers `failure`. `unreadBody`: the body was never read, so the connection is closed after the
-   * answer instead of reading whatever the client still sends.
+   * Answers `failure`. `unreadBody` (by default: the request did not arrive whole): the body was not
+   * read to its end, so the connection is closed after the answer, lingering so the client still sending
+   * reads the answer rather than a reset.
    */
-  send(request: FastifyRequest, reply: FastifyReply, failure: unknown, unreadBody = false): FastifyReply {
+  send(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    failure: unknown,
+    unreadBody = !request.raw.complete,
+  ): FastifyReply {
     let error = this.toKeyLoadError(request, failure);
     const commandId = request.keyloadEdge?.commandId;
     if (commandId !== undefined && error.commandId === undefined) error = error.withCommandId(commandId);
@@ -35,7 +43,10 @@ export class ErrorReplies {
     } else if (error.code === "Unauthenticated") {
       reply.header("www-authenticate", 'Bearer realm="keyload"');
     }
-    if (unreadBody) reply.header("connection", "close");
+    if (unreadBody) {
+      reply.header("connection", "close");
+      lingerOnClose(request.raw.socket, this.lingerMs);
+    }
     return reply.code(error.status).type(JSON_TYPE).send(JSON.stringify(error.toBody()));
   }
 

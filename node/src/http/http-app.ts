@@ -24,9 +24,18 @@ export interface HttpEdgeLimits {
    */
   readonly requestTimeoutMs: number;
   readonly keepAliveTimeoutMs: number;
+  /**
+   * How long a connection closed after refusing a body unread keeps reading and dropping what the
+   * client still sends, so the client reads the refusal instead of a reset (lingering-close.ts).
+   */
+  readonly refusedBodyLingerMs: number;
 }
 
-export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = { requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000 };
+export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  refusedBodyLingerMs: 2_000,
+};
 
 export interface HttpServerOptions {
   readonly service: VoterService;
@@ -60,7 +69,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
   const { service, httpAdmission: governor } = options;
   const limits = { ...HTTP_EDGE_DEFAULTS, ...options.limits };
   const metrics = new HttpMetrics(service.metricsRegistry, governor);
-  const replies = new ErrorReplies(service, metrics);
+  const replies = new ErrorReplies(service, metrics, limits.refusedBodyLingerMs);
   let closing = false;
 
   const httpLogger = options.logger.child(

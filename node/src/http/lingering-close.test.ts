@@ -1,0 +1,82 @@
+import { once } from "node:events";
+import { connect, type Socket } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { bearer } from "./testing/fake-voter-service.js";
+import { type HttpFixture, httpFixture } from "./testing/http-fixture.js";
+import { parseResponse, waitFor } from "./testing/raw-http.js";
+
+const CAP = 1024;
+let fx: HttpFixture | undefined;
+const sockets: Socket[] = [];
+
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await fx?.close();
+  fx = undefined;
+});
+
+/** A chunked PUT whose first chunk already passes the data cap, answered 413; what the socket saw. */
+async function refusedUpload(lingerMs?: number) {
+  fx = httpFixture({
+    admission: { MaxDataBodyBytes: CAP },
+    ...(lingerMs === undefined ? {} : { limits: { refusedBodyLingerMs: lingerMs } }),
+  });
+  const { port } = await fx.listen();
+  // Half-open, as a client streaming its body keeps writing after the voter's FIN until it reads the answer.
+  const socket = connect({ port, host: "127.0.0.1", allowHalfOpen: true });
+  sockets.push(socket);
+  await once(socket, "connect");
+  const received: Buffer[] = [];
+  const seen = { error: undefined as string | undefined, ended: false, closed: false };
+  socket.on("data", (chunk: Buffer) => received.push(chunk));
+  socket.on("error", (error: NodeJS.ErrnoException) => {
+    seen.error = error.code;
+  });
+  socket.on("end", () => {
+    seen.ended = true;
+  });
+  socket.on("close", () => {
+    seen.closed = true;
+  });
+  socket.write(
+    "PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\n" +
+      `Authorization: ${bearer("writer")}\r\nKeyLoad-Command-Id: c1\r\n` +
+      "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+  );
+  socket.write(chunk(`{"value":"${"x".repeat(2 * CAP)}`));
+  const answer = () => Buffer.concat(received).toString("utf8");
+  await waitFor(() => answer().includes("BodyTooLarge"), "the 413");
+  return { socket, seen, answer };
+}
+
+function chunk(text: string): string {
+  return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
+}
+
+describe("lingering close after a refused body", () => {
+  it("reads and drops what the client still sends after the 413, so the client sees no reset", async () => {
+    const { socket, seen, answer } = await refusedUpload();
+    expect(parseResponse(answer())).toMatchObject({ statusCode: 413, headers: { connection: "close" } });
+    // Writes after the answer, as a client streaming its body does before it reads the answer; a voter
+    // that closed its socket outright would answer them with a reset.
+    for (let i = 0; i < 16; i++) socket.write(chunk("y".repeat(16 * 1024)));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    if (!socket.destroyed) socket.end();
+    await waitFor(() => seen.closed, "the connection to close");
+    expect(seen).toEqual({ error: undefined, ended: true, closed: true });
+  });
+
+  it("closes a connection whose client keeps sending once the linger has passed", async () => {
+    const { socket, seen } = await refusedUpload(100);
+    const started = Date.now();
+    const feed = setInterval(() => {
+      if (!socket.destroyed) socket.write(chunk("y".repeat(1024)));
+    }, 5);
+    try {
+      await waitFor(() => seen.closed, "the voter to close the connection", 3_000);
+    } finally {
+      clearInterval(feed);
+    }
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+});
