@@ -23,7 +23,7 @@ export function runRaftBench(entries: number, batch: number, entryBytes: number)
   const nodes = new Map<string, { raft: RaftNode; storage: MemoryStorage }>();
   ids.forEach((id, i) => {
     const storage = new MemoryStorage({ voters: ids });
-    const raft = new RaftNode({ id, voters: ids, storage, random: new SeededRandom(i + 1) });
+    const raft = new RaftNode({ id, storage, random: new SeededRandom(i + 1) });
     nodes.set(id, { raft, storage });
   });
   let inFlight: Message[] = [];

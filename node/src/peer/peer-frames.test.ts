@@ -50,9 +50,9 @@ describe("peer frames", () => {
     const http = Buffer.from("GET / HTTP/1.1\r\n\r\n");
     expect(() => decodeHello(http)).toThrow(PeerProtocolError);
     const hello = Uint8Array.from(encodeHello({ dialerId: "a", acceptorId: "b", nonce }));
-    hello[4] = 2;
+    hello[4] = 1;
     expect(() => decodeHello(hello)).toThrow(PeerHandshakeError);
-    expect(() => decodeHello(hello)).toThrow(/version 2 is not supported/);
+    expect(() => decodeHello(hello)).toThrow(/version 1 is not supported/);
   });
 
   it("refuses a short nonce or proof and a limit announced twice", () => {

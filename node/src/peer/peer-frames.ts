@@ -20,7 +20,8 @@ export const FrameType = {
   Failure: 19,
 } as const;
 
-const PROTOCOL_VERSION = 1;
+// 2: snapshot metadata names learners.
+const PROTOCOL_VERSION = 2;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 /** Tells a stray client (an HTTP request sent to the peer port, say) apart from a peer at once. */

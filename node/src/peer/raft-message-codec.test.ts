@@ -19,7 +19,7 @@ const samples: Message[] = [
     from: "a",
     to: "b",
     term: 3,
-    meta: { index: 100, term: 2, conf: { voters: ["a", "b", "c"] } },
+    meta: { index: 100, term: 2, conf: { voters: ["a", "b", "c"], learners: ["d"] } },
     offset: 0,
     totalBytes: 3,
     data: new Uint8Array([1, 2, 3]),

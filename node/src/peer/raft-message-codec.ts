@@ -1,3 +1,4 @@
+import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { ConfState, Entry, EntryType, Message, SnapshotMeta } from "../raft/types.js";
 import { BinaryReader } from "./binary-reader.js";
 import { BinaryWriter } from "./binary-writer.js";
@@ -208,7 +209,7 @@ function estimateSize(message: Message): number {
 function writeEntry(w: BinaryWriter, entry: Entry): void {
   w.uint(entry.term);
   w.uint(entry.index);
-  w.u8(entry.type === "normal" ? 0 : 1);
+  w.u8(entryTypeCode(entry.type));
   w.bytes(entry.data);
 }
 
@@ -221,24 +222,35 @@ function readEntry(r: BinaryReader): Entry {
 }
 
 function readEntryType(byte: number): EntryType {
-  if (byte === 0) return "normal";
-  if (byte === 1) return "noop";
-  throw new PeerProtocolError(`unknown entry type ${byte}`);
+  const type = entryTypeOf(byte);
+  if (type === null) throw new PeerProtocolError(`unknown entry type ${byte}`);
+  return type;
 }
 
 function writeSnapshotMeta(w: BinaryWriter, meta: SnapshotMeta): void {
   w.uint(meta.index);
   w.uint(meta.term);
-  w.uint(meta.conf.voters.length);
-  for (const voter of meta.conf.voters) w.string(voter);
+  writeNames(w, meta.conf.voters);
+  writeNames(w, meta.conf.learners ?? []);
+}
+
+function writeNames(w: BinaryWriter, names: readonly string[]): void {
+  w.uint(names.length);
+  for (const name of names) w.string(name);
+}
+
+function readNames(r: BinaryReader): string[] {
+  const count = r.count(1);
+  const names: string[] = [];
+  for (let i = 0; i < count; i++) names.push(r.string());
+  return names;
 }
 
 function readSnapshotMeta(r: BinaryReader): SnapshotMeta {
   const index = r.uint();
   const term = r.uint();
-  const count = r.count(1);
-  const voters: string[] = [];
-  for (let i = 0; i < count; i++) voters.push(r.string());
-  const conf: ConfState = { voters };
+  const voters = readNames(r);
+  const learners = readNames(r);
+  const conf: ConfState = learners.length === 0 ? { voters } : { voters, learners };
   return { index, term, conf };
 }

@@ -4,7 +4,9 @@ export type ProposalRefusalReason =
   | "NoLeader"
   | "NotLeader"
   | "TransferInProgress"
-  | "UncommittedBytesExceeded";
+  | "UncommittedBytesExceeded"
+  | "ConfChangePending"
+  | "InvalidConfChange";
 
 export class RaftError extends Error {
   readonly code: string;

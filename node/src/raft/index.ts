@@ -1,3 +1,5 @@
+export { bootstrapState } from "./bootstrap.js";
+export type { BootstrapConf, ConfChange, ConfEntry } from "./conf-change.js";
 export * from "./errors.js";
 export { entrySize, type LogStorage, limitSize } from "./log-storage.js";
 export { MemoryStorage } from "./memory-storage.js";

@@ -307,7 +307,7 @@ describe("commitment", () => {
 
     it("restores term, vote and commit", () => {
       const storage = persisted();
-      const n = new RaftNode({ id: "b", voters: VOTERS, storage, random: new SeededRandom(1) });
+      const n = new RaftNode({ id: "b", storage, random: new SeededRandom(1) });
       expect(n.status()).toMatchObject({
         term: 1,
         vote: "a",
@@ -320,7 +320,7 @@ describe("commitment", () => {
 
     it("re-applies nothing at or before `applied`", () => {
       const storage = persisted();
-      const n = new RaftNode({ id: "b", voters: VOTERS, storage, random: new SeededRandom(1), applied: 4 });
+      const n = new RaftNode({ id: "b", storage, random: new SeededRandom(1), applied: 4 });
       expect(n.status().applied).toBe(4);
       const h = drain(n, storage);
       expect(h.committed.map((e) => e.index)).toEqual([5, 6]);
@@ -330,19 +330,19 @@ describe("commitment", () => {
 
     it("re-applies everything after `applied` (0: the whole committed log)", () => {
       const storage = persisted();
-      const n = new RaftNode({ id: "b", voters: VOTERS, storage, random: new SeededRandom(1) });
+      const n = new RaftNode({ id: "b", storage, random: new SeededRandom(1) });
       expect(drain(n, storage).committed.map((e) => e.index)).toEqual([1, 2, 3, 4, 5, 6]);
     });
 
     it("refuses an inconsistent disk: commit beyond the log, or applied beyond commit", () => {
       const bad = storageWithLog(VOTERS, [1, 1], { term: 1, commit: 3 });
-      expect(
-        () => new RaftNode({ id: "a", voters: VOTERS, storage: bad, random: new SeededRandom(1) }),
-      ).toThrow(RaftInvariantError);
+      expect(() => new RaftNode({ id: "a", storage: bad, random: new SeededRandom(1) })).toThrow(
+        RaftInvariantError,
+      );
       const ok = storageWithLog(VOTERS, [1, 1, 1], { term: 1, commit: 2 });
-      expect(
-        () => new RaftNode({ id: "a", voters: VOTERS, storage: ok, random: new SeededRandom(1), applied: 3 }),
-      ).toThrow(RaftInvariantError);
+      expect(() => new RaftNode({ id: "a", storage: ok, random: new SeededRandom(1), applied: 3 })).toThrow(
+        RaftInvariantError,
+      );
     });
 
     it("refuses a commit below the snapshot", () => {
@@ -350,9 +350,9 @@ describe("commitment", () => {
       s.createSnapshot(3, { voters: VOTERS }, new Uint8Array());
       s.compact(3);
       s.setHardState({ term: 1, vote: null, commit: 1 });
-      expect(
-        () => new RaftNode({ id: "a", voters: VOTERS, storage: s, random: new SeededRandom(1) }),
-      ).toThrow(RaftInvariantError);
+      expect(() => new RaftNode({ id: "a", storage: s, random: new SeededRandom(1) })).toThrow(
+        RaftInvariantError,
+      );
     });
   });
 });

@@ -7,7 +7,6 @@ import { append, drain, entriesWithTerms } from "./testing/helpers.js";
 
 const base = (over: Partial<RaftOptions> = {}): RaftOptions => ({
   id: "a",
-  voters: ["a", "b", "c"],
   storage: new MemoryStorage({ voters: ["a", "b", "c"] }),
   random: new SeededRandom(1),
   ...over,
@@ -45,11 +44,6 @@ describe("resolveRaftOptions", () => {
   it("requires heartbeatTicks < electionTicks", () => {
     expect(() => resolveRaftOptions(base({ electionTicks: 5, heartbeatTicks: 5 }))).toThrow(RangeError);
     expect(resolveRaftOptions(base({ electionTicks: 5, heartbeatTicks: 4 })).heartbeatTicks).toBe(4);
-  });
-
-  it("requires the node among distinct voters", () => {
-    expect(() => resolveRaftOptions(base({ id: "z" }))).toThrow(RangeError);
-    expect(() => resolveRaftOptions(base({ voters: ["a", "b", "a"] }))).toThrow(RangeError);
   });
 
   // Regression: the byte budgets used not to be validated, so a negative or NaN budget silently

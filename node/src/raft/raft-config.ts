@@ -4,7 +4,7 @@ import type { NodeId, RandomSource } from "./types.js";
 /** Options of one Raft core. Time is counted in ticks; the driver decides how long a tick lasts. */
 export interface RaftOptions {
   readonly id: NodeId;
-  readonly voters: readonly NodeId[];
+  /** Holds the configuration too: the snapshot's, changed by the `conf` entries applied after it. */
   readonly storage: LogStorage;
   readonly random: RandomSource;
   /** The index the state machine has already applied (after a restart, its snapshot's index). */
@@ -72,9 +72,5 @@ export function resolveRaftOptions(options: RaftOptions): ResolvedRaftOptions {
   if (resolved.heartbeatTicks >= resolved.electionTicks) {
     throw new RangeError("raft option heartbeatTicks must be smaller than electionTicks");
   }
-  if (!resolved.voters.includes(resolved.id))
-    throw new RangeError(`node ${resolved.id} is not among the voters`);
-  if (new Set(resolved.voters).size !== resolved.voters.length)
-    throw new RangeError("voters must be distinct");
   return resolved;
 }

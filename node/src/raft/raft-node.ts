@@ -1,3 +1,11 @@
+import {
+  applyConfChange,
+  type ConfChange,
+  confChangeProblem,
+  decodeConfChange,
+  encodeConfChange,
+} from "./conf-change.js";
+import { Configuration } from "./configuration.js";
 import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
 import { entrySize, payloadEntrySize } from "./log-storage.js";
 import { Progress } from "./progress.js";
@@ -7,6 +15,7 @@ import { ReadIndexQueue } from "./read-index-queue.js";
 import type {
   AppendMessage,
   AppendResponseMessage,
+  ConfState,
   Entry,
   HardState,
   HeartbeatMessage,
@@ -45,7 +54,9 @@ export interface RaftStatus {
    * leader): how far this node must apply to have caught up. 0 until a leader is heard from.
    */
   readonly leaderCommit: number;
-  /** Leader only: each peer's replication state. */
+  /** The configuration as of the applied index. */
+  readonly conf: ConfState;
+  /** Leader only: each member's replication state, learners included. */
   readonly progress: Readonly<Record<NodeId, { match: number; next: number; state: string }>>;
 }
 
@@ -73,9 +84,12 @@ type Outgoing = Distribute<Message>;
 export class RaftNode {
   readonly id: NodeId;
   private readonly opts: ResolvedRaftOptions;
-  private readonly voters: readonly NodeId[];
-  private readonly peers: readonly NodeId[];
-  private readonly quorum: number;
+  /** The configuration as of the applied index: a `conf` entry takes effect once it is applied. */
+  private conf: Configuration;
+  /** Every configuration applied since the storage's snapshot, by the index that made it. */
+  private confHistory: { index: number; conf: ConfState }[] = [];
+  /** Leader only: the index of the last `conf` entry proposed; no other is proposed until it applies. */
+  private pendingConfIndex = 0;
   private readonly random: RandomSource;
   private readonly log: RaftLog;
 
@@ -113,13 +127,10 @@ export class RaftNode {
   constructor(options: RaftOptions) {
     this.opts = resolveRaftOptions(options);
     this.id = this.opts.id;
-    this.voters = [...this.opts.voters];
-    this.peers = this.voters.filter((v) => v !== this.id);
-    this.quorum = Math.floor(this.voters.length / 2) + 1;
     this.random = this.opts.random;
     this.log = new RaftLog(this.opts.storage, this.opts.applied);
 
-    const { hardState } = this.opts.storage.initialState();
+    const { hardState, conf } = this.opts.storage.initialState();
     if (hardState.commit < this.log.committed || hardState.commit > this.log.lastIndex()) {
       throw new RaftInvariantError(
         `hard state commit ${hardState.commit} is outside the stored log [${this.log.committed}, ${this.log.lastIndex()}]`,
@@ -130,6 +141,15 @@ export class RaftNode {
     this.log.committed = hardState.commit;
     if (this.log.applied > this.log.committed) {
       throw new RaftInvariantError(`applied ${this.log.applied} is beyond commit ${this.log.committed}`);
+    }
+    this.conf = new Configuration(checkedConf(conf));
+    this.confHistory.push({ index: this.log.firstIndex() - 1, conf: this.conf.state });
+    // The changes applied after the snapshot are in the log: replay them up to the applied index, a
+    // bounded page at a time.
+    for (let next = this.log.firstIndex(); next <= this.log.applied; ) {
+      const page = this.log.slice(next, this.log.applied + 1, this.opts.maxCommittedSizePerReady);
+      for (const e of page) if (e.type === "conf") this.applyConfEntry(e);
+      next += page.length;
     }
     this.prevHard = hardState;
     this.becomeFollower(this.term, null);
@@ -181,6 +201,36 @@ export class RaftNode {
     this.send({ type: "read-index", to: this.leader, requestId });
   }
 
+  /**
+   * Proposes one membership change. Leader only, and one at a time: refused while an earlier change is
+   * not yet applied (a new leader first commits an entry of its own term), or when the change does
+   * not apply to the configuration. It takes effect on each node when applied.
+   */
+  proposeConfChange(change: ConfChange): { index: number; term: number } {
+    this.checkCanPropose([]);
+    if (this.pendingConfIndex > this.log.applied) {
+      throw new ProposalRefusedError(
+        "ConfChangePending",
+        this.id,
+        `the membership change at ${this.pendingConfIndex} is not applied yet`,
+      );
+    }
+    const problem = confChangeProblem(this.conf.state, change);
+    if (problem !== null) throw new ProposalRefusedError("InvalidConfChange", this.id, problem);
+    const index = this.log.lastIndex() + 1;
+    this.appendEntries([{ term: this.term, index, type: "conf", data: encodeConfChange(change) }]);
+    this.pendingConfIndex = index;
+    this.broadcastAppend(false);
+    return { index, term: this.term };
+  }
+
+  /** The configuration the state machine had once it applied `index` (for a snapshot taken there). */
+  confStateAt(index: number): ConfState {
+    let conf = this.confHistory[0]!.conf;
+    for (const h of this.confHistory) if (h.index <= index) conf = h.conf;
+    return conf;
+  }
+
   /** Hands leadership to `to` once it is caught up (TimeoutNow). Leader only. */
   transferLeadership(to: NodeId): void {
     if (this.role !== "leader") {
@@ -190,10 +240,8 @@ export class RaftNode {
         "not the leader",
       );
     }
-    if (!this.peers.includes(to)) {
-      if (to === this.id) return;
-      throw new RangeError(`${to} is not a voter`);
-    }
+    if (to === this.id) return;
+    if (!this.conf.isVoter(to)) throw new RangeError(`${to} is not a voter`);
     if (this.transferee === to) return;
     this.transferee = to;
     // The transfer must finish within one election timeout or it is abandoned.
@@ -203,14 +251,18 @@ export class RaftNode {
     else this.sendAppend(to, pr, true);
   }
 
-  /** Starts an election at once (as if the election timeout elapsed). */
+  /** Starts an election at once (as if the election timeout elapsed). Only a voter campaigns. */
   campaign(): void {
-    if (this.role !== "leader") this.startCampaign(true, false);
+    if (this.role !== "leader" && this.promotable()) this.startCampaign(true, false);
   }
 
   /** Handles a message addressed to this node. Stale or unknown messages are dropped. */
   step(m: Message): void {
-    if (m.to !== this.id || !this.voters.includes(m.from) || m.from === this.id) return;
+    if (m.to !== this.id || m.from === this.id) return;
+    // Only a voter of our configuration may ask for our vote, and only while we are one ourselves: a
+    // node that is not (removed, a learner, or not yet added) must neither disturb our term nor elect.
+    if ((m.type === "vote" || m.type === "pre-vote") && !(this.conf.isVoter(m.from) && this.promotable()))
+      return;
     if (m.term > this.term) {
       if (m.type === "vote" || m.type === "pre-vote") {
         // Check-quorum lease: while we hear from a live leader, ignore disruptive candidates.
@@ -299,6 +351,8 @@ export class RaftNode {
     if (rd.snapshot) {
       this.log.unstable.stableSnapTo(rd.snapshot.meta.index);
       this.log.applied = Math.max(this.log.applied, rd.snapshot.meta.index);
+      this.confHistory = [];
+      this.setConf(rd.snapshot.meta.index, checkedConf(rd.snapshot.meta.conf));
     }
     // Entries replaced while the Ready was being persisted stay unstable; the persisted prefix
     // that still stands (same index and term, hence the same entry) does not.
@@ -311,7 +365,66 @@ export class RaftNode {
     }
     const lastCommitted = rd.committedEntries[rd.committedEntries.length - 1];
     if (lastCommitted) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
+    for (const e of rd.committedEntries) if (e.type === "conf") this.applyConfEntry(e);
     if (this.role === "leader") this.selfDurable();
+  }
+
+  private applyConfEntry(entry: Entry): void {
+    this.setConf(entry.index, applyConfChange(this.conf.state, decodeConfChange(entry.data)));
+  }
+
+  /** Makes `state` the configuration from `index` on, and brings the leader's bookkeeping along. */
+  private setConf(index: number, state: ConfState): void {
+    this.conf = new Configuration(state);
+    const floor = this.log.firstIndex() - 1;
+    // Keep the last configuration at or below the storage's snapshot; older ones are no longer asked for.
+    while (this.confHistory.length > 1 && this.confHistory[1]!.index <= floor) this.confHistory.shift();
+    this.confHistory.push({ index, conf: state });
+    if (this.role !== "leader") return;
+    if (!this.conf.isVoter(this.id)) {
+      // Removed (or made a learner): hand leadership to the most caught-up voter rather than leave the
+      // cluster to wait out an election timeout, then stop leading.
+      const successor = this.mostCaughtUpVoter();
+      if (successor !== null) this.send({ type: "timeout-now", to: successor });
+      this.becomeFollower(this.term, null);
+      return;
+    }
+    for (const id of [...this.progress.keys()]) if (!this.conf.isMember(id)) this.progress.delete(id);
+    for (const id of this.conf.peersOf(this.id)) {
+      if (this.progress.has(id)) continue;
+      const pr = new Progress(
+        this.log.lastIndex() + 1,
+        this.opts.maxInflightMsgs,
+        this.opts.maxInflightBytes,
+      );
+      pr.recentActive = true;
+      this.progress.set(id, pr);
+      // Probe the new member at once rather than at the next heartbeat.
+      this.sendAppend(id, pr, true);
+    }
+    if (this.transferee !== null && !this.conf.isVoter(this.transferee)) this.transferee = null;
+    // A smaller quorum may commit at once; reads waiting on a removed voter may now be confirmed.
+    if (this.maybeCommit()) this.broadcastAppend(true);
+    else this.broadcastAppend(false);
+    this.confirmReads();
+  }
+
+  private mostCaughtUpVoter(): NodeId | null {
+    let best: NodeId | null = null;
+    let bestMatch = -1;
+    for (const id of this.conf.voters) {
+      const match = this.progress.get(id)?.match ?? 0;
+      if (id !== this.id && match > bestMatch) {
+        best = id;
+        bestMatch = match;
+      }
+    }
+    return best;
+  }
+
+  /** Whether this node may campaign and vote: a voter of the configuration it has applied. */
+  private promotable(): boolean {
+    return this.conf.isVoter(this.id);
   }
 
   /** The leader's own entries became durable: count them toward the quorum (a single voter commits here). */
@@ -343,6 +456,7 @@ export class RaftNode {
       lastIndex: this.log.lastIndex(),
       transferee: this.transferee,
       leaderCommit: this.role === "leader" ? this.log.committed : this.leaderCommit,
+      conf: this.conf.state,
       progress,
     };
   }
@@ -359,10 +473,7 @@ export class RaftNode {
   }
 
   private maybeCommit(): boolean {
-    const matches: number[] = [];
-    for (const pr of this.progress.values()) matches.push(pr.match);
-    matches.sort((a, b) => b - a);
-    const index = matches[this.quorum - 1]!;
+    const index = this.conf.quorumValue((id) => this.progress.get(id)?.match ?? 0);
     if (index <= this.log.committed || !this.commitAllowed(index)) return false;
     this.log.commitTo(index);
     this.releaseUncommitted(index);
@@ -434,7 +545,7 @@ export class RaftNode {
     this.role = "leader";
     this.leader = this.id;
     const last = this.log.lastIndex();
-    for (const id of this.voters) {
+    for (const id of [this.id, ...this.conf.peersOf(this.id)]) {
       const pr = new Progress(last + 1, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
       pr.recentActive = true;
       if (id === this.id) {
@@ -443,8 +554,11 @@ export class RaftNode {
       }
       this.progress.set(id, pr);
     }
-    // The no-op lets this term commit, and with it every entry of earlier terms.
+    // The no-op lets this term commit, and with it every entry of earlier terms. No membership change
+    // is proposed before it applies: a change from an earlier term still in the log applies first, and
+    // one-at-a-time changes stay safe only once the leader has committed an entry of its own term.
     this.appendEntries([{ term: this.term, index: last + 1, type: "noop", data: EMPTY }]);
+    this.pendingConfIndex = last + 1;
     this.broadcastAppend(true);
   }
 
@@ -468,18 +582,21 @@ export class RaftNode {
     }
     const index = this.log.lastIndex();
     const logTerm = this.log.lastTerm();
-    for (const to of this.peers) this.send({ type, to, term, index, logTerm, transfer });
+    for (const to of this.conf.voters)
+      if (to !== this.id) this.send({ type, to, term, index, logTerm, transfer });
   }
 
   private countVotes(): "won" | "lost" | "pending" {
     let granted = 0;
     let rejected = 0;
-    for (const v of this.votes.values()) {
+    for (const [id, v] of this.votes) {
+      if (!this.conf.isVoter(id)) continue;
       if (v) granted++;
       else rejected++;
     }
-    if (granted >= this.quorum) return "won";
-    if (rejected > this.voters.length - this.quorum) return "lost";
+    const { quorum } = this.conf;
+    if (granted >= quorum) return "won";
+    if (rejected > this.conf.voters.size - quorum) return "lost";
     return "pending";
   }
 
@@ -488,7 +605,7 @@ export class RaftNode {
 
   private tickElection(): void {
     this.electionElapsed++;
-    if (this.electionElapsed >= this.randomizedElectionTimeout) {
+    if (this.electionElapsed >= this.randomizedElectionTimeout && this.promotable()) {
       this.electionElapsed = 0;
       this.startCampaign(true, false);
     }
@@ -503,10 +620,10 @@ export class RaftNode {
       // minority side of a partition stops taking writes.
       let active = 0;
       for (const [id, pr] of this.progress) {
-        if (id === this.id || pr.recentActive) active++;
+        if (this.conf.isVoter(id) && (id === this.id || pr.recentActive)) active++;
         if (id !== this.id) pr.recentActive = false;
       }
-      if (active < this.quorum) {
+      if (active < this.conf.quorum) {
         this.becomeFollower(this.term, null);
         return;
       }
@@ -634,13 +751,13 @@ export class RaftNode {
   }
 
   private broadcastAppend(sendIfEmpty: boolean): void {
-    for (const id of this.peers) this.sendAppend(id, this.progress.get(id)!, sendIfEmpty);
+    for (const [id, pr] of this.progress) if (id !== this.id) this.sendAppend(id, pr, sendIfEmpty);
   }
 
   private broadcastHeartbeat(): void {
     const readRound = this.reads.hasPending() ? this.reads.round : 0;
-    for (const id of this.peers) {
-      const pr = this.progress.get(id)!;
+    for (const [id, pr] of this.progress) {
+      if (id === this.id) continue;
       // Never tell a follower to commit past what it is known to hold.
       const commit = Math.min(pr.match, this.log.committed);
       this.send({ type: "heartbeat", to: id, commit, readRound });
@@ -836,7 +953,7 @@ export class RaftNode {
       return;
     }
     const index = this.log.committed;
-    if (this.voters.length === 1) {
+    if (this.conf.voters.size === 1) {
       this.answerRead(requestId, from, index);
       return;
     }
@@ -846,10 +963,9 @@ export class RaftNode {
   }
 
   private confirmReads(): void {
-    const rounds: number[] = [];
-    for (const [id, pr] of this.progress) rounds.push(id === this.id ? this.reads.round : pr.readRound);
-    rounds.sort((a, b) => b - a);
-    const confirmed = rounds[this.quorum - 1]!;
+    const confirmed = this.conf.quorumValue((id) =>
+      id === this.id ? this.reads.round : (this.progress.get(id)?.readRound ?? 0),
+    );
     for (const r of this.reads.confirm(confirmed)) this.answerRead(r.requestId, r.from, r.index);
   }
 
@@ -876,7 +992,8 @@ export class RaftNode {
         this.handleSnapshotChunk(m);
         return;
       case "timeout-now":
-        if (this.role === "follower" && m.from === this.leader) this.startCampaign(false, true);
+        if (this.role === "follower" && m.from === this.leader && this.promotable())
+          this.startCampaign(false, true);
         return;
       case "read-index":
         this.send({
@@ -1029,4 +1146,12 @@ function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
     offset += c.byteLength;
   }
   return out;
+}
+
+/** A configuration read from storage or a snapshot, which the core trusts only once it is coherent. */
+function checkedConf(conf: ConfState): ConfState {
+  const members = [...conf.voters, ...(conf.learners ?? [])];
+  if (new Set(members).size !== members.length)
+    throw new RaftInvariantError(`the configuration names a member twice: ${members.join(", ")}`);
+  return conf;
 }

@@ -177,7 +177,7 @@ describe("the Ready contract", () => {
 
   describe("the invariant checker itself (so the properties above can fail)", () => {
     const member = (storage: MemoryStorage): LocalMember => ({
-      raft: new RaftNode({ id: "a", voters: VOTERS, storage, random: new SeededRandom(1) }),
+      raft: new RaftNode({ id: "a", storage, random: new SeededRandom(1) }),
       storage,
       applied: [],
       readStates: [],

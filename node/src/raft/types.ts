@@ -6,8 +6,11 @@
 
 export type NodeId = string;
 
-/** `noop` is the empty entry a new leader appends so it can commit entries of earlier terms. */
-export type EntryType = "normal" | "noop";
+/**
+ * `noop` is the empty entry a new leader appends so it can commit entries of earlier terms; `conf`
+ * holds a membership change (conf-change.ts), which takes effect when it is applied.
+ */
+export type EntryType = "normal" | "noop" | "conf";
 
 export interface Entry {
   readonly term: number;
@@ -22,12 +25,11 @@ export interface HardState {
   readonly commit: number;
 }
 
-/**
- * The voter set. Static today; kept as a value carried in snapshots so joint consensus can later add
- * an outgoing set without changing the snapshot format.
- */
+/** The membership configuration, as of some applied index; carried in snapshots. */
 export interface ConfState {
   readonly voters: readonly NodeId[];
+  /** Members that receive the log but neither vote nor count toward a commit; absent means none. */
+  readonly learners?: readonly NodeId[];
 }
 
 export interface SnapshotMeta {

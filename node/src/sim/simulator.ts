@@ -395,7 +395,6 @@ export class Simulator {
       node.core = this.createNode({
         ...this.tuning,
         id: node.id,
-        voters: NODE_IDS,
         storage,
         random: new SeededRandom(this.coreSeeds.nextUint32()),
         applied: snapshot.meta.index,

@@ -352,7 +352,8 @@ export class StateMachine {
   }
 
   private applyEntry(entry: Entry, stores: Stores, runCommand: RunCommand): ApplyResult {
-    if (entry.type === "noop") return { type: "noop", entryIndex: entry.index };
+    // A membership change is the Raft core's; the state machine only moves past it.
+    if (entry.type !== "normal") return { type: "noop", entryIndex: entry.index };
     let envelope: CommandEnvelope;
     try {
       envelope = decodeCommand(entry.data);

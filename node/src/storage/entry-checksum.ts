@@ -1,22 +1,4 @@
-import type { EntryType } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
-
-/** How an entry type is stored: a small integer, so a renamed type never changes the bytes on disk. */
-const TYPE_CODES: Readonly<Record<EntryType, number>> = { normal: 0, noop: 1 };
-const TYPES_BY_CODE: readonly EntryType[] = ["normal", "noop"];
-
-export function entryTypeCode(type: EntryType): number {
-  return TYPE_CODES[type];
-}
-
-export function isEntryType(type: unknown): type is EntryType {
-  return type === "normal" || type === "noop";
-}
-
-/** The entry type stored as `code`, or null when the code is unknown (a damaged row). */
-export function entryTypeOf(code: number): EntryType | null {
-  return TYPES_BY_CODE[code] ?? null;
-}
 
 const header = new Uint8Array(17);
 const headerView = new DataView(header.buffer);

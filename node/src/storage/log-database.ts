@@ -1,7 +1,8 @@
 import Database from "better-sqlite3";
+import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
-import { entryChecksum, entryTypeCode, entryTypeOf } from "./entry-checksum.js";
+import { entryChecksum } from "./entry-checksum.js";
 import {
   StorageCorruptionError,
   StorageError,

@@ -3,9 +3,9 @@ import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, wri
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
+import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { Entry, HardState } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
-import { entryTypeCode, entryTypeOf } from "./entry-checksum.js";
 import { StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
 
 /** The two journal files, used in turn. */

@@ -1,10 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import { entrySize } from "../raft/log-storage.js";
 import type { Entry } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
 import { EntryCache } from "./entry-cache.js";
-import { entryChecksum, entryTypeCode, entryTypeOf } from "./entry-checksum.js";
+import { entryChecksum } from "./entry-checksum.js";
 import { LogIndex } from "./log-index.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
 import { StorageArgumentError } from "./storage-errors.js";
@@ -43,6 +44,7 @@ describe("entryChecksum", () => {
   it("round-trips entry types and rejects unknown codes", () => {
     expect(entryTypeOf(entryTypeCode("normal"))).toBe("normal");
     expect(entryTypeOf(entryTypeCode("noop"))).toBe("noop");
+    expect(entryTypeOf(entryTypeCode("conf"))).toBe("conf");
     expect(entryTypeOf(7)).toBeNull();
   });
 });

@@ -1,6 +1,6 @@
+import { isEntryType } from "../raft/entry-type.js";
 import { RaftInvariantError } from "../raft/errors.js";
 import type { Entry, HardState, SnapshotMeta } from "../raft/types.js";
-import { isEntryType } from "./entry-checksum.js";
 import { StorageArgumentError } from "./storage-errors.js";
 
 /** The longest vote the journal's record holds: a 16-bit length, with 0xffff meaning no vote. */

@@ -131,7 +131,6 @@ export class RaftDriver {
     const electionTicks = Math.max(2, Math.round(options.electionTimeoutMs / options.heartbeatIntervalMs));
     this.raft = new RaftNode({
       id: options.id,
-      voters: options.voters,
       storage: options.store,
       random: options.random,
       applied: options.stateMachine.applied().index,

@@ -13,14 +13,20 @@ const base = { from: text, to: text, term: uint };
 const entry: fc.Arbitrary<Entry> = fc.record({
   term: uint,
   index: uint,
-  type: fc.constantFrom("normal" as const, "noop" as const),
+  type: fc.constantFrom("normal" as const, "noop" as const, "conf" as const),
   data,
 });
 
 const meta: fc.Arbitrary<SnapshotMeta> = fc.record({
   index: uint,
   term: uint,
-  conf: fc.record({ voters: fc.array(text, { maxLength: 5 }) }),
+  conf: fc.oneof(
+    fc.record({ voters: fc.array(text, { maxLength: 5 }) }),
+    fc.record({
+      voters: fc.array(text, { maxLength: 5 }),
+      learners: fc.array(text, { minLength: 1, maxLength: 3 }),
+    }),
+  ),
 });
 
 /** One arbitrary per message type, so a test can insist that every type is covered. */

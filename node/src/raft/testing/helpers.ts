@@ -131,14 +131,13 @@ export class Solo {
   readonly id: NodeId;
 
   constructor(options: SoloOptions = {}, ctor: typeof RaftNode = RaftNode) {
+    const { voters = ["a", "b", "c"], ...raftOptions } = options;
     const id = options.id ?? "a";
-    const voters = options.voters ?? ["a", "b", "c"];
     this.id = id;
     this.storage = options.storage instanceof MemoryStorage ? options.storage : new MemoryStorage({ voters });
     this.node = new ctor({
-      ...options,
+      ...raftOptions,
       id,
-      voters,
       storage: this.storage,
       random: options.random ?? new SeededRandom(7),
     });

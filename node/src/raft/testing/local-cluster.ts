@@ -1,3 +1,4 @@
+import { bootstrapState } from "../bootstrap.js";
 import { MemoryStorage } from "../memory-storage.js";
 import type { RaftOptions } from "../raft-config.js";
 import { RaftNode } from "../raft-node.js";
@@ -49,12 +50,15 @@ export class LocalCluster {
   private queue: Message[] = [];
   private readonly pending = new Map<NodeId, Ready>();
 
+  private readonly nodeIds: NodeId[];
+
   constructor(
-    readonly ids: readonly NodeId[],
+    ids: readonly NodeId[],
     readonly extra: Partial<RaftOptions> = {},
     seed = 1,
     readonly hooks: LocalClusterHooks = {},
   ) {
+    this.nodeIds = [...ids];
     let s = seed;
     for (const id of ids) {
       const storage = new MemoryStorage({ voters: ids });
@@ -65,7 +69,6 @@ export class LocalCluster {
   private build(id: NodeId, storage: MemoryStorage, seed: number): LocalMember {
     const options: RaftOptions = {
       id,
-      voters: this.ids,
       storage,
       random: this.hooks.random ? this.hooks.random(id, seed) : new SeededRandom(seed),
       applied: storage.snapshot().meta.index,
@@ -73,6 +76,41 @@ export class LocalCluster {
     };
     const raft = this.hooks.createNode ? this.hooks.createNode(options) : new RaftNode(options);
     return { raft, storage, applied: [], readStates: [], readFailures: [] };
+  }
+
+  /**
+   * A cluster bootstrapped as a real one is, with the configuration as the log's first entry
+   * (bootstrap.ts), so a node that joins later learns it from the log.
+   */
+  static bootstrapped(ids: readonly NodeId[], extra: Partial<RaftOptions> = {}, seed = 1): LocalCluster {
+    const c = new LocalCluster(ids, extra, seed);
+    let s = seed;
+    for (const id of ids) {
+      const storage = new MemoryStorage({ voters: [] });
+      const { entries, hardState } = bootstrapState(ids);
+      storage.append(entries);
+      storage.setHardState(hardState);
+      c.members.set(id, c.build(id, storage, s++));
+    }
+    // Each applies its first entry: until then it knows no configuration and may not campaign.
+    c.settle();
+    return c;
+  }
+
+  /** Every node, those that joined later included. */
+  get ids(): readonly NodeId[] {
+    return this.nodeIds;
+  }
+
+  /**
+   * Starts a node on empty storage with no configuration, as a node that was not told to bootstrap:
+   * it follows whichever leader reaches it and waits to be added. Also takes the place of a node of
+   * that name (its data directory lost).
+   */
+  join(id: NodeId, seed = 97): void {
+    this.pending.delete(id);
+    if (!this.nodeIds.includes(id)) this.nodeIds.push(id);
+    this.members.set(id, this.build(id, new MemoryStorage({ voters: [] }), seed));
   }
 
   node(id: NodeId): RaftNode {

@@ -1,0 +1,210 @@
+import { describe, expect, it } from "vitest";
+import type { ConfChange } from "./conf-change.js";
+import { ProposalRefusedError } from "./errors.js";
+import { RaftNode } from "./raft-node.js";
+import { SeededRandom } from "./seeded-random.js";
+import { LocalCluster, text } from "./testing/local-cluster.js";
+
+const VOTERS = ["a", "b", "c"];
+
+/** A cluster of a, b, c led by a, with d started empty (not bootstrapped) and added as a learner. */
+function withLearner(): LocalCluster {
+  const c = LocalCluster.bootstrapped(VOTERS);
+  c.elect("a");
+  c.join("d");
+  change(c, "a", { type: "add-learner", node: "d" });
+  return c;
+}
+
+function change(c: LocalCluster, leader: string, conf: ConfChange): void {
+  c.node(leader).proposeConfChange(conf);
+  c.settle();
+}
+
+function refusal(run: () => unknown): string {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ProposalRefusedError) return error.reason;
+    throw error;
+  }
+  throw new Error("the proposal was not refused");
+}
+
+describe("membership changes", () => {
+  it("replicates to a learner, which catches up but neither counts toward a commit nor campaigns", () => {
+    const c = withLearner();
+    c.node("a").propose(text("x1"));
+    c.settle();
+    expect(c.appliedData("d")).toEqual(["x1"]);
+    expect(c.node("d").status().conf).toEqual({ voters: VOTERS, learners: ["d"] });
+    expect(c.node("a").status().progress.d).toMatchObject({ match: c.node("a").status().lastIndex });
+    // Not even a TimeoutNow makes a learner campaign.
+    c.node("d").step({ type: "timeout-now", from: "a", to: "d", term: c.node("a").status().term });
+    c.settle();
+    expect(c.leader()).toBe("a");
+
+    // With b and c cut off, the learner's acknowledgement does not make a quorum.
+    c.isolate("b");
+    c.isolate("c");
+    const commit = c.node("a").status().commit;
+    c.node("a").propose(text("x2"));
+    c.settle();
+    expect(c.node("d").status().lastIndex).toBe(c.node("a").status().lastIndex);
+    expect(c.node("a").status().commit).toBe(commit);
+
+    // With the leader gone too, the learner waits: no election, however long.
+    c.isolate("a");
+    const { term } = c.node("d").status();
+    c.tickAll(100, ["d"]);
+    expect(c.node("d").status()).toMatchObject({ role: "follower", term });
+    expect(c.sent.filter((m) => m.from === "d" && (m.type === "vote" || m.type === "pre-vote"))).toEqual([]);
+  });
+
+  it("promotes a learner to a voter: it then counts toward commits and may lead", () => {
+    const c = withLearner();
+    change(c, "a", { type: "promote", node: "d" });
+    for (const id of c.ids)
+      expect(c.node(id).status().conf).toEqual({ voters: [...VOTERS, "d"], learners: [] });
+    // Four voters: a quorum is three, so a with b and d commits while c is away.
+    c.isolate("c");
+    c.node("a").propose(text("y"));
+    c.settle();
+    expect(c.appliedData("d")).toEqual(["y"]);
+    c.heal();
+    c.node("a").transferLeadership("d");
+    c.settle();
+    expect(c.leader()).toBe("d");
+  });
+
+  it("never lets a node without a configuration vote: a stale voter cannot win with it", () => {
+    // c misses acknowledged writes; then b loses its data and starts empty, not told to bootstrap.
+    const c = LocalCluster.bootstrapped(VOTERS);
+    c.elect("a");
+    c.isolate("c");
+    for (let i = 0; i < 5; i++) c.node("a").propose(text(`w${i}`));
+    c.settle();
+    expect(c.appliedData("b")).toHaveLength(5);
+    c.join("b");
+    c.heal();
+    c.isolate("a");
+    // c campaigns for a long time; b ignores its requests, so no leader and nothing lost.
+    c.tickAll(200, ["b", "c"]);
+    expect([c.node("b").status().role, c.node("c").status().role]).not.toContain("leader");
+    expect(c.node("b").status().vote).toBeNull();
+    // a returns and leads again with every acknowledged write.
+    c.heal();
+    c.tickUntil(() => c.leader() === "a", 500);
+    c.node("a").propose(text("after"));
+    c.tickAll(3);
+    expect(c.appliedData("c")).toEqual(["w0", "w1", "w2", "w3", "w4", "after"]);
+  });
+
+  it("proposes one change at a time, and none before the leader's own term has an applied entry", () => {
+    const c = LocalCluster.bootstrapped(VOTERS);
+    c.node("a").campaign();
+    // Elected, with its no-op not yet committed: no change yet.
+    for (let i = 0; i < 10 && c.node("a").status().role !== "leader"; i++) c.deliverRound();
+    expect(c.node("a").status().role).toBe("leader");
+    expect(refusal(() => c.node("a").proposeConfChange({ type: "add-learner", node: "d" }))).toBe(
+      "ConfChangePending",
+    );
+    c.settle();
+    c.join("d");
+    c.isolate("b");
+    c.isolate("c");
+    c.node("a").proposeConfChange({ type: "add-learner", node: "d" });
+    c.settle();
+    // Not committed, so not applied: the next change waits.
+    expect(refusal(() => c.node("a").proposeConfChange({ type: "promote", node: "d" }))).toBe(
+      "ConfChangePending",
+    );
+    c.heal();
+    c.tickAll(2, ["a"]);
+    expect(c.node("a").status().conf.learners).toEqual(["d"]);
+    change(c, "a", { type: "promote", node: "d" });
+    expect(c.node("a").status().conf.voters).toContain("d");
+  });
+
+  it("refuses a change that does not apply, and a change from a follower", () => {
+    const c = LocalCluster.bootstrapped(VOTERS);
+    c.elect("a");
+    const a = c.node("a");
+    expect(refusal(() => a.proposeConfChange({ type: "add-learner", node: "b" }))).toBe("InvalidConfChange");
+    expect(refusal(() => a.proposeConfChange({ type: "promote", node: "b" }))).toBe("InvalidConfChange");
+    expect(refusal(() => a.proposeConfChange({ type: "remove", node: "z" }))).toBe("InvalidConfChange");
+    expect(refusal(() => c.node("b").proposeConfChange({ type: "remove", node: "c" }))).toBe("NotLeader");
+    const solo = new LocalCluster(["a"]);
+    solo.elect("a");
+    expect(refusal(() => solo.node("a").proposeConfChange({ type: "remove", node: "a" }))).toBe(
+      "InvalidConfChange",
+    );
+  });
+
+  it("removes a voter: the rest commit on their own and the removed node stays quiet", () => {
+    const c = LocalCluster.bootstrapped(VOTERS);
+    c.elect("a");
+    change(c, "a", { type: "remove", node: "c" });
+    expect(c.node("a").status().conf).toEqual({ voters: ["a", "b"], learners: [] });
+    expect(Object.keys(c.node("a").status().progress).sort()).toEqual(["a", "b"]);
+    c.isolate("c");
+    c.node("a").propose(text("z"));
+    c.settle();
+    expect(c.appliedData("b")).toEqual(["z"]);
+    c.heal();
+    const { term } = c.node("a").status();
+    c.tickAll(100, ["c"]);
+    expect(c.node("a").status()).toMatchObject({ role: "leader", term });
+  });
+
+  it("a leader that removes itself hands leadership to the most caught-up voter at once", () => {
+    const c = LocalCluster.bootstrapped(VOTERS);
+    c.elect("a");
+    c.isolate("c");
+    c.node("a").propose(text("only-b-has-it"));
+    c.settle();
+    c.heal();
+    c.filter = (m) => !(m.to === "c" && m.type === "append");
+    change(c, "a", { type: "remove", node: "a" });
+    c.filter = () => true;
+    c.settle();
+    // No tick passed: b took over through TimeoutNow, not an election timeout.
+    expect(c.leader()).toBe("b");
+    expect(c.node("a").status().role).toBe("follower");
+    c.node("b").propose(text("next"));
+    c.tickAll(3);
+    expect(c.appliedData("c")).toEqual(["only-b-has-it", "next"]);
+  });
+
+  it("rebuilds the configuration on restart from the snapshot and the applied conf entries", () => {
+    const c = withLearner();
+    change(c, "a", { type: "promote", node: "d" });
+    c.node("a").propose(text("p"));
+    c.settle();
+    const storage = c.member("b").storage;
+    const applied = c.node("b").status().applied;
+    const restarted = new RaftNode({ id: "b", storage, random: new SeededRandom(3), applied });
+    expect(restarted.status().conf).toEqual({ voters: [...VOTERS, "d"], learners: [] });
+    expect(restarted.confStateAt(1)).toEqual({ voters: VOTERS, learners: [] });
+  });
+
+  it("brings a learner that joins after compaction up by snapshot, configuration included", () => {
+    const c = LocalCluster.bootstrapped(VOTERS);
+    c.elect("a");
+    for (let i = 0; i < 4; i++) c.node("a").propose(text(`s${i}`));
+    c.settle();
+    c.join("d");
+    change(c, "a", { type: "add-learner", node: "d" });
+    // The leader compacts behind a snapshot that already lists d, and d has nothing yet.
+    c.isolate("d");
+    c.node("a").propose(text("s4"));
+    c.settle();
+    const a = c.member("a");
+    const { applied } = a.raft.status();
+    a.storage.createSnapshot(applied, a.raft.confStateAt(applied), text("image"));
+    a.storage.compact(applied);
+    c.heal();
+    c.tickAll(3, ["a"]);
+    expect(c.node("d").status()).toMatchObject({ applied, conf: { voters: VOTERS, learners: ["d"] } });
+  });
+});
