@@ -26,7 +26,8 @@ function inheritedEnvironment(): Record<string, string> {
  */
 function spawnVoter(launch: VoterLaunch): VoterProcess {
   const { voter, supervised } = launch;
-  mkdirSync(voter.dataDir, { recursive: true });
+  // The voter keeps its data private (0700) and warns about a directory others may read.
+  mkdirSync(voter.dataDir, { recursive: true, mode: 0o700 });
   const logOffset = logSize(voter.logFile);
   appendNote(
     voter.logFile,

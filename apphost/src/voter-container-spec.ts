@@ -152,7 +152,7 @@ export function voterContainerSpec(launch: VoterLaunch): VoterContainerSpec {
  */
 export function noteContainerStart(launch: VoterLaunch, name: string): number {
   const { voter, supervised } = launch;
-  mkdirSync(voter.dataDir, { recursive: true });
+  mkdirSync(voter.dataDir, { recursive: true, mode: 0o700 });
   mkdirSync(TSX_CACHE, { recursive: true });
   const logOffset = logSize(voter.logFile);
   appendNote(

@@ -69,7 +69,7 @@ export class KeyLoadCluster {
     for (let i = 0; i < 3; i++) {
       const id = `voter${i + 1}`;
       const dataDir = join(options.root, id);
-      mkdirSync(dataDir, { recursive: true });
+      mkdirSync(dataDir, { recursive: true, mode: 0o700 });
       const process_ = ServerProcess.spawn({
         name: `keyload ${id}`,
         command: process.execPath,

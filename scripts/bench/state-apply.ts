@@ -70,6 +70,7 @@ export async function runStateApplyBench(
         tenant: "bench",
         principal: "writer",
         timestampMs: 1_700_000_000_000 + i,
+        monotonicMs: i,
         params: { key: `customers/${String(i).padStart(9, "0")}` },
         payload: putBody(random, i, payloadBytes),
       });

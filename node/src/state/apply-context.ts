@@ -4,7 +4,7 @@ import type { CanonicalLimits } from "./limits.js";
 /** Everything an apply may depend on besides the database: all of it comes from the entry or the limits. */
 export interface ApplyContext {
   readonly index: number;
-  /** Entry time: the leader's timestamp, never allowed to run backwards (see StateMachine). */
+  /** Entry time: the replicated clock as this entry moved it (see advanceClock). */
   readonly nowMs: number;
   readonly tenant: string;
   readonly principal: string;

@@ -16,6 +16,7 @@ const BASE: CommandEnvelope = {
   tenant: "t1",
   principal: "p1",
   timestampMs: 1_700_000_000_000,
+  monotonicMs: 42_000,
   params: { key: "users/1" },
   payload: '{"value":{"name":"Ada"}}',
 };
@@ -23,7 +24,7 @@ const BASE: CommandEnvelope = {
 function header(envelope: Record<string, unknown>): Uint8Array {
   const json = new TextEncoder().encode(JSON.stringify(envelope));
   const out = new Uint8Array(7 + json.byteLength);
-  out.set([0x4b, 0x4c, 1], 0);
+  out.set([0x4b, 0x4c, 2], 0);
   new DataView(out.buffer).setUint32(3, json.byteLength);
   out.set(json, 7);
   return out;
@@ -80,8 +81,9 @@ describe("command envelope", () => {
         id,
         fc.string({ maxLength: 200 }),
         fc.nat(),
+        fc.nat(),
         fc.string({ minLength: 1, maxLength: 40 }),
-        (commandId, tenant, payload, ts, key) => {
+        (commandId, tenant, payload, ts, monotonic, key) => {
           fc.pre(!/[\uD800-\uDFFF]/.test(key + payload));
           const envelope: CommandEnvelope = {
             ...BASE,
@@ -89,6 +91,7 @@ describe("command envelope", () => {
             tenant,
             payload,
             timestampMs: ts,
+            monotonicMs: monotonic,
             params: { key },
           };
           expect(decodeCommand(encodeCommand(envelope))).toEqual(envelope);
@@ -114,6 +117,14 @@ describe("command envelope", () => {
     expect(malformed(header({ ...BASE_HEADER, params: { key: 5 } }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, timestampMs: -1 }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, timestampMs: 1.5 }))).toBe("MalformedEnvelope");
+    const { monotonicMs: _monotonic, ...unstamped } = BASE_HEADER;
+    expect(malformed(header(unstamped))).toBe("MalformedEnvelope");
+    expect(malformed(header({ ...BASE_HEADER, monotonicMs: -1 }))).toBe("MalformedEnvelope");
+    expect(malformed(header({ ...BASE_HEADER, monotonicMs: 1.5 }))).toBe("MalformedEnvelope");
+    // Format 1 carried no monotonic reading.
+    const formatOne = header(BASE_HEADER);
+    formatOne[2] = 1;
+    expect(malformed(formatOne)).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, keyId: 7 }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, keyId: "" }))).toBe("InvalidIdentifier");
     expect(malformed(header({ ...BASE_HEADER, generated: { keyHash: hashApiKey("x") } }))).toBe(
@@ -142,6 +153,7 @@ describe("command envelope", () => {
       { ...BASE, principal: "someone-else" },
       { ...BASE, keyId: "another-key" },
       { ...BASE, timestampMs: 5 },
+      { ...BASE, monotonicMs: 5 },
       { ...BASE, tenant: "t2" },
     ];
     for (const envelope of same) expect(commandDigest(envelope).toString("hex")).toBe(digest);

@@ -60,8 +60,8 @@ const PARAM_CHECKS: Record<ParamName, (value: string) => string> = {
 
 /**
  * What a Raft entry's `data` carries for one command. The voter that accepted the request fills tenant,
- * principal and key ID from its verified principal catalog and the timestamp from its own clock while
- * leading; nothing else in the state machine ever reads a clock.
+ * principal and key ID from its verified principal catalog, and the leader stamps it from its clocks;
+ * the state machine's time comes from these stamps alone (see advanceClock).
  */
 export interface CommandEnvelope {
   readonly commandId: string;
@@ -77,6 +77,11 @@ export interface CommandEnvelope {
   readonly keyId?: string;
   /** The leader's wall clock when it proposed the command, in ms since the epoch. */
   readonly timestampMs: number;
+  /**
+   * The leader's monotonic clock then, in whole ms from an origin of its own process: what moves the
+   * state machine's clock between two commands of one term.
+   */
+  readonly monotonicMs: number;
   readonly params: RouteParams;
   /**
    * Material the voter generated for this command, outside the digest so a retry that generates it
@@ -89,12 +94,13 @@ export interface CommandEnvelope {
 }
 
 /**
- * Wire format: "KL", format version 1, the header length (uint32, big-endian), the header as UTF-8 JSON
- * (every field but the payload), then the payload's UTF-8 bytes unescaped, so a body costs its own size.
+ * Wire format: "KL", format version 2 (1 had no monotonicMs), the header length (uint32, big-endian), the
+ * header as UTF-8 JSON (every field but the payload), then the payload's UTF-8 bytes unescaped, so a body
+ * costs its own size.
  */
 const MAGIC_0 = 0x4b;
 const MAGIC_1 = 0x4c;
-const FORMAT_VERSION = 1;
+const FORMAT_VERSION = 2;
 const PREFIX_BYTES = 7;
 
 const encoder = new TextEncoder();
@@ -108,6 +114,7 @@ export function encodeCommand(envelope: CommandEnvelope): Uint8Array {
     principal: envelope.principal,
     ...(envelope.keyId === undefined ? {} : { keyId: envelope.keyId }),
     timestampMs: envelope.timestampMs,
+    monotonicMs: envelope.monotonicMs,
     params: sortedParams(envelope.params),
     ...(envelope.generated === undefined ? {} : { generated: { keyHash: envelope.generated.keyHash } }),
   });
@@ -171,6 +178,7 @@ const HEADER_FIELDS: ReadonlySet<string> = new Set([
   "principal",
   "keyId",
   "timestampMs",
+  "monotonicMs",
   "params",
   "generated",
 ]);
@@ -186,16 +194,15 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
   // Read field by field rather than by rest destructuring, which copies the object on every entry.
   const extra = Object.keys(raw).filter((name) => !HEADER_FIELDS.has(name));
   if (extra.length > 0) throw malformed(`unknown header fields ${extra.join(", ")}`);
-  const { commandId, kind, tenant, principal, keyId, timestampMs } = raw;
+  const { commandId, kind, tenant, principal, keyId, timestampMs, monotonicMs } = raw;
   if (typeof commandId !== "string") throw malformed("commandId is not a string");
   if (typeof kind !== "string" || !Object.hasOwn(COMMAND_KINDS, kind))
     throw malformed(`unknown kind ${kind}`);
   if (typeof tenant !== "string" || typeof principal !== "string")
     throw malformed("tenant/principal missing");
   if (keyId !== undefined && typeof keyId !== "string") throw malformed("keyId is not a string");
-  if (typeof timestampMs !== "number" || !Number.isSafeInteger(timestampMs) || timestampMs < 0) {
-    throw malformed("timestampMs is not a non-negative integer");
-  }
+  if (!isNonNegativeInteger(timestampMs)) throw malformed("timestampMs is not a non-negative integer");
+  if (!isNonNegativeInteger(monotonicMs)) throw malformed("monotonicMs is not a non-negative integer");
   const commandKind = kind as CommandKind;
   // Checked in the order the fields are listed, so a header with several faults is always refused for
   // the same one.
@@ -209,6 +216,7 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
     tenant: checkedTenant,
     principal: checkedPrincipal,
     timestampMs,
+    monotonicMs,
     params: parseParams(commandKind, raw.params),
   };
   if (checkedKeyId !== undefined) header.keyId = checkedKeyId;
@@ -254,6 +262,10 @@ function sortedParams(params: RouteParams): Record<string, string> {
 }
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+function isNonNegativeInteger(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);

@@ -9,11 +9,13 @@ export interface AppliedPosition {
   readonly term: number;
 }
 
-interface MetaRow {
+export interface MetaRow {
   schema_version: number;
   applied_index: number;
   applied_term: number;
   clock_ms: number;
+  clock_term: number;
+  clock_monotonic_ms: number;
 }
 
 /**
@@ -45,10 +47,14 @@ export function openDatabase(path: string, bootstrapAdminKeyHash: string): Datab
         new Principals(db).seedBootstrap(bootstrapAdminKeyHash);
       })();
     }
-    const meta = readMeta(db);
-    if (meta.schema_version !== SCHEMA_VERSION) {
+    // The version alone first: another schema's meta row may not have the columns readMeta reads.
+    const stored = db
+      .prepare<[], { schema_version: number }>("SELECT schema_version FROM meta WHERE id = 1")
+      .get();
+    if (stored?.schema_version !== SCHEMA_VERSION) {
       throw new InternalError(
-        `${path} holds state schema ${meta.schema_version}, this voter reads ${SCHEMA_VERSION}`,
+        `${path} holds state schema ${stored?.schema_version ?? "none"}, this voter reads ${SCHEMA_VERSION}: ` +
+          "a data directory of another KeyLoad version; start this voter on an empty one",
         {
           reason: "UnsupportedStateSchema",
         },
@@ -64,7 +70,7 @@ export function openDatabase(path: string, bootstrapAdminKeyHash: string): Datab
 export function readMeta(db: Database.Database): MetaRow {
   const row = db
     .prepare<[], MetaRow>(
-      "SELECT schema_version, applied_index, applied_term, clock_ms FROM meta WHERE id = 1",
+      "SELECT schema_version, applied_index, applied_term, clock_ms, clock_term, clock_monotonic_ms FROM meta WHERE id = 1",
     )
     .get();
   if (row === undefined)

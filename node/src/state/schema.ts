@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 
 /** Bumped whenever a table changes; a database of another version is refused, never migrated silently. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
 /**
  * Every table of the state machine. Rows that are read in order during an apply have an index matching
@@ -13,7 +13,9 @@ CREATE TABLE meta (
   schema_version INTEGER NOT NULL,
   applied_index INTEGER NOT NULL,
   applied_term INTEGER NOT NULL,
-  clock_ms INTEGER NOT NULL
+  clock_ms INTEGER NOT NULL,
+  clock_term INTEGER NOT NULL,
+  clock_monotonic_ms INTEGER NOT NULL
 );
 
 CREATE TABLE command_outcomes (
@@ -145,7 +147,7 @@ CREATE INDEX api_keys_by_principal ON api_keys (principal_id, key_id);
 export function createSchema(db: Database.Database): void {
   db.exec(DDL);
   db.prepare(
-    "INSERT INTO meta (id, schema_version, applied_index, applied_term, clock_ms) VALUES (1, ?, 0, 0, 0)",
+    "INSERT INTO meta (id, schema_version, applied_index, applied_term, clock_ms, clock_term, clock_monotonic_ms) VALUES (1, ?, 0, 0, 0, 0, 0)",
   ).run(SCHEMA_VERSION);
 }
 

@@ -109,13 +109,37 @@ describe("state machine", () => {
     h.ok("catalog.put", { value: "small" }, { params: { key: "k" } });
   });
 
-  it("keeps entry time monotonic when a new leader's clock runs behind", () => {
+  it("keeps entry time monotonic when a new leader's clock runs behind, and moving with its monotonic clock", () => {
     const sm = temp.create("s");
     const h = new Harness(sm);
-    const t0 = h.log.nowMs;
-    h.ok("dispatch.append", { directive: "a" }, { params: { channel: "c" }, timestampMs: t0 + 10_000 });
-    h.ok("dispatch.append", { directive: "b" }, { params: { channel: "c" }, timestampMs: t0 });
-    expect(sm.readDispatch("t1", "c", 0).map((d) => d.atMs)).toEqual([t0 + 10_000, t0 + 10_000]);
+    const t0 = h.log.nowMs + 1;
+    h.ok("dispatch.append", { directive: "a" }, { params: { channel: "c" } });
+    h.log.term++;
+    h.ok("dispatch.append", { directive: "b" }, { params: { channel: "c" }, timestampMs: t0 - 10_000 });
+    h.ok(
+      "dispatch.append",
+      { directive: "c" },
+      { params: { channel: "c" }, timestampMs: t0 - 9_000, advanceMs: 1_000 },
+    );
+    expect(sm.readDispatch("t1", "c", 0).map((d) => d.atMs)).toEqual([t0, t0, t0 + 1_000]);
+  });
+
+  it("keeps its clock, the leader's last monotonic reading included, across a reopen and a snapshot", async () => {
+    const log = new LogBuilder();
+    const append = (options: CommandOptions) =>
+      log.command("dispatch.append", { directive: "d" }, { params: { channel: "c" }, ...options });
+    const sm = temp.create("s");
+    sm.apply(append({}));
+    const t0 = log.nowMs;
+    await sm.close();
+    const reopened = temp.create("s");
+    // One term, its leader's wall clock stuck: only the stored monotonic reading tells how far time moved.
+    reopened.apply(append({ advanceMs: 700, timestampMs: t0 }));
+    await reopened.createSnapshot(temp.path("snap.db"));
+    const restored = temp.create("r");
+    restored.restoreFromSnapshot(temp.path("snap.db"));
+    restored.apply(append({ advanceMs: 300, timestampMs: t0 }));
+    expect(restored.readDispatch("t1", "c", 0).map((d) => d.atMs)).toEqual([t0, t0 + 700, t0 + 1_000]);
   });
 
   it("rolls back a whole batch and throws on an error that is not a deterministic refusal", () => {

@@ -8,7 +8,7 @@ import type { BulkGetItem, QueryPage, QueryRequest } from "./catalog-query.js";
 import { type CommandEnvelope, commandDigest, decodeCommand } from "./command-envelope.js";
 import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
 import type { CommandOutcome } from "./command-outcomes.js";
-import { type AppliedPosition, openDatabase, readMeta } from "./database.js";
+import { type AppliedPosition, type MetaRow, openDatabase, readMeta } from "./database.js";
 import type { Directive } from "./dispatch.js";
 import type { StoredDocument } from "./documents.js";
 import { dumpDatabase } from "./dump.js";
@@ -19,6 +19,7 @@ import { type CanonicalLimits, limitsFingerprint, resolveLimits } from "./limits
 import type { MembershipTable } from "./membership.js";
 import type { AuthorizationRefusal, Caller, Role, VerifiedPrincipal } from "./principals.js";
 import { READ_LIMITS } from "./read-limits.js";
+import { advanceClock, type ReplicatedClock } from "./replicated-clock.js";
 import { SearchIndexStore } from "./search-index-store.js";
 import { SearchIndexer } from "./search-indexer.js";
 import type { IndexChange } from "./search-protocol.js";
@@ -62,15 +63,16 @@ type RunCommand = (ctx: ApplyContext, envelope: CommandEnvelope) => object;
 /**
  * KeyLoad's deterministic state machine over SQLite. It applies committed entries in index order and
  * reads nothing but the entries, the database and the canonical limits: no clock, no randomness. The
- * time it uses is the leader's timestamp in each entry, clamped so that it never runs backwards (a new
- * leader's clock may lag the old one's); the clamped clock is state, stored with the applied index.
+ * time it uses follows the leaders' stamps on the entries, bounded so that no leader's wall clock can
+ * move it far in one step or hold it back (see advanceClock); that clock is state, stored with the
+ * applied index.
  */
 export class StateMachine {
   readonly limits: CanonicalLimits;
   readonly limitsFingerprint: string;
   private session: Session;
   private position: AppliedPosition;
-  private clockMs: number;
+  private clock: ReplicatedClock;
   private readonly indexer: SearchIndexer;
   /** The tenants the search index follows: filled before the first apply, grown by searches. */
   private readonly searchedTenants = new Set<string>();
@@ -88,7 +90,7 @@ export class StateMachine {
     this.session = this.openSession();
     const meta = readMeta(this.session.db);
     this.position = { index: meta.applied_index, term: meta.applied_term };
-    this.clockMs = meta.clock_ms;
+    this.clock = storedClock(meta);
     const indexPath = `${options.path}.search`;
     const followed = SearchIndexStore.readTenants(indexPath);
     for (const { tenant } of followed) this.searchedTenants.add(tenant);
@@ -151,7 +153,7 @@ export class StateMachine {
       next++;
     }
     if (firstNew === entries.length) return results;
-    const saved = { position: this.position, clockMs: this.clockMs };
+    const saved = { position: this.position, clock: this.clock };
     const { stores, runBatch, commits } = this.session;
     commits.begin();
     try {
@@ -162,7 +164,7 @@ export class StateMachine {
       stores.principals.forget();
       stores.outcomes.forget();
       this.position = saved.position;
-      this.clockMs = saved.clockMs;
+      this.clock = saved.clock;
       throw new InternalError(`applying entries from ${entries[firstNew]!.index} failed`, {
         reason: "ApplyFailed",
         cause: error,
@@ -271,7 +273,7 @@ export class StateMachine {
       this.session = this.openSession();
       const meta = readMeta(this.session.db);
       this.position = { index: meta.applied_index, term: meta.applied_term };
-      this.clockMs = meta.clock_ms;
+      this.clock = storedClock(meta);
       this.indexer.rebuild();
     }
     return covered;
@@ -326,8 +328,8 @@ export class StateMachine {
   private openSession(): Session {
     const db = openDatabase(this.options.path, this.options.bootstrapAdminKeyHash);
     const stores = createStores(db, this.searchedTenants);
-    const writeMeta = db.prepare<[number, number, number]>(
-      "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ? WHERE id = 1",
+    const writeMeta = db.prepare<[number, number, number, number, number]>(
+      "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ?, clock_term = ?, clock_monotonic_ms = ? WHERE id = 1",
     );
     const inSavepoint = db.transaction((ctx: ApplyContext, envelope: CommandEnvelope) =>
       COMMAND_HANDLERS[envelope.kind](ctx, envelope, stores),
@@ -339,7 +341,8 @@ export class StateMachine {
     const runBatch = db.transaction((entries: readonly Entry[]) => {
       const results = entries.map((entry) => this.applyEntry(entry, stores, runCommand));
       const last = entries[entries.length - 1]!;
-      writeMeta.run(last.index, last.term, this.clockMs);
+      const { nowMs, term, monotonicMs } = this.clock;
+      writeMeta.run(last.index, last.term, nowMs, term, monotonicMs);
       this.position = { index: last.index, term: last.term };
       return results;
     });
@@ -360,11 +363,15 @@ export class StateMachine {
     } catch (error) {
       return this.unstoredRefusal(entry, null, null, error);
     }
-    this.clockMs = Math.max(this.clockMs, envelope.timestampMs);
+    this.clock = advanceClock(this.clock, {
+      term: entry.term,
+      wallMs: envelope.timestampMs,
+      monotonicMs: envelope.monotonicMs,
+    });
     const { tenant, commandId } = envelope;
     const ctx: ApplyContext = {
       index: entry.index,
-      nowMs: this.clockMs,
+      nowMs: this.clock.nowMs,
       tenant,
       principal: envelope.principal,
       keyId: envelope.keyId,
@@ -443,4 +450,8 @@ export class StateMachine {
       },
     };
   }
+}
+
+function storedClock(meta: MetaRow): ReplicatedClock {
+  return { nowMs: meta.clock_ms, term: meta.clock_term, monotonicMs: meta.clock_monotonic_ms };
 }

@@ -1,8 +1,9 @@
-import { closeSync, existsSync, fdatasync, fdatasyncSync, mkdirSync, openSync } from "node:fs";
+import { closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
 import { join } from "node:path";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
 import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
+import { makePrivateDir } from "../fs/private-dir.js";
 import { type CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
 import {
   LogCompactedError,
@@ -252,7 +253,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       fsync: options.fsync ?? "event-loop",
       faultHook: options.faultHook,
     };
-    mkdirSync(dir, { recursive: true });
+    makePrivateDir(dir);
     const logPath = join(dir, LOG_FILE);
     const walPath = `${logPath}-wal`;
     const ackPath = join(dir, WATERMARK_FILE);

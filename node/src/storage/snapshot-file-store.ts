@@ -1,17 +1,9 @@
 import { randomUUID } from "node:crypto";
-import {
-  closeSync,
-  mkdirSync,
-  openSync,
-  readdirSync,
-  readFileSync,
-  readSync,
-  statSync,
-  unlinkSync,
-} from "node:fs";
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, unlinkSync } from "node:fs";
 import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fsyncDir, fsyncPath } from "../fs/fsync.js";
+import { makePrivateDir } from "../fs/private-dir.js";
 import type { SnapshotMeta } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
 import type { FaultHook } from "./fault-hook.js";
@@ -61,7 +53,7 @@ export class SnapshotFileStore {
   ) {}
 
   static open(dir: string, hook?: FaultHook): SnapshotFileStore {
-    mkdirSync(dir, { recursive: true });
+    makePrivateDir(dir);
     return new SnapshotFileStore(dir, hook);
   }
 

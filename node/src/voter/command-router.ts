@@ -16,6 +16,7 @@ import { PeerInterruptedError, PeerUnavailableError } from "../peer/peer-errors.
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import { type CommandKind, encodeCommand, type RouteParams } from "../state/command-envelope.js";
+import { type LeaderClock, SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
 import type { RaftDriver } from "./raft-driver.js";
 import type { CommandRejections } from "./voter-metrics.js";
 
@@ -64,6 +65,8 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     private readonly forwardTimeoutMs: number,
     /** How long a unit may wait for a reachable leader (an election) before answering Unavailable. */
     private readonly leaderWaitMs: number,
+    /** What this voter stamps the commands it proposes with while leading. */
+    private readonly clock: LeaderClock = SYSTEM_LEADER_CLOCK,
   ) {}
 
   async replicate(
@@ -135,7 +138,8 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     signal: AbortSignal,
     committed: () => boolean,
   ): Promise<CommandOutcome<CommandResult>[]> {
-    const now = Date.now();
+    const timestampMs = this.clock.wallMs();
+    const monotonicMs = this.clock.monotonicMs();
     const data = batch.map((c) =>
       encodeCommand({
         commandId: c.commandId,
@@ -143,7 +147,8 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         tenant: c.tenant,
         principal: c.principal,
         keyId: c.keyId,
-        timestampMs: now,
+        timestampMs,
+        monotonicMs,
         params: c.params,
         payload: c.payload,
         ...(c.generated ? { generated: c.generated } : {}),

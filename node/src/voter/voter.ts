@@ -1,5 +1,4 @@
 import { randomInt } from "node:crypto";
-import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
@@ -7,6 +6,7 @@ import { ApplyWorker } from "../admission/apply-worker.js";
 import { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
 import type { VoterConfig } from "../config/voter-config.js";
+import { ensurePrivateDir } from "../fs/private-dir.js";
 import { createHttpServer, type HttpServer } from "../http/http-server.js";
 import { pickFreePort } from "../net/free-ports.js";
 import { PeerTransport } from "../peer/peer-transport.js";
@@ -45,8 +45,9 @@ export interface RunningVoter {
  */
 export async function startVoter(config: VoterConfig, logger?: Logger): Promise<RunningVoter> {
   const log = logger ?? pino({ level: config.log.level, base: { nodeId: config.node.id } });
-  mkdirSync(join(config.node.dataDir, "raft"), { recursive: true });
-  mkdirSync(join(config.node.dataDir, "state"), { recursive: true });
+  ensurePrivateDir(config.node.dataDir, log);
+  ensurePrivateDir(join(config.node.dataDir, "raft"), log);
+  ensurePrivateDir(join(config.node.dataDir, "state"), log);
   // What a start that fails part way has opened is closed again, newest first: otherwise, in a process
   // that goes on (an embedding application, a test), its Raft driver would keep campaigning on a
   // directory no one can lock again, and its ports would stay taken.

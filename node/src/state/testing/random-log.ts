@@ -48,6 +48,7 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
   const principalTenants = new Map([["admin", "system"]]);
   const admins: { tenant: string; principalId: string }[] = [{ tenant: "system", principalId: "admin" }];
   let nowMs = 1_700_000_000_000;
+  let monotonicMs = 0;
   let term = 1;
 
   const someValue = (): unknown => {
@@ -244,7 +245,10 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
       entry = { index, term, type: "normal", data: new TextEncoder().encode("garbage") };
     } else {
       // Mostly forward, now and then a lease's worth of time, rarely a step back (a new leader's clock).
-      nowMs += random.chance(0.05) ? 5000 : random.chance(0.02) ? -3000 : random.nextInt(400);
+      const step = random.chance(0.05) ? 5000 : random.chance(0.02) ? -3000 : random.nextInt(400);
+      nowMs += step;
+      // A step back is the wall clock's alone: the monotonic clock never runs backwards.
+      monotonicMs += Math.max(0, step);
       const retry = sent.length > 0 && random.chance(0.06) ? recent(sent, 60) : undefined;
       let command: Sent;
       if (retry !== undefined) {
@@ -262,6 +266,7 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
         principal: command.principal,
         ...(command.keyId === undefined ? {} : { keyId: command.keyId }),
         timestampMs: nowMs,
+        monotonicMs,
         params: command.params,
         ...(command.kind === "admin.createKey" ? { generated: { keyHash: hashApiKey(`key-${index}`) } } : {}),
         payload: command.payload,

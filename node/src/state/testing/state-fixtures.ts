@@ -43,23 +43,29 @@ export interface CommandOptions {
   /** The key that sent the command; none by default, as for an entry not made from a request. */
   readonly keyId?: string;
   readonly commandId?: string;
-  /** Milliseconds after the log's current time; the log's clock then stays there. */
+  /** Milliseconds after the log's current time; both of the leader's clocks then stay there. */
   readonly advanceMs?: number;
-  /** An absolute timestamp instead (may run backwards, as a new leader's clock can). */
+  /**
+   * A wall-clock stamp other than the log's, as a leader's wall clock that leapt or stepped back gives;
+   * the monotonic reading follows the log all the same.
+   */
   readonly timestampMs?: number;
   readonly keyHash?: string;
   readonly params?: RouteParams;
 }
 
-/** Builds a Raft log of command entries, with indexes, terms and leader timestamps. */
+/** Builds a Raft log of command entries, with indexes, terms and leader stamps. */
 export class LogBuilder {
   readonly entries: Entry[] = [];
+  /** The leader's wall clock. */
   nowMs = 1_700_000_000_000;
+  /** The leader's monotonic clock, moved with the wall clock. */
+  monotonicMs = 0;
   term = 1;
   private nextId = 1;
 
   command(kind: CommandKind, payload: unknown, options: CommandOptions = {}): Entry {
-    this.nowMs += options.advanceMs ?? 1;
+    this.advance(options.advanceMs ?? 1);
     const data = encodeCommand({
       commandId: options.commandId ?? `cmd-${this.nextId++}`,
       kind,
@@ -67,11 +73,18 @@ export class LogBuilder {
       principal: options.principal ?? "p1",
       ...(options.keyId === undefined ? {} : { keyId: options.keyId }),
       timestampMs: options.timestampMs ?? this.nowMs,
+      monotonicMs: this.monotonicMs,
       params: options.params ?? {},
       ...(options.keyHash === undefined ? {} : { generated: { keyHash: options.keyHash } }),
       payload: typeof payload === "string" ? payload : JSON.stringify(payload),
     });
     return this.raw(data);
+  }
+
+  /** Moves both of the leader's clocks on. */
+  advance(ms: number): void {
+    this.nowMs += ms;
+    this.monotonicMs += ms;
   }
 
   noop(): Entry {
@@ -138,6 +151,6 @@ export class Harness {
 
   /** Moves the leader's clock on without applying anything. */
   advance(ms: number): void {
-    this.log.nowMs += ms;
+    this.log.advance(ms);
   }
 }

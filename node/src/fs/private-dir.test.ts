@@ -1,0 +1,55 @@
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pino from "pino";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { ensurePrivateDir, makePrivateDir } from "./private-dir.js";
+
+const modeOf = (path: string): number => statSync(path).mode & 0o777;
+
+let umask: number;
+// The usual umask, which leaves a directory created without a mode open to everyone's reads.
+beforeAll(() => {
+  umask = process.umask(0o022);
+});
+afterAll(() => {
+  process.umask(umask);
+});
+
+let root: string;
+let lines: Record<string, unknown>[];
+const logger = () =>
+  pino({ base: { nodeId: "voter1" } }, { write: (line: string) => lines.push(JSON.parse(line)) });
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), "keyload-private-dir-"));
+  lines = [];
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+describe("private directories", () => {
+  it("are created owner-only, with every missing parent", () => {
+    const dir = join(root, "a", "b", "c");
+    expect(makePrivateDir(dir)).toBe(true);
+    for (const path of [join(root, "a"), join(root, "a", "b"), dir]) expect(modeOf(path)).toBe(0o700);
+    expect(makePrivateDir(dir)).toBe(false);
+  });
+
+  it("warn, with the node ID, of an existing directory open to others, and leave its mode", () => {
+    const open = join(root, "open");
+    mkdirSync(open);
+    chmodSync(open, 0o755);
+    ensurePrivateDir(open, logger());
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 40, nodeId: "voter1", dir: open, mode: "755", recommended: "700" }),
+    ]);
+    expect(modeOf(open)).toBe(0o755);
+  });
+
+  it("say nothing of one they create, nor of an existing owner-only one", () => {
+    const fresh = join(root, "fresh");
+    ensurePrivateDir(fresh, logger());
+    expect(modeOf(fresh)).toBe(0o700);
+    ensurePrivateDir(fresh, logger());
+    expect(lines).toEqual([]);
+  });
+});

@@ -1,0 +1,145 @@
+import pino from "pino";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { PeerTransport } from "../peer/peer-transport.js";
+import type { Entry } from "../raft/types.js";
+import type { ApplyResult } from "../state/apply-result.js";
+import { decodeCommand } from "../state/command-envelope.js";
+import type { LeaseResult } from "../state/queues.js";
+import type { StateMachine } from "../state/state-machine.js";
+import { TempStates } from "../state/testing/state-fixtures.js";
+import { type CommandResult, CommandRouter, type VoterCommand } from "./command-router.js";
+import type { LeaderClock } from "./leader-clock.js";
+import type { RaftDriver } from "./raft-driver.js";
+
+const HOUR = 60 * 60 * 1000;
+const VISIBILITY_MS = 30_000;
+
+/** The leader's clocks as a test sets them. */
+class TestClock implements LeaderClock {
+  wall = 1_700_000_000_000;
+  monotonic = 5_000;
+  wallMs(): number {
+    return this.wall;
+  }
+  monotonicMs(): number {
+    return this.monotonic;
+  }
+  /** Real time passing: both clocks move. */
+  pass(ms: number): void {
+    this.wall += ms;
+    this.monotonic += ms;
+  }
+}
+
+/** A leader's Raft log that commits and applies each proposal at once, in the term the test sets. */
+class ApplyingLog {
+  term = 1;
+  readonly entries: Entry[] = [];
+  constructor(private readonly sm: StateMachine) {}
+  isLeader(): boolean {
+    return true;
+  }
+  async propose(data: readonly Uint8Array[]): Promise<ApplyResult[]> {
+    const entries = data.map(
+      (d): Entry => ({ index: this.entries.length + 1, term: this.term, type: "normal", data: d }),
+    );
+    this.entries.push(...entries);
+    return this.sm.applyBatch(entries);
+  }
+}
+
+let temp: TempStates;
+let clock: TestClock;
+let log: ApplyingLog;
+let router: CommandRouter;
+let nextId = 1;
+beforeEach(() => {
+  temp = new TempStates();
+  clock = new TestClock();
+  log = new ApplyingLog(temp.create("s"));
+  router = new CommandRouter(
+    log as unknown as RaftDriver,
+    {} as PeerTransport,
+    pino({ level: "silent" }),
+    1_000,
+    1_000,
+    clock,
+  );
+});
+afterEach(() => temp.cleanup());
+
+async function send(
+  kind: VoterCommand["kind"],
+  body: unknown,
+  queueParams: VoterCommand["params"],
+): Promise<CommandResult> {
+  const [outcome] = await router.replicate(
+    [
+      {
+        commandId: `c${nextId++}`,
+        kind,
+        lane: "data",
+        params: queueParams,
+        payload: JSON.stringify(body),
+        tenant: "system",
+        principal: "admin",
+        keyId: "bootstrap",
+      },
+    ],
+    new AbortController().signal,
+    () => false,
+  );
+  if (!outcome!.ok) throw outcome!.error;
+  return outcome!.value;
+}
+
+const jobs = { queue: "jobs" };
+const lease = async () =>
+  ((await send("queue.lease", { visibilityTimeoutMs: VISIBILITY_MS }, jobs)).result as LeaseResult).messages;
+
+describe("the leader's stamps", () => {
+  it("carry both of the leader's clocks as the clock source reads them", async () => {
+    clock.wall = 1_800_000_000_000;
+    clock.monotonic = 123_456;
+    await send("queue.enqueue", { body: 1 }, jobs);
+    expect(decodeCommand(log.entries[0]!.data)).toMatchObject({
+      timestampMs: 1_800_000_000_000,
+      monotonicMs: 123_456,
+    });
+  });
+
+  it("hold a lease for its time when the leader's wall clock leaps hours ahead", async () => {
+    await send("queue.enqueue", { body: 1 }, jobs);
+    expect(await lease()).toHaveLength(1);
+    clock.pass(10_000);
+    clock.wall += 3 * HOUR;
+    expect(await lease()).toEqual([]);
+    clock.pass(VISIBILITY_MS - 10_000 - 1);
+    expect(await lease()).toEqual([]);
+    clock.pass(1);
+    expect(await lease()).toEqual([expect.objectContaining({ attempts: 2 })]);
+  });
+
+  it("let a lease run out on time when the leader's wall clock steps back an hour", async () => {
+    await send("queue.enqueue", { body: 1 }, jobs);
+    expect(await lease()).toHaveLength(1);
+    clock.pass(1_000);
+    clock.wall -= HOUR;
+    expect(await lease()).toEqual([]);
+    clock.pass(VISIBILITY_MS - 1_000);
+    expect(await lease()).toEqual([expect.objectContaining({ attempts: 2 })]);
+  });
+
+  it("let a new leader whose wall clock leapt ahead take no more than one bounded step off a lease", async () => {
+    await send("queue.enqueue", { body: 1 }, jobs);
+    expect(await lease()).toHaveLength(1);
+    // Another process leads the next term: its monotonic clock has another origin.
+    log.term = 2;
+    clock.monotonic = 77;
+    clock.pass(1_000);
+    clock.wall += 3 * HOUR;
+    expect(await lease()).toEqual([]);
+    clock.pass(10_000);
+    expect(await lease()).toEqual([]);
+  });
+});
