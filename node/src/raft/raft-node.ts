@@ -430,7 +430,15 @@ export class RaftNode {
   /** The leader's own entries became durable: count them toward the quorum (a single voter commits here). */
   private selfDurable(): void {
     const self = this.progress.get(this.id)!;
-    if (self.maybeUpdate(this.stableLastIndex()) && this.maybeCommit()) this.broadcastAppend(true);
+    if (self.maybeUpdate(this.selfMatchIndex()) && this.maybeCommit()) this.broadcastAppend(true);
+  }
+
+  /**
+   * How far the leader's own log counts toward a quorum: only what is durable. Protected so a test can
+   * build a deliberately broken core that counts what it has not persisted.
+   */
+  protected selfMatchIndex(): number {
+    return this.stableLastIndex();
   }
 
   /** The last index known durable: everything before the unstable tail. */
@@ -549,7 +557,7 @@ export class RaftNode {
       const pr = new Progress(last + 1, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
       pr.recentActive = true;
       if (id === this.id) {
-        pr.match = this.stableLastIndex();
+        pr.match = this.selfMatchIndex();
         pr.becomeReplicate();
       }
       this.progress.set(id, pr);
@@ -735,7 +743,9 @@ export class RaftNode {
       this.uncommittedBytes += size;
     }
     // The leader's own copy counts toward a quorum only once it is durable (see advance()), which is
-    // what lets the driver send these entries to the followers while it writes them.
+    // what lets the driver send these entries to the followers while it writes them. Asked here too,
+    // where it changes nothing for this core, so that a core counting its copy sooner does so at once.
+    if (this.role === "leader") this.selfDurable();
   }
 
   private releaseUncommitted(committed: number): void {

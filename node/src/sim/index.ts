@@ -23,13 +23,14 @@ export {
   SimNetwork,
 } from "./sim-network.js";
 export { encodeCommand, SimStateMachine } from "./sim-state-machine.js";
+export type { SimStats } from "./sim-stats.js";
 export {
   NODE_IDS,
   runSeed,
   type SimOptions,
   type SimResult,
-  type SimStats,
   SimulationFailure,
   Simulator,
 } from "./simulator.js";
+export { StateMachineStore } from "./state-machine-store.js";
 export { Trace } from "./trace.js";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry } from "../raft/types.js";
-import { type DiskFaults, needsSync, SimDisk } from "./sim-disk.js";
+import { type DiskFaults, SimDisk } from "./sim-disk.js";
 
 const CONF = { voters: ["a", "b", "c"] };
 const FAULTS: DiskFaults = { minSyncDelay: 2, maxSyncDelay: 6, stallRate: 0, stallDelay: 0 };
@@ -75,13 +75,5 @@ describe("SimDisk", () => {
     const d = disk();
     d.write({ snapshot: null, entries: entries(1, 1, 1), hardState: null });
     expect(() => d.write({ snapshot: null, entries: entries(2, 2, 1), hardState: null })).toThrow();
-  });
-
-  it("only writes with something to persist need an fsync", () => {
-    expect(needsSync({ snapshot: null, entries: [], hardState: null })).toBe(false);
-    expect(needsSync({ snapshot: null, entries: entries(1, 1, 1), hardState: null })).toBe(true);
-    expect(needsSync({ snapshot: null, entries: [], hardState: { term: 1, vote: null, commit: 0 } })).toBe(
-      true,
-    );
   });
 });

@@ -17,10 +17,6 @@ export interface DiskWrite {
   readonly hardState: HardState | null;
 }
 
-export function needsSync(write: DiskWrite): boolean {
-  return write.snapshot !== null || write.entries.length > 0 || write.hardState !== null;
-}
-
 /**
  * One node's disk: `storage` is the durable image (what survives a crash and what the core reads),
  * and at most one written-but-unsynced batch sits beside it until its fsync completes. A crash

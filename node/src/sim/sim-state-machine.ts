@@ -23,7 +23,7 @@ export function encodeCommand(id: number, register: number, value: number, paddi
 
 /**
  * What one simulated node applied: the applied index, the digest chain over every applied entry and
- * the registers the commands wrote. It is volatile; a restart rebuilds it from the durable snapshot.
+ * the registers the commands wrote. What of it survives a crash is StateMachineStore's concern.
  */
 export class SimStateMachine {
   private constructor(
@@ -55,6 +55,17 @@ export class SimStateMachine {
     const registers = new Uint32Array(REGISTERS);
     for (let r = 0; r < REGISTERS; r++) registers[r] = view.getUint32(HEADER_BYTES + r * 4);
     return new SimStateMachine(index, view.getUint32(4), view.getUint32(8), view.getUint32(12), registers);
+  }
+
+  /** An independent copy, e.g. the image a crash may leave behind. */
+  copy(): SimStateMachine {
+    return new SimStateMachine(
+      this.appliedIndex,
+      this.appliedTerm,
+      this.chain,
+      this.writeCount,
+      this.registers.slice(),
+    );
   }
 
   get applied(): number {

@@ -1,8 +1,9 @@
 import {
   type ConfState,
-  canSendBeforePersist,
   type Entry,
   type HardState,
+  type MemoryStorage,
+  type Message,
   type NodeId,
   ProposalRefusedError,
   RaftNode,
@@ -15,6 +16,7 @@ import {
   type Snapshot,
 } from "../raft/index.js";
 import { commandDigest, entryDigest } from "./digest.js";
+import { durableCopies } from "./durable-quorum.js";
 import { EventQueue } from "./event-queue.js";
 import {
   DEFAULT_PROFILE,
@@ -24,9 +26,13 @@ import {
   tuningFor,
 } from "./fault-profile.js";
 import { COMPACTED, type InvariantName, InvariantViolation, SafetyChecker } from "./invariants.js";
-import { type DiskWrite, needsSync, SimDisk } from "./sim-disk.js";
+import { raiseCommitToApplied } from "./raise-commit.js";
+import { type HeldHardState, planReady, type ReadyPlan } from "./ready-plan.js";
+import { type DiskWrite, SimDisk } from "./sim-disk.js";
 import { type Delivery, type LinkCut, SimNetwork } from "./sim-network.js";
 import { encodeCommand, SimStateMachine } from "./sim-state-machine.js";
+import { type Counters, emptyCounters, type SimStats } from "./sim-stats.js";
+import { StateMachineStore } from "./state-machine-store.js";
 import { Trace } from "./trace.js";
 
 export const NODE_IDS: readonly NodeId[] = ["n1", "n2", "n3"];
@@ -49,48 +55,6 @@ export interface SimOptions {
   /** Events kept for the failure report; `Infinity` keeps the whole run. */
   readonly traceCapacity?: number;
 }
-
-export interface SimStats {
-  readonly steps: number;
-  readonly convergenceSteps: number;
-  readonly time: number;
-  /** Terms that had a leader. */
-  readonly leaders: number;
-  readonly maxTerm: number;
-  /** The highest index any node applied. */
-  readonly committed: number;
-  readonly proposals: number;
-  readonly proposalsRefused: number;
-  readonly acked: number;
-  /** Accepted proposals whose index ended up holding another entry (never acknowledged). */
-  readonly proposalsLost: number;
-  /** Accepted proposals still pending when their node crashed. */
-  readonly proposalsAbandoned: number;
-  readonly reads: number;
-  readonly readsRefused: number;
-  readonly readsConfirmed: number;
-  readonly readsServed: number;
-  readonly readsFailed: number;
-  readonly transfers: number;
-  readonly transfersRefused: number;
-  readonly messagesSent: number;
-  readonly messagesDelivered: number;
-  readonly messagesDropped: number;
-  readonly messagesDuplicated: number;
-  /** Snapshot chunks delivered. */
-  readonly snapshotChunks: number;
-  readonly fsyncs: number;
-  readonly crashes: number;
-  /** Crashes that lost a written but unsynced Ready. */
-  readonly lostWrites: number;
-  readonly restarts: number;
-  readonly partitions: number;
-  readonly bursts: number;
-  readonly snapshotsTaken: number;
-  readonly snapshotsInstalled: number;
-}
-
-type Counters = { -readonly [K in keyof SimStats]: number };
 
 export interface SimResult {
   readonly seed: number;
@@ -137,17 +101,22 @@ interface IssuedRead {
   answered: boolean;
 }
 
-/** One simulated server: a durable disk that outlives crashes, and volatile state that does not. */
+/**
+ * One simulated server: a durable disk and a state machine that outlive crashes (in part), and
+ * volatile state that does not.
+ */
 interface SimNode {
   readonly id: NodeId;
   readonly disk: SimDisk;
+  readonly state: StateMachineStore;
   readonly tickInterval: number;
   core: RaftNode | null;
-  sm: SimStateMachine;
   /** Bumped on every crash so the timers of an earlier life are ignored. */
   incarnation: number;
-  /** The Ready whose writes wait for their fsync; the core hands out no other meanwhile. */
-  unsynced: Ready | null;
+  /** The Ready whose write waits for its fsync; the core hands out no other meanwhile. */
+  writing: { readonly rd: Ready; readonly plan: ReadyPlan } | null;
+  /** What the driver keeps about hard states between Readys (see planReady). */
+  held: HeldHardState;
   /** The hard state on disk. */
   durable: HardState;
   /** The commit index last seen in this life, which must never go back. */
@@ -175,6 +144,7 @@ export class Simulator {
   private readonly network: SimNetwork;
   private readonly nodes: SimNode[];
   private readonly byId = new Map<NodeId, SimNode>();
+  private readonly storages: readonly MemoryStorage[];
   private readonly queue = new EventQueue<SimEvent>();
   private readonly checker = new SafetyChecker();
   private readonly issuedReads = new Map<string, IssuedRead>();
@@ -207,16 +177,18 @@ export class Simulator {
     this.coreSeeds = new SeededRandom(root.nextUint32());
     this.network = new SimNetwork(NODE_IDS, new SeededRandom(root.nextUint32()), this.profile.network);
     const p = this.profile;
+    const stateLoss = new SeededRandom(root.nextUint32());
     this.nodes = NODE_IDS.map((id) => {
       const skew = this.random.nextInt(2 * p.tickSkew + 1) - p.tickSkew;
       const node: SimNode = {
         id,
         disk: new SimDisk(CONF, new SeededRandom(root.nextUint32()), p.disk),
+        state: new StateMachineStore(stateLoss),
         tickInterval: Math.max(2, p.tickInterval + skew),
         core: null,
-        sm: SimStateMachine.empty(),
         incarnation: 0,
-        unsynced: null,
+        writing: null,
+        held: { last: { term: 0, vote: null, commit: 0 }, unsaved: null },
         durable: { term: 0, vote: null, commit: 0 },
         commit: 0,
         status: null,
@@ -227,6 +199,7 @@ export class Simulator {
       this.byId.set(id, node);
       return node;
     });
+    this.storages = this.nodes.map((n) => n.disk.storage);
   }
 
   get steps(): number {
@@ -345,7 +318,8 @@ export class Simulator {
     }
     this.counters.convergenceSteps = this.step - start;
     // Converged on a log that lacks an acknowledged write is a lost write, not a liveness failure.
-    for (const node of this.nodes) this.checker.checkFinal(node.id, node.sm.applied, node.sm.digest);
+    for (const node of this.nodes)
+      this.checker.checkFinal(node.id, node.state.live.applied, node.state.live.digest);
   }
 
   /** One leader followed by all, everything it holds committed and applied everywhere. */
@@ -363,7 +337,8 @@ export class Simulator {
     if (ls.commit !== ls.lastIndex) return false;
     for (const node of this.nodes) {
       const s = node.status!;
-      if (s.term !== ls.term || s.leader !== leader.id || node.sm.applied !== ls.lastIndex) return false;
+      if (s.term !== ls.term || s.leader !== leader.id || node.state.live.applied !== ls.lastIndex)
+        return false;
     }
     return true;
   }
@@ -373,7 +348,7 @@ export class Simulator {
       const s = n.status;
       if (n.core === null || s === null) return `${n.id} down`;
       const leader = s.leader ?? "-";
-      return `${n.id} ${s.role} t${s.term} leader=${leader} commit=${s.commit} last=${s.lastIndex} applied=${n.sm.applied}`;
+      return `${n.id} ${s.role} t${s.term} leader=${leader} commit=${s.commit} last=${s.lastIndex} applied=${n.state.live.applied}`;
     });
     return `${parts.join("; ")}; highest acknowledged write ${this.checker.maxAcked}`;
   }
@@ -381,14 +356,17 @@ export class Simulator {
   // ---------------------------------------------------------------------------------------------
   // Node lifecycle
 
-  /** Boots a node from its durable disk alone, as after a power loss. */
+  /** Boots a node from what its disk and state machine kept, as after a power loss. */
   private start(node: SimNode): void {
     const storage = node.disk.storage;
     const snapshot = storage.snapshot();
+    const sm = node.state.live;
+    this.checker.observeRestore(node.id, sm.applied, sm.term, sm.digest);
+    const raised = raiseCommitToApplied(storage, sm.applied);
+    if (raised) this.counters.commitsRaised++;
     const { hardState } = storage.initialState();
-    node.sm = SimStateMachine.restore(snapshot);
-    this.checker.observeRestore(node.id, snapshot.meta.index, snapshot.meta.term, node.sm.digest);
     node.durable = hardState;
+    node.held = { last: hardState, unsaved: null };
     node.commit = hardState.commit;
     node.status = null;
     try {
@@ -397,7 +375,7 @@ export class Simulator {
         id: node.id,
         storage,
         random: new SeededRandom(this.coreSeeds.nextUint32()),
-        applied: snapshot.meta.index,
+        applied: sm.applied,
       });
     } catch (error) {
       throw coreFailure(node.id, "constructor", error);
@@ -405,7 +383,8 @@ export class Simulator {
     this.note(
       node.id,
       "fault",
-      `start: term ${hardState.term} vote ${hardState.vote ?? "-"} commit ${hardState.commit} ` +
+      `start: term ${hardState.term} vote ${hardState.vote ?? "-"} commit ${hardState.commit}` +
+        `${raised ? " (raised to the applied index)" : ""} applied ${sm.applied} ` +
         `snapshot ${snapshot.meta.index} log ${storage.firstIndex()}..${storage.lastIndex()}`,
     );
     this.scheduleTick(node, 1 + this.random.nextInt(node.tickInterval));
@@ -414,8 +393,9 @@ export class Simulator {
 
   private crash(node: SimNode): void {
     const lost = node.disk.crash();
+    const undone = node.state.crash();
     node.core = null;
-    node.unsynced = null;
+    node.writing = null;
     node.status = null;
     node.incarnation++;
     this.counters.proposalsAbandoned += node.proposals.size;
@@ -423,7 +403,10 @@ export class Simulator {
     node.waitingReads = [];
     this.counters.crashes++;
     if (lost !== null) this.counters.lostWrites++;
-    this.note(node.id, "fault", lost === null ? "crash" : `crash, losing unsynced ${describeWrite(lost)}`);
+    const losses: string[] = [];
+    if (lost !== null) losses.push(`unsynced ${describeWrite(lost)}`);
+    if (undone > 0) losses.push(`${undone} applied batches`);
+    this.note(node.id, "fault", losses.length === 0 ? "crash" : `crash, losing ${losses.join(" and ")}`);
     this.queue.push(this.time + this.between(this.profile.downtime), { kind: "restart", node });
   }
 
@@ -478,19 +461,27 @@ export class Simulator {
     if (s.commit < node.commit) {
       fail("monotonic-progress", `${node.id} commit index went back from ${node.commit} to ${s.commit}`);
     }
+    if (s.role === "leader" && s.commit > node.commit) {
+      const copies = durableCopies(this.storages, s.commit);
+      if (copies <= NODE_IDS.length / 2) {
+        fail("leader-completeness", `${node.id} commits ${s.commit}, which only ${copies} disk(s) hold`);
+      }
+    }
     if (s.term > this.counters.maxTerm) this.counters.maxTerm = s.term;
     node.commit = s.commit;
     node.status = s;
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Ready handling: persist (after an fsync delay), then send, then apply, then advance.
+  // Ready handling, as the production driver does it (see planReady): send a leader's replication
+  // traffic, write and apply what is durable already during the fsync, then send the rest, apply the
+  // rest and advance. The next Ready comes only once the write is durable, as in production.
 
   private pump(node: SimNode): void {
     let idle = 0;
     for (;;) {
       const core = node.core;
-      if (core === null || node.unsynced !== null || !core.hasReady()) return;
+      if (core === null || node.writing !== null || !core.hasReady()) return;
       let rd: Ready;
       try {
         rd = core.ready();
@@ -505,32 +496,35 @@ export class Simulator {
       }
       this.trace.add(this.step, this.time, node.id, "ready", "", null, rd);
       this.checkReady(node, rd);
-      if (needsSync(rd)) {
-        // A leader's replication traffic leaves while its own copy is being written, as the driver
-        // does; a crash before the sync then loses the leader's copy but not the followers'.
-        this.sendMessages(node, rd, true);
-        node.unsynced = rd;
-        const delay = node.disk.write(rd);
+      const plan = planReady(rd, node.held);
+      node.held = plan.held;
+      this.sendMessages(node, plan.early);
+      if (plan.write !== null) {
+        // A crash before the sync loses the leader's copy but not the followers', and may keep the
+        // applies made meanwhile but not the commit index this write carries.
+        node.writing = { rd, plan };
+        const delay = node.disk.write(plan.write);
         this.queue.push(this.time + delay, { kind: "sync", node, incarnation: node.incarnation });
+        this.apply(node, plan.applyDuringWrite);
         return;
       }
-      this.sendMessages(node, rd, true);
-      this.finishReady(node, rd);
+      this.finishReady(node, rd, plan);
     }
   }
 
   private sync(node: SimNode): void {
-    const rd = node.unsynced!;
-    node.unsynced = null;
+    const { rd, plan } = node.writing!;
+    node.writing = null;
     try {
       node.disk.sync();
     } catch (error) {
       throw coreFailure(node.id, "Ready (storage refused it)", error);
     }
-    if (rd.hardState !== null) node.durable = rd.hardState;
+    const hard = plan.write!.hardState;
+    if (hard !== null) node.durable = hard;
     this.counters.fsyncs++;
     this.trace.add(this.step, this.time, node.id, "sync");
-    this.finishReady(node, rd);
+    this.finishReady(node, rd, plan);
     this.pump(node);
   }
 
@@ -547,8 +541,9 @@ export class Simulator {
           `${node.id} asks to install snapshot ${index} over its stored snapshot ${stored}`,
         );
       }
-      if (index < node.sm.applied) {
-        fail("monotonic-progress", `${node.id} installs snapshot ${index} after applying ${node.sm.applied}`);
+      const applied = node.state.live.applied;
+      if (index < applied) {
+        fail("monotonic-progress", `${node.id} installs snapshot ${index} after applying ${applied}`);
       }
     }
     if (rd.entries.length > 0) this.checkEntries(node, rd.entries, rd.snapshot);
@@ -613,10 +608,8 @@ export class Simulator {
     this.checker.checkLeaderLog(node.id, s.term, s.lastIndex, termAt);
   }
 
-  /** Sends the Ready's messages that may leave before it is durable (`early`), or the others. */
-  private sendMessages(node: SimNode, rd: Ready, early: boolean): void {
-    for (const m of rd.messages) {
-      if (canSendBeforePersist(m) !== early) continue;
+  private sendMessages(node: SimNode, messages: readonly Message[]): void {
+    for (const m of messages) {
       if (m.from !== node.id || m.to === node.id || !this.byId.has(m.to)) {
         fail("core-contract", `${node.id} sends a ${m.type} from ${m.from} to ${m.to}`);
       }
@@ -631,10 +624,10 @@ export class Simulator {
     }
   }
 
-  private finishReady(node: SimNode, rd: Ready): void {
-    this.sendMessages(node, rd, false);
+  private finishReady(node: SimNode, rd: Ready, plan: ReadyPlan): void {
+    this.sendMessages(node, plan.late);
     if (rd.snapshot !== null) this.installSnapshot(node, rd.snapshot);
-    if (rd.committedEntries.length > 0) this.apply(node, rd.committedEntries);
+    this.apply(node, plan.applyAfterWrite);
     for (const rs of rd.readStates) this.readConfirmed(node, rs);
     for (const rf of rd.readFailures) this.readFailed(node, rf);
     try {
@@ -656,7 +649,7 @@ export class Simulator {
     }
     const { index, term } = snapshot.meta;
     this.checker.observeRestore(node.id, index, term, sm.digest);
-    node.sm = sm;
+    node.state.synced(sm);
     this.counters.snapshotsInstalled++;
     this.note(node.id, "apply", `installed snapshot ${index}/t${term}`);
     for (const [at, p] of node.proposals) {
@@ -668,11 +661,13 @@ export class Simulator {
     this.serveReads(node);
   }
 
+  /** Applies one batch, which the state machine commits as one transaction. */
   private apply(node: SimNode, entries: readonly Entry[]): void {
+    if (entries.length === 0) return;
     // A node learns a commit index only from a leader of its current term or an earlier one.
     const termBound = node.status!.term;
+    const sm = node.state.live;
     for (const e of entries) {
-      const sm = node.sm;
       if (e.index !== sm.applied + 1) {
         fail("monotonic-progress", `${node.id} applies ${e.index} right after ${sm.applied}`);
       }
@@ -695,6 +690,7 @@ export class Simulator {
         this.acknowledge(node, e.index, p);
       }
     }
+    node.state.committed();
     this.serveReads(node);
   }
 
@@ -711,7 +707,7 @@ export class Simulator {
    */
   private maybeSnapshot(node: SimNode): void {
     const storage = node.disk.storage;
-    const sm = node.sm;
+    const sm = node.state.live;
     if (sm.applied - storage.snapshot().meta.index < this.profile.snapshotEvery) return;
     if (sm.applied > storage.lastIndex() || storage.term(sm.applied) !== sm.term) {
       fail(
@@ -720,6 +716,8 @@ export class Simulator {
       );
     }
     storage.createSnapshot(sm.applied, CONF, sm.serialize());
+    // Production fsyncs the state database before it records a snapshot of it.
+    node.state.synced(sm);
     const compactTo = sm.applied - this.random.nextInt(this.profile.keepAfterSnapshot + 1);
     storage.compact(compactTo);
     this.counters.snapshotsTaken++;
@@ -733,7 +731,7 @@ export class Simulator {
     const issued = this.answerRead(node, rs.requestId);
     this.checker.observeReadState(node.id, rs.requestId, rs.index, issued.minIndex);
     this.counters.readsConfirmed++;
-    if (node.sm.applied >= rs.index) this.counters.readsServed++;
+    if (node.state.live.applied >= rs.index) this.counters.readsServed++;
     else node.waitingReads.push({ requestId: rs.requestId, index: rs.index });
   }
 
@@ -755,7 +753,7 @@ export class Simulator {
 
   private serveReads(node: SimNode): void {
     if (node.waitingReads.length === 0) return;
-    const applied = node.sm.applied;
+    const applied = node.state.live.applied;
     const still = node.waitingReads.filter((r) => r.index > applied);
     this.counters.readsServed += node.waitingReads.length - still.length;
     node.waitingReads = still;
@@ -1014,42 +1012,6 @@ export function runSeed(seed: number, options: SimOptions = {}): SimResult {
     violation,
     stats: sim.stats,
     trace: sim.trace,
-  };
-}
-
-function emptyCounters(): Counters {
-  return {
-    steps: 0,
-    convergenceSteps: 0,
-    time: 0,
-    leaders: 0,
-    maxTerm: 0,
-    committed: 0,
-    proposals: 0,
-    proposalsRefused: 0,
-    acked: 0,
-    proposalsLost: 0,
-    proposalsAbandoned: 0,
-    reads: 0,
-    readsRefused: 0,
-    readsConfirmed: 0,
-    readsServed: 0,
-    readsFailed: 0,
-    transfers: 0,
-    transfersRefused: 0,
-    messagesSent: 0,
-    messagesDelivered: 0,
-    messagesDropped: 0,
-    messagesDuplicated: 0,
-    snapshotChunks: 0,
-    fsyncs: 0,
-    crashes: 0,
-    lostWrites: 0,
-    restarts: 0,
-    partitions: 0,
-    bursts: 0,
-    snapshotsTaken: 0,
-    snapshotsInstalled: 0,
   };
 }
 

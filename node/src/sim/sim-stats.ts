@@ -1,0 +1,81 @@
+/** What one run did, summed over its nodes; the CLI prints it and tests assert on it. */
+export interface SimStats {
+  readonly steps: number;
+  readonly convergenceSteps: number;
+  readonly time: number;
+  /** Terms that had a leader. */
+  readonly leaders: number;
+  readonly maxTerm: number;
+  /** The highest index any node applied. */
+  readonly committed: number;
+  readonly proposals: number;
+  readonly proposalsRefused: number;
+  readonly acked: number;
+  /** Accepted proposals whose index ended up holding another entry (never acknowledged). */
+  readonly proposalsLost: number;
+  /** Accepted proposals still pending when their node crashed. */
+  readonly proposalsAbandoned: number;
+  readonly reads: number;
+  readonly readsRefused: number;
+  readonly readsConfirmed: number;
+  readonly readsServed: number;
+  readonly readsFailed: number;
+  readonly transfers: number;
+  readonly transfersRefused: number;
+  readonly messagesSent: number;
+  readonly messagesDelivered: number;
+  readonly messagesDropped: number;
+  readonly messagesDuplicated: number;
+  /** Snapshot chunks delivered. */
+  readonly snapshotChunks: number;
+  readonly fsyncs: number;
+  readonly crashes: number;
+  /** Crashes that lost a written but unsynced Ready. */
+  readonly lostWrites: number;
+  /** Starts that raised the stored commit index to what the state machine kept. */
+  readonly commitsRaised: number;
+  readonly restarts: number;
+  readonly partitions: number;
+  readonly bursts: number;
+  readonly snapshotsTaken: number;
+  readonly snapshotsInstalled: number;
+}
+
+export type Counters = { -readonly [K in keyof SimStats]: number };
+
+export function emptyCounters(): Counters {
+  return {
+    steps: 0,
+    convergenceSteps: 0,
+    time: 0,
+    leaders: 0,
+    maxTerm: 0,
+    committed: 0,
+    proposals: 0,
+    proposalsRefused: 0,
+    acked: 0,
+    proposalsLost: 0,
+    proposalsAbandoned: 0,
+    reads: 0,
+    readsRefused: 0,
+    readsConfirmed: 0,
+    readsServed: 0,
+    readsFailed: 0,
+    transfers: 0,
+    transfersRefused: 0,
+    messagesSent: 0,
+    messagesDelivered: 0,
+    messagesDropped: 0,
+    messagesDuplicated: 0,
+    snapshotChunks: 0,
+    fsyncs: 0,
+    crashes: 0,
+    lostWrites: 0,
+    commitsRaised: 0,
+    restarts: 0,
+    partitions: 0,
+    bursts: 0,
+    snapshotsTaken: 0,
+    snapshotsInstalled: 0,
+  };
+}
