@@ -4,6 +4,7 @@ import { isVoterName, VOTER_NAMES, type VoterName, type VoterPorts } from "./app
 import { StateDirError } from "./apphost-errors.js";
 import { isAlive, type ProcessRecord } from "./process-table.js";
 import { isRuntimeKind, type RuntimeKind } from "./runtime-kind.js";
+import { isVoterFailure, type VoterFailure } from "./voter-failure.js";
 
 /**
  * The AppHost's own record of a cluster, `apphost.json` in the state dir, so every later command can
@@ -15,6 +16,8 @@ export interface VoterRecord extends VoterPorts {
   readonly name: VoterName;
   readonly forwardedEnv: Readonly<Record<string, string>>;
   readonly process: ProcessRecord | null;
+  /** How the voter's last run ended when it ended on its own with a non-zero status; cleared at its next start. */
+  readonly failure?: VoterFailure | null;
 }
 
 export interface OwnerRecord extends ProcessRecord {
@@ -57,7 +60,8 @@ function isState(value: unknown): value is AppHostState {
         Number.isInteger(v.peerPort) &&
         typeof v.forwardedEnv === "object" &&
         v.forwardedEnv !== null &&
-        (v.process === null || isProcessRecord(v.process)),
+        (v.process === null || isProcessRecord(v.process)) &&
+        (v.failure === undefined || v.failure === null || isVoterFailure(v.failure)),
     )
   );
 }

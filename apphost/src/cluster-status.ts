@@ -3,19 +3,28 @@ import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { readState } from "./apphost-state.js";
 import { type ProcessState, processState } from "./process-table.js";
 import type { RuntimeKind } from "./runtime-kind.js";
+import { loggedFailStop, type VoterFailure } from "./voter-failure.js";
 import { probeVoter, UNREACHABLE, type VoterRole } from "./voter-health.js";
 
-/** `status --json`, contract section 2, field for field. */
+/**
+ * A voter's state in `status`: its process's, or `failed` once it has ended on its own with a
+ * non-zero status (contract section 8, fail-stop), until it is started again.
+ */
+export type VoterState = ProcessState | "failed";
+
+/** `status --json`, contract section 2, field for field, and `failure` (a failed voter's only). */
 export interface VoterStatus {
   readonly name: string;
   readonly pid: number | null;
   readonly httpUrl: string;
   readonly peerAddress: string;
   readonly dataDir: string;
-  readonly state: ProcessState;
+  readonly state: VoterState;
   readonly role: VoterRole;
   readonly term: number | null;
   readonly forwardedEnv: Readonly<Record<string, string>>;
+  /** How it ended and its last log lines; present when `state` is `failed`. */
+  readonly failure?: VoterFailure;
 }
 
 export interface ClusterStatus {
@@ -38,6 +47,15 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
       const record = state?.voters[i];
       const processRecord = record?.process ?? null;
       const current = processState(processRecord);
+      // A voter recorded as started whose process is gone ended without the AppHost seeing it (a
+      // detached cluster): its log tells whether it failed.
+      const failure =
+        current !== "stopped"
+          ? null
+          : (record?.failure ??
+            (processRecord === null
+              ? null
+              : loggedFailStop(voter.logFile, APPHOST_DEFAULTS.failureLogLines)));
       // A paused voter cannot answer; asking would only wait for the timeout.
       const health =
         current === "running"
@@ -49,10 +67,11 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
         httpUrl: httpUrlOf(voter),
         peerAddress: peerAddressOf(voter),
         dataDir: voter.dataDir,
-        state: current,
+        state: failure === null ? current : "failed",
         role: health.role,
         term: health.term,
         forwardedEnv: record?.forwardedEnv ?? {},
+        ...(failure === null ? {} : { failure }),
       };
     }),
   );
@@ -90,10 +109,19 @@ export function formatStatus(status: ClusterStatus): string {
           .map(([k, value]) => `${k}=${value}`)
           .join(" ")}`,
     );
+  const failures = status.voters.flatMap((v) =>
+    v.failure === undefined
+      ? []
+      : [
+          `${v.name} failed (${v.failure.exit} at ${v.failure.at}); its last log lines:`,
+          ...v.failure.lastLines,
+        ],
+  );
   return [
     line(header),
     ...rows.map(line),
     "",
+    ...(failures.length > 0 ? [...failures, ""] : []),
     `state dir: ${status.stateDir}`,
     `admin key: ${status.adminKeyFile}`,
     ...(forwarded.length > 0 ? ["forwarded configuration:", ...forwarded] : []),

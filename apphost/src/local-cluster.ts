@@ -23,6 +23,7 @@ import { readKeptCredentials } from "./cluster-credentials.js";
 import { type ClusterSnapshot, type ReadinessOptions, waitForClusterReady } from "./cluster-readiness.js";
 import { assertPortsFree } from "./port-allocation.js";
 import { isAlive, type ProcessRecord, processState, signalProcess, waitForExit } from "./process-table.js";
+import type { VoterFailure } from "./voter-failure.js";
 import { isLive } from "./voter-health.js";
 import { lastLines } from "./voter-log-file.js";
 import {
@@ -46,6 +47,8 @@ export interface LocalClusterOptions {
   readonly owner?: OwnerRecord | null;
   readonly voterGids?: Readonly<Record<VoterName, number>>;
   readonly processes?: Readonly<Record<VoterName, ProcessRecord | null>>;
+  /** How each voter's last run failed, as recorded (see VoterFailure). */
+  readonly failures?: Readonly<Record<VoterName, VoterFailure | null>>;
 }
 
 export type VoterExitListener = (voter: VoterName, exit: VoterExit) => void;
@@ -64,6 +67,7 @@ export class LocalCluster {
   private readonly voterGids: LocalClusterOptions["voterGids"];
   private owner: OwnerRecord | null;
   private readonly processes = new Map<VoterName, ProcessRecord | VoterProcess | null>();
+  private readonly failures = new Map<VoterName, VoterFailure | null>();
   private readonly exitListeners: VoterExitListener[] = [];
   private readonly stopping = new Map<ProcessRecord, Promise<string>>();
 
@@ -75,7 +79,10 @@ export class LocalCluster {
     this.supervised = options.supervised;
     this.voterGids = options.voterGids;
     this.owner = options.owner ?? null;
-    for (const name of VOTER_NAMES) this.processes.set(name, options.processes?.[name] ?? null);
+    for (const name of VOTER_NAMES) {
+      this.processes.set(name, options.processes?.[name] ?? null);
+      this.failures.set(name, options.failures?.[name] ?? null);
+    }
   }
 
   /** The cluster recorded in `stateDir`, to operate on it from another command. */
@@ -92,9 +99,11 @@ export class LocalCluster {
     }
     const forwarded = {} as Record<VoterName, Readonly<Record<string, string>>>;
     const processes = {} as Record<VoterName, ProcessRecord | null>;
+    const failures = {} as Record<VoterName, VoterFailure | null>;
     for (const record of state.voters) {
       forwarded[record.name] = record.forwardedEnv;
       processes[record.name] = record.process;
+      failures[record.name] = record.failure ?? null;
     }
     const cluster = new LocalCluster({
       model,
@@ -105,6 +114,7 @@ export class LocalCluster {
       // An owner killed with SIGKILL could not clear its record; its voters died with it.
       owner: isAlive(state.owner) ? state.owner : null,
       processes,
+      failures,
     });
     return { cluster, state };
   }
@@ -115,6 +125,11 @@ export class LocalCluster {
 
   process(name: VoterName): ProcessRecord | null {
     return this.processes.get(name) ?? null;
+  }
+
+  /** How the voter's last run failed, if it ended on its own with a non-zero status; null otherwise. */
+  failure(name: VoterName): VoterFailure | null {
+    return this.failures.get(name) ?? null;
   }
 
   get adminKey(): string {
@@ -145,6 +160,7 @@ export class LocalCluster {
           peerPort: v.peerPort,
           forwardedEnv: this.forwarded[v.name],
           process: running ? { pid: running.pid, startTicks: running.startTicks } : null,
+          failure: this.failures.get(v.name) ?? null,
         };
       }),
     };
@@ -312,12 +328,32 @@ export class LocalCluster {
       ...(gid === undefined ? {} : { gid }),
     });
     this.processes.set(name, started);
+    this.failures.set(name, null);
     void started.exited.then((exit) => {
       // The record may already be a newer process of the same voter.
-      if (this.processes.get(name) === started) this.forget(name, started);
+      if (this.processes.get(name) === started) {
+        if (this.endedOnItsOwn(started, exit)) this.failures.set(name, this.failureOf(voter, started, exit));
+        this.forget(name, started);
+      }
       for (const listener of this.exitListeners) listener(name, exit);
     });
     return started;
+  }
+
+  /**
+   * Whether the voter ended with a non-zero status the AppHost did not ask for, as a voter whose
+   * storage or apply failed does (fail-stop). A stop's SIGTERM and a kill are asked for.
+   */
+  private endedOnItsOwn(started: VoterProcess, exit: VoterExit): boolean {
+    return !this.stopping.has(started) && exit.code !== null && exit.code !== 0;
+  }
+
+  private failureOf(voter: VoterResource, started: VoterProcess, exit: VoterExit): VoterFailure {
+    return {
+      exit: describeExit(exit),
+      at: new Date().toISOString(),
+      lastLines: lastLines(voter.logFile, APPHOST_DEFAULTS.failureLogLines, started.logOffset),
+    };
   }
 
   private forget(name: VoterName, record: ProcessRecord | null): void {

@@ -156,8 +156,10 @@ async function upForeground(prepared: PreparedCluster, output: TerminalOutput): 
     },
   );
   cluster.onVoterExit((voter, exit) => {
-    if (stopping === undefined)
-      output.error(paint(`${voter} ${describeExit(exit)}`, "\x1b[31m", output.colour));
+    if (stopping !== undefined) return;
+    // A fail-stop's last lines have streamed by already; the state says what it means.
+    const failed = cluster.failure(voter) === null ? "" : " (failed: see its last log lines above)";
+    output.error(paint(`${voter} ${describeExit(exit)}${failed}`, "\x1b[31m", output.colour));
   });
 
   try {

@@ -10,6 +10,14 @@ import { loadVoterConfig, VOTER_CONFIG } from "./config/voter-config.js";
 import { DataDirLockedError } from "./voter/data-dir-lock.js";
 import { startVoter } from "./voter/voter.js";
 
+/**
+ * The exit status of a voter that stopped because its storage or apply failed (fail-stop), apart
+ * from 1 (failed to start, failed shutdown) and 2 (invalid configuration).
+ */
+const FAIL_STOP_EXIT_CODE = 3;
+/** How long a fail-stop waits at most for the log to be flushed. */
+const FLUSH_WAIT_MS = 2_000;
+
 async function main(): Promise<void> {
   // pnpm passes the `--` that separates its own options through; it is not ours.
   const args = process.argv.slice(2).filter((arg) => arg !== "--");
@@ -32,6 +40,20 @@ async function main(): Promise<void> {
     throw err;
   }
   const voter = await startVoter(config);
+  // Fail-stop: the driver has stopped taking part in Raft and said why; the process ends once that
+  // line is out, without the graceful steps, which would only wait on the failed storage. The restart
+  // recovers from what is durable.
+  void voter.failed.then((failure) => {
+    voter.logger.fatal(
+      // `failStop` and `exitCode` tell the AppHost why this voter ended when nobody saw it exit.
+      { err: failure, source: failure.source, failStop: true, exitCode: FAIL_STOP_EXIT_CODE },
+      "exiting: storage or apply failed (fail-stop)",
+    );
+    const exit = (): never => process.exit(FAIL_STOP_EXIT_CODE);
+    // A log on a full or failing disk may never flush: the exit must not wait on it for long.
+    setTimeout(exit, FLUSH_WAIT_MS);
+    voter.logger.flush(exit);
+  });
   let signals = 0;
   const stop = (signal: string): void => {
     signals++;

@@ -11,8 +11,10 @@ export {
   VoterStartError,
   VoterStateError,
 } from "../apphost-errors.js";
+export type { VoterState } from "../cluster-status.js";
 export { RUNTIME_KINDS, type RuntimeKind } from "../runtime-kind.js";
 export { testcontainersUnavailableReason as containerRuntimeUnavailableReason } from "../testcontainers-engine.js";
+export type { VoterFailure } from "../voter-failure.js";
 export { dumpLogsOnFailure, type FailureHookContext, type LogSource } from "./failure-logs.js";
 export { linksBetween, partitionUnavailableReason, type VoterLink } from "./network-partition.js";
 export {

@@ -13,9 +13,11 @@ import {
 } from "../apphost-errors.js";
 import { probeCluster, waitForClusterReady } from "../cluster-readiness.js";
 import { prepareCluster } from "../cluster-setup.js";
+import type { VoterState } from "../cluster-status.js";
 import type { LocalCluster } from "../local-cluster.js";
 import { processState, signalProcess } from "../process-table.js";
 import type { RuntimeKind } from "../runtime-kind.js";
+import type { VoterFailure } from "../voter-failure.js";
 import { readFrom } from "../voter-log-file.js";
 import { testRuntimeOf } from "../voter-runtime.js";
 import { linksBetween, NetworkPartition, VOTER_GIDS, type VoterLink } from "./network-partition.js";
@@ -31,10 +33,17 @@ export interface StartClusterOptions {
   readonly runtime?: RuntimeKind;
 }
 
-/** One voter of a test cluster. `pid` is that of its current process, null while it is stopped. */
+/**
+ * One voter of a test cluster. `pid` is that of its current process, null while it is stopped; `state`
+ * and `failure` are what `status` shows for it now.
+ */
 export interface TestVoter {
   readonly name: VoterName;
   readonly pid: number | null;
+  /** `failed` once it ended on its own with a non-zero status (fail-stop), until it is started again. */
+  readonly state: VoterState;
+  /** How it failed, with its last log lines; null unless `state` is `failed`. */
+  readonly failure: VoterFailure | null;
   readonly httpUrl: string;
   readonly peerAddress: string;
   readonly dataDir: string;
@@ -165,6 +174,13 @@ export class TestCluster {
       get pid() {
         const record = cluster.process(name);
         return processState(record) === "stopped" ? null : (record?.pid ?? null);
+      },
+      get state() {
+        const current = processState(cluster.process(name));
+        return current === "stopped" && cluster.failure(name) !== null ? "failed" : current;
+      },
+      get failure() {
+        return processState(cluster.process(name)) === "stopped" ? cluster.failure(name) : null;
       },
       httpUrl: httpUrlOf(resource),
       peerAddress: peerAddressOf(resource),

@@ -206,6 +206,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private databaseUnsynced = false;
   /** Where `sync` runs its fsyncs: the `fsync` option until `setFsyncSite`. */
   private syncSite: FsyncSite;
+  /** Told once, when a failure stops the store (see onFailure). */
+  private readonly failureListeners: ((err: StorageError) => void)[] = [];
 
   private constructor(
     readonly dir: string,
@@ -656,6 +658,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   }
 
   private async syncFiles(): Promise<void> {
+    this.options.faultHook?.("log-fsync");
     await this.journal.sync(this.syncSite);
     if (!this.databaseUnsynced) return;
     if (this.syncSite === "event-loop") return this.syncDatabaseNow();
@@ -993,6 +996,15 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.scheduleGc();
   }
 
+  /**
+   * Calls `listener` once, when an I/O failure stops the store (never for `close`): failures of the
+   * background work (absorbs, checkpoints, the WAL's fsyncs, the watermark) surface at once rather
+   * than at the caller's next write.
+   */
+  onFailure(listener: (err: StorageError) => void): void {
+    this.failureListeners.push(listener);
+  }
+
   private checkUsable(): void {
     if (this.stopped !== null) throw this.stopped;
   }
@@ -1000,10 +1012,12 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   /** Stops the store for good after an I/O failure (fail-stop); returns the error to throw. */
   private fail(err: unknown): StorageError {
     if (this.stopped === null) {
-      this.stopped =
+      const failure =
         err instanceof StorageError
           ? err
           : new StorageFailedError(`${this.db.path}: ${String(err)}`, { cause: err });
+      this.stopped = failure;
+      for (const listener of this.failureListeners) listener(failure);
     }
     return this.stopped;
   }

@@ -66,7 +66,7 @@ describe("DurableLogWriter", () => {
     await w.write({ ...none, entries: [entry(1, 1)] }).then(() => {
       acked = true;
     });
-    expect(seen).toEqual(["log-committed:false", "log-synced:false"]);
+    expect(seen).toEqual(["log-committed:false", "log-fsync:false", "log-synced:false"]);
     expect(acked).toBe(true);
   });
 
@@ -91,7 +91,7 @@ describe("DurableLogWriter", () => {
     const written = w.write({ ...none, entries: [entry(1, 1)] }).then(() => seen.push("acknowledged"));
     await w.syncStarted().then(() => seen.push("sync started"));
     await written;
-    expect(seen).toEqual(["log-committed", "sync started", "log-synced", "acknowledged"]);
+    expect(seen).toEqual(["log-committed", "log-fsync", "sync started", "log-synced", "acknowledged"]);
     // A write queued behind a running group is told once its own group's fsync is under way.
     const first = w.write({ ...none, entries: [entry(2, 1)] });
     await w.syncStarted();

@@ -1,6 +1,7 @@
 /**
  * The points between the durable steps of a write where a crash test stops the process, to show that
- * every such crash leaves a state recovery accepts. Production passes no hook.
+ * every such crash leaves a state recovery accepts, or where a fault test throws the error an I/O call
+ * would (ENOSPC, EIO). Production passes no hook.
  */
 export type StorageFaultPoint =
   /** A snapshot's bytes are in its temporary file, not yet fsynced. */
@@ -15,6 +16,11 @@ export type StorageFaultPoint =
    * A write batch is in the journal (one carrying a snapshot: committed to SQLite), not yet fsynced.
    */
   | "log-committed"
+  /**
+   * The group's fdatasync is about to run; a hook that throws here stands for that fdatasync failing,
+   * its error becoming the store's failure.
+   */
+  | "log-fsync"
   /** The batch is fsynced; nothing is acknowledged yet and superseded snapshot files still exist. */
   | "log-synced";
 

@@ -1,4 +1,4 @@
-import { UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
+import { InternalError, UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
 import type { Logger } from "pino";
 import type { FsyncSite } from "../fs/fsync.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
@@ -18,6 +18,8 @@ import type { ApplyResult } from "../state/apply-result.js";
 import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
+import { SnapshotBackoff } from "./snapshot-backoff.js";
+import { VoterFailedError } from "./voter-failed-error.js";
 
 /**
  * Log indexes between a follower's applies while it keeps up (see fsyncSiteFor): each voter applies
@@ -82,6 +84,11 @@ export type AppliedListener = (index: number) => void;
  * whose proposer has the next batch ready applies a committed one after that batch is sent, see
  * `deferredApply`). Proposals and linearizable reads are promises resolved from what the state machine
  * applies.
+ *
+ * Fail-stop: when the log's storage or an apply fails, the driver stops taking part in Raft for good
+ * (no tick, step, send or acknowledgement after it), fails everything waiting and settles `failed`;
+ * whoever runs the voter ends the process there, and the restart recovers from what is durable. A
+ * failed local snapshot alone is not such a failure: it is retried after a growing pause.
  */
 export class RaftDriver {
   readonly raft: RaftNode;
@@ -107,9 +114,20 @@ export class RaftDriver {
   private looping = false;
   private wakeScheduled = false;
   private stopped: Promise<void> = Promise.resolve();
-  private failure: Error | null = null;
+  private failure: VoterFailedError | null = null;
+  /** The core's status when it stopped: a core whose log failed may not answer one any more. */
+  private statusAtFailure: RaftStatus | null = null;
+  private reportFailure: (failure: VoterFailedError) => void = () => undefined;
+  /**
+   * Settles, once, when storage or apply fails and this driver stops for good; never rejects, and
+   * stays pending while nothing fails.
+   */
+  readonly failed: Promise<VoterFailedError> = new Promise((resolve) => {
+    this.reportFailure = resolve;
+  });
   private snapshotting: Promise<unknown> = Promise.resolve();
   private snapshotInProgress = false;
+  private readonly snapshotBackoff = new SnapshotBackoff();
   private lastRole: RaftStatus["role"] = "follower";
   /** The latest hard state whose only change, the commit index, no write has carried yet. */
   private unsavedCommit: HardState | null = null;
@@ -138,30 +156,53 @@ export class RaftDriver {
       heartbeatTicks: 1,
       maxUncommittedEntriesBytes: options.maxUncommittedBytes,
     });
+    // A failure of the store's background work (absorb, checkpoint, WAL fsync) stops the voter at
+    // once, not at its next write.
+    options.store.onFailure((err) => this.fail(err));
   }
 
   start(): void {
     if (this.running) return;
     this.running = true;
     this.opts.transport.onMessage((m: Message) => {
-      if (!this.running) return;
-      this.raft.step(m);
+      if (!this.running || this.failure !== null) return;
+      // The core reads the log while it steps and ticks: a store that failed throws here.
+      try {
+        this.raft.step(m);
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
       this.wake();
     });
     this.ticker = setInterval(() => {
-      this.raft.tick();
+      if (this.failure !== null) return;
+      try {
+        this.raft.tick();
+      } catch (err) {
+        this.fail(err);
+        return;
+      }
       this.wake();
     }, this.opts.heartbeatIntervalMs);
     this.wake();
   }
 
+  /** What stopped this driver for good, or null while it has not failed. */
+  failureCause(): VoterFailedError | null {
+    return this.failure;
+  }
+
   /** The core's status, with the index the state machine has applied (the core counts what it handed out). */
   status(): RaftStatus {
-    return { ...this.raft.status(), applied: this.opts.stateMachine.applied().index };
+    return {
+      ...(this.statusAtFailure ?? this.raft.status()),
+      applied: this.opts.stateMachine.applied().index,
+    };
   }
 
   isLeader(): boolean {
-    return this.raft.status().role === "leader";
+    return this.failure === null && this.raft.status().role === "leader";
   }
 
   /**
@@ -251,6 +292,7 @@ export class RaftDriver {
 
   /** Hands leadership to the most caught-up peer and waits (bounded) until this node is no longer leader. */
   async transferLeadership(timeoutMs = this.opts.electionTimeoutMs): Promise<boolean> {
+    if (this.failure !== null) return false;
     const status = this.raft.status();
     if (status.role !== "leader") return false;
     let best: NodeId | null = null;
@@ -302,7 +344,7 @@ export class RaftDriver {
 
   private checkUsable(): void {
     if (this.failure)
-      throw new UnavailableError("this voter's storage failed; it must restart", {
+      throw new UnavailableError("this voter's storage or apply failed; it must restart", {
         reason: "StorageFailed",
         cause: this.failure,
       });
@@ -311,7 +353,7 @@ export class RaftDriver {
 
   /** Schedules the Ready loop; calls within one turn of the event loop share a single pass. */
   private wake(): void {
-    if (this.wakeScheduled || this.looping) return;
+    if (this.wakeScheduled || this.looping || this.failure !== null) return;
     this.wakeScheduled = true;
     setImmediate(() => {
       this.wakeScheduled = false;
@@ -365,6 +407,8 @@ export class RaftDriver {
       } finally {
         await written;
       }
+      // The store failed meanwhile in its background work: this write's acknowledgements stay unsent.
+      if (this.failure !== null) return;
     } else if (hard) {
       // Only the commit index moved: nothing in this Ready vouches for it, so it is neither waited for
       // nor written on its own (etcd's MustSync): the next write carries it, and one a crash loses is
@@ -454,6 +498,8 @@ export class RaftDriver {
    * forwarded goes after it (releaseHeldAppend). Dropping it is safe, as losing any message is.
    */
   private send(m: Message): void {
+    // A failed voter acknowledges nothing, whatever a Ready still in hand holds.
+    if (this.failure !== null) return;
     if (m.type === "append" && m.entries.length === 0 && this.lastRole === "leader") {
       this.heldAppends.set(m.to, m);
       return;
@@ -492,6 +538,7 @@ export class RaftDriver {
 
   /** Applies what an earlier Ready deferred, then `entries`. */
   private apply(entries: readonly Entry[]): void {
+    if (this.failure !== null) return;
     if (this.deferredApply.length > 0) {
       const deferred = this.deferredApply;
       this.deferredApply = [];
@@ -558,6 +605,7 @@ export class RaftDriver {
    * forwarded, so that it learns the command committed without waiting for a heartbeat.
    */
   releaseHeldAppend(to: NodeId): void {
+    if (this.failure !== null) return;
     const held = this.heldAppends.get(to);
     if (held === undefined) return;
     this.heldAppends.delete(to);
@@ -644,8 +692,15 @@ export class RaftDriver {
     return lastInPhase >= first ? "thread-pool" : "event-loop";
   }
 
+  /**
+   * Takes a local snapshot when the policy says one is due. A failure is logged and retried after a
+   * pause that doubles up to a cap (SnapshotBackoff), not after every Ready: each attempt copies the
+   * whole state. It stops the voter only when the log or the applied state failed under it: the log
+   * through the store's failure listener, a failed commit of the applied state (which every later
+   * apply would meet) here.
+   */
   private maybeSnapshot(): void {
-    if (this.snapshotInProgress) return;
+    if (this.snapshotInProgress || this.failure !== null || !this.snapshotBackoff.allows(Date.now())) return;
     const sm = this.opts.stateMachine;
     const applied = sm.applied().index;
     if (!this.opts.writer.policy.due(this.opts.store, applied)) return;
@@ -653,26 +708,100 @@ export class RaftDriver {
     this.snapshotting = this.opts.writer
       .maybeSnapshot({ createSnapshotFile: (path) => sm.createSnapshot(path) }, this.conf, applied)
       .then((meta) => {
+        this.snapshotBackoff.succeeded();
         if (meta)
           this.opts.logger.info({ index: meta.index, term: meta.term }, "snapshot taken and log compacted");
       })
-      .catch((err: unknown) => this.opts.logger.error({ err }, "taking a snapshot failed"))
+      .catch((err: unknown) => {
+        if (this.failure !== null) return;
+        if (err instanceof InternalError && err.reason === "StateCommitFailed") {
+          this.fail(err);
+          return;
+        }
+        const retryInMs = this.snapshotBackoff.failed(Date.now());
+        this.opts.logger.error(
+          { err, term: this.lastHard.term, applied, failures: this.snapshotBackoff.failures, retryInMs },
+          "taking a snapshot failed; retrying later",
+        );
+      })
       .finally(() => {
         this.snapshotInProgress = false;
       });
   }
 
+  /**
+   * Stops for good: no tick, step, send or apply after this, every waiter fails, and `failed`
+   * settles. The first failure wins; later ones are its consequences.
+   */
   private fail(err: unknown): void {
-    this.failure = err instanceof Error ? err : new Error(String(err));
-    this.opts.logger.fatal({ err: this.failure }, "the Raft driver stopped: storage or apply failed");
+    if (this.failure !== null) return;
+    const failure = VoterFailedError.from(err);
+    this.failure = failure;
+    clearInterval(this.ticker);
+    clearTimeout(this.heldApplyTimer);
+    this.heldAppends.clear();
+    this.statusAtFailure = this.lastStatus();
+    this.opts.logger.fatal(
+      {
+        err: failure,
+        term: this.statusAtFailure.term,
+        role: this.statusAtFailure.role,
+        commit: this.statusAtFailure.commit,
+        applied: this.opts.stateMachine.applied().index,
+      },
+      "the Raft driver stopped: storage or apply failed",
+    );
     const error = new UnknownWriteOutcomeError("this voter failed before the outcome was known", {
       reason: "StorageFailed",
     });
     for (const w of this.proposals.values()) w.reject(error);
     this.proposals.clear();
+    for (const notice of this.commitNotices) notice.detach();
     this.commitNotices = [];
     this.deferredApply = [];
+    const unavailable = new UnavailableError("this voter's storage or apply failed; it must restart", {
+      reason: "StorageFailed",
+    });
+    for (const w of this.reads.values()) {
+      clearTimeout(w.timer);
+      w.reject(unavailable);
+    }
+    this.reads.clear();
+    for (const w of this.confirmedReads) {
+      clearTimeout(w.timer);
+      w.reject(unavailable);
+    }
+    this.confirmedReads = [];
     this.releaseApplyWaiters();
+    this.reportFailure(failure);
+  }
+
+  /**
+   * The core's status as it stops, leading no one any more; from the last hard state when the core,
+   * reading its failed log, cannot give one (its last index then as far as known to be committed).
+   */
+  private lastStatus(): RaftStatus {
+    let status: RaftStatus;
+    try {
+      status = this.raft.status();
+    } catch {
+      const { term, vote, commit } = this.lastHard;
+      status = {
+        id: this.opts.id,
+        term,
+        vote,
+        commit,
+        applied: this.opts.stateMachine.applied().index,
+        role: this.lastRole,
+        leader: null,
+        lastIndex: commit,
+        transferee: null,
+        leaderCommit: commit,
+        conf: this.conf,
+        progress: {},
+      };
+    }
+    return { ...status, leader: null, transferee: null, progress: {} };
   }
 }
 

@@ -140,14 +140,18 @@ export class KeyLoadVoterService implements VoterService {
 
   health(): HealthReport {
     const s = this.parts.driver.status();
+    // A voter whose storage or apply failed takes no part in Raft any more (fail-stop): not live,
+    // until the process that runs it ends.
+    const failure = this.parts.driver.failureCause();
     // Measured against the leader's announced commit, so a voter that lost its data and restarts
     // from nothing is not ready until it has caught up.
     const lag = Math.max(s.commit, s.leaderCommit) - this.parts.stateMachine.applied().index;
     const reasons: string[] = [];
+    if (failure !== null) reasons.push(failure.message);
     if (s.leader === null) reasons.push("no leader is known");
     if (lag > this.parts.readyLagEntries) reasons.push(`applied index trails commit by ${lag} entries`);
     return {
-      live: true,
+      live: failure === null,
       ready: reasons.length === 0,
       detail: {
         nodeId: this.parts.nodeId,
@@ -156,6 +160,7 @@ export class KeyLoadVoterService implements VoterService {
         leader: s.leader,
         commit: s.commit,
         applied: s.applied,
+        ...(failure === null ? {} : { failed: { code: failure.code, source: failure.source } }),
         reasons,
       },
     };

@@ -15,6 +15,7 @@ import { hashApiKey } from "../state/api-key.js";
 import { StateMachine } from "../state/state-machine.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
 import { DurableLogWriter } from "../storage/durable-log-writer.js";
+import type { FaultHook } from "../storage/fault-hook.js";
 import { SnapshotPolicy } from "../storage/snapshot-policy.js";
 import {
   type CommandResult,
@@ -26,6 +27,7 @@ import {
 import { lockDataDir } from "./data-dir-lock.js";
 import { RaftDriver } from "./raft-driver.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
+import type { VoterFailedError } from "./voter-failed-error.js";
 import { registerVoterMetrics } from "./voter-metrics.js";
 import { KeyLoadVoterService } from "./voter-service-impl.js";
 
@@ -35,15 +37,31 @@ export interface RunningVoter {
   readonly peerAddress: string;
   readonly driver: RaftDriver;
   readonly logger: Logger;
+  /**
+   * Settles when the voter's storage or apply fails: it has stopped taking part in Raft for good and
+   * answers `/health/live` false. Whoever runs it ends the process then (main.ts); `shutdown` still
+   * releases what it holds. Never rejects, and stays pending while nothing fails.
+   */
+  readonly failed: Promise<VoterFailedError>;
   /** Graceful: stop accepting, answer queued commands, let the active unit finish, hand leadership over, close storage. */
   shutdown(): Promise<void>;
+}
+
+/** What a test may add to a voter's start; production passes none. */
+export interface VoterFaults {
+  /** Called by the Raft log's storage between its durable steps; throwing there stands for an I/O error. */
+  readonly storage?: FaultHook;
 }
 
 /**
  * The composition root: storage, the state machine, the Raft driver, the peer transport, both
  * admission governors, the apply worker and the HTTP edge, wired and started in that order.
  */
-export async function startVoter(config: VoterConfig, logger?: Logger): Promise<RunningVoter> {
+export async function startVoter(
+  config: VoterConfig,
+  logger?: Logger,
+  faults: VoterFaults = {},
+): Promise<RunningVoter> {
   const log = logger ?? pino({ level: config.log.level, base: { nodeId: config.node.id } });
   ensurePrivateDir(config.node.dataDir, log);
   ensurePrivateDir(join(config.node.dataDir, "raft"), log);
@@ -54,7 +72,7 @@ export async function startVoter(config: VoterConfig, logger?: Logger): Promise<
   const unlock = lockDataDir(config.node.dataDir);
   const opened: (() => unknown)[] = [unlock];
   try {
-    return await wireVoter(config, log, unlock, opened);
+    return await wireVoter(config, log, unlock, opened, faults);
   } catch (err) {
     // The start's own error is the one to report.
     await runEach(opened.reverse());
@@ -68,11 +86,15 @@ async function wireVoter(
   log: Logger,
   unlock: () => void,
   opened: (() => unknown)[],
+  faults: VoterFaults,
 ): Promise<RunningVoter> {
   const { node, cluster, raft } = config;
   const voters = cluster.voters.map((v) => v.id);
   // Where each of the log's fsyncs runs is the driver's choice (RaftDriver.fsyncSiteFor).
-  const store = DurableLogStore.open(join(node.dataDir, "raft"), { conf: { voters } });
+  const store = DurableLogStore.open(join(node.dataDir, "raft"), {
+    conf: { voters },
+    ...(faults.storage === undefined ? {} : { faultHook: faults.storage }),
+  });
   opened.push(() => store.close());
   const writer = new DurableLogWriter(
     store,
@@ -214,6 +236,7 @@ async function wireVoter(
     peerAddress: `${node.peerHost}:${node.peerPort}`,
     driver,
     logger: log,
+    failed: driver.failed,
     shutdown,
   };
 }
