@@ -38,6 +38,8 @@ export interface StateDirPaths {
   readonly secretFile: string;
   /** The AppHost's own record of a cluster: pids, ports, forwarded configuration. */
   readonly stateFile: string;
+  /** The cluster's ID and which voters have started once (cluster-bootstrap.ts). */
+  readonly bootstrapFile: string;
   readonly logDir: string;
 }
 
@@ -59,6 +61,7 @@ export function stateDirPaths(stateDir: string): StateDirPaths {
     adminKeyFile: join(root, "admin.key"),
     secretFile: join(root, "cluster.secret"),
     stateFile: join(root, "apphost.json"),
+    bootstrapFile: join(root, "cluster.json"),
     logDir: join(root, "logs"),
   };
 }
@@ -98,15 +101,18 @@ export interface ClusterCredentials {
 }
 
 /**
- * The settings the AppHost itself gives a voter: its identity, addresses and data dir, the peer list
- * and the shared credentials. They are applied over the forwarded user configuration.
+ * The settings the AppHost itself gives a voter: its identity, addresses and data dir, the peer list,
+ * the shared credentials, and on its first start the ID of the cluster it bootstraps. They are applied
+ * over the forwarded user configuration.
  */
 export function voterWiring(
   model: AppModel,
   voter: VoterResource,
   credentials: ClusterCredentials,
+  bootstrapId: string | null,
 ): Record<string, string> {
   return {
+    ...(bootstrapId === null ? {} : { KeyLoad__Cluster__BootstrapId: bootstrapId }),
     KeyLoad__Node__Id: voter.name,
     KeyLoad__Node__HttpHost: voter.host,
     KeyLoad__Node__HttpPort: String(voter.httpPort),

@@ -33,7 +33,7 @@ export interface PreparedCluster {
 }
 
 /** What a state dir holds once an AppHost has used it; `--fresh` wipes nothing else. */
-const STATE_DIR_MARKERS = ["apphost.json", "admin.key", "cluster.secret", "logs"];
+const STATE_DIR_MARKERS = ["apphost.json", "admin.key", "cluster.secret", "cluster.json", "logs"];
 
 function wipeStateDir(stateDir: string): void {
   if (!existsSync(stateDir)) return;

@@ -19,6 +19,7 @@ import {
   VoterStateError,
 } from "./apphost-errors.js";
 import { type AppHostState, type OwnerRecord, readState, writeState } from "./apphost-state.js";
+import { bootstrapIdFor } from "./cluster-bootstrap.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { type ClusterSnapshot, type ReadinessOptions, waitForClusterReady } from "./cluster-readiness.js";
 import { assertPortsFree } from "./port-allocation.js";
@@ -322,7 +323,10 @@ export class LocalCluster {
     const started = await this.runtime.start({
       voter,
       stateDir: this.model.stateDir,
-      env: { ...this.forwarded[name], ...voterWiring(this.model, voter, this.credentials) },
+      env: {
+        ...this.forwarded[name],
+        ...voterWiring(this.model, voter, this.credentials, bootstrapIdFor(this.model, name)),
+      },
       supervised: this.supervised,
       waitFor,
       ...(gid === undefined ? {} : { gid }),

@@ -88,6 +88,8 @@ export class KeyLoadCluster {
           KeyLoad__Node__PeerPort: String(peerPorts[i]),
           KeyLoad__Cluster__Voters: voterList,
           KeyLoad__Cluster__Secret: secret,
+          // A benchmark's cluster is always new.
+          KeyLoad__Cluster__BootstrapId: "bench",
           KeyLoad__Bootstrap__AdminKey: cluster.adminKey,
           KeyLoad__Log__Level: "warn",
           ...options.env,

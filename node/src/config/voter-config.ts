@@ -53,7 +53,13 @@ export const VOTER_CONFIG = {
     integer("PeerPort", 7201, 0, 65535),
     text("DataDir", undefined, /^.+$/s, "a directory path"),
   ],
-  Cluster: [voterList("Voters"), text("Secret", undefined, /^.{16,}$/s, "at least 16 characters", true)],
+  Cluster: [
+    voterList("Voters"),
+    text("Secret", undefined, /^.{16,}$/s, "at least 16 characters", true),
+    // Set only for a new cluster's first start: a voter on empty storage then bootstraps it with this ID;
+    // otherwise it joins as a new member, to be added (member-identity.ts). Ignored once it holds data.
+    text("BootstrapId", "", /^([A-Za-z0-9._-]{1,64})?$/, "empty, or 1-64 characters of [A-Za-z0-9._-]"),
+  ],
   Raft: [
     integer("ElectionTimeoutMs", 1000, 10, 600_000),
     integer("HeartbeatIntervalMs", 100, 1, 60_000),
@@ -98,7 +104,12 @@ export interface VoterConfig {
     readonly peerPort: number;
     readonly dataDir: string;
   };
-  readonly cluster: { readonly voters: readonly PeerAddress[]; readonly secret: string };
+  readonly cluster: {
+    readonly voters: readonly PeerAddress[];
+    readonly secret: string;
+    /** The ID of the new cluster to bootstrap on empty storage, or "" to join an existing one. */
+    readonly bootstrapId: string;
+  };
   readonly raft: {
     readonly electionTimeoutMs: number;
     readonly heartbeatIntervalMs: number;

@@ -30,6 +30,8 @@ export type PeerHandshakeFailure =
   | "BadProof"
   /** The canonical limits differ; the message names each differing limit with both values. */
   | "LimitsMismatch"
+  /** The peer belongs to another cluster: the message names both cluster IDs. */
+  | "ClusterMismatch"
   | "VersionMismatch"
   /** The other side refused; `remoteReason` says why. */
   | "Refused"

@@ -29,6 +29,7 @@ describe("peer frames", () => {
     expect(decodeChallenge(encodeChallenge(challenge))).toEqual(challenge);
     const credentials = {
       proof: new Uint8Array(PROOF_BYTES).fill(1),
+      clusterId: "7f3c0a4e-cluster",
       httpUrl: "http://127.0.0.1:7101",
       limits: new Map([
         ["maxMutationBytes", 8388608],
@@ -59,9 +60,19 @@ describe("peer frames", () => {
     const hello = encodeHello({ dialerId: "a", acceptorId: "b", nonce });
     expect(() => decodeHello(hello.subarray(0, hello.length - 1))).toThrow(PeerProtocolError);
     const proof = new Uint8Array(PROOF_BYTES);
-    const credentials = encodeCredentials({ proof, httpUrl: "u", limits: new Map([["x", 1]]) });
+    const credentials = encodeCredentials({
+      proof,
+      clusterId: "",
+      httpUrl: "u",
+      limits: new Map([["x", 1]]),
+    });
     expect(() => decodeCredentials(credentials.subarray(0, 10))).toThrow(PeerProtocolError);
-    const twice = Buffer.concat([proof, Uint8Array.from([1, 117, 2]), ...Array(2).fill(limitEntry("x", 1))]);
+    // proof, cluster ID "", URL "u", two limits: the same one twice.
+    const twice = Buffer.concat([
+      proof,
+      Uint8Array.from([0, 1, 117, 2]),
+      ...Array(2).fill(limitEntry("x", 1)),
+    ]);
     expect(() => decodeCredentials(twice)).toThrow(/announced twice/);
   });
 });

@@ -20,7 +20,7 @@ export const FrameType = {
   Failure: 19,
 } as const;
 
-// 2: snapshot metadata names learners.
+// 2: snapshot metadata names learners; credentials carry the cluster ID.
 const PROTOCOL_VERSION = 2;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
@@ -42,6 +42,8 @@ export interface Challenge {
 /** Proof (dialer) and Accept (acceptor): the sender's proof and what it announces about itself. */
 export interface Credentials {
   readonly proof: Uint8Array;
+  /** The sender's cluster ID, or "" while it has not learnt one. */
+  readonly clusterId: string;
   readonly httpUrl: string;
   readonly limits: ReadonlyMap<string, number>;
 }
@@ -115,6 +117,7 @@ export function decodeChallenge(body: Uint8Array): Challenge {
 export function encodeCredentials(credentials: Credentials): Uint8Array {
   const w = new BinaryWriter(256);
   w.raw(credentials.proof);
+  w.string(credentials.clusterId);
   w.string(credentials.httpUrl);
   w.uint(credentials.limits.size);
   for (const [name, value] of credentials.limits) {
@@ -127,6 +130,7 @@ export function encodeCredentials(credentials: Credentials): Uint8Array {
 export function decodeCredentials(body: Uint8Array): Credentials {
   const r = new BinaryReader(body);
   const proof = r.fixed(PROOF_BYTES);
+  const clusterId = r.string();
   const httpUrl = r.string();
   const count = r.count(9);
   const limits = new Map<string, number>();
@@ -136,7 +140,7 @@ export function decodeCredentials(body: Uint8Array): Credentials {
     limits.set(name, r.f64());
   }
   r.end();
-  return { proof, httpUrl, limits };
+  return { proof, clusterId, httpUrl, limits };
 }
 
 export function encodeRefusal(refusal: Refusal): Uint8Array {

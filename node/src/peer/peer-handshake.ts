@@ -1,5 +1,6 @@
 import { createHmac, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto";
 import { BinaryWriter } from "./binary-writer.js";
+import type { ClusterId } from "./cluster-id.js";
 import type { Frame, PeerConnection } from "./peer-connection.js";
 import { PeerHandshakeError, type PeerHandshakeFailure, PeerProtocolError } from "./peer-errors.js";
 import {
@@ -21,8 +22,8 @@ import {
  *
  *   dialer   -> Hello     { dialerId, acceptorId, dialerNonce }
  *   acceptor -> Challenge { acceptorId, acceptorNonce }
- *   dialer   -> Proof     { HMAC(secret, "dialer"   | nonces | ids), httpUrl, canonical limits }
- *   acceptor -> Accept    { HMAC(secret, "acceptor" | nonces | ids), httpUrl, canonical limits }
+ *   dialer   -> Proof     { HMAC(secret, "dialer"   | nonces | ids), clusterId, httpUrl, canonical limits }
+ *   acceptor -> Accept    { HMAC(secret, "acceptor" | nonces | ids), clusterId, httpUrl, canonical limits }
  *
  * Either side may answer Refuse { reason, message } instead and close. Fresh nonces from both sides
  * make every proof single-use; the direction label stops a proof from being reflected back as the
@@ -42,6 +43,7 @@ export interface HandshakeIdentity {
   readonly voterIds: ReadonlySet<string>;
   readonly httpUrl: string;
   readonly limits: ReadonlyMap<string, number>;
+  readonly clusterId: ClusterId;
 }
 
 export interface HandshakeResult {
@@ -82,6 +84,7 @@ export async function dialHandshake(
     refuse(connection, "BadProof", expectedPeerId, `${expectedPeerId} failed to prove the cluster secret`);
   }
   checkLimits(connection, self, expectedPeerId, accept);
+  checkCluster(connection, self, expectedPeerId, accept);
   return { peerId: expectedPeerId, httpUrl: accept.httpUrl };
 }
 
@@ -119,6 +122,7 @@ export async function acceptHandshake(
     refuse(connection, "BadProof", dialerId, `${dialerId} failed to prove the cluster secret`);
   }
   checkLimits(connection, self, dialerId, proof);
+  checkCluster(connection, self, dialerId, proof);
   connection.send(FrameType.Accept, encodeCredentials(credentials(self, ACCEPTOR_LABEL, transcript)));
   return { peerId: dialerId, httpUrl: proof.httpUrl };
 }
@@ -170,7 +174,35 @@ function proofMatches(proof: Uint8Array, secret: KeyObject, label: string, t: Tr
 }
 
 function credentials(self: HandshakeIdentity, label: string, t: Transcript): Credentials {
-  return { proof: proofOf(self.secret, label, t), httpUrl: self.httpUrl, limits: self.limits };
+  return {
+    proof: proofOf(self.secret, label, t),
+    clusterId: self.clusterId.current() ?? "",
+    httpUrl: self.httpUrl,
+    limits: self.limits,
+  };
+}
+
+/**
+ * Refuses a peer of another cluster. Called once the peer has proved the secret, so a node that does
+ * not know its cluster yet may take the peer's: that is how a node that joins learns it.
+ */
+function checkCluster(
+  connection: PeerConnection,
+  self: HandshakeIdentity,
+  peerId: string,
+  peer: Credentials,
+) {
+  if (peer.clusterId === "") return;
+  const own = self.clusterId.current();
+  if (own === null) self.clusterId.adopt(peer.clusterId);
+  else if (own !== peer.clusterId) {
+    refuse(
+      connection,
+      "ClusterMismatch",
+      peerId,
+      `${peerId} belongs to cluster ${peer.clusterId} but ${self.nodeId} to cluster ${own}`,
+    );
+  }
 }
 
 function checkLimits(connection: PeerConnection, self: HandshakeIdentity, peerId: string, peer: Credentials) {

@@ -1,5 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { InMemoryClusterId } from "./cluster-id.js";
 import { encodeFrame, FrameDecoder } from "./frame-codec.js";
 import { PeerInterruptedError, PeerRemoteError, PeerUnavailableError } from "./peer-errors.js";
 import {
@@ -13,10 +14,12 @@ import {
 import type { PeerTransport } from "./peer-transport.js";
 import {
   allConnected,
+  CLUSTER_ID,
   heartbeat,
   LIMITS,
   type LogLine,
   PeerFixture,
+  reservePorts,
   SECRET,
   waitFor,
 } from "./testing/peer-fixture.js";
@@ -178,6 +181,38 @@ describe("PeerTransport", () => {
     expect(voter2.peerInfo("voter1")?.connected).toBe(false);
   });
 
+  it("refuses a peer of another cluster, naming both cluster IDs on both sides", async () => {
+    fixture = await PeerFixture.create(["voter1", "voter2"]);
+    const voter1 = await fixture.start("voter1");
+    const voter2 = await fixture.start("voter2", { clusterId: new InMemoryClusterId("c-other") });
+    const mismatch = /belongs to cluster (c-test|c-other) but voter\d to cluster (c-test|c-other)/;
+    await waitFor(() => ["voter1", "voter2"].every((id) => find(fixture.log(id), mismatch) !== undefined));
+    expect(find(fixture.log("voter1"), /voter2 belongs to cluster c-other/)).toMatchObject({
+      reason: "ClusterMismatch",
+    });
+    expect(voter1.peerInfo("voter2")?.connected).toBe(false);
+    expect(voter2.peerInfo("voter1")?.connected).toBe(false);
+  });
+
+  it("lets a node that does not know its cluster learn it from a peer that proved the secret", async () => {
+    fixture = await PeerFixture.create(["voter1", "voter2"]);
+    await fixture.start("voter1");
+    const joining = new InMemoryClusterId(null);
+    const voter2 = await fixture.start("voter2", { clusterId: joining });
+    await waitFor(() => voter2.peerInfo("voter1")?.connected === true);
+    expect(joining.current()).toBe(CLUSTER_ID);
+    // A stranger without the secret teaches it nothing.
+    const stranger = new InMemoryClusterId(null);
+    const intruder = await fixture.start("voter2", {
+      port: (await reservePorts(1))[0]!,
+      secret: "not the secret",
+      clusterId: stranger,
+    });
+    await waitFor(() => find(fixture.log("voter2"), /refused the connection \(BadProof\)/) !== undefined);
+    expect(stranger.current()).toBeNull();
+    expect(intruder.peerInfo("voter1")?.connected).toBe(false);
+  });
+
   it("drops and logs a message whose `from` is not the authenticated peer", async () => {
     const t = await threeVoters();
     t.voter1!.send(heartbeat("voter3", "voter2"));
@@ -189,6 +224,15 @@ describe("PeerTransport", () => {
       peerId: "voter1",
       from: "voter3",
     });
+  });
+
+  it("carries messages between incarnations of members by the names of their voters", async () => {
+    const t = await threeVoters();
+    t.voter1!.send(heartbeat("voter1~0a1b2c3d", "voter2~99aa", 4));
+    t.voter1!.send(heartbeat("voter3~0a1b2c3d", "voter2", 5));
+    await waitFor(() => fixture.inbox("voter2").length === 1);
+    expect(fixture.inbox("voter2")).toEqual([heartbeat("voter1~0a1b2c3d", "voter2~99aa", 4)]);
+    expect(t.voter2!.stats().receiveDrops).toBe(1);
   });
 
   it("reconnects after the remote restarts", async () => {
@@ -386,7 +430,12 @@ describe("PeerTransport", () => {
               );
             } else if (type === FrameType.Proof) {
               const limits = new Map(Object.entries(LIMITS));
-              const forged = { proof: new Uint8Array(PROOF_BYTES), httpUrl: "http://evil", limits };
+              const forged = {
+                proof: new Uint8Array(PROOF_BYTES),
+                clusterId: "",
+                httpUrl: "http://evil",
+                limits,
+              };
               socket.write(encodeFrame(FrameType.Accept, encodeCredentials(forged)));
             }
           });

@@ -3,7 +3,9 @@ import { createServer, type Server, type Socket } from "node:net";
 import type { Logger } from "pino";
 import type { PeerAddress } from "../config/voter-config.js";
 import type { Message } from "../raft/types.js";
+import type { ClusterId } from "./cluster-id.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame-codec.js";
+import { memberName } from "./member-name.js";
 import { type Frame, PeerConnection } from "./peer-connection.js";
 import {
   PeerConnectionClosedError,
@@ -37,6 +39,8 @@ export interface PeerTransportOptions {
   readonly httpUrl: string;
   /** Compared in the handshake: a peer whose canonical limits differ is refused. */
   readonly canonicalLimits: Readonly<Record<string, number>>;
+  /** Compared in the handshake: a peer of another cluster is refused. */
+  readonly clusterId: ClusterId;
   readonly logger: Logger;
   /** The largest frame sent or accepted; a peer sending a larger one is disconnected. Default 64 MiB. */
   readonly maxFrameBytes?: number;
@@ -102,6 +106,7 @@ export class PeerTransport {
       voterIds: new Set(options.voters.map((v) => v.id)),
       httpUrl: options.httpUrl,
       limits: new Map(Object.entries(options.canonicalLimits)),
+      clusterId: options.clusterId,
     };
     const settings = {
       identity: this.identity,
@@ -166,9 +171,9 @@ export class PeerTransport {
     await Promise.all(socketsClosed);
   }
 
-  /** Sends a Raft message to `message.to`, or drops it (counted) when that cannot happen right now. */
+  /** Sends a Raft message to the voter `message.to` names, or drops it (counted) when that cannot happen now. */
   send(message: Message): void {
-    const link = this.links.get(message.to);
+    const link = this.links.get(memberName(message.to));
     if (!link?.connected) {
       this.counters.sendDrops++;
       return;
@@ -320,7 +325,7 @@ export class PeerTransport {
   }
 
   private deliver(peerId: string, message: Message): void {
-    if (message.from !== peerId || message.to !== this.options.nodeId) {
+    if (memberName(message.from) !== peerId || memberName(message.to) !== this.options.nodeId) {
       this.counters.receiveDrops++;
       this.log.warn(
         { peerId, from: message.from, to: message.to, type: message.type },

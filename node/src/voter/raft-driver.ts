@@ -1,12 +1,12 @@
 import { InternalError, UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
 import type { Logger } from "pino";
 import type { FsyncSite } from "../fs/fsync.js";
+import { memberName } from "../peer/member-name.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import { ProposalRefusedError } from "../raft/errors.js";
 import { RaftNode, type RaftStatus } from "../raft/raft-node.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
 import {
-  type ConfState,
   canSendBeforePersist,
   type Entry,
   type HardState,
@@ -93,7 +93,6 @@ export type AppliedListener = (index: number) => void;
 export class RaftDriver {
   readonly raft: RaftNode;
   private readonly opts: RaftDriverOptions;
-  private readonly conf: ConfState;
   private readonly proposals = new Map<number, ProposalWaiter>();
   /** In proposal order, so in index order. */
   private commitNotices: CommitNotice[] = [];
@@ -142,7 +141,6 @@ export class RaftDriver {
 
   constructor(options: RaftDriverOptions) {
     this.opts = options;
-    this.conf = { voters: options.voters };
     this.lastHard = options.store.initialState().hardState;
     const position = [...options.voters].sort().indexOf(options.id);
     this.applyPhase = Math.floor((Math.max(0, position) * FOLLOWER_APPLY_STRIDE) / options.voters.length);
@@ -193,10 +191,15 @@ export class RaftDriver {
     return this.failure;
   }
 
-  /** The core's status, with the index the state machine has applied (the core counts what it handed out). */
+  /**
+   * The core's status, with the index the state machine has applied (the core counts what it handed
+   * out) and the leader as the name of the voter it runs on, which the peer network reaches.
+   */
   status(): RaftStatus {
+    const status = this.statusAtFailure ?? this.raft.status();
     return {
-      ...(this.statusAtFailure ?? this.raft.status()),
+      ...status,
+      leader: status.leader === null ? null : memberName(status.leader),
       applied: this.opts.stateMachine.applied().index,
     };
   }
@@ -706,7 +709,11 @@ export class RaftDriver {
     if (!this.opts.writer.policy.due(this.opts.store, applied)) return;
     this.snapshotInProgress = true;
     this.snapshotting = this.opts.writer
-      .maybeSnapshot({ createSnapshotFile: (path) => sm.createSnapshot(path) }, this.conf, applied)
+      .maybeSnapshot(
+        { createSnapshotFile: (path) => sm.createSnapshot(path) },
+        this.raft.confStateAt(applied),
+        applied,
+      )
       .then((meta) => {
         this.snapshotBackoff.succeeded();
         if (meta)
@@ -797,7 +804,7 @@ export class RaftDriver {
         lastIndex: commit,
         transferee: null,
         leaderCommit: commit,
-        conf: this.conf,
+        conf: this.raft.confStateAt(commit),
         progress: {},
       };
     }
@@ -823,7 +830,7 @@ function settleApplied<W extends ReadWaiter | ApplyWaiter>(waiters: W[], applied
 function unavailable(err: ProposalRefusedError): UnavailableError {
   return new UnavailableError(`nothing was submitted: ${err.message}`, {
     reason: err.reason,
-    details: err.leaderHint === null ? {} : { leaderId: err.leaderHint },
+    details: err.leaderHint === null ? {} : { leaderId: memberName(err.leaderHint) },
   });
 }
 

@@ -25,6 +25,7 @@ import {
   type VoterCommand,
 } from "./command-router.js";
 import { lockDataDir } from "./data-dir-lock.js";
+import { MemberIdentity } from "./member-identity.js";
 import { RaftDriver } from "./raft-driver.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
 import type { VoterFailedError } from "./voter-failed-error.js";
@@ -90,12 +91,21 @@ async function wireVoter(
 ): Promise<RunningVoter> {
   const { node, cluster, raft } = config;
   const voters = cluster.voters.map((v) => v.id);
-  // Where each of the log's fsyncs runs is the driver's choice (RaftDriver.fsyncSiteFor).
-  const store = DurableLogStore.open(join(node.dataDir, "raft"), {
-    conf: { voters },
+  // Where each of the log's fsyncs runs is the driver's choice (RaftDriver.fsyncSiteFor). A new log
+  // holds no configuration: a bootstrap writes it as the first entry, or the cluster sends it.
+  const raftDir = join(node.dataDir, "raft");
+  const store = DurableLogStore.open(raftDir, {
+    conf: { voters: [] },
     ...(faults.storage === undefined ? {} : { faultHook: faults.storage }),
   });
   opened.push(() => store.close());
+  const identity = await MemberIdentity.open(
+    raftDir,
+    node.id,
+    store,
+    cluster.bootstrapId === "" ? null : { clusterId: cluster.bootstrapId, voters },
+    log,
+  );
   const writer = new DurableLogWriter(
     store,
     new SnapshotPolicy({
@@ -134,10 +144,11 @@ async function wireVoter(
     secret: cluster.secret,
     httpUrl,
     canonicalLimits: { ...config.canonical },
+    clusterId: identity,
     logger: log,
   });
   const driver = new RaftDriver({
-    id: node.id,
+    id: identity.memberId,
     voters,
     store,
     writer,

@@ -2,10 +2,12 @@ import { createServer } from "node:net";
 import { pino } from "pino";
 import type { PeerAddress } from "../../config/voter-config.js";
 import type { Message } from "../../raft/types.js";
+import { InMemoryClusterId } from "../cluster-id.js";
 import { PeerTransport, type PeerTransportOptions } from "../peer-transport.js";
 
 export const SECRET = "correct horse battery staple";
 export const LIMITS = { maxMutationBytes: 8 * 1024 * 1024, maxLeaseBatch: 256 };
+export const CLUSTER_ID = "c-test";
 
 export interface LogLine {
   readonly level: number;
@@ -86,6 +88,7 @@ export class PeerFixture {
       secret: SECRET,
       httpUrl: `http://127.0.0.1:${port + 1}`,
       canonicalLimits: LIMITS,
+      clusterId: new InMemoryClusterId(CLUSTER_ID),
       logger,
       ...overrides,
     });

@@ -34,6 +34,8 @@ export async function clusterEnvs(
     KeyLoad__Node__PeerPort: String(peerPorts[i]),
     KeyLoad__Cluster__Voters: voterList(options.dialPorts?.(i, peerPorts) ?? peerPorts),
     KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+    // Every voter of a test cluster starts empty the first time: a new cluster.
+    KeyLoad__Cluster__BootstrapId: "test-cluster",
     KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
     KeyLoad__Raft__ElectionTimeoutMs: "300",
     KeyLoad__Raft__HeartbeatIntervalMs: "30",
@@ -60,6 +62,8 @@ export function singleVoterEnv(
     KeyLoad__Node__PeerPort: String(peerPort),
     KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
     KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+    // Every voter of a test cluster starts empty the first time: a new cluster.
+    KeyLoad__Cluster__BootstrapId: "test-cluster",
     KeyLoad__Bootstrap__AdminKey: ADMIN_KEY,
     KeyLoad__Raft__ElectionTimeoutMs: "200",
     KeyLoad__Raft__HeartbeatIntervalMs: "20",

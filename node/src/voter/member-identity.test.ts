@@ -1,0 +1,92 @@
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { afterEach, describe, expect, it } from "vitest";
+import { decodeConfChange } from "../raft/conf-change.js";
+import { DurableLogStore } from "../storage/durable-log-store.js";
+import { MemberIdentity } from "./member-identity.js";
+
+const VOTERS = ["voter1", "voter2", "voter3"];
+const silent = pino({ level: "silent" });
+let dir: string | undefined;
+const stores: DurableLogStore[] = [];
+
+afterEach(async () => {
+  for (const store of stores.splice(0)) await store.close();
+  if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+  dir = undefined;
+});
+
+function openStore(): DurableLogStore {
+  dir ??= mkdtempSync(join(tmpdir(), "keyload-identity-"));
+  const store = DurableLogStore.open(dir, { conf: { voters: [] } });
+  stores.push(store);
+  return store;
+}
+
+async function reopen(): Promise<DurableLogStore> {
+  await stores.pop()!.close();
+  return openStore();
+}
+
+describe("MemberIdentity", () => {
+  it("bootstraps an empty store when told to: the configuration as its first entry, durable", async () => {
+    const store = openStore();
+    const identity = await MemberIdentity.open(
+      dir!,
+      "voter1",
+      store,
+      { clusterId: "c1", voters: VOTERS },
+      silent,
+    );
+    expect(identity).toMatchObject({ memberId: "voter1" });
+    expect(identity.current()).toBe("c1");
+    const reopened = await reopen();
+    expect(reopened.initialState().hardState).toEqual({ term: 1, vote: null, commit: 1 });
+    const [first] = reopened.entries(1, 2, Number.POSITIVE_INFINITY);
+    expect(first).toMatchObject({ index: 1, term: 1, type: "conf" });
+    expect(decodeConfChange(first!.data)).toEqual({ type: "bootstrap", voters: VOTERS });
+  });
+
+  it("joins as a new incarnation when not told to bootstrap, and keeps it across restarts", async () => {
+    const store = openStore();
+    const identity = await MemberIdentity.open(dir!, "voter2", store, null, silent);
+    expect(identity.memberId).toMatch(/^voter2~[0-9a-f]{8}$/);
+    expect(identity.current()).toBeNull();
+    expect(store.lastIndex()).toBe(0);
+    identity.adopt("c9");
+    const again = await MemberIdentity.open(
+      dir!,
+      "voter2",
+      await reopen(),
+      { clusterId: "c1", voters: VOTERS },
+      silent,
+    );
+    // The kept identity wins: a later bootstrap request does not make it a voter of a new cluster.
+    expect(again.memberId).toBe(identity.memberId);
+    expect(again.current()).toBe("c9");
+    expect(JSON.parse(readFileSync(join(dir!, "member.json"), "utf8"))).toEqual({
+      clusterId: "c9",
+      memberId: identity.memberId,
+    });
+  });
+
+  it("takes a store that holds data without a kept identity as its name's first incarnation", async () => {
+    const store = openStore();
+    store.commit([
+      { kind: "persist", snapshot: null, entries: [], hardState: { term: 3, vote: "voter1", commit: 0 } },
+    ]);
+    await store.sync();
+    const identity = await MemberIdentity.open(
+      dir!,
+      "voter3",
+      store,
+      { clusterId: "c1", voters: VOTERS },
+      silent,
+    );
+    expect(identity.memberId).toBe("voter3");
+    expect(identity.current()).toBeNull();
+    expect(store.lastIndex()).toBe(0);
+  });
+});

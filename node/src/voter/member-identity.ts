@@ -1,0 +1,121 @@
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { InternalError } from "@keyload/contract";
+import type { Logger } from "pino";
+import type { ClusterId } from "../peer/cluster-id.js";
+import { incarnationOf } from "../peer/member-name.js";
+import { bootstrapState } from "../raft/bootstrap.js";
+import type { DurableLogStore } from "../storage/durable-log-store.js";
+
+const FILE = "member.json";
+
+interface Stored {
+  readonly clusterId: string | null;
+  readonly memberId: string;
+}
+
+/**
+ * Who this voter is in its cluster, kept beside its log: the cluster's ID and its own Raft member ID.
+ *
+ * A voter bootstraps a new cluster only when told to (`Cluster.BootstrapId`) and only on empty
+ * storage: it writes the configuration as its log's first entry and is a voter under its own name.
+ * A voter on empty storage that was not told to is a new member: a new incarnation of its name
+ * (`name~token`) with no configuration, which never votes or counts toward a commit until the cluster
+ * adds it as a learner and promotes it. So a voter that lost its data can never vote with, or count
+ * toward a commit, what it no longer holds, nor answer for votes its earlier incarnation cast.
+ */
+export class MemberIdentity implements ClusterId {
+  private constructor(
+    private readonly file: string,
+    private stored: Stored,
+    private readonly log: Logger,
+  ) {}
+
+  /**
+   * Reads the identity kept in `raftDir`, or makes one: bootstrapping when `bootstrapId` is given and
+   * the store is empty. A store that holds data without a kept identity dates from before identities
+   * were kept: it is its name's first incarnation, its cluster ID learnt from its peers.
+   */
+  static async open(
+    raftDir: string,
+    name: string,
+    store: DurableLogStore,
+    bootstrap: { readonly clusterId: string; readonly voters: readonly string[] } | null,
+    log: Logger,
+  ): Promise<MemberIdentity> {
+    const file = join(raftDir, FILE);
+    if (existsSync(file)) return new MemberIdentity(file, read(file), log);
+    let stored: Stored;
+    if (!isEmpty(store)) {
+      stored = { clusterId: null, memberId: name };
+    } else if (bootstrap !== null) {
+      // The entry first: a crash before the identity is kept leaves a store with data, read as above.
+      const { entries, hardState } = bootstrapState(bootstrap.voters);
+      const [refused] = store.commit([{ kind: "persist", snapshot: null, entries, hardState }]);
+      if (refused) throw refused;
+      await store.sync();
+      stored = { clusterId: bootstrap.clusterId, memberId: name };
+      log.info({ clusterId: bootstrap.clusterId, voters: bootstrap.voters }, "bootstrapped a new cluster");
+    } else {
+      stored = { clusterId: null, memberId: incarnationOf(name, randomBytes(4).toString("hex")) };
+      log.warn(
+        { memberId: stored.memberId },
+        "empty storage and no bootstrap asked: joining as a new member, to be added as a learner",
+      );
+    }
+    write(file, stored);
+    return new MemberIdentity(file, stored, log);
+  }
+
+  get memberId(): string {
+    return this.stored.memberId;
+  }
+
+  current(): string | null {
+    return this.stored.clusterId;
+  }
+
+  adopt(id: string): void {
+    this.stored = { ...this.stored, clusterId: id };
+    write(this.file, this.stored);
+    this.log.info({ clusterId: id }, "learnt the cluster ID from a peer");
+  }
+}
+
+function isEmpty(store: DurableLogStore): boolean {
+  const { hardState } = store.initialState();
+  return store.lastIndex() === 0 && store.snapshotIndex() === 0 && hardState.term === 0;
+}
+
+function read(file: string): Stored {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, "utf8"));
+  } catch (error) {
+    throw new InternalError(`${file} is not a member identity`, { reason: "CorruptState", cause: error });
+  }
+  const { clusterId, memberId } = (parsed ?? {}) as Record<string, unknown>;
+  if ((clusterId !== null && typeof clusterId !== "string") || typeof memberId !== "string")
+    throw new InternalError(`${file} is not a member identity`, { reason: "CorruptState" });
+  return { clusterId, memberId };
+}
+
+/** Replaces the file atomically and durably: a crash leaves the old identity or the new, whole. */
+function write(file: string, stored: Stored): void {
+  const temp = `${file}.tmp`;
+  writeFileSync(temp, `${JSON.stringify(stored)}\n`, { mode: 0o600 });
+  const fd = openSync(temp, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temp, file);
+  const dir = openSync(dirname(file), "r");
+  try {
+    fsyncSync(dir);
+  } finally {
+    closeSync(dir);
+  }
+}
