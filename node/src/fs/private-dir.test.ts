@@ -1,20 +1,12 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ensurePrivateDir, makePrivateDir } from "./private-dir.js";
+import { modeOf, withUsualUmask } from "./testing/usual-umask.js";
 
-const modeOf = (path: string): number => statSync(path).mode & 0o777;
-
-let umask: number;
-// The usual umask, which leaves a directory created without a mode open to everyone's reads.
-beforeAll(() => {
-  umask = process.umask(0o022);
-});
-afterAll(() => {
-  process.umask(umask);
-});
+withUsualUmask();
 
 let root: string;
 let lines: Record<string, unknown>[];

@@ -1,23 +1,15 @@
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { loadVoterConfig } from "../config/voter-config.js";
+import { modeOf, withUsualUmask } from "../fs/testing/usual-umask.js";
 import { pickFreePorts } from "../net/free-ports.js";
 import { singleVoterEnv } from "./testing/cluster-envs.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
-const modeOf = (path: string): number => statSync(path).mode & 0o777;
-
-let umask: number;
-// The usual umask, which leaves a directory created without a mode open to everyone's reads.
-beforeAll(() => {
-  umask = process.umask(0o022);
-});
-afterAll(() => {
-  process.umask(umask);
-});
+withUsualUmask();
 
 let root: string | undefined;
 let voter: RunningVoter | undefined;
