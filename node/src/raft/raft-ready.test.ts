@@ -3,10 +3,9 @@ import { RaftInvariantError } from "./errors.js";
 import { MemoryStorage } from "./memory-storage.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
-import { append, entriesWithTerms, entry, ofType, Solo, vote } from "./testing/helpers.js";
+import { append, entriesWithTerms, entry, ofType, readyOf, Solo, vote } from "./testing/helpers.js";
 import { InvariantChecker } from "./testing/invariants.js";
 import { LocalCluster, type LocalMember, text } from "./testing/local-cluster.js";
-import type { Ready } from "./types.js";
 
 const VOTERS = ["a", "b", "c"];
 
@@ -183,30 +182,21 @@ describe("the Ready contract", () => {
       readStates: [],
       readFailures: [],
     });
-    const ready = (over: Partial<Ready>): Ready => ({
-      softState: null,
-      hardState: null,
-      entries: [],
-      snapshot: null,
-      committedEntries: [],
-      messages: [],
-      readStates: [],
-      readFailures: [],
-      ...over,
-    });
 
     it("flags an append that carries an entry neither stored nor in the Ready", () => {
       const storage = new MemoryStorage({ voters: VOTERS });
       storage.setHardState({ term: 1, vote: "a", commit: 0 });
-      const rd = ready({ messages: [append("a", "b", 1, 0, 0, [entry(1, 1)], 0)] });
+      const rd = readyOf({ messages: [append("a", "b", 1, 0, 0, [entry(1, 1)], 0)] });
       expect(() => new InvariantChecker().check("a", rd, member(storage))).toThrow(/not durable/);
-      const ok = ready({ entries: [entry(1, 1)], messages: [append("a", "b", 1, 0, 0, [entry(1, 1)], 0)] });
+      const ok = readyOf({ entries: [entry(1, 1)], messages: [append("a", "b", 1, 0, 0, [entry(1, 1)], 0)] });
       expect(() => new InvariantChecker().check("a", ok, member(storage))).not.toThrow();
     });
 
     it("flags a vote granted before it is durable", () => {
       const storage = new MemoryStorage({ voters: VOTERS });
-      const rd = ready({ messages: [{ type: "vote-response", from: "a", to: "b", term: 2, reject: false }] });
+      const rd = readyOf({
+        messages: [{ type: "vote-response", from: "a", to: "b", term: 2, reject: false }],
+      });
       expect(() => new InvariantChecker().check("a", rd, member(storage))).toThrow(
         /before the vote is durable|not durable|sent before/,
       );
@@ -216,12 +206,16 @@ describe("the Ready contract", () => {
       const storage = new MemoryStorage({ voters: VOTERS });
       const m = member(storage);
       const checker = new InvariantChecker();
-      checker.check("a", ready({ entries: [entry(1, 1)], hardState: { term: 1, vote: null, commit: 0 } }), m);
+      checker.check(
+        "a",
+        readyOf({ entries: [entry(1, 1)], hardState: { term: 1, vote: null, commit: 0 } }),
+        m,
+      );
       storage.append([entry(1, 1)]);
       storage.setHardState({ term: 1, vote: null, commit: 1 });
-      expect(() => checker.check("a", ready({ entries: [entry(1, 1), entry(2, 1)] }), m)).toThrow(/twice/);
+      expect(() => checker.check("a", readyOf({ entries: [entry(1, 1), entry(2, 1)] }), m)).toThrow(/twice/);
       expect(() =>
-        new InvariantChecker().check("a", ready({ hardState: { term: 1, vote: null, commit: 0 } }), m),
+        new InvariantChecker().check("a", readyOf({ hardState: { term: 1, vote: null, commit: 0 } }), m),
       ).toThrow(/commit went back/);
     });
   });

@@ -35,6 +35,21 @@ export function entry(index: number, term: number, data = "", type: EntryType = 
 }
 
 /** Entries 1..n whose terms are `terms[i-1]`. */
+/** A Ready with nothing in it but `over`. */
+export function readyOf(over: Partial<Ready>): Ready {
+  return {
+    softState: null,
+    hardState: null,
+    entries: [],
+    snapshot: null,
+    committedEntries: [],
+    messages: [],
+    readStates: [],
+    readFailures: [],
+    ...over,
+  };
+}
+
 export function entriesWithTerms(terms: readonly number[], first = 1): Entry[] {
   return terms.map((t, i) => entry(first + i, t, `e${first + i}`));
 }
