@@ -91,6 +91,11 @@ export class StateWalCheckpoints {
     });
   }
 
+  /** A worker pass is under way; the applying thread never waits for it. */
+  get busy(): boolean {
+    return this.running !== null;
+  }
+
   /**
    * Blocks until no worker checkpoint has the database open, before the file is replaced (a snapshot
    * install); the cycle then carries on against the new file.
