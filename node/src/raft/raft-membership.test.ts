@@ -176,6 +176,37 @@ describe("membership changes", () => {
     expect(c.appliedData("c")).toEqual(["only-b-has-it", "next"]);
   });
 
+  it("a learner that has not learnt of its promotion still grants the vote a committed one needs", () => {
+    const c = LocalCluster.bootstrapped(["a"]);
+    c.elect("a");
+    c.join("l");
+    change(c, "a", { type: "add-learner", node: "l" });
+    // a commits the promotion alone (its configuration then is {a}); l never hears of it.
+    c.filter = (m) => !(m.from === "a" && m.to === "l");
+    change(c, "a", { type: "promote", node: "l" });
+    expect(c.node("a").status().conf).toEqual({ voters: ["a", "l"], learners: [] });
+    expect(c.node("l").status().conf.learners).toEqual(["l"]);
+    // a hears from no quorum of {a, l} and steps down; once the link heals, l's vote elects it again.
+    c.tickUntil(() => c.node("a").status().role !== "leader", 100, ["a"]);
+    c.filter = () => true;
+    c.tickUntil(() => c.leader() === "a", 300);
+  });
+
+  it("a leader that removed itself still grants its successor the vote it needs", () => {
+    const c = LocalCluster.bootstrapped(["a", "b"]);
+    c.elect("a");
+    let removal = Number.POSITIVE_INFINITY;
+    // b never learns that the removal committed, so it still counts a as a voter.
+    c.filter = (m) =>
+      !(m.from === "a" && (m.type === "append" || m.type === "heartbeat") && m.commit >= removal);
+    removal = c.node("a").proposeConfChange({ type: "remove", node: "a" }).index;
+    c.settle();
+    // a's TimeoutNow makes b campaign while b still counts a as a voter: a's vote elects it.
+    c.tickUntil(() => c.leader() === "b", 300, ["b"]);
+    expect(c.node("a").status()).toMatchObject({ role: "follower", conf: { voters: ["b"] } });
+    expect(c.node("b").status().conf.voters).toEqual(["b"]);
+  });
+
   it("rebuilds the configuration on restart from the snapshot and the applied conf entries", () => {
     const c = withLearner();
     change(c, "a", { type: "promote", node: "d" });

@@ -259,10 +259,12 @@ export class RaftNode {
   /** Handles a message addressed to this node. Stale or unknown messages are dropped. */
   step(m: Message): void {
     if (m.to !== this.id || m.from === this.id) return;
-    // Only a voter of our configuration may ask for our vote, and only while we are one ourselves: a
-    // node that is not (removed, a learner, or not yet added) must neither disturb our term nor elect.
-    if ((m.type === "vote" || m.type === "pre-vote") && !(this.conf.isVoter(m.from) && this.promotable()))
-      return;
+    // Only a voter of our configuration may ask for our vote: a node that is not (removed, a learner,
+    // or not yet added) must neither disturb our term nor be elected. We answer whatever we are
+    // ourselves, as etcd-raft lets learners vote: a learner that has not yet applied its promotion (or
+    // lost that knowledge in a crash) may be the vote a committed configuration needs, and only a
+    // candidate that counts us as a voter counts our vote. A node with no configuration answers no one.
+    if ((m.type === "vote" || m.type === "pre-vote") && !this.conf.isVoter(m.from)) return;
     if (m.term > this.term) {
       if (m.type === "vote" || m.type === "pre-vote") {
         // Check-quorum lease: while we hear from a live leader, ignore disruptive candidates.
