@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { MemoryStorage } from "../raft/memory-storage.js";
-import type { Entry } from "../raft/types.js";
+import type { Entry, NodeId } from "../raft/types.js";
 import { durableCopies } from "./durable-quorum.js";
 
 function log(terms: readonly number[]): MemoryStorage {
-  const s = new MemoryStorage({ voters: ["n1", "n2", "n3"] });
+  const s = new MemoryStorage({ voters: [] });
   const entries: Entry[] = terms.map((term, i) => ({
     term,
     index: i + 1,
@@ -15,17 +15,34 @@ function log(terms: readonly number[]): MemoryStorage {
   return s;
 }
 
+function disks(byId: Record<NodeId, MemoryStorage | null>): (id: NodeId) => MemoryStorage | null {
+  return (id) => byId[id] ?? null;
+}
+
 describe("durableCopies", () => {
   it("counts the disks that hold the same entry, not those holding another term there or nothing", () => {
-    const disks = [log([1, 2]), log([1, 2]), log([1, 3]), log([1])];
-    expect(durableCopies(disks, 2)).toBe(2);
-    expect(durableCopies(disks, 1)).toBe(4);
-    expect(durableCopies(disks, 3)).toBe(0);
+    const diskOf = disks({ a: log([1, 2]), b: log([1, 2]), c: log([1, 3]), d: log([1]) });
+    const all = ["a", "b", "c", "d"];
+    expect(durableCopies(all, diskOf, 2)).toBe(2);
+    expect(durableCopies(all, diskOf, 1)).toBe(4);
+    expect(durableCopies(all, diskOf, 3)).toBe(0);
   });
 
   it("counts a snapshot covering the index with the entries held in logs", () => {
     const compacted = log([1, 2, 2]);
-    compacted.createSnapshot(3, { voters: ["n1", "n2", "n3"] }, new Uint8Array());
-    expect(durableCopies([compacted, log([1, 2]), log([1])], 2)).toBe(2);
+    compacted.createSnapshot(3, { voters: ["a", "b", "c"] }, new Uint8Array());
+    expect(durableCopies(["a", "b", "c"], disks({ a: compacted, b: log([1, 2]), c: log([1]) }), 2)).toBe(2);
+  });
+
+  it("counts only the voters given: a learner's copy protects nothing", () => {
+    const diskOf = disks({ a: log([1, 2]), b: log([1]), c: log([1]), learner: log([1, 2]) });
+    expect(durableCopies(["a", "b", "c"], diskOf, 2)).toBe(1);
+    expect(durableCopies(["a", "b", "c", "learner"], diskOf, 2)).toBe(2);
+  });
+
+  it("counts a voter whose disk was lost with the holders: it never votes again", () => {
+    const diskOf = disks({ a: log([1, 2]), b: log([1]), c: null });
+    expect(durableCopies(["a", "b", "c"], diskOf, 2)).toBe(2);
+    expect(durableCopies(["a", "b", "c"], diskOf, 3)).toBe(1);
   });
 });

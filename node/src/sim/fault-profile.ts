@@ -26,6 +26,25 @@ export interface FaultMix {
   readonly duplicateBurst: number;
   readonly delayBurst: number;
   readonly diskStall: number;
+  /** A node loses its disk for good; it needs `membership`, whose operator replaces the node. */
+  readonly wipe: number;
+}
+
+/** How the membership operator (membership-operator.ts) changes the cluster while faults go on. */
+export interface MembershipProfile {
+  /** Time between two of the operator's looks at the cluster. */
+  readonly gap: Range;
+  /** Chance that a look with nothing to repair makes a change of the operator's own choosing. */
+  readonly changeRate: number;
+  /**
+   * Relative weights of the changes the operator chooses besides these two: a new node joins
+   * (weighted by how far the cluster is below five members) and a follower voter is removed (by how
+   * far it is above two voters). Removing the leader itself, or a learner, weighs this much.
+   */
+  readonly removeLeader: number;
+  readonly removeLearner: number;
+  /** How far a learner's match index may be behind the leader's commit for it to be promoted. */
+  readonly catchUpSlack: number;
 }
 
 /** How bad the network and disk get while a burst of that kind is active. */
@@ -70,6 +89,8 @@ export interface FaultProfile {
   /** Applied entries between two local snapshots, and how many entries compaction keeps behind one. */
   readonly snapshotEvery: number;
   readonly keepAfterSnapshot: number;
+  /** Membership changes made alongside the faults; null keeps the three bootstrapped voters. */
+  readonly membership: MembershipProfile | null;
 }
 
 export const DEFAULT_PROFILE: FaultProfile = {
@@ -121,6 +142,7 @@ export const DEFAULT_PROFILE: FaultProfile = {
     duplicateBurst: 1,
     delayBurst: 1,
     diskStall: 1,
+    wipe: 0.6,
   },
   leaderFaultBias: 0.5,
   maxCrashed: 2,
@@ -128,12 +150,14 @@ export const DEFAULT_PROFILE: FaultProfile = {
   faultDuration: [20, 200],
   snapshotEvery: 12,
   keepAfterSnapshot: 4,
+  membership: { gap: [30, 150], changeRate: 0.6, removeLeader: 0.3, removeLearner: 0.2, catchUpSlack: 2 },
 };
 
 /**
  * Tuned to reach Figure 8 of the Raft paper: one entry per append so an old-term entry can reach a
  * majority on its own, and leaders cut off or crashed every few ticks with elections after two, so
- * terms pile up over short, divergent logs. No snapshots, which would only hide the divergence.
+ * terms pile up over short, divergent logs. No snapshots, which would only hide the divergence, and
+ * no membership changes, which rarely commit under such churn.
  */
 export const FIGURE_EIGHT_PROFILE: FaultProfile = {
   ...DEFAULT_PROFILE,
@@ -159,11 +183,13 @@ export const FIGURE_EIGHT_PROFILE: FaultProfile = {
     duplicateBurst: 0,
     delayBurst: 1,
     diskStall: 0,
+    wipe: 0,
   },
   leaderFaultBias: 0.8,
   downtime: [5, 80],
   faultDuration: [10, 80],
   snapshotEvery: 1000,
+  membership: null,
 };
 
 export const PROFILES: Readonly<Record<string, FaultProfile>> = {

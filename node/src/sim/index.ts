@@ -6,6 +6,7 @@ export {
   type FaultMix,
   type FaultProfile,
   FIGURE_EIGHT_PROFILE,
+  type MembershipProfile,
   PROFILES,
   type RaftTuning,
   type RaftVariants,
@@ -13,6 +14,14 @@ export {
   tuningFor,
 } from "./fault-profile.js";
 export { type InvariantName, InvariantViolation, SAFETY_INVARIANTS, SafetyChecker } from "./invariants.js";
+export { changesAfter, MembershipChecker } from "./membership-invariants.js";
+export {
+  type LeaderView,
+  MAX_VOTERS,
+  type MembershipAction,
+  MembershipOperator,
+} from "./membership-operator.js";
+export { INITIAL_VOTERS, NodeRegistry, type SimNode } from "./node-registry.js";
 export { formatFailures, runSeeds, type SeedRange, type SeedsSummary } from "./run-seeds.js";
 export { type DiskFaults, type DiskWrite, SimDisk } from "./sim-disk.js";
 export {
@@ -25,7 +34,6 @@ export {
 export { encodeCommand, SimStateMachine } from "./sim-state-machine.js";
 export type { SimStats } from "./sim-stats.js";
 export {
-  NODE_IDS,
   runSeed,
   type SimOptions,
   type SimResult,

@@ -1,7 +1,10 @@
 import type { Entry, HardState, NodeId } from "../raft/types.js";
 import { entryDigest } from "./digest.js";
 
-/** The seven safety properties, plus the two ways a run fails without breaking one of them. */
+/**
+ * The seven safety properties and the two membership adds (membership-invariants.ts), plus the two
+ * ways a run fails without breaking one of them.
+ */
 export type InvariantName =
   | "election-safety"
   | "log-matching"
@@ -10,6 +13,8 @@ export type InvariantName =
   | "monotonic-progress"
   | "acknowledged-write"
   | "linearizable-read"
+  | "voters-only"
+  | "one-change-at-a-time"
   | "liveness"
   | "core-contract";
 
@@ -21,6 +26,8 @@ export const SAFETY_INVARIANTS: readonly InvariantName[] = [
   "monotonic-progress",
   "acknowledged-write",
   "linearizable-read",
+  "voters-only",
+  "one-change-at-a-time",
 ];
 
 /** Thrown by a check; the simulator adds the seed, the step and the trace. */

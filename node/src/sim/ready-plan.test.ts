@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Entry, HardState, Message, Ready } from "../raft/index.js";
+import type { Entry, HardState, Message } from "../raft/index.js";
+import { readyOf } from "../raft/testing/helpers.js";
 import { type HeldHardState, planReady } from "./ready-plan.js";
 
 function entries(from: number, to: number, term: number): Entry[] {
@@ -8,19 +9,7 @@ function entries(from: number, to: number, term: number): Entry[] {
   return out;
 }
 
-function ready(parts: Partial<Ready>): Ready {
-  return {
-    softState: null,
-    hardState: null,
-    entries: [],
-    snapshot: null,
-    committedEntries: [],
-    messages: [],
-    readStates: [],
-    readFailures: [],
-    ...parts,
-  };
-}
+const ready = readyOf;
 
 const stored: HardState = { term: 2, vote: "n1", commit: 3 };
 const fresh: HeldHardState = { last: stored, unsaved: null };

@@ -4,7 +4,7 @@ import { runSeed, type SimResult } from "./simulator.js";
 import { BROKEN_COMMIT_RULE } from "./testing/counting-commit-node.js";
 
 /** A trace line: time, step, node, then what happened (see trace.ts). */
-const TRACE_LINE = /^ *\d+ #\d+ +\S+ +(tick|deliver|drop|ready|sync|apply|client|fault|role|phase)\b/;
+const TRACE_LINE = /^ *\d+ #\d+ +\S+ +(tick|deliver|drop|ready|sync|apply|client|member|fault|role|phase)\b/;
 
 // What CI prints when soak seeds fail is this report, so it is checked on a core that really fails.
 describe("runSeeds and formatFailures", () => {

@@ -14,7 +14,7 @@ function entries(from: number, to: number, term: number): Entry[] {
 }
 
 function disk(): SimDisk {
-  return new SimDisk(CONF, new SeededRandom(3), FAULTS);
+  return new SimDisk(new SeededRandom(3), FAULTS);
 }
 
 describe("SimDisk", () => {

@@ -1,6 +1,6 @@
 import { MemoryStorage } from "../raft/memory-storage.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
-import type { ConfState, Entry, HardState, Snapshot } from "../raft/types.js";
+import type { Entry, HardState, Snapshot } from "../raft/types.js";
 
 export interface DiskFaults {
   readonly minSyncDelay: number;
@@ -20,18 +20,18 @@ export interface DiskWrite {
 /**
  * One node's disk: `storage` is the durable image (what survives a crash and what the core reads),
  * and at most one written-but-unsynced batch sits beside it until its fsync completes. A crash
- * before then loses the batch whole.
+ * before then loses the batch whole. A new disk is empty: it holds no configuration until a bootstrap
+ * or the leader's log gives it one.
  */
 export class SimDisk {
   readonly storage: MemoryStorage;
   private unsynced: DiskWrite | null = null;
 
   constructor(
-    conf: ConfState,
     private readonly random: SeededRandom,
     private faults: DiskFaults,
   ) {
-    this.storage = new MemoryStorage(conf);
+    this.storage = new MemoryStorage({ voters: [] });
   }
 
   setFaults(faults: DiskFaults): void {
@@ -68,4 +68,18 @@ export class SimDisk {
     this.unsynced = null;
     return lost;
   }
+}
+
+/** A write as a trace shows what a crash lost of it. */
+export function describeWrite(write: DiskWrite): string {
+  const parts: string[] = [];
+  if (write.snapshot !== null) parts.push(`snapshot ${write.snapshot.meta.index}`);
+  const first = write.entries[0];
+  const last = write.entries[write.entries.length - 1];
+  if (first !== undefined && last !== undefined) parts.push(`entries ${first.index}..${last.index}`);
+  if (write.hardState !== null) {
+    const hs = write.hardState;
+    parts.push(`hard state t${hs.term}/v=${hs.vote ?? "-"}/c${hs.commit}`);
+  }
+  return parts.join(", ");
 }

@@ -92,6 +92,24 @@ describe("SimNetwork", () => {
     }
   });
 
+  it("connects a node that joins later to every other; partitions made before leave it reachable", () => {
+    const net = network();
+    net.isolate("a");
+    expect(() => net.isCut("d", "b")).toThrow();
+    expect(() => net.send(heartbeat("b", "d"), 0)).toThrow();
+    net.addNode("d");
+    expect(() => net.addNode("d")).toThrow();
+    expect(net.isCut("a", "d")).toBe(false);
+    expect(net.send(heartbeat("d", "b"), 0)).toBe("queued");
+    net.isolate("d");
+    expect(net.isCut("d", "a")).toBe(true);
+    expect(net.isCut("c", "d")).toBe(true);
+    expect(drain(net)).toEqual(["d->b@5 cut"]);
+    net.heal();
+    expect(net.isCut("a", "b")).toBe(false);
+    expect(net.isCut("c", "d")).toBe(false);
+  });
+
   it("drops and duplicates at the configured rates", () => {
     const dropAll = network({ dropRate: 1 });
     expect(dropAll.send(heartbeat("a", "b"), 0)).toBe("dropped");

@@ -30,23 +30,33 @@ export interface Delivery {
 /**
  * The messages in flight between simulated nodes, each with its delivery time. A partition is a set
  * of cut directed links, so a one-way cut (A hears B, B does not hear A) is as easy as isolating a
- * node. A cut link loses what is sent on it and what is still on the wire when it is cut.
+ * node. A cut link loses what is sent on it and what is still on the wire when it is cut. Nodes join
+ * the network over the run (`addNode`); a node isolated before another joined stays reachable by it.
  */
 export class SimNetwork {
+  private readonly nodes: NodeId[] = [];
   private readonly slots = new Map<NodeId, number>();
-  /** Per directed link, how many partitions currently cut it. */
-  private readonly cuts: number[];
+  /** Per directed link (sender's slot, then receiver's), how many partitions currently cut it. */
+  private readonly cuts: number[][] = [];
   private readonly inFlight = new EventQueue<Message>();
   private current: NetworkFaults;
 
   constructor(
-    private readonly nodes: readonly NodeId[],
+    nodes: readonly NodeId[],
     private readonly random: SeededRandom,
     faults: NetworkFaults,
   ) {
-    for (const [i, id] of nodes.entries()) this.slots.set(id, i);
-    this.cuts = new Array<number>(nodes.length * nodes.length).fill(0);
+    for (const id of nodes) this.addNode(id);
     this.current = faults;
+  }
+
+  /** Connects a new node to every other, its links uncut. */
+  addNode(id: NodeId): void {
+    if (this.slots.has(id)) throw new Error(`${id} is already on the network`);
+    this.slots.set(id, this.nodes.length);
+    this.nodes.push(id);
+    for (const row of this.cuts) row.push(0);
+    this.cuts.push(new Array<number>(this.nodes.length).fill(0));
   }
 
   setFaults(faults: NetworkFaults): void {
@@ -59,7 +69,7 @@ export class SimNetwork {
 
   /** Cuts the link `from` -> `to`; returns the cuts made, for `restore`. */
   cut(from: NodeId, to: NodeId): LinkCut[] {
-    this.cuts[this.link(from, to)]!++;
+    this.cuts[this.slot(from)]![this.slot(to)]!++;
     return [{ from, to }];
   }
 
@@ -76,17 +86,18 @@ export class SimNetwork {
   /** Undoes cuts made earlier. A link cut by two overlapping partitions stays cut until both end. */
   restore(cuts: readonly LinkCut[]): void {
     for (const { from, to } of cuts) {
-      const i = this.link(from, to);
-      this.cuts[i] = Math.max(0, this.cuts[i]! - 1);
+      const row = this.cuts[this.slot(from)]!;
+      const b = this.slot(to);
+      row[b] = Math.max(0, row[b]! - 1);
     }
   }
 
   heal(): void {
-    this.cuts.fill(0);
+    for (const row of this.cuts) row.fill(0);
   }
 
   isCut(from: NodeId, to: NodeId): boolean {
-    return this.cuts[this.link(from, to)]! > 0;
+    return this.cuts[this.slot(from)]![this.slot(to)]! > 0;
   }
 
   send(message: Message, now: number): SendOutcome {
@@ -119,10 +130,9 @@ export class SimNetwork {
     return d;
   }
 
-  private link(from: NodeId, to: NodeId): number {
-    const a = this.slots.get(from);
-    const b = this.slots.get(to);
-    if (a === undefined || b === undefined) throw new Error(`unknown link ${from} -> ${to}`);
-    return a * this.nodes.length + b;
+  private slot(id: NodeId): number {
+    const slot = this.slots.get(id);
+    if (slot === undefined) throw new Error(`${id} is not on the network`);
+    return slot;
   }
 }

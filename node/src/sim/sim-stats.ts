@@ -39,6 +39,13 @@ export interface SimStats {
   readonly bursts: number;
   readonly snapshotsTaken: number;
   readonly snapshotsInstalled: number;
+  /** Membership changes the operator proposed, and those refused (to be retried later). */
+  readonly confChanges: number;
+  readonly confChangesRefused: number;
+  /** Fresh nodes started to join the cluster. */
+  readonly joins: number;
+  /** Disks lost for good, each node leaving the cluster. */
+  readonly wipes: number;
 }
 
 export type Counters = { -readonly [K in keyof SimStats]: number };
@@ -77,5 +84,9 @@ export function emptyCounters(): Counters {
     bursts: 0,
     snapshotsTaken: 0,
     snapshotsInstalled: 0,
+    confChanges: 0,
+    confChangesRefused: 0,
+    joins: 0,
+    wipes: 0,
   };
 }

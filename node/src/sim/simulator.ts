@@ -1,14 +1,11 @@
 import {
-  type ConfState,
+  type ConfChange,
   type Entry,
-  type HardState,
-  type MemoryStorage,
   type Message,
   type NodeId,
   ProposalRefusedError,
   RaftNode,
   type RaftOptions,
-  type RaftStatus,
   type ReadFailure,
   type ReadState,
   type Ready,
@@ -25,18 +22,18 @@ import {
   type Range,
   tuningFor,
 } from "./fault-profile.js";
-import { COMPACTED, type InvariantName, InvariantViolation, SafetyChecker } from "./invariants.js";
+import { type InvariantName, InvariantViolation, SafetyChecker } from "./invariants.js";
+import { MembershipChecker } from "./membership-invariants.js";
+import { describeChange, isRemovalOf, MembershipOperator } from "./membership-operator.js";
+import { INITIAL_VOTERS, NodeRegistry, type PendingProposal, type SimNode } from "./node-registry.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
-import { type HeldHardState, planReady, type ReadyPlan } from "./ready-plan.js";
-import { type DiskWrite, SimDisk } from "./sim-disk.js";
+import { checkReady } from "./ready-checks.js";
+import { planReady, type ReadyPlan } from "./ready-plan.js";
+import { describeWrite } from "./sim-disk.js";
 import { type Delivery, type LinkCut, SimNetwork } from "./sim-network.js";
 import { encodeCommand, SimStateMachine } from "./sim-state-machine.js";
 import { type Counters, emptyCounters, type SimStats } from "./sim-stats.js";
-import { StateMachineStore } from "./state-machine-store.js";
 import { Trace } from "./trace.js";
-
-export const NODE_IDS: readonly NodeId[] = ["n1", "n2", "n3"];
-const CONF: ConfState = { voters: NODE_IDS };
 
 /**
  * Readys without committed entries a core may hand out in one step. Paging a long committed backlog
@@ -84,15 +81,10 @@ type BurstKind = "drop" | "duplicate" | "delay" | "disk";
 
 type SimEvent =
   | { readonly kind: "tick" | "sync"; readonly node: SimNode; readonly incarnation: number }
-  | { readonly kind: "restart"; readonly node: SimNode }
-  | { readonly kind: "client" | "fault" }
+  | { readonly kind: "restart" | "shutdown"; readonly node: SimNode }
+  | { readonly kind: "client" | "fault" | "operator" }
   | { readonly kind: "heal"; readonly cuts: readonly LinkCut[]; readonly what: string }
   | { readonly kind: "burst-end"; readonly burst: BurstKind };
-
-interface PendingProposal {
-  readonly term: number;
-  readonly digest: number;
-}
 
 interface IssuedRead {
   readonly node: NodeId;
@@ -102,36 +94,10 @@ interface IssuedRead {
 }
 
 /**
- * One simulated server: a durable disk and a state machine that outlive crashes (in part), and
- * volatile state that does not.
- */
-interface SimNode {
-  readonly id: NodeId;
-  readonly disk: SimDisk;
-  readonly state: StateMachineStore;
-  readonly tickInterval: number;
-  core: RaftNode | null;
-  /** Bumped on every crash so the timers of an earlier life are ignored. */
-  incarnation: number;
-  /** The Ready whose write waits for its fsync; the core hands out no other meanwhile. */
-  writing: { readonly rd: Ready; readonly plan: ReadyPlan } | null;
-  /** What the driver keeps about hard states between Readys (see planReady). */
-  held: HeldHardState;
-  /** The hard state on disk. */
-  durable: HardState;
-  /** The commit index last seen in this life, which must never go back. */
-  commit: number;
-  status: RaftStatus | null;
-  /** The latest term whose leadership of this node had its log checked (invariant 3). */
-  checkedLeaderTerm: number;
-  readonly proposals: Map<number, PendingProposal>;
-  waitingReads: { readonly requestId: string; readonly index: number }[];
-}
-
-/**
- * Three Raft cores over a simulated network and disks, driven by one seed. A step is one event:
- * a delivery, a tick, an fsync completing, a client operation or a fault. Every invariant is checked
- * on what each step changed, and the same seed always replays the same run.
+ * Raft cores over a simulated network and disks, driven by one seed: three bootstrapped voters, then
+ * whichever nodes the membership operator adds. A step is one event: a delivery, a tick, an fsync
+ * completing, a client operation, a fault or a membership change. Every invariant is checked on what
+ * each step changed, and the same seed always replays the same run.
  */
 export class Simulator {
   private readonly profile: FaultProfile;
@@ -142,11 +108,12 @@ export class Simulator {
   private readonly random: SeededRandom;
   private readonly coreSeeds: SeededRandom;
   private readonly network: SimNetwork;
-  private readonly nodes: SimNode[];
-  private readonly byId = new Map<NodeId, SimNode>();
-  private readonly storages: readonly MemoryStorage[];
+  private readonly nodes: NodeRegistry;
+  /** Null when the profile makes no membership changes. */
+  private readonly operator: MembershipOperator | null;
   private readonly queue = new EventQueue<SimEvent>();
   private readonly checker = new SafetyChecker();
+  private readonly membership = new MembershipChecker();
   private readonly issuedReads = new Map<string, IssuedRead>();
   private readonly bursts = new Map<BurstKind, number>();
   private readonly counters: Counters;
@@ -175,31 +142,22 @@ export class Simulator {
     this.tuning = tuningFor(this.profile, new SeededRandom(root.nextUint32()));
     this.random = new SeededRandom(root.nextUint32());
     this.coreSeeds = new SeededRandom(root.nextUint32());
-    this.network = new SimNetwork(NODE_IDS, new SeededRandom(root.nextUint32()), this.profile.network);
+    this.network = new SimNetwork([], new SeededRandom(root.nextUint32()), this.profile.network);
     const p = this.profile;
-    const stateLoss = new SeededRandom(root.nextUint32());
-    this.nodes = NODE_IDS.map((id) => {
-      const skew = this.random.nextInt(2 * p.tickSkew + 1) - p.tickSkew;
-      const node: SimNode = {
-        id,
-        disk: new SimDisk(CONF, new SeededRandom(root.nextUint32()), p.disk),
-        state: new StateMachineStore(stateLoss),
-        tickInterval: Math.max(2, p.tickInterval + skew),
-        core: null,
-        incarnation: 0,
-        writing: null,
-        held: { last: { term: 0, vote: null, commit: 0 }, unsaved: null },
-        durable: { term: 0, vote: null, commit: 0 },
-        commit: 0,
-        status: null,
-        checkedLeaderTerm: 0,
-        proposals: new Map(),
-        waitingReads: [],
-      };
-      this.byId.set(id, node);
-      return node;
+    this.nodes = new NodeRegistry({
+      diskSeeds: new SeededRandom(root.nextUint32()),
+      clock: new SeededRandom(root.nextUint32()),
+      stateLoss: new SeededRandom(root.nextUint32()),
+      tickInterval: p.tickInterval,
+      tickSkew: p.tickSkew,
+      disk: p.disk,
     });
-    this.storages = this.nodes.map((n) => n.disk.storage);
+    const operatorRandom = new SeededRandom(root.nextUint32());
+    this.operator =
+      p.membership === null
+        ? null
+        : new MembershipOperator(p.membership, operatorRandom, (id) => this.nodes.appliedConf(id));
+    for (let k = 0; k < INITIAL_VOTERS.length; k++) this.addNode(INITIAL_VOTERS);
   }
 
   get steps(): number {
@@ -215,9 +173,11 @@ export class Simulator {
     try {
       const tuning = Object.entries(this.tuning).map(([key, value]) => `${key}=${value}`);
       this.note("-", "phase", `profile ${this.profile.name}: ${tuning.join(" ")}`);
-      for (const node of this.nodes) this.start(node);
+      for (const node of this.nodes.all) this.start(node);
       this.queue.push(this.between(this.profile.clientGap), { kind: "client" });
       this.queue.push(this.between(this.profile.faultGap), { kind: "fault" });
+      if (this.profile.membership !== null)
+        this.queue.push(this.between(this.profile.membership.gap), { kind: "operator" });
       while (this.step < this.faultySteps) this.processNext();
       this.converge();
     } catch (error) {
@@ -259,11 +219,17 @@ export class Simulator {
         this.counters.restarts++;
         this.start(ev.node);
         return;
+      case "shutdown":
+        this.shutDown(ev.node);
+        return;
       case "client":
         this.clientOperation();
         return;
       case "fault":
         this.fault();
+        return;
+      case "operator":
+        this.operate();
         return;
       case "heal":
         this.network.restore(ev.cuts);
@@ -275,14 +241,21 @@ export class Simulator {
     }
   }
 
-  /** Events of a node's earlier life, and faults and client load after the faulty phase, are skipped. */
+  /**
+   * Events of a node's earlier life or of a retired node, and faults and client load after the faulty
+   * phase, are skipped. The operator goes on while converging, to finish its repairs.
+   */
   private isStale(ev: SimEvent): boolean {
     switch (ev.kind) {
       case "tick":
       case "sync":
         return ev.node.core === null || ev.incarnation !== ev.node.incarnation;
       case "restart":
-        return ev.node.core !== null;
+        return ev.node.core !== null || ev.node.retired;
+      case "shutdown":
+        return ev.node.retired;
+      case "operator":
+        return false;
       default:
         return this.converging;
     }
@@ -298,9 +271,9 @@ export class Simulator {
     this.bursts.clear();
     this.network.heal();
     this.network.setFaults({ ...this.profile.network, dropRate: 0, duplicateRate: 0, spikeRate: 0 });
-    for (const node of this.nodes) node.disk.setFaults({ ...this.profile.disk, stallRate: 0 });
+    this.nodes.setDiskFaults({ ...this.profile.disk, stallRate: 0 });
     this.note("-", "phase", "converge: network healed, faults and client load stopped");
-    for (const node of this.nodes) {
+    for (const node of this.nodes.active()) {
       if (node.core === null) {
         this.counters.restarts++;
         this.start(node);
@@ -318,14 +291,21 @@ export class Simulator {
     }
     this.counters.convergenceSteps = this.step - start;
     // Converged on a log that lacks an acknowledged write is a lost write, not a liveness failure.
-    for (const node of this.nodes)
-      this.checker.checkFinal(node.id, node.state.live.applied, node.state.live.digest);
+    const { conf } = this.knownLeader()!.status!;
+    for (const id of [...conf.voters, ...(conf.learners ?? [])]) {
+      const sm = this.nodes.get(id)!.state.live;
+      this.checker.checkFinal(id, sm.applied, sm.digest);
+    }
   }
 
-  /** One leader followed by all, everything it holds committed and applied everywhere. */
+  /**
+   * One leader followed by every member of its configuration, everything it holds committed and
+   * applied everywhere, and the operator's repairs done. Nodes outside the configuration (removed, or
+   * never added) are not waited for.
+   */
   private converged(): boolean {
     let leader: SimNode | null = null;
-    for (const node of this.nodes) {
+    for (const node of this.nodes.running()) {
       if (node.status === null) return false;
       if (node.status.role === "leader") {
         if (leader !== null) return false;
@@ -335,8 +315,11 @@ export class Simulator {
     if (leader === null) return false;
     const ls = leader.status!;
     if (ls.commit !== ls.lastIndex) return false;
-    for (const node of this.nodes) {
-      const s = node.status!;
+    if (this.operator !== null && !this.operator.settled(ls.conf)) return false;
+    for (const id of [...ls.conf.voters, ...(ls.conf.learners ?? [])]) {
+      const node = this.nodes.get(id);
+      const s = node?.status;
+      if (node === undefined || node.core === null || s === null || s === undefined) return false;
       if (s.term !== ls.term || s.leader !== leader.id || node.state.live.applied !== ls.lastIndex)
         return false;
     }
@@ -344,11 +327,14 @@ export class Simulator {
   }
 
   private describeNodes(): string {
-    const parts = this.nodes.map((n) => {
+    const parts = this.nodes.all.map((n) => {
       const s = n.status;
+      if (n.wiped) return `${n.id} wiped`;
+      if (n.retired) return `${n.id} removed`;
       if (n.core === null || s === null) return `${n.id} down`;
       const leader = s.leader ?? "-";
-      return `${n.id} ${s.role} t${s.term} leader=${leader} commit=${s.commit} last=${s.lastIndex} applied=${n.state.live.applied}`;
+      const conf = `${s.conf.voters.join(",")}${(s.conf.learners ?? []).map((id) => `,~${id}`).join("")}`;
+      return `${n.id} ${s.role} t${s.term} leader=${leader} commit=${s.commit} last=${s.lastIndex} applied=${n.state.live.applied} conf=${conf}`;
     });
     return `${parts.join("; ")}; highest acknowledged write ${this.checker.maxAcked}`;
   }
@@ -394,13 +380,7 @@ export class Simulator {
   private crash(node: SimNode): void {
     const lost = node.disk.crash();
     const undone = node.state.crash();
-    node.core = null;
-    node.writing = null;
-    node.status = null;
-    node.incarnation++;
-    this.counters.proposalsAbandoned += node.proposals.size;
-    node.proposals.clear();
-    node.waitingReads = [];
+    this.stop(node);
     this.counters.crashes++;
     if (lost !== null) this.counters.lostWrites++;
     const losses: string[] = [];
@@ -408,6 +388,31 @@ export class Simulator {
     if (undone > 0) losses.push(`${undone} applied batches`);
     this.note(node.id, "fault", losses.length === 0 ? "crash" : `crash, losing ${losses.join(" and ")}`);
     this.queue.push(this.time + this.between(this.profile.downtime), { kind: "restart", node });
+  }
+
+  /** Loses everything volatile: the core, a write waiting for its fsync, pending client work. */
+  private stop(node: SimNode): void {
+    node.core = null;
+    node.writing = null;
+    node.status = null;
+    node.incarnation++;
+    this.counters.proposalsAbandoned += node.proposals.size;
+    node.proposals.clear();
+    node.waitingReads = [];
+  }
+
+  /** Adds a node with a new ID (see NodeRegistry.create); it starts when the caller says. */
+  private addNode(bootstrap: readonly NodeId[] | null): SimNode {
+    const node = this.nodes.create(bootstrap);
+    this.network.addNode(node.id);
+    return node;
+  }
+
+  /** A node that applied its own removal shuts down for good, as an etcd member does. */
+  private shutDown(node: SimNode): void {
+    if (node.core !== null) this.stop(node);
+    node.retired = true;
+    this.note(node.id, "member", "shut down: removed from the cluster");
   }
 
   private scheduleTick(node: SimNode, delay: number): void {
@@ -428,7 +433,7 @@ export class Simulator {
 
   private deliver(delivery: Delivery): void {
     const m = delivery.message;
-    const node = this.byId.get(m.to)!;
+    const node = this.nodes.get(m.to)!;
     if (delivery.cut || node.core === null) {
       this.counters.messagesDropped++;
       this.trace.add(this.step, this.time, m.to, "drop", delivery.cut ? "(link cut)" : "(node down)", m);
@@ -437,12 +442,16 @@ export class Simulator {
     this.counters.messagesDelivered++;
     if (m.type === "snapshot-chunk") this.counters.snapshotChunks++;
     this.trace.add(this.step, this.time, m.to, "deliver", "", m);
+    if (m.type === "vote-response") this.membership.observeGrant(m);
+    const before = node.status!;
     try {
       node.core.step(m);
     } catch (error) {
       throw coreFailure(node.id, `step(${m.type})`, error);
     }
-    this.afterInput(node);
+    this.observeStatus(node);
+    if (m.type === "vote") this.membership.observeVoteRequest(node.id, m, before, node.status!);
+    this.pump(node);
   }
 
   /** After anything reached a core: look at its new state, then take the Readys it has. */
@@ -458,13 +467,18 @@ export class Simulator {
     if (before === null || before.role !== s.role || before.term !== s.term) {
       this.note(node.id, "role", `${s.role} t${s.term} (commit ${s.commit}, last ${s.lastIndex})`);
     }
+    this.membership.observeStatus(node.id, before, s);
     if (s.commit < node.commit) {
       fail("monotonic-progress", `${node.id} commit index went back from ${node.commit} to ${s.commit}`);
     }
     if (s.role === "leader" && s.commit > node.commit) {
-      const copies = durableCopies(this.storages, s.commit);
-      if (copies <= NODE_IDS.length / 2) {
-        fail("leader-completeness", `${node.id} commits ${s.commit}, which only ${copies} disk(s) hold`);
+      const { voters } = s.conf;
+      const copies = durableCopies(voters, (id) => this.nodes.diskOf(id), s.commit);
+      if (copies <= voters.length / 2) {
+        fail(
+          "leader-completeness",
+          `${node.id} commits ${s.commit}, which only ${copies} disk(s) hold of its ${voters.length} voters [${voters.join(", ")}]`,
+        );
       }
     }
     if (s.term > this.counters.maxTerm) this.counters.maxTerm = s.term;
@@ -495,7 +509,7 @@ export class Simulator {
         );
       }
       this.trace.add(this.step, this.time, node.id, "ready", "", null, rd);
-      this.checkReady(node, rd);
+      checkReady(node, rd, this.checker, this.membership);
       const plan = planReady(rd, node.held);
       node.held = plan.held;
       this.sendMessages(node, plan.early);
@@ -528,89 +542,9 @@ export class Simulator {
     this.pump(node);
   }
 
-  /** Checks a Ready before any of it reaches the disk: what it appends and who it makes leader. */
-  private checkReady(node: SimNode, rd: Ready): void {
-    if (rd.hardState !== null) this.checker.observeHardState(node.id, node.durable, rd.hardState);
-    const storage = node.disk.storage;
-    if (rd.snapshot !== null) {
-      const index = rd.snapshot.meta.index;
-      const stored = storage.snapshot().meta.index;
-      if (index <= stored) {
-        fail(
-          "core-contract",
-          `${node.id} asks to install snapshot ${index} over its stored snapshot ${stored}`,
-        );
-      }
-      const applied = node.state.live.applied;
-      if (index < applied) {
-        fail("monotonic-progress", `${node.id} installs snapshot ${index} after applying ${applied}`);
-      }
-    }
-    if (rd.entries.length > 0) this.checkEntries(node, rd.entries, rd.snapshot);
-    const s = node.status!;
-    if (s.role === "leader" && s.term > node.checkedLeaderTerm) {
-      node.checkedLeaderTerm = s.term;
-      this.checkLeaderLog(node, rd, s);
-    }
-  }
-
-  private checkEntries(node: SimNode, entries: readonly Entry[], snapshot: Snapshot | null): void {
-    const storage = node.disk.storage;
-    const first = entries[0]!.index;
-    for (let k = 1; k < entries.length; k++) {
-      if (entries[k]!.index !== first + k)
-        fail("core-contract", `${node.id} appends entries with a gap at ${first + k}`);
-    }
-    // The entries land after the Ready's snapshot if it has one, else on the stored log.
-    const base = snapshot !== null ? snapshot.meta.index : storage.firstIndex() - 1;
-    const last = snapshot !== null ? snapshot.meta.index : storage.lastIndex();
-    if (first > last + 1)
-      fail("core-contract", `${node.id} appends at ${first} after its last index ${last}`);
-    // Storage skips entries its snapshot already covers.
-    const from = Math.max(0, base + 1 - first);
-    if (from >= entries.length) return;
-    const start = first + from;
-    const prevTerm = snapshot !== null ? snapshot.meta.term : storage.term(start - 1);
-    if (snapshot === null) {
-      const overlapEnd = Math.min(storage.lastIndex(), first + entries.length - 1);
-      for (let i = start; i <= overlapEnd; i++) {
-        const old = storage.term(i);
-        const replacement = entries[i - first]!.term;
-        if (old === replacement) continue;
-        if (i <= node.durable.commit) {
-          fail(
-            "leader-completeness",
-            `${node.id} overwrites committed ${i}/t${old} with a term ${replacement} entry (its commit is ${node.durable.commit})`,
-          );
-        }
-        break;
-      }
-    }
-    this.checker.observeAppend(node.id, entries, from, prevTerm);
-  }
-
-  /** The log a new leader has: its disk, overlaid with the snapshot and entries of this Ready. */
-  private checkLeaderLog(node: SimNode, rd: Ready, s: RaftStatus): void {
-    const storage = node.disk.storage;
-    const entries = rd.entries;
-    const first = entries.length > 0 ? entries[0]!.index : Number.POSITIVE_INFINITY;
-    const snapshot = rd.snapshot;
-    const termAt = (i: number): number | undefined => {
-      if (i >= first) return entries[i - first]?.term;
-      if (snapshot !== null) {
-        if (i === snapshot.meta.index) return snapshot.meta.term;
-        return i < snapshot.meta.index ? COMPACTED : undefined;
-      }
-      if (i < storage.firstIndex() - 1) return COMPACTED;
-      if (i > storage.lastIndex()) return undefined;
-      return storage.term(i);
-    };
-    this.checker.checkLeaderLog(node.id, s.term, s.lastIndex, termAt);
-  }
-
   private sendMessages(node: SimNode, messages: readonly Message[]): void {
     for (const m of messages) {
-      if (m.from !== node.id || m.to === node.id || !this.byId.has(m.to)) {
+      if (m.from !== node.id || m.to === node.id || this.nodes.get(m.to) === undefined) {
         fail("core-contract", `${node.id} sends a ${m.type} from ${m.from} to ${m.to}`);
       }
       this.counters.messagesSent++;
@@ -675,7 +609,12 @@ export class Simulator {
         fail("core-contract", `${node.id} applies ${e.index} beyond its commit ${node.commit}`);
       const digest = entryDigest(e);
       sm.apply(e, digest);
+      const firstApplied = e.index > this.checker.committedIndex;
       this.checker.observeApply(node.id, e, digest, sm.digest, termBound);
+      if (firstApplied) this.operator?.observeCommitted(e);
+      if (isRemovalOf(e, node.id)) {
+        this.queue.push(this.time + this.between(this.profile.downtime), { kind: "shutdown", node });
+      }
       const p = node.proposals.get(e.index);
       if (p === undefined) continue;
       node.proposals.delete(e.index);
@@ -701,9 +640,8 @@ export class Simulator {
   }
 
   /**
-   * Takes a local snapshot every so often and compacts, so lagging nodes need InstallSnapshot. Disks
-   * are never wiped: a voter that forgets its vote or log can break safety without a membership
-   * change, so it is nodes left behind by crashes and partitions that exercise InstallSnapshot.
+   * Takes a local snapshot every so often and compacts, so lagging nodes and nodes that join late need
+   * InstallSnapshot. The snapshot carries the configuration as of its index.
    */
   private maybeSnapshot(node: SimNode): void {
     const storage = node.disk.storage;
@@ -715,7 +653,7 @@ export class Simulator {
         `${node.id} no longer holds its applied entry ${sm.applied}/t${sm.term} on disk`,
       );
     }
-    storage.createSnapshot(sm.applied, CONF, sm.serialize());
+    storage.createSnapshot(sm.applied, node.core!.confStateAt(sm.applied), sm.serialize());
     // Production fsyncs the state database before it records a snapshot of it.
     node.state.synced(sm);
     const compactTo = sm.applied - this.random.nextInt(this.profile.keepAfterSnapshot + 1);
@@ -781,7 +719,7 @@ export class Simulator {
   }
 
   private propose(count: number): void {
-    const live = this.liveNodes();
+    const live = this.nodes.running();
     if (live.length === 0) return;
     // Clients with stale routing keep writing to deposed leaders too: that is how divergent tails form.
     const leaders = live.filter((n) => n.status?.role === "leader");
@@ -822,7 +760,7 @@ export class Simulator {
   }
 
   private read(): void {
-    const live = this.liveNodes();
+    const live = this.nodes.running();
     if (live.length === 0) return;
     const node = this.pick(live);
     const requestId = `r${this.nextReadId++}`;
@@ -844,8 +782,9 @@ export class Simulator {
   private transfer(): void {
     const leader = this.knownLeader();
     if (leader === null) return;
-    const others = NODE_IDS.filter((id) => id !== leader.id);
-    const to = others[this.random.nextInt(others.length)]!;
+    const others = leader.status!.conf.voters.filter((id) => id !== leader.id);
+    if (others.length === 0) return;
+    const to = this.pick(others);
     this.counters.transfers++;
     try {
       leader.core!.transferLeadership(to);
@@ -856,6 +795,49 @@ export class Simulator {
       return;
     }
     this.note(leader.id, "client", `transfer leadership to ${to}`);
+    this.afterInput(leader);
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Membership
+
+  /**
+   * The operator looks at the cluster through the leader and proposes its next change, if any; a
+   * refused change is looked at again next time. A change the leader's own configuration allows is
+   * never refused as invalid: the operator reads that configuration from the leader's status.
+   */
+  private operate(): void {
+    const operator = this.operator!;
+    this.queue.push(this.time + this.between(this.profile.membership!.gap), { kind: "operator" });
+    const leader = this.knownLeader();
+    if (leader === null) return;
+    const { conf, commit, progress } = leader.status!;
+    const action = operator.next({ id: leader.id, conf, commit, progress }, this.converging);
+    if (action === null) return;
+    let change: ConfChange;
+    if (action.kind === "join") {
+      const node = this.addNode(null);
+      operator.started(node.id);
+      this.counters.joins++;
+      this.note(node.id, "member", "a fresh node starts, to join as a learner");
+      this.start(node);
+      change = { type: "add-learner", node: node.id };
+    } else {
+      change = action.change;
+    }
+    this.counters.confChanges++;
+    let at: { index: number; term: number };
+    try {
+      at = leader.core!.proposeConfChange(change);
+    } catch (error) {
+      if (!(error instanceof ProposalRefusedError) || error.reason === "InvalidConfChange")
+        throw coreFailure(leader.id, `proposeConfChange(${describeChange(change)})`, error);
+      this.counters.confChangesRefused++;
+      this.note(leader.id, "member", `${describeChange(change)} refused: ${error.reason}`);
+      return;
+    }
+    operator.accepted(change, at.index);
+    this.note(leader.id, "member", `${describeChange(change)} -> ${at.index}/t${at.term}`);
     this.afterInput(leader);
   }
 
@@ -873,38 +855,67 @@ export class Simulator {
       mix.duplicateBurst,
       mix.delayBurst,
       mix.diskStall,
+      mix.wipe,
     ]);
     switch (choice) {
       case 0:
         this.crashSomeNode();
         return;
       case 1: {
-        const id = this.faultTarget(this.nodes).id;
+        const id = this.faultTarget(this.nodes.active()).id;
         this.partitioned(this.network.isolate(id), `isolate ${id}`);
         return;
       }
       case 2: {
-        const from = NODE_IDS[this.random.nextInt(NODE_IDS.length)]!;
-        const others = NODE_IDS.filter((id) => id !== from);
-        const to = others[this.random.nextInt(others.length)]!;
+        const ids = this.nodes.active().map((n) => n.id);
+        if (ids.length < 2) return;
+        const from = this.pick(ids);
+        const to = this.pick(ids.filter((id) => id !== from));
         this.partitioned(this.network.cut(from, to), `cut ${from} -> ${to} (one way)`);
         return;
       }
+      case 7:
+        this.wipeSomeNode();
+        return;
       default:
         this.startBurst((["drop", "duplicate", "delay", "disk"] as const)[choice - 3]!);
     }
   }
 
   private crashSomeNode(): void {
-    const live = this.liveNodes();
-    if (live.length === 0 || NODE_IDS.length - live.length >= this.profile.maxCrashed) return;
+    const live = this.nodes.running();
+    const down = this.nodes.active().length - live.length;
+    if (live.length === 0 || down >= this.profile.maxCrashed) return;
     this.crash(this.faultTarget(live));
+  }
+
+  /**
+   * A node loses its disk, and with it its log, its vote and its state machine. It never comes back
+   * under its ID: one that forgot its vote or its log could break safety as a voter. The operator
+   * removes it and has a fresh node take its place. Only a disk whose loss leaves a quorum of every
+   * configuration in play is lost, or nothing could ever commit the removal.
+   */
+  private wipeSomeNode(): void {
+    const operator = this.operator;
+    if (operator === null) return;
+    const candidates = this.nodes.active().filter((n) => operator.mayWipe(n.id));
+    if (candidates.length === 0) return;
+    const node = this.faultTarget(candidates);
+    if (node.core !== null) {
+      node.disk.crash();
+      this.stop(node);
+    }
+    node.wiped = true;
+    node.retired = true;
+    operator.wiped(node.id);
+    this.counters.wipes++;
+    this.note(node.id, "fault", "wipe: disk lost, the node leaves the cluster for good");
   }
 
   /** Faults aimed at the leader are the ones that leave divergent logs behind. */
   private faultTarget(candidates: readonly SimNode[]): SimNode {
     const leader = this.knownLeader();
-    return leader !== null && this.random.chance(this.profile.leaderFaultBias)
+    return leader !== null && candidates.includes(leader) && this.random.chance(this.profile.leaderFaultBias)
       ? leader
       : this.pick(candidates);
   }
@@ -944,28 +955,22 @@ export class Simulator {
     });
     const stall = this.bursts.has("disk");
     const disk = this.profile.disk;
-    for (const node of this.nodes) {
-      node.disk.setFaults({
-        ...disk,
-        stallRate: stall ? b.diskStallRate : disk.stallRate,
-        stallDelay: stall ? b.diskStallDelay : disk.stallDelay,
-      });
-    }
+    this.nodes.setDiskFaults({
+      ...disk,
+      stallRate: stall ? b.diskStallRate : disk.stallRate,
+      stallDelay: stall ? b.diskStallDelay : disk.stallDelay,
+    });
   }
 
   // ---------------------------------------------------------------------------------------------
   // Helpers
 
-  private liveNodes(): SimNode[] {
-    return this.nodes.filter((n) => n.core !== null);
-  }
-
   /** The live node that believes itself leader in the highest term, if any. */
   private knownLeader(): SimNode | null {
     let best: SimNode | null = null;
-    for (const node of this.nodes) {
+    for (const node of this.nodes.running()) {
       const s = node.status;
-      if (node.core === null || s === null || s.role !== "leader") continue;
+      if (s === null || s.role !== "leader") continue;
       if (best === null || s.term > best.status!.term) best = node;
     }
     return best;
@@ -990,7 +995,11 @@ export class Simulator {
     return weights.length - 1;
   }
 
-  private note(node: string, kind: "fault" | "client" | "role" | "apply" | "phase", text: string): void {
+  private note(
+    node: string,
+    kind: "fault" | "client" | "member" | "role" | "apply" | "phase",
+    text: string,
+  ): void {
     this.trace.add(this.step, this.time, node, kind, text);
   }
 }
@@ -1028,17 +1037,4 @@ function coreFailure(node: NodeId, call: string, error: unknown): InvariantViola
 function describeError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
-}
-
-function describeWrite(write: DiskWrite): string {
-  const parts: string[] = [];
-  if (write.snapshot !== null) parts.push(`snapshot ${write.snapshot.meta.index}`);
-  const first = write.entries[0];
-  const last = write.entries[write.entries.length - 1];
-  if (first !== undefined && last !== undefined) parts.push(`entries ${first.index}..${last.index}`);
-  if (write.hardState !== null) {
-    const hs = write.hardState;
-    parts.push(`hard state t${hs.term}/v=${hs.vote ?? "-"}/c${hs.commit}`);
-  }
-  return parts.join(", ");
 }

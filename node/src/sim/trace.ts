@@ -8,6 +8,7 @@ export type TraceKind =
   | "sync"
   | "apply"
   | "client"
+  | "member"
   | "fault"
   | "role"
   | "phase";
