@@ -1,7 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Entry } from "../raft/types.js";
 import { chainDigest, entryDigest } from "./digest.js";
-import { COMPACTED, type InvariantName, InvariantViolation, SafetyChecker } from "./invariants.js";
+import { COMPACTED, SafetyChecker } from "./invariants.js";
+import { violation } from "./testing/violation.js";
 
 function entry(index: number, term: number, byte = index): Entry {
   return { index, term, type: "normal", data: new Uint8Array([byte]) };
@@ -15,16 +16,6 @@ function applyAll(checker: SafetyChecker, node: string, entries: readonly Entry[
     chain = chainDigest(chain, e.index, e.term, digest);
     checker.observeApply(node, e, digest, chain, termBound);
   }
-}
-
-function violation(run: () => void): InvariantName | undefined {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof InvariantViolation) return error.invariant;
-    throw error;
-  }
-  return undefined;
 }
 
 describe("SafetyChecker", () => {

@@ -8,8 +8,8 @@ import {
   type Role,
   type VoteMessage,
 } from "../raft/index.js";
-import { type InvariantName, InvariantViolation } from "./invariants.js";
 import { changesAfter, MembershipChecker } from "./membership-invariants.js";
+import { violation } from "./testing/violation.js";
 
 const CONF: ConfState = { voters: ["a", "b", "c"], learners: ["d"] };
 
@@ -36,16 +36,6 @@ function vote(from: NodeId, to: NodeId, term: number): VoteMessage {
 
 function grant(checker: MembershipChecker, from: NodeId, to: NodeId, term: number): void {
   checker.observeGrant({ type: "vote-response", from, to, term, reject: false });
-}
-
-function violation(run: () => void): InvariantName | undefined {
-  try {
-    run();
-  } catch (error) {
-    if (error instanceof InvariantViolation) return error.invariant;
-    throw error;
-  }
-  return undefined;
 }
 
 function entry(index: number, type: Entry["type"], term = 1): Entry {
