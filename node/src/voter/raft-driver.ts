@@ -1,8 +1,16 @@
-import { InternalError, UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
+import {
+  FailedPreconditionError,
+  InternalError,
+  InvalidArgumentError,
+  type KeyLoadError,
+  UnavailableError,
+  UnknownWriteOutcomeError,
+} from "@keyload/contract";
 import type { Logger } from "pino";
 import type { FsyncSite } from "../fs/fsync.js";
 import { memberName } from "../peer/member-name.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
+import type { ConfChange } from "../raft/conf-change.js";
 import { ProposalRefusedError } from "../raft/errors.js";
 import { RaftNode, type RaftStatus } from "../raft/raft-node.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
@@ -77,6 +85,15 @@ interface ApplyWaiter {
 
 /** Applied-index listeners, e.g. readiness checks waiting to catch up. */
 export type AppliedListener = (index: number) => void;
+
+/** One member of the configuration, by its Raft member ID and the voter it runs on. */
+export interface Member {
+  readonly id: NodeId;
+  readonly name: string;
+  readonly role: "voter" | "learner";
+  /** On the leader: the last index known to match the leader's log (its own last index for itself). */
+  readonly match?: number;
+}
 
 /**
  * Runs one Raft core for real: ticks on a timer, steps peer messages, and handles each Ready in order
@@ -291,6 +308,45 @@ export class RaftDriver {
       }, timeoutMs);
       this.reads.set(requestId, { index: 0, resolve, reject, timer });
     });
+  }
+
+  /**
+   * Proposes one membership change (leader only) and resolves once this voter has applied it. Refused
+   * before anything is appended: Unavailable when this voter does not lead, FailedPrecondition
+   * `ConfChangePending` while an earlier change is not applied, InvalidArgument `InvalidConfChange`
+   * when it does not apply to the configuration. Overwritten by another leader: UnknownWriteOutcome.
+   */
+  async proposeConfChange(change: ConfChange): Promise<void> {
+    // Async, so that a refusal rejects the promise rather than throwing at the call.
+    this.checkUsable();
+    let index: number;
+    let term: number;
+    try {
+      ({ index, term } = this.raft.proposeConfChange(change));
+    } catch (err) {
+      if (err instanceof ProposalRefusedError) throw confChangeRefusal(err);
+      throw err;
+    }
+    this.wake();
+    await new Promise<ApplyResult>((resolve, reject) => {
+      this.proposals.set(index, { term, resolve, reject });
+    });
+  }
+
+  /**
+   * The members of the configuration this voter has applied, each a voter or a learner; on the leader
+   * with how far each one's log matches its own.
+   */
+  members(): Member[] {
+    const status = this.status();
+    const member = (id: NodeId, role: Member["role"]): Member => {
+      const match = id === this.opts.id ? status.lastIndex : status.progress[id]?.match;
+      return { id, name: memberName(id), role, ...(match === undefined ? {} : { match }) };
+    };
+    return [
+      ...status.conf.voters.map((id) => member(id, "voter")),
+      ...(status.conf.learners ?? []).map((id) => member(id, "learner")),
+    ];
   }
 
   /** Hands leadership to the most caught-up peer and waits (bounded) until this node is no longer leader. */
@@ -825,6 +881,14 @@ function settleApplied<W extends ReadWaiter | ApplyWaiter>(waiters: W[], applied
     }
   }
   return waiting;
+}
+
+function confChangeRefusal(err: ProposalRefusedError): KeyLoadError {
+  if (err.reason === "ConfChangePending")
+    return new FailedPreconditionError(err.message, { reason: "ConfChangePending" });
+  if (err.reason === "InvalidConfChange")
+    return new InvalidArgumentError(err.message, { reason: "InvalidConfChange" });
+  return unavailable(err);
 }
 
 function unavailable(err: ProposalRefusedError): UnavailableError {

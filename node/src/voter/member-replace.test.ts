@@ -1,0 +1,97 @@
+import { rmSync } from "node:fs";
+import { FailedPreconditionError, InvalidArgumentError } from "@keyload/contract";
+import { afterEach, describe, expect, it } from "vitest";
+import { call, VoterCluster } from "./testing/voter-cluster.js";
+
+let cluster: VoterCluster | undefined;
+afterEach(async () => {
+  await cluster?.dispose();
+  cluster = undefined;
+});
+
+async function failure(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => {
+      throw new Error("expected the call to fail");
+    },
+    (error: unknown) => error,
+  );
+}
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe("replacing a voter that lost its data", () => {
+  it("removes the old member, adds the new incarnation as a learner, and promotes it once caught up", async () => {
+    const c = await VoterCluster.start();
+    cluster = c;
+    const leader = await c.waitForLeader();
+    const lead = c.voter(leader).driver;
+    const target = (leader + 1) % 3;
+    const other = 3 - leader - target;
+    const name = `voter${target + 1}`;
+    for (let n = 0; n < 5; n++) {
+      const put = await call(c.voter(leader).httpUrl, "PUT", `/v1/catalog/k${n}`, {
+        body: { value: n },
+        commandId: `before-${n}`,
+      });
+      expect(put.status).toBe(200);
+    }
+
+    // Its disk is lost: started again without being told to bootstrap, it is a new member.
+    await c.stop(target);
+    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
+    c.envs[target] = { ...c.envs[target]!, KeyLoad__Cluster__BootstrapId: "" };
+    await c.restart(target);
+    const joiner = c.voter(target).driver.status().id;
+    expect(joiner).toMatch(new RegExp(`^${name}~[0-9a-f]{8}$`));
+    expect(c.voter(target).driver.members()).toEqual([]);
+
+    expect(await failure(lead.proposeConfChange({ type: "promote", node: joiner }))).toBeInstanceOf(
+      InvalidArgumentError,
+    );
+    const removed = lead.proposeConfChange({ type: "remove", node: name });
+    // One change at a time: the next waits until the last is applied.
+    expect(await failure(lead.proposeConfChange({ type: "add-learner", node: joiner }))).toBeInstanceOf(
+      FailedPreconditionError,
+    );
+    await removed;
+    await lead.proposeConfChange({ type: "add-learner", node: joiner });
+    await waitFor(() => {
+      const learner = lead.members().find((m) => m.id === joiner);
+      return learner !== undefined && (learner.match ?? 0) >= lead.status().commit;
+    }, "the learner to catch up");
+    await lead.proposeConfChange({ type: "promote", node: joiner });
+    expect(
+      lead
+        .members()
+        .map(({ id, name: voterName, role }) => ({ id, name: voterName, role }))
+        .sort((a, b) => a.name.localeCompare(b.name)),
+    ).toEqual(
+      [0, 1, 2].map((i) => ({
+        id: i === target ? joiner : `voter${i + 1}`,
+        name: `voter${i + 1}`,
+        role: "voter",
+      })),
+    );
+
+    // The new member counts: with the third voter gone, the leader and it still commit.
+    await c.stop(other);
+    const put = await call(c.voter(leader).httpUrl, "PUT", "/v1/catalog/after", {
+      body: { value: "after" },
+      commandId: "after-1",
+    });
+    expect(put.status).toBe(200);
+    await waitFor(
+      () => c.voter(target).driver.status().applied >= lead.status().commit,
+      "the new member to apply",
+    );
+    const read = await call(c.voter(target).httpUrl, "GET", "/v1/catalog/k3");
+    expect(read.status).toBe(200);
+  }, 60_000);
+});
