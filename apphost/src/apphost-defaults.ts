@@ -20,6 +20,8 @@ export const APPHOST_DEFAULTS = {
   portReleaseMs: 2_000,
   /** How long a voter has to exit after SIGTERM before it gets SIGKILL. */
   stopGraceMs: 10_000,
+  /** How long `replace` waits for the other voters to be ready before it changes anything. */
+  replaceQuorumWaitMs: 15_000,
   /** How often readiness and exits are polled. */
   pollIntervalMs: 150,
   /** How long one health probe may take. */

@@ -118,6 +118,11 @@ export class VoterStateError extends AppHostError {
   readonly code = "AppHostVoterState";
 }
 
+/** A voter could not be replaced; what was done so far is named, and running `replace` again resumes. */
+export class VoterReplaceError extends AppHostError {
+  readonly code = "AppHostReplaceFailed";
+}
+
 /** The state dir holds something the AppHost cannot use, or refuses to touch. */
 export class StateDirError extends AppHostError {
   readonly code = "AppHostStateDir";

@@ -17,6 +17,9 @@ Commands:
   logs [voterN] [--follow] [--raw]       the voters' logs without health probes (--raw: the JSON lines as written)
   start|stop|kill|restart voterN         local cluster debugging
   pause|resume voterN                    SIGSTOP / SIGCONT one voter
+  replace voterN                         replace a voter whose data is lost (or suspect): remove it from the
+                                         configuration, empty its data dir, start it as a new member, add it
+                                         as a learner and promote it once it has caught up
 
 Options:
   --state-dir DIR        the cluster's state dir (default .keyload in the repository root)
@@ -73,6 +76,7 @@ const COMMAND_OPTIONS: Record<Exclude<CommandName, "help">, readonly OptionName[
   restart: [],
   pause: [],
   resume: [],
+  replace: [],
 };
 const COMMON: readonly OptionName[] = ["state-dir", "runtime", "help"];
 

@@ -131,6 +131,34 @@ describe("the AppHost command line", () => {
     expect(again.stderr).toContain("AppHostClusterRunning");
   });
 
+  it("replaces a voter by a new member that holds everything written before", async () => {
+    const s = await status();
+    const admin = new KeyLoadClient({
+      endpoints: s.voters.map((v) => v.httpUrl),
+      apiKey: readFileSync(s.adminKeyFile, "utf8").trim(),
+    });
+    try {
+      await admin.put("before-replace", { n: 1 });
+      const replace = await runCli(["replace", "voter2", "--state-dir", stateDir]);
+      expect(replace.exitCode, replace.stderr).toBe(0);
+      expect(replace.stdout).toContain("removed voter2 from the configuration");
+      expect(replace.stdout).toMatch(/added voter2~[0-9a-f]{8} as a learner/);
+      expect(replace.stdout).toMatch(/voter2 replaced: voter2~[0-9a-f]{8} is a voter in place of voter2/);
+      const members = (await admin.clusterMembers()).members;
+      expect(members.map((m) => [m.name, m.role]).sort()).toEqual([
+        ["voter1", "voter"],
+        ["voter2", "voter"],
+        ["voter3", "voter"],
+      ]);
+      expect(members.find((m) => m.name === "voter2")!.memberId).toMatch(/^voter2~[0-9a-f]{8}$/);
+      const voter2 = (await status()).voters[1]!;
+      pids.push(voter2.pid!);
+      expect((await admin.get("before-replace", { endpoint: voter2.httpUrl })).value).toEqual({ n: 1 });
+    } finally {
+      await admin.close();
+    }
+  });
+
   it("restarts a voter, then stops the cluster leaving no process", async () => {
     const before = (await status()).voters[2]!.pid!;
     const restart = await runCli(["restart", "voter3", "--state-dir", stateDir]);

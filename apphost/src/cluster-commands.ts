@@ -13,6 +13,8 @@ import { readFrom } from "./voter-log-file.js";
 
 /** Long enough for a restart: a graceful stop, then a start. */
 const CONTROL_TIMEOUT_MS = APPHOST_DEFAULTS.stopGraceMs * 2 + APPHOST_DEFAULTS.startTimeoutMs;
+/** A replacement also waits for the new member to catch up. */
+const REPLACE_TIMEOUT_MS = CONTROL_TIMEOUT_MS + APPHOST_DEFAULTS.readinessTimeoutMs;
 
 /** The foreground AppHost of the cluster in `stateDir`, if one is alive to take commands. */
 function foregroundOwner(stateDir: string): OwnerRecord | undefined {
@@ -53,19 +55,12 @@ export async function voterCommand(
 ): Promise<number> {
   const owner = foregroundOwner(options.stateDir);
   if (owner) {
-    output.line(await sendControl(owner.controlSocket, { op: operation, voter }, CONTROL_TIMEOUT_MS));
+    const timeoutMs = operation === "replace" ? REPLACE_TIMEOUT_MS : CONTROL_TIMEOUT_MS;
+    output.line(await sendControl(owner.controlSocket, { op: operation, voter }, timeoutMs));
     return 0;
   }
   const { cluster } = await LocalCluster.load(options.stateDir);
-  const operations: Record<VoterOperation, () => Promise<string> | string> = {
-    start: () => cluster.start(voter),
-    stop: () => cluster.stop(voter),
-    kill: () => cluster.kill(voter),
-    restart: () => cluster.restart(voter),
-    pause: () => cluster.pause(voter),
-    resume: () => cluster.resume(voter),
-  };
-  output.line(await operations[operation]());
+  output.line(await cluster.operate(operation, voter, (line) => output.line(line)));
   return 0;
 }
 

@@ -11,7 +11,7 @@ import { AppHostError, ControlChannelError } from "./apphost-errors.js";
  * AppHost, so it dies with it; debugging commands run from another terminal (`start voter2`, `down`)
  * therefore ask the foreground AppHost to act instead of acting themselves. One JSON line each way.
  */
-export const VOTER_OPERATIONS = ["start", "stop", "kill", "restart", "pause", "resume"] as const;
+export const VOTER_OPERATIONS = ["start", "stop", "kill", "restart", "pause", "resume", "replace"] as const;
 export type VoterOperation = (typeof VOTER_OPERATIONS)[number];
 
 export type ControlRequest =

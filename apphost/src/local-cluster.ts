@@ -22,11 +22,13 @@ import { type AppHostState, type OwnerRecord, readState, writeState } from "./ap
 import { bootstrapIdFor } from "./cluster-bootstrap.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { type ClusterSnapshot, type ReadinessOptions, waitForClusterReady } from "./cluster-readiness.js";
+import type { VoterOperation } from "./control-channel.js";
 import { assertPortsFree } from "./port-allocation.js";
 import { isAlive, type ProcessRecord, processState, signalProcess, waitForExit } from "./process-table.js";
 import type { VoterFailure } from "./voter-failure.js";
 import { isLive } from "./voter-health.js";
 import { lastLines } from "./voter-log-file.js";
+import { replaceVoter } from "./voter-replacement.js";
 import {
   describeExit,
   type VoterExit,
@@ -296,6 +298,38 @@ export class LocalCluster {
 
   resume(name: VoterName): string {
     return this.signalRunning(name, "SIGCONT", "resumed");
+  }
+
+  /**
+   * Replaces a voter whose data is lost (or suspect) by a new member: see voter-replacement.ts.
+   * `onStep` is told each step as it is done.
+   */
+  replace(name: VoterName, onStep?: (line: string) => void): Promise<string> {
+    return replaceVoter(this, name, onStep === undefined ? {} : { onStep });
+  }
+
+  /** One debugging command on one voter, by its name on the command line. */
+  async operate(
+    operation: VoterOperation,
+    name: VoterName,
+    onStep?: (line: string) => void,
+  ): Promise<string> {
+    switch (operation) {
+      case "start":
+        return this.start(name);
+      case "stop":
+        return this.stop(name);
+      case "kill":
+        return this.kill(name);
+      case "restart":
+        return this.restart(name);
+      case "pause":
+        return this.pause(name);
+      case "resume":
+        return this.resume(name);
+      case "replace":
+        return this.replace(name, onStep);
+    }
   }
 
   /** Stops every voter gracefully, all at once. */

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { httpUrlOf, peerAddressOf, VOTER_NAMES, type VoterName } from "./app-model.js";
+import { httpUrlOf, peerAddressOf, VOTER_NAMES } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { InterruptedError } from "./apphost-errors.js";
 import type { CliOptions } from "./cli-options.js";
@@ -133,18 +133,7 @@ async function upForeground(prepared: PreparedCluster, output: TerminalOutput): 
       await shutdown();
       return "the cluster stopped";
     }
-    const operations: Record<
-      Exclude<ControlRequest["op"], "down">,
-      (v: VoterName) => Promise<string> | string
-    > = {
-      start: (v) => cluster.start(v),
-      stop: (v) => cluster.stop(v),
-      kill: (v) => cluster.kill(v),
-      restart: (v) => cluster.restart(v),
-      pause: (v) => cluster.pause(v),
-      resume: (v) => cluster.resume(v),
-    };
-    return operations[request.op](request.voter);
+    return cluster.operate(request.op, request.voter, (line) => output.line(line));
   };
 
   const control = await serveControl(socketPath, handle);

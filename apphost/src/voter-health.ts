@@ -6,7 +6,13 @@ export interface VoterHealth {
   readonly role: VoterRole;
   readonly term: number | null;
   readonly leader: string | null;
+  /** The Raft member ID the voter holds now (a new one after it lost its data). */
+  readonly memberId: string | null;
+  /** What it is in the configuration it has applied; null while it is not a member (yet). */
+  readonly member: MemberKind | null;
 }
+
+export type MemberKind = "voter" | "learner";
 
 export type VoterRole = "leader" | "follower" | "candidate" | "unknown";
 
@@ -16,6 +22,8 @@ export const UNREACHABLE: VoterHealth = {
   role: "unknown",
   term: null,
   leader: null,
+  memberId: null,
+  member: null,
 };
 
 function roleOf(raw: unknown): VoterRole {
@@ -39,12 +47,16 @@ export async function probeVoter(httpUrl: string, timeoutMs: number): Promise<Vo
     const detail = response.ok ? record(body?.detail) : record(record(body?.error)?.details);
     const term = detail?.term;
     const leader = detail?.leader;
+    const memberId = detail?.memberId;
+    const member = detail?.member;
     return {
       reachable: true,
       ready: response.status === 200,
       role: roleOf(detail?.role),
       term: typeof term === "number" ? term : null,
       leader: typeof leader === "string" ? leader : null,
+      memberId: typeof memberId === "string" ? memberId : null,
+      member: member === "voter" || member === "learner" ? member : null,
     };
   } catch {
     return UNREACHABLE;

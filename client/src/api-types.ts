@@ -1,6 +1,15 @@
-import type { ErrorCode, Lane, Member, MemberStatus, Operation } from "@keyload/contract";
+import type {
+  ClusterMember,
+  ClusterMemberChange,
+  ClusterMembers,
+  ErrorCode,
+  Lane,
+  Member,
+  MemberStatus,
+  Operation,
+} from "@keyload/contract";
 
-export type { Member, MemberStatus, Operation };
+export type { ClusterMember, ClusterMemberChange, ClusterMembers, Member, MemberStatus, Operation };
 
 /**
  * The request and answer shapes of the contract's routes (CONTRACT.md sections 3, 4 and 7). Document

@@ -2,6 +2,8 @@ import type {
   AckDeliveryResult,
   AdmissionStatus,
   BulkGetItem,
+  ClusterMemberChange,
+  ClusterMembers,
   CommandOutcome,
   CompleteDeliveryResult,
   CompleteResult,
@@ -372,6 +374,38 @@ export class KeyLoadClient {
     );
   }
 
+  // The Raft configuration (admin role), as etcd's member add --learner, promote, remove and list
+
+  /**
+   * The voters and learners as the answering voter has applied them (a linearizable read); only the
+   * leader knows how far each member's log goes, so only its answer holds `match` (see `endpoint`).
+   */
+  clusterMembers(options: CallOptions = {}): Promise<ClusterMembers> {
+    return this.call(
+      { kind: "read", method: "GET", path: "/v1/admin/cluster/members" },
+      options,
+      json<ClusterMembers>,
+    );
+  }
+
+  /**
+   * Adds `memberId` (a voter started on empty storage says its own in `/health/live`) as a learner: it
+   * receives the log but neither votes nor counts toward a commit until promoted.
+   */
+  addLearner(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
+    return this.change("POST", "/v1/admin/cluster/members", { memberId }, options);
+  }
+
+  /** Makes a learner that has caught up a voter; FailedPreconditionError `LearnerBehind` until it has. */
+  promoteMember(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
+    return this.change("POST", `/v1/admin/cluster/members/${enc(memberId)}/promote`, undefined, options);
+  }
+
+  /** Removes a member; a leader removing itself hands leadership to another voter first. */
+  removeMember(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
+    return this.change("DELETE", `/v1/admin/cluster/members/${enc(memberId)}`, undefined, options);
+  }
+
   // Commands
 
   /** The command's committed outcome; NotFoundError while none is committed. */
@@ -492,6 +526,21 @@ export class KeyLoadClient {
   ): Promise<T> {
     const exchange: Exchange = {
       kind: "write",
+      method,
+      path,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    };
+    return this.call(exchange, options, json<T>);
+  }
+
+  private change<T>(
+    method: "POST" | "DELETE",
+    path: string,
+    body: unknown,
+    options: CallOptions,
+  ): Promise<T> {
+    const exchange: Exchange = {
+      kind: "change",
       method,
       path,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),

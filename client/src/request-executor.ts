@@ -25,10 +25,11 @@ export const COMMAND_ID_HEADER = "keyload-command-id";
 
 /**
  * What a call is. `write`: a command, sent with a command ID and only ever retried with that same ID.
- * `read`: retried freely. `ops` (health, metrics, the API document): about one voter, so asked once,
- * without a key, and outside the throttle and the retry budget.
+ * `read`: retried freely. `change`: a change that names the state it wants (a membership change), so
+ * retried freely too, without a command ID. `ops` (health, metrics, the API document): about one voter,
+ * so asked once, without a key, and outside the throttle and the retry budget.
  */
-export type ExchangeKind = "write" | "read" | "ops";
+export type ExchangeKind = "write" | "read" | "change" | "ops";
 
 /** A body a retry can send again: JSON text, or a function that opens the same byte stream anew. */
 export type ReplayableBody = string | (() => AsyncIterable<Uint8Array>);

@@ -21,3 +21,33 @@ export interface Member {
   readonly etag: string;
   readonly iAmAliveMs: number;
 }
+
+/**
+ * One member of the Raft configuration (`GET /v1/admin/cluster/members`): a voter process by its
+ * configured `name`, in one incarnation (`memberId`; a voter that lost its data comes back as a new one).
+ */
+export interface ClusterMember {
+  readonly memberId: string;
+  readonly name: string;
+  /** A learner receives the log but neither votes nor counts toward a commit until it is promoted. */
+  readonly role: "voter" | "learner";
+  /** Answered by the leader only: the last index of its log this member is known to hold. */
+  readonly match?: number;
+}
+
+export interface ClusterMembers {
+  /** The voter name of the leader the answering voter follows, or null while it knows none. */
+  readonly leader: string | null;
+  /** The leader's last log index (null from a follower): how far a member's `match` has to go. */
+  readonly lastIndex: number | null;
+  readonly members: readonly ClusterMember[];
+}
+
+/** The answer to a membership change: the member as the configuration now holds it. */
+export interface ClusterMemberChange {
+  readonly memberId: string;
+  /** The member's role after the change; null once it is removed. */
+  readonly role: "voter" | "learner" | null;
+  /** False when the configuration already was as asked (a repeated request changes nothing). */
+  readonly changed: boolean;
+}

@@ -15,7 +15,7 @@ const startCluster = clusterPerTest();
 const ELECTION_TIMEOUT_MS = 300;
 
 describe("rejoin after data loss", () => {
-  it("leaves no leader rather than lose acknowledged writes, until the old leader returns", async () => {
+  it("leaves no leader rather than lose acknowledged writes, until the old leader returns; then replaces", async () => {
     const cluster = await startCluster({
       env: { KeyLoad__Raft__ElectionTimeoutMs: String(ELECTION_TIMEOUT_MS) },
     });
@@ -43,8 +43,17 @@ describe("rejoin after data loss", () => {
     for (const endpoint of [leader.httpUrl, b!.httpUrl]) {
       for (let i = 0; i < 20; i++) expect((await admin.get(`acked/${i}`, { endpoint })).value).toEqual({ i });
     }
-    // A is a new member the cluster has not added: it follows no leader, so it answers no quorum read,
-    // the admission status the shared check reads included.
-    await cluster.stop(a!.name);
+
+    // Replaced (removed, emptied, added as a learner, promoted once caught up), A holds every write and
+    // counts toward commits: with B stopped, the leader and A alone acknowledge a write.
+    await cluster.replace(a!.name);
+    for (let i = 0; i < 20; i++) {
+      expect((await admin.get(`acked/${i}`, { endpoint: a!.httpUrl })).value).toEqual({ i });
+    }
+    await cluster.stop(b!.name);
+    await admin.put("after-replace", 1, { endpoint: (await cluster.waitForLeader()).httpUrl });
+    expect((await admin.get("after-replace", { endpoint: a!.httpUrl })).value).toBe(1);
+    await cluster.start(b!.name);
+    await cluster.waitForReady();
   });
 });

@@ -60,7 +60,7 @@ describe("the testing API", () => {
     expect(cluster.logs("voter1")).toContain("voter started");
   });
 
-  it("kills, restarts, pauses and wipes voters, and dispose leaves nothing behind", async () => {
+  it("kills, restarts, pauses, wipes and replaces voters, and dispose leaves nothing behind", async () => {
     const cluster = await startCluster({
       env: { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
     });
@@ -101,7 +101,12 @@ describe("the testing API", () => {
     const once = cluster.client(cluster.adminKey, { maxAttempts: 1 });
     const rebuilt = cluster.voter(follower.name).httpUrl;
     expect(await failure(once.get("after", { endpoint: rebuilt }))).toBeInstanceOf(UnavailableError);
-    await cluster.stop(follower.name);
+    // Replaced, it is a voter again that holds everything acknowledged before.
+    expect(await cluster.replace(follower.name)).toMatch(new RegExp(`^${follower.name} replaced: `));
+    expect((await admin.get("after", { endpoint: rebuilt })).value).toBe(4);
+    expect((await admin.get("before", { endpoint: rebuilt })).value).toBe(1);
+    const roles = (await admin.clusterMembers()).members.map((m) => m.role);
+    expect(roles).toEqual(["voter", "voter", "voter"]);
 
     const pids = cluster.voters.map((v) => v.pid!);
     const { stateDir } = cluster;

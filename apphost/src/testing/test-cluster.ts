@@ -289,12 +289,24 @@ export class TestCluster {
     return this.cluster.resume(name);
   }
 
-  /** Deletes a stopped voter's data dir, as if its disk were replaced. */
+  /**
+   * Deletes a stopped voter's data dir, as if its disk were lost. Started again, the voter is a new
+   * member that the cluster has not added: it votes for nothing and serves nothing until `replace`.
+   */
   wipe(name: VoterName): void {
     if (processState(this.cluster.process(name)) !== "stopped") {
       throw new VoterStateError(`${name} must be stopped before its data dir is wiped`);
     }
     rmSync(this.cluster.voter(name).dataDir, { recursive: true, force: true });
+  }
+
+  /**
+   * What `pnpm apphost replace` does: removes the voter's member from the configuration, empties its
+   * data dir, starts it as a new member, adds that as a learner and promotes it once caught up. Needs
+   * the other two voters ready.
+   */
+  replace(name: VoterName): Promise<string> {
+    return this.cluster.replace(name);
   }
 
   /**

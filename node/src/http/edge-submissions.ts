@@ -1,9 +1,10 @@
 import type { Lane } from "@keyload/contract";
 import type { CommandKind, RouteParams } from "../state/command-envelope.js";
 import type { Role } from "../state/principals.js";
+import type { ClusterKind, ClusterParams } from "./cluster-kinds.js";
 import type { ReadKind, ReadParams } from "./read-kinds.js";
 import type { RequestEdge } from "./request-edge.js";
-import type { CommandSubmission, Identity, ReadRequest } from "./voter-service.js";
+import type { ClusterChangeRequest, CommandSubmission, Identity, ReadRequest } from "./voter-service.js";
 
 /*
  * What the edge hands the voter, as class instances whose `signal` is a getter on the prototype: the
@@ -55,6 +56,19 @@ export class EdgeReadRequest extends EdgeBound implements ReadRequest {
     readonly params: ReadParams,
     readonly body: unknown,
     readonly query: Readonly<Record<string, string>>,
+    readonly roles: readonly Role[],
+  ) {
+    super(edge);
+  }
+}
+
+/** One membership change of a request, as the edge submits it. */
+export class EdgeClusterChange extends EdgeBound implements ClusterChangeRequest {
+  constructor(
+    edge: RequestEdge,
+    readonly kind: ClusterKind,
+    readonly params: ClusterParams,
+    readonly body: unknown,
     readonly roles: readonly Role[],
   ) {
     super(edge);

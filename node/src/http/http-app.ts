@@ -1,7 +1,12 @@
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import { InvalidArgumentError } from "@keyload/contract";
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from "fastify";
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  LogController,
+  type RouteHandlerMethod,
+} from "fastify";
 import type { Logger } from "pino";
 import type { HttpAdmissionGovernor } from "../admission/index.js";
 import { edgeGate } from "./edge-gate.js";
@@ -12,8 +17,8 @@ import { openApiDocument } from "./openapi.js";
 import { RequestEdge } from "./request-edge.js";
 import { RequestObserver } from "./request-observer.js";
 import { PATH_PARAM_SCHEMAS, type PathParamName } from "./request-schemas.js";
-import { commandHandler, opsHandler, readHandler } from "./route-handlers.js";
-import { ROUTES, type RouteSpec } from "./routes.js";
+import { clusterHandler, commandHandler, opsHandler, readHandler } from "./route-handlers.js";
+import { type ApiRoute, ROUTES, type RouteSpec } from "./routes.js";
 import type { VoterService } from "./voter-service.js";
 
 /** Connection bounds of the public port; HTTP admission itself is the governor's. */
@@ -144,8 +149,19 @@ function registerRoute(
     url,
     config,
     schema,
-    handler: route.type === "command" ? commandHandler(route, service) : readHandler(route, service),
+    handler: apiHandler(route, service),
   });
+}
+
+function apiHandler(route: ApiRoute, service: VoterService): RouteHandlerMethod {
+  switch (route.type) {
+    case "command":
+      return commandHandler(route, service);
+    case "read":
+      return readHandler(route, service);
+    case "cluster":
+      return clusterHandler(route, service);
+  }
 }
 
 function paramsSchema(names: readonly PathParamName[]): Record<string, unknown> {

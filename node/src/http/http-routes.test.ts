@@ -67,6 +67,20 @@ const SAMPLES: Record<string, Sample> = {
   "catalog.get": { url: "/v1/catalog/doc-1", params: { key: "doc-1" } },
   "command.get": { url: "/v1/commands/cmd:1", params: { commandId: "cmd:1" } },
   "admin.admissionStatus": { url: "/v1/admin/admission", params: {} },
+  "cluster.members": { url: "/v1/admin/cluster/members", params: {} },
+  "cluster.addLearner": {
+    url: "/v1/admin/cluster/members",
+    body: { memberId: "voter3~0a1b2c3d" },
+    params: {},
+  },
+  "cluster.promote": {
+    url: "/v1/admin/cluster/members/voter3~0a1b2c3d/promote",
+    params: { clusterMemberId: "voter3~0a1b2c3d" },
+  },
+  "cluster.remove": {
+    url: "/v1/admin/cluster/members/voter3",
+    params: { clusterMemberId: "voter3" },
+  },
   "catalog.bulkGet": { url: "/v1/catalog/bulk-get", body: { keys: ["a", "b"] }, params: {} },
   query: {
     url: "/v1/query",
@@ -165,6 +179,17 @@ describe("every route's happy path", () => {
         expect(command.signal.aborted).toBe(false);
         expect(body).toEqual({ commandId: "cmd-1", ...sample.params, applied: route.kind });
         expect(response.headers["keyload-commit-index"]).toBe("10");
+      } else if (route.type === "cluster") {
+        expect(fx.service.submitted).toHaveLength(0);
+        expect(fx.service.clusterChanges).toHaveLength(1);
+        expect(fx.service.clusterChanges[0]).toMatchObject({
+          kind: route.kind,
+          params: sample.params,
+          body: sample.body,
+          identity: KEYS[who].identity,
+          roles: route.roles,
+        });
+        expect(body).toEqual({ kind: route.kind, ...sample.params });
       } else {
         expect(fx.service.reads).toHaveLength(1);
         expect(fx.service.reads[0]).toMatchObject({

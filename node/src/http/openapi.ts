@@ -58,6 +58,14 @@ const COMMAND_ERRORS: readonly ErrorName[] = [
   "FailedPrecondition",
   "UnknownWriteOutcome",
 ];
+/** A membership change has no command ID to conflict with; asking again is safe. */
+const CLUSTER_ERRORS: readonly ErrorName[] = [...API_ERRORS, "FailedPrecondition", "UnknownWriteOutcome"];
+
+const ROUTE_ERRORS: Readonly<Record<ApiRoute["type"], readonly ErrorName[]>> = {
+  command: COMMAND_ERRORS,
+  read: API_ERRORS,
+  cluster: CLUSTER_ERRORS,
+};
 
 function components(): Json {
   const responses: Record<string, Json> = {};
@@ -130,7 +138,7 @@ function apiOperation(route: ApiRoute, limits: HttpAdmissionLimits): Json {
         ...(command ? { headers: { [COMMIT_INDEX_HEADER]: ref("headers", COMMIT_INDEX_HEADER) } } : {}),
         content: jsonContent(route.response),
       },
-      ...errorResponses(command ? COMMAND_ERRORS : API_ERRORS),
+      ...errorResponses(ROUTE_ERRORS[route.type]),
     },
     "x-keyload": {
       kind: route.kind,

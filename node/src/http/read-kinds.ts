@@ -12,6 +12,7 @@ export const READ_KINDS = {
   "membership.list": [], // GET /v1/membership
   "dispatch.read": ["channel"], // GET /v1/dispatch/{channel}?after=N
   "admin.admissionStatus": [], // GET /v1/admin/admission
+  "cluster.members": [], // GET /v1/admin/cluster/members
 } as const satisfies Record<string, readonly ReadParamName[]>;
 
 export type ReadKind = keyof typeof READ_KINDS;

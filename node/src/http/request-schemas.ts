@@ -3,6 +3,7 @@ import type { ParamName } from "../state/command-envelope.js";
 import { MAX_EDGE_TYPE_CHARS, MAX_KEY_CHARS } from "../state/identifiers.js";
 import { ROLES } from "../state/principals.js";
 import { READ_LIMITS } from "../state/read-limits.js";
+import type { ClusterParamName } from "./cluster-kinds.js";
 import { anyJson, arrayOf, integer, type JsonSchema, object, orNull, text } from "./json-schema.js";
 import type { ReadParamName } from "./read-kinds.js";
 
@@ -29,7 +30,10 @@ const key = (description: string): JsonSchema => text(1, MAX_KEY_CHARS, descript
 const optionalInteger = (minimum: number, maximum?: number): JsonSchema => orNull(integer(minimum, maximum));
 const optionalString: JsonSchema = { type: ["string", "null"] };
 
-export type PathParamName = ParamName | ReadParamName;
+export type PathParamName = ParamName | ReadParamName | ClusterParamName;
+
+/** A Raft member ID (voter/member-name.ts checks its exact shape): a voter name, maybe ~ and 8 hex. */
+const clusterMemberId = (description: string): JsonSchema => text(1, 73, description);
 
 export const PATH_PARAM_SCHEMAS: Readonly<Record<PathParamName, JsonSchema>> = {
   key: key("A catalog key: 1-512 characters, percent-encoded in the path"),
@@ -42,6 +46,7 @@ export const PATH_PARAM_SCHEMAS: Readonly<Record<PathParamName, JsonSchema>> = {
   principalId: scopeId("A principal ID"),
   keyId: name("An API key ID"),
   commandId: { type: "string", pattern: COMMAND_ID_PATTERN, description: "A command ID" },
+  clusterMemberId: clusterMemberId("A Raft member ID: voter3, or voter3~1f2e3d4c for a later incarnation"),
 };
 
 export const COMMAND_ID_HEADER_SCHEMA: JsonSchema = {
@@ -158,6 +163,12 @@ export const BODY_SCHEMAS = {
   ),
   "admin.createKey": noBodyNeeded,
   "admin.deleteKey": noBodyNeeded,
+  "cluster.addLearner": object(
+    { memberId: clusterMemberId("The new member: a voter's name, or that name, ~ and its incarnation") },
+    ["memberId"],
+  ),
+  "cluster.promote": noBodyNeeded,
+  "cluster.remove": noBodyNeeded,
   "catalog.bulkGet": object({ keys: arrayOf(key("A catalog key"), READ_LIMITS.maxBulkKeys) }, ["keys"]),
   query: object({
     prefix: optionalString,

@@ -1,7 +1,7 @@
 import { ERROR_CODES, MEMBER_STATUSES } from "@keyload/contract";
 import { MAX_KEY_CHARS } from "../state/identifiers.js";
 import { ROLES } from "../state/principals.js";
-import { anyJson, arrayOf, integer, type JsonSchema, object, text } from "./json-schema.js";
+import { anyJson, arrayOf, integer, type JsonSchema, object, orNull, text } from "./json-schema.js";
 import { COMMAND_ID_PATTERN } from "./request-schemas.js";
 
 /**
@@ -70,6 +70,14 @@ const memberFields = {
 };
 const member = object(memberFields, Object.keys(memberFields));
 const edge = { from: key, type: { type: "string" }, to: key };
+const CLUSTER_CHANGE = object(
+  {
+    memberId: { type: "string" },
+    role: { enum: ["voter", "learner", null], description: "The member's role now; null once removed" },
+    changed: { type: "boolean", description: "False when the configuration already was as asked" },
+  },
+  ["memberId", "role", "changed"],
+);
 const usage = (fields: readonly string[]): JsonSchema =>
   object(Object.fromEntries(fields.map((f) => [f, integer(0)])), fields);
 
@@ -234,6 +242,27 @@ export const RESPONSE_SCHEMAS = {
     },
     ["nodeId", "commandAdmission", "httpAdmission"],
   ),
+  "cluster.members": object(
+    {
+      leader: { type: ["string", "null"], description: "The voter name of the leader, if known" },
+      lastIndex: { ...orNull(integer(0)), description: "The leader's last log index (null from a follower)" },
+      members: arrayOf(
+        object(
+          {
+            memberId: { type: "string" },
+            name: { type: "string", description: "The voter process that holds the member ID" },
+            role: { enum: ["voter", "learner"] },
+            match: { ...integer(0), description: "Leader only: how far the member's log matches" },
+          },
+          ["memberId", "name", "role"],
+        ),
+      ),
+    },
+    ["leader", "lastIndex", "members"],
+  ),
+  "cluster.addLearner": CLUSTER_CHANGE,
+  "cluster.promote": CLUSTER_CHANGE,
+  "cluster.remove": CLUSTER_CHANGE,
 } as const satisfies Readonly<Record<string, JsonSchema>>;
 
 export const HEALTH_SCHEMA: JsonSchema = object(

@@ -1,8 +1,8 @@
 import { UnavailableError } from "@keyload/contract";
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
-import { EdgeCommandSubmission, EdgeReadRequest } from "./edge-submissions.js";
+import { EdgeClusterChange, EdgeCommandSubmission, EdgeReadRequest } from "./edge-submissions.js";
 import { edgeOf } from "./request-edge.js";
-import type { CommandRoute, OpsRoute, ReadRoute } from "./routes.js";
+import type { ClusterRoute, CommandRoute, OpsRoute, ReadRoute } from "./routes.js";
 import type { CommandAnswer, VoterService } from "./voter-service.js";
 
 export const COMMIT_INDEX_HEADER = "KeyLoad-Commit-Index";
@@ -61,6 +61,24 @@ export function readHandler(route: ReadRoute, service: VoterService): RouteHandl
           pick(request.params, route.params),
           request.body,
           pick(request.query, queryNames),
+          route.roles,
+        ),
+      ),
+    );
+    return sendJson(reply, route.status, value);
+  };
+}
+
+export function clusterHandler(route: ClusterRoute, service: VoterService): RouteHandlerMethod {
+  return async function handleClusterChange(request: FastifyRequest, reply: FastifyReply) {
+    const edge = edgeOf(request);
+    const value = await edge.call(() =>
+      service.changeCluster(
+        new EdgeClusterChange(
+          edge,
+          route.kind,
+          pick(request.params, route.params),
+          request.body,
           route.roles,
         ),
       ),

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { COMMAND_KINDS } from "../state/command-envelope.js";
 import { checkCommandId, checkName, checkScopeId } from "../state/identifiers.js";
+import { CLUSTER_KINDS } from "./cluster-kinds.js";
 import { READ_KINDS } from "./read-kinds.js";
 import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS } from "./request-schemas.js";
 import { ROUTES } from "./routes.js";
@@ -40,8 +41,15 @@ const CONTRACT_ROUTES = [
   "GET /health/ready",
   "GET /metrics",
 ];
-/** What the project adds to the contract: the API document. */
-const ADDED_ROUTES = ["GET /openapi.json"];
+/** The administration of the Raft configuration, which section 8's bootstrap and rejoin need. */
+const CLUSTER_ROUTES = [
+  "GET /v1/admin/cluster/members",
+  "POST /v1/admin/cluster/members",
+  "POST /v1/admin/cluster/members/{clusterMemberId}/promote",
+  "DELETE /v1/admin/cluster/members/{clusterMemberId}",
+];
+/** What the project adds to the contract: the API document, and the cluster's membership. */
+const ADDED_ROUTES = ["GET /openapi.json", ...CLUSTER_ROUTES];
 
 const HEAVY_READS = [
   "POST /v1/catalog/bulk-get",
@@ -49,7 +57,8 @@ const HEAVY_READS = [
   "POST /v1/search",
   "POST /v1/graph/traverse",
 ];
-const CONTROL_ROUTES = CONTRACT_ROUTES.slice(19, 29);
+// Replacing a voter must not wait behind a flood of data.
+const CONTROL_ROUTES = [...CONTRACT_ROUTES.slice(19, 29), ...CLUSTER_ROUTES];
 
 const name = (route: { method: string; path: string }) => `${route.method} ${route.path}`;
 const sorted = (values: Iterable<string>) => [...values].sort();
@@ -71,6 +80,12 @@ describe("the route table", () => {
     const reads = ROUTES.filter((route) => route.type === "read");
     expect(sorted(reads.map((route) => route.kind))).toEqual(sorted(Object.keys(READ_KINDS)));
     for (const route of reads) expect(route.params).toEqual([...READ_KINDS[route.kind]]);
+  });
+
+  it("has one route per membership change, with the change's route parameters", () => {
+    const changes = ROUTES.filter((route) => route.type === "cluster");
+    expect(sorted(changes.map((route) => route.kind))).toEqual(sorted(Object.keys(CLUSTER_KINDS)));
+    for (const route of changes) expect(route.params).toEqual([...CLUSTER_KINDS[route.kind]]);
   });
 
   it("puts each route in the contract's lane, pool, reservation and body cap", () => {

@@ -2,6 +2,7 @@ import type { Lane } from "@keyload/contract";
 import type { HttpAdmissionProperty, HttpRequestKind } from "../admission/index.js";
 import type { CommandKind } from "../state/command-envelope.js";
 import { ADMIN_ROLES, COMMAND_ROLES, READ_ROLES, type Role } from "../state/principals.js";
+import type { ClusterKind } from "./cluster-kinds.js";
 import type { JsonSchema } from "./json-schema.js";
 import type { ReadKind } from "./read-kinds.js";
 import {
@@ -56,6 +57,12 @@ export interface ReadRoute extends ApiRouteFields {
   readonly kind: ReadKind;
 }
 
+/** A change of the Raft configuration (cluster-kinds.ts): no command ID, answered once applied. */
+export interface ClusterRoute extends ApiRouteFields {
+  readonly type: "cluster";
+  readonly kind: ClusterKind;
+}
+
 export type OpsKind = "health.live" | "health.ready" | "metrics" | "openapi";
 
 /** Health, metrics and the API document: no authentication, no HTTP pool. */
@@ -65,7 +72,7 @@ export interface OpsRoute extends Documented {
   readonly contentType: string;
 }
 
-export type ApiRoute = CommandRoute | ReadRoute;
+export type ApiRoute = CommandRoute | ReadRoute | ClusterRoute;
 export type RouteSpec = ApiRoute | OpsRoute;
 
 const DATA: Admission = { pool: "data", reservation: "data", bodyCap: "MaxDataBodyBytes" };
@@ -154,10 +161,34 @@ function ops(
   return { type: "ops", method: "GET", path, kind, contentType, status: 200, response, summary };
 }
 
+/**
+ * Membership changes take the control pool: replacing a voter must not wait behind a flood of data.
+ * Repeating one is safe (it names the configuration it wants), so it carries no command ID.
+ */
+function cluster(method: "POST" | "DELETE", path: string, kind: ClusterKind, summary: string): ClusterRoute {
+  return {
+    type: "cluster",
+    method,
+    path,
+    kind,
+    ...CONTROL,
+    params: pathParams(path),
+    roles: ADMIN_ROLES,
+    body: BODY_SCHEMAS[kind],
+    query: {},
+    status: 200,
+    response: RESPONSE_SCHEMAS[kind],
+    summary,
+  };
+}
+
 const MESSAGE = "/v1/queues/{queue}/messages/{messageId}";
 const DELIVERY = "/v1/subscriptions/{name}/deliveries/{deliveryId}";
 
-/** Every route of the contract (section 4, with section 3's admin routes and section 7's status), in its order. */
+/**
+ * Every route of the contract (section 4, with section 3's admin routes and section 7's status), in its
+ * order, and the administration of the Raft configuration that the bootstrap and rejoin of section 8 need.
+ */
 export const ROUTES: readonly RouteSpec[] = [
   command("PUT", "/v1/catalog/{key}", "catalog.put", DATA, "Put a document"),
   command("DELETE", "/v1/catalog/{key}", "catalog.delete", DATA, "Delete a document"),
@@ -187,6 +218,21 @@ export const ROUTES: readonly RouteSpec[] = [
   getRead("/v1/catalog/{key}", "catalog.get", DATA, READ_ROLES, "Read a document"),
   getRead("/v1/commands/{commandId}", "command.get", DATA, READ_ROLES, "A command's committed outcome"),
   getRead("/v1/admin/admission", "admin.admissionStatus", DATA, ADMIN_ROLES, "Admission limits and usage"),
+  getRead(
+    "/v1/admin/cluster/members",
+    "cluster.members",
+    CONTROL,
+    ADMIN_ROLES,
+    "The Raft configuration: voters and learners, with match indexes on the leader",
+  ),
+  cluster("POST", "/v1/admin/cluster/members", "cluster.addLearner", "Add a member as a learner"),
+  cluster(
+    "POST",
+    "/v1/admin/cluster/members/{clusterMemberId}/promote",
+    "cluster.promote",
+    "Promote a caught-up learner to voter",
+  ),
+  cluster("DELETE", "/v1/admin/cluster/members/{clusterMemberId}", "cluster.remove", "Remove a member"),
   postRead("/v1/catalog/bulk-get", "catalog.bulkGet", "Read many documents"),
   postRead("/v1/query", "query", "Filter documents by key prefix and fields"),
   postRead("/v1/search", "search", "Full-text search"),

@@ -2,6 +2,7 @@ import type { Lane } from "@keyload/contract";
 import type { Registry } from "prom-client";
 import type { CommandKind, RouteParams } from "../state/command-envelope.js";
 import type { Role } from "../state/principals.js";
+import type { ClusterKind, ClusterParams } from "./cluster-kinds.js";
 import type { ReadKind, ReadParams } from "./read-kinds.js";
 
 /** Who a verified API key belongs to: the only source of tenant, principal and roles for a request. */
@@ -58,6 +59,17 @@ export interface ReadRequest {
   readonly signal: AbortSignal;
 }
 
+/** One change of the Raft configuration (an admin route); answered once applied. */
+export interface ClusterChangeRequest {
+  readonly kind: ClusterKind;
+  readonly params: ClusterParams;
+  /** The parsed JSON body (`{"memberId"}` of an add); undefined for a route without one. */
+  readonly body: unknown;
+  readonly identity: Identity;
+  /** The route's roles, checked again once the voter has caught up, as for a read. */
+  readonly roles: readonly Role[];
+}
+
 export interface HealthReport {
   /** The process serves requests at all. */
   readonly live: boolean;
@@ -103,6 +115,12 @@ export interface VoterService {
    * or PermissionDenied when a key revoke or role change committed before the read refuses it.
    */
   read(request: ReadRequest): Promise<unknown>;
+  /**
+   * Proposes one membership change through this voter, which must lead: Unavailable (with the leader
+   * hint) otherwise. Throws InvalidArgument, NotFound, FailedPrecondition (`ConfChangePending`,
+   * `MemberNameInUse`, `LearnerBehind`), UnknownWriteOutcome; asking again is always safe.
+   */
+  changeCluster(request: ClusterChangeRequest): Promise<unknown>;
   health(): HealthReport;
   /** Where a client should go instead; sent in `KeyLoad-Leader` on Unavailable and UnknownWriteOutcome. */
   leaderHint(): LeaderHint;

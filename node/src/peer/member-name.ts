@@ -15,3 +15,10 @@ export function memberName(memberId: string): string {
 export function incarnationOf(name: string, token: string): string {
   return `${name}${SEPARATOR}${token}`;
 }
+
+/** A member ID as `memberName` and `incarnationOf` make them: a configured name, maybe `~` and 8 hex. */
+const MEMBER_ID = /^[A-Za-z0-9._-]{1,64}(~[0-9a-f]{8})?$/;
+
+export function isMemberId(value: string): boolean {
+  return MEMBER_ID.test(value);
+}

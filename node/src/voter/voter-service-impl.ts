@@ -6,6 +6,7 @@ import type { ApplyWorker } from "../admission/apply-worker.js";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
 import type {
+  ClusterChangeRequest,
   CommandAnswer,
   CommandSubmission,
   HealthReport,
@@ -15,11 +16,13 @@ import type {
   VoterService,
 } from "../http/voter-service.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
+import type { ConfState } from "../raft/types.js";
 import { generateApiKey, hashApiKey } from "../state/api-key.js";
 import { parseBulkGetRequest, parseQueryRequest } from "../state/catalog-query.js";
 import { parseTraverseRequest } from "../state/graph.js";
 import { parseSearchRequest } from "../state/search-query.js";
 import type { StateMachine } from "../state/state-machine.js";
+import { ClusterMembership } from "./cluster-membership.js";
 import type { CommandResult, VoterCommand } from "./command-router.js";
 import type { RaftDriver } from "./raft-driver.js";
 import type { CommandRejections } from "./voter-metrics.js";
@@ -37,6 +40,8 @@ export interface VoterServiceParts {
   readonly rejections: CommandRejections;
   /** How far the applied index may trail the commit index for the voter to call itself ready. */
   readonly readyLagEntries: number;
+  /** How long a membership change may take to apply before its outcome is reported unknown. */
+  readonly replicationDeadlineMs: number;
 }
 
 /**
@@ -45,9 +50,16 @@ export interface VoterServiceParts {
  */
 export class KeyLoadVoterService implements VoterService {
   readonly metricsRegistry: Registry;
+  private readonly membership: ClusterMembership;
 
   constructor(private readonly parts: VoterServiceParts) {
     this.metricsRegistry = parts.metricsRegistry;
+    this.membership = new ClusterMembership(parts.driver, {
+      isKnownName: (name) => name === parts.nodeId || parts.transport.peerInfo(name) !== null,
+      // A learner within the lag a voter may have and still call itself ready.
+      maxPromoteLagEntries: parts.readyLagEntries,
+      deadlineMs: parts.replicationDeadlineMs,
+    });
   }
 
   authenticate(apiKey: string): Identity | null {
@@ -135,6 +147,25 @@ export class KeyLoadVoterService implements VoterService {
       }
       case "admin.admissionStatus":
         return admissionStatus(this.parts.nodeId, this.parts.commandGovernor, this.parts.httpGovernor);
+      case "cluster.members":
+        return this.membership.list();
+    }
+  }
+
+  async changeCluster(req: ClusterChangeRequest): Promise<unknown> {
+    const { driver, stateMachine: sm } = this.parts;
+    // As for a read: the edge's catalog may trail the commit, so the admin's key and role are checked
+    // again against everything committed before the change began.
+    await driver.readBarrier();
+    const denied = sm.authorizationRefusal(req.identity, req.roles, req.kind);
+    if (denied !== undefined) throw denied;
+    switch (req.kind) {
+      case "cluster.addLearner":
+        return this.membership.addLearner(memberIdOf(req.body));
+      case "cluster.promote":
+        return this.membership.promote(req.params.clusterMemberId!);
+      case "cluster.remove":
+        return this.membership.remove(req.params.clusterMemberId!);
     }
   }
 
@@ -155,6 +186,8 @@ export class KeyLoadVoterService implements VoterService {
       ready: reasons.length === 0,
       detail: {
         nodeId: this.parts.nodeId,
+        memberId: s.id,
+        member: memberKind(s.id, s.conf),
         role: s.role,
         term: s.term,
         leader: s.leader,
@@ -172,6 +205,17 @@ export class KeyLoadVoterService implements VoterService {
     if (leaderId === this.parts.nodeId) return { leaderId, leaderHttpUrl: this.parts.httpUrl };
     return { leaderId, leaderHttpUrl: this.parts.transport.peerInfo(leaderId)?.httpUrl ?? null };
   }
+}
+
+/** What this voter's member ID is in the configuration it has applied; null while not a member. */
+function memberKind(id: string, conf: ConfState): "voter" | "learner" | null {
+  if (conf.voters.includes(id)) return "voter";
+  return conf.learners?.includes(id) ? "learner" : null;
+}
+
+/** The `memberId` of an add's body, which the edge's schema has checked. */
+function memberIdOf(body: unknown): string {
+  return (body as { memberId: string }).memberId;
 }
 
 function nonNegative(raw: string, name: string): number {

@@ -196,6 +196,7 @@ async function wireVoter(
     metricsRegistry,
     rejections,
     readyLagEntries: raft.readyLagEntries,
+    replicationDeadlineMs: raft.replicationDeadlineMs,
   });
   const http: HttpServer = createHttpServer({
     service,

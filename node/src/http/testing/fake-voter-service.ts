@@ -1,5 +1,6 @@
 import { Registry } from "prom-client";
 import type {
+  ClusterChangeRequest,
   CommandAnswer,
   CommandSubmission,
   HealthReport,
@@ -39,6 +40,7 @@ export class FakeVoterService implements VoterService {
   readonly metricsRegistry = new Registry();
   readonly submitted: CommandSubmission[] = [];
   readonly reads: ReadRequest[] = [];
+  readonly clusterChanges: ClusterChangeRequest[] = [];
   authentications = 0;
   healthReport: HealthReport = { live: true, ready: true, detail: { role: "leader", term: 3 } };
   leader: LeaderHint = { leaderId: "voter2", leaderHttpUrl: "http://127.0.0.1:7102" };
@@ -52,6 +54,11 @@ export class FakeVoterService implements VoterService {
   });
 
   onRead: (request: ReadRequest) => Promise<unknown> = async (request) => ({
+    kind: request.kind,
+    ...request.params,
+  });
+
+  onClusterChange: (request: ClusterChangeRequest) => Promise<unknown> = async (request) => ({
     kind: request.kind,
     ...request.params,
   });
@@ -85,6 +92,11 @@ export class FakeVoterService implements VoterService {
     return this.onRead(request);
   }
 
+  changeCluster(request: ClusterChangeRequest): Promise<unknown> {
+    this.clusterChanges.push(request);
+    return this.onClusterChange(request);
+  }
+
   health(): HealthReport {
     return this.healthReport;
   }
@@ -94,6 +106,6 @@ export class FakeVoterService implements VoterService {
   }
 
   get calls(): number {
-    return this.submitted.length + this.reads.length;
+    return this.submitted.length + this.reads.length + this.clusterChanges.length;
   }
 }

@@ -1,0 +1,149 @@
+import { rmSync } from "node:fs";
+import { afterEach, describe, expect, it } from "vitest";
+import { LEADER_HEADER } from "../http/leader-header.js";
+import { call, VoterCluster } from "./testing/voter-cluster.js";
+
+const MEMBERS = "/v1/admin/cluster/members";
+
+let cluster: VoterCluster | undefined;
+afterEach(async () => {
+  await cluster?.dispose();
+  cluster = undefined;
+});
+
+async function waitFor(condition: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function errorOf(body: Record<string, unknown>): { code: string; reason: string } {
+  return body.error as { code: string; reason: string };
+}
+
+describe("the cluster membership admin routes", () => {
+  it("list the members, refuse changes off the leader with a hint, and check what they are asked", async () => {
+    const c = await VoterCluster.start();
+    cluster = c;
+    const leader = await c.waitForLeader();
+    const follower = (leader + 1) % 3;
+    const leaderUrl = c.voter(leader).httpUrl;
+
+    const fromLeader = await call(leaderUrl, "GET", MEMBERS);
+    expect(fromLeader.status).toBe(200);
+    expect(fromLeader.body.leader).toBe(`voter${leader + 1}`);
+    const lastIndex = fromLeader.body.lastIndex as number;
+    expect(lastIndex).toBeGreaterThan(0);
+    const members = fromLeader.body.members as { memberId: string; role: string; match?: number }[];
+    expect(members.map((m) => [m.memberId, m.role]).sort()).toEqual([
+      ["voter1", "voter"],
+      ["voter2", "voter"],
+      ["voter3", "voter"],
+    ]);
+    for (const m of members) expect(m.match).toBeGreaterThan(0);
+
+    // A follower knows the configuration but not how far each member is.
+    const fromFollower = await call(c.voter(follower).httpUrl, "GET", MEMBERS);
+    expect(fromFollower.body).toMatchObject({ leader: `voter${leader + 1}`, lastIndex: null });
+    for (const m of fromFollower.body.members as { match?: number }[]) expect(m.match).toBeUndefined();
+
+    // Only the leader changes the configuration; a follower says where it is and proposes nothing.
+    const offLeader = await call(c.voter(follower).httpUrl, "DELETE", `${MEMBERS}/voter1`);
+    expect(offLeader.status).toBe(503);
+    expect(errorOf(offLeader.body).code).toBe("Unavailable");
+    expect(offLeader.headers.get(LEADER_HEADER)).toContain(`voter${leader + 1}`);
+
+    const cases: [string, string, unknown, number, string][] = [
+      ["POST", MEMBERS, { memberId: "voter3~XYZ" }, 400, "InvalidMemberId"],
+      ["POST", MEMBERS, { memberId: "voter9" }, 400, "UnknownVoterName"],
+      ["POST", MEMBERS, { memberId: "voter2~0a1b2c3d" }, 412, "MemberNameInUse"],
+      ["POST", `${MEMBERS}/voter2~0a1b2c3d/promote`, undefined, 404, "MemberNotFound"],
+      ["POST", MEMBERS, {}, 400, "InvalidArgument"],
+    ];
+    for (const [method, path, body, status, reason] of cases) {
+      const answer = await call(leaderUrl, method, path, body === undefined ? {} : { body });
+      expect(answer.status, `${method} ${path}`).toBe(status);
+      if (reason !== "InvalidArgument") expect(errorOf(answer.body).reason, `${method} ${path}`).toBe(reason);
+    }
+    // Asking for what already holds changes nothing, so a retry is safe.
+    expect((await call(leaderUrl, "POST", MEMBERS, { body: { memberId: "voter2" } })).body).toEqual({
+      memberId: "voter2",
+      role: "voter",
+      changed: false,
+    });
+    expect((await call(leaderUrl, "POST", `${MEMBERS}/voter2/promote`)).body).toMatchObject({
+      changed: false,
+    });
+    expect((await call(leaderUrl, "DELETE", `${MEMBERS}/voter2~0a1b2c3d`)).body).toEqual({
+      memberId: "voter2~0a1b2c3d",
+      role: null,
+      changed: false,
+    });
+    // An unknown key reads nothing of it.
+    expect((await call(leaderUrl, "GET", MEMBERS, { key: "not-a-key" })).status).toBe(401);
+    expect((await call(leaderUrl, "GET", MEMBERS)).body.members).toHaveLength(3);
+  }, 60_000);
+
+  it("replace a voter that lost its data: remove, add as a learner, promote only once caught up", async () => {
+    const c = await VoterCluster.start({ env: { KeyLoad__Raft__ReadyLagEntries: "2" } });
+    cluster = c;
+    const leader = await c.waitForLeader();
+    const leaderUrl = c.voter(leader).httpUrl;
+    const target = (leader + 1) % 3;
+    const name = `voter${target + 1}`;
+    for (let n = 0; n < 10; n++) {
+      const put = await call(leaderUrl, "PUT", `/v1/catalog/k${n}`, {
+        body: { value: n },
+        commandId: `c${n}`,
+      });
+      expect(put.status).toBe(200);
+    }
+
+    await c.stop(target);
+    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
+    c.envs[target] = { ...c.envs[target]!, KeyLoad__Cluster__BootstrapId: "" };
+    await c.restart(target);
+    // The new incarnation says who it is, and that it is no member yet.
+    const health = await call(c.voter(target).httpUrl, "GET", "/health/live");
+    const detail = health.body.detail as { memberId: string; member: string | null };
+    expect(detail.member).toBeNull();
+    const joiner = detail.memberId;
+    expect(joiner).toMatch(new RegExp(`^${name}~[0-9a-f]{8}$`));
+    // Stopped before it is added, it cannot catch up yet.
+    await c.stop(target);
+
+    expect((await call(leaderUrl, "DELETE", `${MEMBERS}/${name}`)).body).toEqual({
+      memberId: name,
+      role: null,
+      changed: true,
+    });
+    expect((await call(leaderUrl, "POST", MEMBERS, { body: { memberId: joiner } })).body).toEqual({
+      memberId: joiner,
+      role: "learner",
+      changed: true,
+    });
+    const behind = await call(leaderUrl, "POST", `${MEMBERS}/${joiner}/promote`);
+    expect(behind.status).toBe(412);
+    expect(errorOf(behind.body).reason).toBe("LearnerBehind");
+
+    await c.restart(target);
+    await waitFor(async () => {
+      const answer = await call(leaderUrl, "POST", `${MEMBERS}/${joiner}/promote`);
+      if (answer.status === 412) return false;
+      expect(answer.body).toEqual({ memberId: joiner, role: "voter", changed: true });
+      return true;
+    }, "the learner to catch up and be promoted");
+    const listed = (await call(leaderUrl, "GET", MEMBERS)).body.members as {
+      memberId: string;
+      role: string;
+    }[];
+    expect(listed.map((m) => [m.memberId, m.role]).sort()).toEqual(
+      [0, 1, 2].map((i) => [i === target ? joiner : `voter${i + 1}`, "voter"]).sort(),
+    );
+    const replaced = await call(c.voter(target).httpUrl, "GET", "/health/live");
+    expect((replaced.body.detail as { member: string }).member).toBe("voter");
+    expect((await call(c.voter(target).httpUrl, "GET", "/v1/catalog/k9")).status).toBe(200);
+  }, 60_000);
+});

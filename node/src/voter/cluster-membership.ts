@@ -1,0 +1,149 @@
+import {
+  type ClusterMemberChange,
+  type ClusterMembers,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  UnknownWriteOutcomeError,
+} from "@keyload/contract";
+import { isMemberId, memberName } from "../peer/member-name.js";
+import type { ConfChange } from "../raft/conf-change.js";
+import type { Member, RaftDriver } from "./raft-driver.js";
+
+export interface ClusterMembershipOptions {
+  /** Whether a voter of this name is configured (itself or a peer): the only names the network reaches. */
+  readonly isKnownName: (name: string) => boolean;
+  /** How far a learner's log may trail the leader's for it to be promoted. */
+  readonly maxPromoteLagEntries: number;
+  /** How long a change may take to commit and apply before its outcome is reported unknown. */
+  readonly deadlineMs: number;
+}
+
+/**
+ * The administration of the Raft configuration, as etcd's `member add --learner`, `member promote` and
+ * `member remove` do it: one change at a time through the leader, each answered once applied. A change
+ * names the configuration it wants, so asking again is safe: adding a member already there, promoting a
+ * voter or removing a member that is gone answers `changed: false` without proposing anything.
+ */
+export class ClusterMembership {
+  constructor(
+    private readonly driver: RaftDriver,
+    private readonly options: ClusterMembershipOptions,
+  ) {}
+
+  /** The configuration this voter has applied; with each member's match index on the leader. */
+  list(): ClusterMembers {
+    const status = this.driver.status();
+    const leading = this.driver.isLeader();
+    return {
+      leader: status.leader,
+      lastIndex: leading ? status.lastIndex : null,
+      members: this.driver.members().map((m) => ({
+        memberId: m.id,
+        name: m.name,
+        role: m.role,
+        ...(leading && m.match !== undefined ? { match: m.match } : {}),
+      })),
+    };
+  }
+
+  /** Adds a new member as a learner: it receives the log and counts for nothing until promoted. */
+  async addLearner(memberId: string): Promise<ClusterMemberChange> {
+    this.checkMemberId(memberId);
+    const members = this.driver.members();
+    const present = members.find((m) => m.id === memberId);
+    if (present !== undefined) return { memberId, role: present.role, changed: false };
+    const name = memberName(memberId);
+    const sameName = members.find((m) => m.name === name);
+    if (sameName !== undefined) {
+      // The network reaches voters by name: two incarnations of one name cannot both be members.
+      throw new FailedPreconditionError(
+        `${sameName.id} still holds the name ${name}: remove it before adding ${memberId}`,
+        { reason: "MemberNameInUse", details: { memberId: sameName.id } },
+      );
+    }
+    await this.change({ type: "add-learner", node: memberId });
+    return { memberId, role: "learner", changed: true };
+  }
+
+  /** Makes a learner that has caught up a voter. */
+  async promote(memberId: string): Promise<ClusterMemberChange> {
+    this.checkMemberId(memberId);
+    const member = this.driver.members().find((m) => m.id === memberId);
+    if (member === undefined) {
+      throw new NotFoundError(`${memberId} is not a member`, { reason: "MemberNotFound" });
+    }
+    if (member.role === "voter") return { memberId, role: "voter", changed: false };
+    // Only the leader knows how far a learner is; a follower's refusal below sends the caller there.
+    if (this.driver.isLeader()) this.checkCaughtUp(member);
+    await this.change({ type: "promote", node: memberId });
+    return { memberId, role: "voter", changed: true };
+  }
+
+  /** Removes a member; removing the leader hands leadership to another voter first. */
+  async remove(memberId: string): Promise<ClusterMemberChange> {
+    this.checkMemberId(memberId);
+    if (!this.driver.members().some((m) => m.id === memberId)) {
+      return { memberId, role: null, changed: false };
+    }
+    await this.change({ type: "remove", node: memberId });
+    return { memberId, role: null, changed: true };
+  }
+
+  private checkMemberId(memberId: string): void {
+    if (!isMemberId(memberId)) {
+      throw new InvalidArgumentError(
+        "a member ID is a voter name (1-64 of [A-Za-z0-9._-]), maybe followed by ~ and 8 hex digits",
+        { reason: "InvalidMemberId" },
+      );
+    }
+    const name = memberName(memberId);
+    if (!this.options.isKnownName(name)) {
+      throw new InvalidArgumentError(`no voter named ${name} is configured`, {
+        reason: "UnknownVoterName",
+      });
+    }
+  }
+
+  private checkCaughtUp(learner: Member): void {
+    const lastIndex = this.driver.status().lastIndex;
+    const match = learner.match ?? 0;
+    if (lastIndex - match > this.options.maxPromoteLagEntries) {
+      throw new FailedPreconditionError(
+        `${learner.id} holds the log up to ${match} of ${lastIndex}: promote it once it has caught up`,
+        { reason: "LearnerBehind", details: { match, lastIndex } },
+      );
+    }
+  }
+
+  private async change(change: ConfChange): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new UnknownWriteOutcomeError(
+              "the membership change was not applied in time; asking again is safe",
+              {
+                reason: "ReplicationDeadline",
+              },
+            ),
+          ),
+        this.options.deadlineMs,
+      );
+    });
+    try {
+      await Promise.race([this.driver.proposeConfChange(change), deadline]);
+    } catch (err) {
+      if (err instanceof UnknownWriteOutcomeError && err.reason !== "ReplicationDeadline") {
+        throw new UnknownWriteOutcomeError(
+          "leadership changed before the membership change was confirmed; asking again is safe",
+          { reason: err.reason },
+        );
+      }
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
