@@ -3,7 +3,8 @@
 // `npm run verify` unless one is given, in the repository root with the environment the strict
 // suites need. As root with dockerd installed, it starts a private Docker engine first and sets
 // DOCKER_HOST and KEYLOAD_REQUIRE_CONTAINER_RUNTIME=1 once the engine answers; as root with a working
-// iptables it sets KEYLOAD_REQUIRE_PARTITIONS=1. Those suites then fail instead of skipping. Whatever
+// iptables it sets KEYLOAD_REQUIRE_PARTITIONS=1; KEYLOAD_REQUIRE_PRLIMIT=1 always, since util-linux's
+// prlimit belongs to every system CI runs on. Those suites then fail instead of skipping. Whatever
 // way the command ends, even interrupted, the engine is taken down before this exits with the
 // command's status. It says everything on stderr, so the command's last line (verify's
 // `N passed, N failed`) stays the last line on stdout.
@@ -44,6 +45,7 @@ try {
       await engine.stop();
     }
   }
+  env.KEYLOAD_REQUIRE_PRLIMIT = "1";
   if (asRoot) {
     const iptables = await $({ nothrow: true, quiet: true })`iptables -w -L OUTPUT -n`;
     if (iptables.ok) env.KEYLOAD_REQUIRE_PARTITIONS = "1";

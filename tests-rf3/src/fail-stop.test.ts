@@ -11,13 +11,19 @@ const run = promisify(execFile);
 const startCluster = clusterPerTest();
 const connect = clientsPerTest();
 
-/** Whether util-linux's prlimit can change this process's limits here. */
+/**
+ * Why util-linux's prlimit cannot change this process's limits here, for the test to skip on, or
+ * undefined when it can. Where `KEYLOAD_REQUIRE_PRLIMIT=1` (CI) its absence throws instead: there a
+ * skipped fail-stop test would hide a broken setup.
+ */
 async function prlimitUnavailable(): Promise<string | undefined> {
   try {
     await run("prlimit", ["--pid", String(process.pid), "--fsize"]);
     return undefined;
   } catch (err) {
-    return `prlimit is not available: ${(err as Error).message}`;
+    const reason = `prlimit is not available: ${(err as Error).message}`;
+    if (process.env.KEYLOAD_REQUIRE_PRLIMIT === "1") throw new Error(`KEYLOAD_REQUIRE_PRLIMIT=1, but ${reason}`);
+    return reason;
   }
 }
 const unavailable = await prlimitUnavailable();
