@@ -51,13 +51,30 @@ afterAll(async () => {
 describe("the AppHost command line", () => {
   it("reports the contract's status JSON for a detached cluster", async () => {
     const s = await status();
-    expect(Object.keys(s).sort()).toEqual(["adminKeyFile", "runtime", "stateDir", "voters"]);
+    expect(Object.keys(s).sort()).toEqual(["adminKeyFile", "dashboardUrl", "runtime", "stateDir", "voters"]);
     expect(s).toMatchObject({ runtime: "process", stateDir, adminKeyFile: join(stateDir, "admin.key") });
     expect(s.voters.map((v) => v.name)).toEqual(["voter1", "voter2", "voter3"]);
     for (const v of s.voters) {
       expect(Object.keys(v).sort()).toEqual(
-        ["dataDir", "forwardedEnv", "httpUrl", "name", "peerAddress", "pid", "role", "state", "term"].sort(),
+        [
+          "appliedIndex",
+          "commitIndex",
+          "dataDir",
+          "forwardedEnv",
+          "health",
+          "httpUrl",
+          "member",
+          "name",
+          "peerAddress",
+          "pid",
+          "role",
+          "state",
+          "term",
+        ].sort(),
       );
+      expect(v).toMatchObject({ health: "ready", member: "voter" });
+      expect(v.commitIndex).toBeGreaterThan(0);
+      expect(v.appliedIndex).toBeGreaterThan(0);
       expect(v.state).toBe("running");
       expect(v.pid).toBeTypeOf("number");
       expect(v.httpUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
@@ -112,7 +129,7 @@ describe("the AppHost command line", () => {
 
   it("pauses and resumes a voter", async () => {
     expect((await runCli(["pause", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
-    expect((await status()).voters[1]).toMatchObject({ state: "paused", role: "unknown" });
+    expect((await status()).voters[1]).toMatchObject({ state: "paused", role: "unknown", health: "unknown" });
     expect((await runCli(["resume", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
     expect((await status()).voters[1]).toMatchObject({ state: "running" });
   });
@@ -177,5 +194,8 @@ describe("the AppHost command line", () => {
       ["stopped", null],
       ["stopped", null],
     ]);
+    for (const v of s.voters) {
+      expect(v).toMatchObject({ health: "unknown", member: null, commitIndex: null, appliedIndex: null });
+    }
   });
 });

@@ -4,13 +4,25 @@ import { readState } from "./apphost-state.js";
 import { type ProcessState, processState } from "./process-table.js";
 import type { RuntimeKind } from "./runtime-kind.js";
 import { loggedFailStop, type VoterFailure } from "./voter-failure.js";
-import { probeVoter, UNREACHABLE, type VoterRole } from "./voter-health.js";
+import {
+  type MemberKind,
+  probeVoter,
+  UNREACHABLE,
+  type VoterHealth,
+  type VoterRole,
+} from "./voter-health.js";
 
 /**
  * A voter's state in `status`: its process's, or `failed` once it has ended on its own with a
  * non-zero status (contract section 8, fail-stop), until it is started again.
  */
 export type VoterState = ProcessState | "failed";
+
+/**
+ * What the voter's health says (contract section 8): `ready` (a member following a leader, caught up),
+ * `live` (answering, not ready), `failed` (fail-stop) or `unknown` (no answer: stopped, paused, gone).
+ */
+export type HealthState = "ready" | "live" | "failed" | "unknown";
 
 /** `status --json`, contract section 2, field for field, and `failure` (a failed voter's only). */
 export interface VoterStatus {
@@ -22,12 +34,19 @@ export interface VoterStatus {
   readonly state: VoterState;
   readonly role: VoterRole;
   readonly term: number | null;
+  readonly commitIndex: number | null;
+  readonly appliedIndex: number | null;
+  readonly health: HealthState;
+  /** What it is in the configuration it has applied; null when not a member or not answering. */
+  readonly member: MemberKind | null;
   readonly forwardedEnv: Readonly<Record<string, string>>;
   /** How it ended and its last log lines; present when `state` is `failed`. */
   readonly failure?: VoterFailure;
 }
 
 export interface ClusterStatus {
+  /** The dashboard's URL; null while none is served. */
+  readonly dashboardUrl: string | null;
   readonly runtime: RuntimeKind;
   readonly stateDir: string;
   readonly adminKeyFile: string;
@@ -70,12 +89,17 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
         state: failure === null ? current : "failed",
         role: health.role,
         term: health.term,
+        commitIndex: health.commitIndex,
+        appliedIndex: health.appliedIndex,
+        health: failure === null ? healthState(health) : "failed",
+        member: health.member,
         forwardedEnv: record?.forwardedEnv ?? {},
         ...(failure === null ? {} : { failure }),
       };
     }),
   );
   return {
+    dashboardUrl: null,
     runtime: state?.runtime ?? APPHOST_DEFAULTS.runtime,
     stateDir: model.stateDir,
     adminKeyFile: model.adminKeyFile,
@@ -83,18 +107,41 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
   };
 }
 
+function healthState(health: VoterHealth): HealthState {
+  if (!health.reachable) return "unknown";
+  if (health.failed) return "failed";
+  return health.ready ? "ready" : "live";
+}
+
 /** The same status as a table for a person. */
 export function formatStatus(status: ClusterStatus): string {
+  const orDash = (value: number | string | null): string => (value === null ? "-" : String(value));
   const rows = status.voters.map((v) => [
     v.name,
     v.state,
+    v.health,
     v.role,
-    v.term === null ? "-" : String(v.term),
-    v.pid === null ? "-" : String(v.pid),
+    orDash(v.member),
+    orDash(v.term),
+    orDash(v.commitIndex),
+    orDash(v.appliedIndex),
+    orDash(v.pid),
     v.httpUrl,
     v.peerAddress,
   ]);
-  const header = ["VOTER", "STATE", "ROLE", "TERM", "PID", "HTTP", "PEER"];
+  const header = [
+    "VOTER",
+    "STATE",
+    "HEALTH",
+    "ROLE",
+    "MEMBER",
+    "TERM",
+    "COMMIT",
+    "APPLIED",
+    "PID",
+    "HTTP",
+    "PEER",
+  ];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: readonly string[]): string =>
     cells

@@ -10,6 +10,10 @@ export interface VoterHealth {
   readonly memberId: string | null;
   /** What it is in the configuration it has applied; null while it is not a member (yet). */
   readonly member: MemberKind | null;
+  readonly commitIndex: number | null;
+  readonly appliedIndex: number | null;
+  /** It answered, but its storage or apply has failed (fail-stop): it is on its way out. */
+  readonly failed: boolean;
 }
 
 export type MemberKind = "voter" | "learner";
@@ -24,6 +28,9 @@ export const UNREACHABLE: VoterHealth = {
   leader: null,
   memberId: null,
   member: null,
+  commitIndex: null,
+  appliedIndex: null,
+  failed: false,
 };
 
 function roleOf(raw: unknown): VoterRole {
@@ -49,6 +56,8 @@ export async function probeVoter(httpUrl: string, timeoutMs: number): Promise<Vo
     const leader = detail?.leader;
     const memberId = detail?.memberId;
     const member = detail?.member;
+    const commit = detail?.commit;
+    const applied = detail?.applied;
     return {
       reachable: true,
       ready: response.status === 200,
@@ -57,6 +66,9 @@ export async function probeVoter(httpUrl: string, timeoutMs: number): Promise<Vo
       leader: typeof leader === "string" ? leader : null,
       memberId: typeof memberId === "string" ? memberId : null,
       member: member === "voter" || member === "learner" ? member : null,
+      commitIndex: typeof commit === "number" ? commit : null,
+      appliedIndex: typeof applied === "number" ? applied : null,
+      failed: detail?.failed !== undefined,
     };
   } catch {
     return UNREACHABLE;
