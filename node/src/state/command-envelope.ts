@@ -33,6 +33,29 @@ export const COMMAND_KINDS = {
 
 export type CommandKind = keyof typeof COMMAND_KINDS;
 
+/**
+ * The kinds no request carries: a voter proposes them itself, under the system submitter (see
+ * Principals.commandRefusal), never through a route. Kept apart from COMMAND_KINDS so that nothing
+ * typed for a request (a route, a forwarded command) can name one.
+ */
+export const SYSTEM_COMMAND_KINDS = {
+  "system.bootstrapAdmin": [], // the cluster's first admin, from the proposing leader's configuration
+} as const satisfies Record<string, readonly ParamName[]>;
+
+export type SystemCommandKind = keyof typeof SYSTEM_COMMAND_KINDS;
+
+/** What an entry's envelope may carry. */
+export type EntryKind = CommandKind | SystemCommandKind;
+
+const ENTRY_KINDS: Readonly<Record<EntryKind, readonly ParamName[]>> = {
+  ...COMMAND_KINDS,
+  ...SYSTEM_COMMAND_KINDS,
+};
+
+export function isSystemKind(kind: EntryKind): kind is SystemCommandKind {
+  return Object.hasOwn(SYSTEM_COMMAND_KINDS, kind);
+}
+
 export type ParamName =
   | "key"
   | "queue"
@@ -65,7 +88,7 @@ const PARAM_CHECKS: Record<ParamName, (value: string) => string> = {
  */
 export interface CommandEnvelope {
   readonly commandId: string;
-  readonly kind: CommandKind;
+  readonly kind: EntryKind;
   readonly tenant: string;
   readonly principal: string;
   /**
@@ -84,9 +107,10 @@ export interface CommandEnvelope {
   readonly monotonicMs: number;
   readonly params: RouteParams;
   /**
-   * Material the voter generated for this command, outside the digest so a retry that generates it
-   * afresh still deduplicates. Only `admin.createKey` carries one: the SHA-256 (hex) of the new API key,
-   * whose plain text never enters an entry.
+   * Material the voter supplied for this command, outside the digest so a retry that supplies it afresh
+   * still deduplicates. Only two kinds carry one: `admin.createKey`, the SHA-256 (hex) of the new API
+   * key, and `system.bootstrapAdmin`, that of the proposing leader's configured admin key (whichever
+   * leader's committed first is the cluster's). The plain keys never enter an entry.
    */
   readonly generated?: { readonly keyHash: string };
   /** The request body text exactly as received; empty for a bodiless request. */
@@ -196,14 +220,13 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
   if (extra.length > 0) throw malformed(`unknown header fields ${extra.join(", ")}`);
   const { commandId, kind, tenant, principal, keyId, timestampMs, monotonicMs } = raw;
   if (typeof commandId !== "string") throw malformed("commandId is not a string");
-  if (typeof kind !== "string" || !Object.hasOwn(COMMAND_KINDS, kind))
-    throw malformed(`unknown kind ${kind}`);
+  if (typeof kind !== "string" || !Object.hasOwn(ENTRY_KINDS, kind)) throw malformed(`unknown kind ${kind}`);
   if (typeof tenant !== "string" || typeof principal !== "string")
     throw malformed("tenant/principal missing");
   if (keyId !== undefined && typeof keyId !== "string") throw malformed("keyId is not a string");
   if (!isNonNegativeInteger(timestampMs)) throw malformed("timestampMs is not a non-negative integer");
   if (!isNonNegativeInteger(monotonicMs)) throw malformed("monotonicMs is not a non-negative integer");
-  const commandKind = kind as CommandKind;
+  const commandKind = kind as EntryKind;
   // Checked in the order the fields are listed, so a header with several faults is always refused for
   // the same one.
   const checkedCommandId = checkCommandId(commandId);
@@ -225,9 +248,9 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
   return header;
 }
 
-function parseParams(kind: CommandKind, raw: unknown): RouteParams {
+function parseParams(kind: EntryKind, raw: unknown): RouteParams {
   if (!isRecord(raw)) throw malformed("params is not an object");
-  const expected: readonly ParamName[] = COMMAND_KINDS[kind];
+  const expected = ENTRY_KINDS[kind];
   const names = Object.keys(raw);
   if (names.length !== expected.length || !expected.every((name) => Object.hasOwn(raw, name))) {
     throw malformed(`${kind} takes route parameters [${expected.join(", ")}], got [${names.join(", ")}]`);
@@ -241,13 +264,13 @@ function parseParams(kind: CommandKind, raw: unknown): RouteParams {
   return params;
 }
 
-function parseGenerated(kind: CommandKind, raw: unknown): { keyHash: string } | undefined {
-  if (kind !== "admin.createKey") {
+function parseGenerated(kind: EntryKind, raw: unknown): { keyHash: string } | undefined {
+  if (kind !== "admin.createKey" && kind !== "system.bootstrapAdmin") {
     if (raw !== undefined) throw malformed(`${kind} carries no generated material`);
     return undefined;
   }
   if (!isRecord(raw) || typeof raw.keyHash !== "string" || !isApiKeyHash(raw.keyHash)) {
-    throw malformed("admin.createKey needs generated.keyHash, a lowercase hex SHA-256");
+    throw malformed(`${kind} needs generated.keyHash, a lowercase hex SHA-256`);
   }
   return { keyHash: raw.keyHash };
 }

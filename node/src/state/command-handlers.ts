@@ -1,5 +1,5 @@
 import type { ApplyContext } from "./apply-context.js";
-import { type CommandEnvelope, type CommandKind, routeParam } from "./command-envelope.js";
+import { type CommandEnvelope, type EntryKind, routeParam } from "./command-envelope.js";
 import { parseDirective } from "./dispatch.js";
 import { parseEdge } from "./graph.js";
 import { checkText, MAX_KEY_CHARS } from "./identifiers.js";
@@ -29,7 +29,7 @@ export type CommandHandler = (ctx: ApplyContext, envelope: CommandEnvelope, stor
  * its checks before its first write, and runs without one: a savepoint per command costs about a tenth
  * of a catalog put.
  */
-export const REFUSES_AFTER_WRITING: ReadonlySet<CommandKind> = new Set<CommandKind>([
+export const REFUSES_AFTER_WRITING: ReadonlySet<EntryKind> = new Set<EntryKind>([
   "transaction",
   "queue.complete",
   "subscription.complete",
@@ -40,7 +40,7 @@ export const REFUSES_AFTER_WRITING: ReadonlySet<CommandKind> = new Set<CommandKi
 /** Subscription deliveries default to a batch this size (capped by the canonical lease batch). */
 const DEFAULT_DELIVERY_BATCH = 100;
 
-export const COMMAND_HANDLERS: Record<CommandKind, CommandHandler> = {
+export const COMMAND_HANDLERS: Record<EntryKind, CommandHandler> = {
   "catalog.put": (ctx, env, { documents }) => {
     const body = parseBody(env.payload, false);
     if (!("value" in body)) throw invalid("value is required");
@@ -134,6 +134,11 @@ export const COMMAND_HANDLERS: Record<CommandKind, CommandHandler> = {
   "admin.deleteKey": (ctx, env, { principals }) => {
     parseBody(env.payload, true);
     return principals.deleteKey(ctx, routeParam(env, "principalId"), routeParam(env, "keyId"));
+  },
+  "system.bootstrapAdmin": (ctx, env, { principals }) => {
+    parseBody(env.payload, true);
+    // decodeCommand guarantees the hash on this kind.
+    return principals.bootstrapAdmin(ctx, env.generated!.keyHash);
   },
 };
 

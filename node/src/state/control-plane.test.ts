@@ -135,8 +135,11 @@ describe("dispatch", () => {
 
 describe("principal catalog", () => {
   const asAdmin = { tenant: "system", principal: "admin" };
+  beforeEach(() => {
+    h.bootstrapAdmin();
+  });
 
-  it("seeds the bootstrap admin from the configured key hash and authenticates by hash only", () => {
+  it("creates the bootstrap admin from the replicated key hash and authenticates by hash only", () => {
     expect(h.sm.authenticate(hashApiKey(ADMIN_KEY))).toEqual({
       keyId: "bootstrap",
       principalId: "admin",

@@ -26,7 +26,7 @@ describe("openDatabase", () => {
     old.close();
     let refusal: unknown;
     try {
-      openDatabase(path, "hash");
+      openDatabase(path);
     } catch (error) {
       refusal = error;
     }

@@ -1,6 +1,5 @@
 import { InternalError } from "@keyload/contract";
 import Database from "better-sqlite3";
-import { Principals } from "./principals.js";
 import { createSchema, isEmptyDatabase, SCHEMA_VERSION } from "./schema.js";
 
 export interface AppliedPosition {
@@ -19,7 +18,9 @@ export interface MetaRow {
 }
 
 /**
- * Opens the state database, creating the schema and the bootstrap admin when the file is new.
+ * Opens the state database, creating the schema when the file is new. The bootstrap admin is not
+ * seeded here but created by a replicated command (see Principals.bootstrapAdmin), so that no voter's
+ * own configuration can make its state differ from the others'.
  *
  * Durability: WAL with `synchronous = NORMAL`, so an apply does not fsync. A power loss may drop the last
  * applied transactions but never tears one (WAL commits are atomic), and each transaction carries the
@@ -30,7 +31,7 @@ export interface MetaRow {
  * index the snapshot covers, so the entries the database could still lose are always in the log. Fsyncing
  * every apply would cost a disk flush per batch for nothing the log does not already guarantee.
  */
-export function openDatabase(path: string, bootstrapAdminKeyHash: string): Database.Database {
+export function openDatabase(path: string): Database.Database {
   const db = new Database(path);
   try {
     db.pragma("journal_mode = WAL");
@@ -42,10 +43,7 @@ export function openDatabase(path: string, bootstrapAdminKeyHash: string): Datab
     // and two fsyncs; the StateMachine checkpoints on a worker instead (StateWalCheckpoints).
     db.pragma("wal_autocheckpoint = 0");
     if (isEmptyDatabase(db)) {
-      db.transaction(() => {
-        createSchema(db);
-        new Principals(db).seedBootstrap(bootstrapAdminKeyHash);
-      })();
+      db.transaction(() => createSchema(db))();
     }
     // The version alone first: another schema's meta row may not have the columns readMeta reads.
     const stored = db

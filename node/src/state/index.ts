@@ -1,6 +1,7 @@
 export type { Member, MemberStatus } from "@keyload/contract";
 export { generateApiKey, hashApiKey, isApiKeyHash } from "./api-key.js";
 export type { ApplyResult } from "./apply-result.js";
+export { BOOTSTRAP_ADMIN_COMMAND_ID, bootstrapAdminCommand } from "./bootstrap-admin-command.js";
 export {
   type BulkGetItem,
   type FieldFilter,
@@ -17,9 +18,12 @@ export {
   type CommandKind,
   commandDigest,
   decodeCommand,
+  type EntryKind,
   encodeCommand,
   type ParamName,
   type RouteParams,
+  SYSTEM_COMMAND_KINDS,
+  type SystemCommandKind,
 } from "./command-envelope.js";
 export type { CommandOutcome, OutcomeError } from "./command-outcomes.js";
 export type { AppliedPosition } from "./database.js";

@@ -9,7 +9,7 @@ import { runCrashChild } from "./testing/crash-child.js";
 import { CRASH_CONF, CRASH_LIMITS, encodeLogLine } from "./testing/crash-log.js";
 import { replayCommitted } from "./testing/log-replay.js";
 import { randomLog } from "./testing/random-log.js";
-import { ADMIN_KEY_HASH, TempStates } from "./testing/state-fixtures.js";
+import { TempStates } from "./testing/state-fixtures.js";
 
 interface ChildRun {
   /** The last index the child reported durable in its log (acknowledged), and held by its state. */
@@ -80,7 +80,6 @@ describe("crash recovery of the log and the state together", () => {
       const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, journalBytes: 64 * 1024 });
       const sm = StateMachine.open({
         path: join(dir, "state.db"),
-        bootstrapAdminKeyHash: ADMIN_KEY_HASH,
         limits: CRASH_LIMITS,
       });
       try {

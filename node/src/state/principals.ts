@@ -1,14 +1,12 @@
 import {
   FailedPreconditionError,
-  InvalidArgumentError,
   NotFoundError,
   PermissionDeniedError,
   UnauthenticatedError,
 } from "@keyload/contract";
 import type Database from "better-sqlite3";
-import { isApiKeyHash } from "./api-key.js";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
-import type { CommandKind } from "./command-envelope.js";
+import { type CommandKind, type EntryKind, isSystemKind } from "./command-envelope.js";
 import { checkScopeId } from "./identifiers.js";
 import { invalid, type JsonObject, optionalArray, requireString } from "./json-body.js";
 
@@ -47,7 +45,12 @@ export const COMMAND_ROLES: Readonly<Record<CommandKind, readonly Role[]>> = {
 /** Contract section 3: the bootstrap admin is principal `admin` of tenant `system`. */
 export const SYSTEM_TENANT = "system";
 export const BOOTSTRAP_PRINCIPAL = "admin";
-const BOOTSTRAP_KEY_ID = "bootstrap";
+export const BOOTSTRAP_KEY_ID = "bootstrap";
+/**
+ * Who a system command (see SYSTEM_COMMAND_KINDS) is sent by: the voters themselves, in tenant `system`,
+ * with no key. No request can pass for it, since every entry made from a request names its key.
+ */
+export const SYSTEM_SUBMITTER = "system";
 
 export interface PrincipalWrite {
   readonly principalId: string;
@@ -172,17 +175,35 @@ export class Principals {
     );
   }
 
-  /** Seeds the bootstrap admin into a new database: the same rows on every voter given the same hash. */
-  seedBootstrap(adminKeyHash: string): void {
-    if (!isApiKeyHash(adminKeyHash)) {
-      throw new InvalidArgumentError("the bootstrap admin key hash must be a lowercase hex SHA-256", {
-        reason: "InvalidBootstrapKey",
+  /** Whether the cluster's bootstrap principal exists: from then on `bootstrapAdmin` changes nothing. */
+  hasBootstrapPrincipal(): boolean {
+    return this.findPrincipal.get(BOOTSTRAP_PRINCIPAL) !== undefined;
+  }
+
+  /**
+   * Creates the bootstrap admin, principal `admin` of tenant `system` with role admin and key ID
+   * `bootstrap` for `keyHash`, unless the bootstrap principal exists already: the first such command
+   * committed wins, and every later one, whatever hash its proposer was configured with, writes nothing.
+   * Principals are never removed, so once it exists it stays. A data directory seeded at creation, as
+   * earlier versions did, holds it already.
+   */
+  bootstrapAdmin(
+    ctx: ApplyContext,
+    keyHash: string,
+  ): { principalId: string; tenantId: string; created: boolean } {
+    const result = { principalId: BOOTSTRAP_PRINCIPAL, tenantId: SYSTEM_TENANT };
+    if (this.hasBootstrapPrincipal()) return { ...result, created: false };
+    // Checked before writing: the table's unique constraints would otherwise fail the apply on every voter.
+    if (this.keyHashTaken.get(keyHash)!.n > 0 || this.findKey.get(BOOTSTRAP_KEY_ID) !== undefined) {
+      throw new FailedPreconditionError("the bootstrap admin key is taken already", {
+        reason: "KeyHashTaken",
       });
     }
     this.forget();
-    this.insertTenant.run(SYSTEM_TENANT, 0);
-    this.upsertPrincipal.run(BOOTSTRAP_PRINCIPAL, SYSTEM_TENANT, JSON.stringify(["admin"]), 0);
-    this.insertKey.run(BOOTSTRAP_KEY_ID, BOOTSTRAP_PRINCIPAL, adminKeyHash, 0);
+    this.insertTenant.run(SYSTEM_TENANT, ctx.index);
+    this.upsertPrincipal.run(BOOTSTRAP_PRINCIPAL, SYSTEM_TENANT, JSON.stringify(["admin"]), ctx.index);
+    this.insertKey.run(BOOTSTRAP_KEY_ID, BOOTSTRAP_PRINCIPAL, keyHash, ctx.index);
+    return { ...result, created: true };
   }
 
   putPrincipal(ctx: ApplyContext, write: PrincipalWrite): PrincipalWrite & { created: boolean } {
@@ -262,7 +283,15 @@ export class Principals {
    * Why the catalog as of this entry refuses a command of `kind`; undefined when it may apply. Decided
    * by the entry and the catalog alone, so every voter decides alike.
    */
-  commandRefusal(ctx: ApplyContext, kind: CommandKind): AuthorizationRefusal | undefined {
+  commandRefusal(ctx: ApplyContext, kind: EntryKind): AuthorizationRefusal | undefined {
+    if (isSystemKind(kind)) {
+      if (ctx.keyId === undefined && ctx.tenant === SYSTEM_TENANT && ctx.principal === SYSTEM_SUBMITTER) {
+        return undefined;
+      }
+      return new PermissionDeniedError(`${kind} is sent by the voters themselves, never by a request`, {
+        reason: "SystemCommand",
+      });
+    }
     const roles = COMMAND_ROLES[kind];
     if (ctx.keyId !== undefined) {
       return this.refusal(

@@ -1,7 +1,7 @@
 import { InternalError } from "@keyload/contract";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { hashApiKey } from "./api-key.js";
-import type { CommandKind } from "./command-envelope.js";
+import type { EntryKind } from "./command-envelope.js";
 import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
 import { DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
 import {
@@ -182,6 +182,7 @@ describe("refusals without a savepoint", () => {
   it("leave no write behind for every kind that runs without one", () => {
     const h = new Harness(temp.create("s"));
     const admin = { tenant: "system", principal: "admin" };
+    committed(h.bootstrapAdmin());
     h.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
     h.ok("queue.enqueue", { body: 1 }, { params: { queue: "q" } });
     const lease = h.ok<{ messages: { messageId: string }[] }>("queue.lease", {}, { params: { queue: "q" } });
@@ -189,7 +190,7 @@ describe("refusals without a savepoint", () => {
     h.ok("subscription.put", { prefix: "" }, { params: { name: "s" } });
     h.ok("subscription.deliver", {}, { params: { name: "s" } });
     h.ok("membership.put", { status: "active", address: "a" }, { params: { memberId: "m" } });
-    const refusals: [CommandKind, unknown, CommandOptions][] = [
+    const refusals: [EntryKind, unknown, CommandOptions][] = [
       ["catalog.put", { value: 2, expectedVersion: 5 }, { params: { key: "k" } }],
       ["catalog.put", { value: JSON.parse(`${"[".repeat(65)}${"]".repeat(65)}`) }, { params: { key: "k" } }],
       ["catalog.delete", { expectedVersion: 5 }, { params: { key: "k" } }],
@@ -210,9 +211,15 @@ describe("refusals without a savepoint", () => {
       ["admin.createKey", "", { ...admin, params: { principalId: "ghost" }, keyHash: hashApiKey("x") }],
       ["admin.createKey", "", { ...admin, params: { principalId: "admin" }, keyHash: hashApiKey(ADMIN_KEY) }],
       ["admin.createKey", "", { params: { principalId: "admin" }, keyHash: hashApiKey("y") }],
+      [
+        "system.bootstrapAdmin",
+        "{not json",
+        { tenant: "system", principal: "system", keyHash: hashApiKey("z") },
+      ],
+      ["system.bootstrapAdmin", "", { ...admin, keyId: "bootstrap", keyHash: hashApiKey("z") }],
     ];
     const kinds = new Set(refusals.map(([kind]) => kind));
-    for (const kind of Object.keys(COMMAND_HANDLERS) as CommandKind[]) {
+    for (const kind of Object.keys(COMMAND_HANDLERS) as EntryKind[]) {
       expect(kinds.has(kind) || REFUSES_AFTER_WRITING.has(kind), kind).toBe(true);
     }
     for (const [kind, payload, options] of refusals) {

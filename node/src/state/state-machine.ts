@@ -30,15 +30,10 @@ import { StateWalCheckpoints } from "./state-wal-checkpoints.js";
 import { createStores, type Stores } from "./stores.js";
 
 export interface StateMachineOptions {
-  /** The database file; created with the schema and the bootstrap admin when absent. */
+  /** The database file; created with the schema when absent. */
   readonly path: string;
   /** Overrides of the canonical limits; must be identical on every voter. */
   readonly limits?: Partial<CanonicalLimits>;
-  /**
-   * SHA-256 (lowercase hex) of the bootstrap admin key, from configuration and identical on every
-   * voter. Read only when the database is created: from then on the principal catalog is state.
-   */
-  readonly bootstrapAdminKeyHash: string;
   /**
    * WAL frames each background checkpoint cycle aims at (default TARGET_FRAMES); crash tests make it
    * small so that their kills land inside cycles.
@@ -235,6 +230,14 @@ export class StateMachine {
     return this.session.stores.principals.authenticate(keyHash);
   }
 
+  /**
+   * Whether the applied state holds the cluster's bootstrap admin principal; until a
+   * `system.bootstrapAdmin` entry applies, no key is known.
+   */
+  hasBootstrapAdmin(): boolean {
+    return this.session.stores.principals.hasBootstrapPrincipal();
+  }
+
   /** Why the applied catalog refuses `caller` what needs one of `roles` (see Principals.refusal). */
   authorizationRefusal(
     caller: Caller,
@@ -326,7 +329,7 @@ export class StateMachine {
   }
 
   private openSession(): Session {
-    const db = openDatabase(this.options.path, this.options.bootstrapAdminKeyHash);
+    const db = openDatabase(this.options.path);
     const stores = createStores(db, this.searchedTenants);
     const writeMeta = db.prepare<[number, number, number, number, number]>(
       "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ?, clock_term = ?, clock_monotonic_ms = ? WHERE id = 1",

@@ -2,6 +2,7 @@ import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { LEADER_HEADER } from "../http/leader-header.js";
 import { call, VoterCluster } from "./testing/voter-cluster.js";
+import { waitFor } from "./testing/wait-for.js";
 
 const MEMBERS = "/v1/admin/cluster/members";
 
@@ -10,14 +11,6 @@ afterEach(async () => {
   await cluster?.dispose();
   cluster = undefined;
 });
-
-async function waitFor(condition: () => Promise<boolean>, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 function errorOf(body: Record<string, unknown>): { code: string; reason: string } {
   return body.error as { code: string; reason: string };
@@ -129,12 +122,16 @@ describe("the cluster membership admin routes", () => {
     expect(errorOf(behind.body).reason).toBe("LearnerBehind");
 
     await c.restart(target);
-    await waitFor(async () => {
-      const answer = await call(leaderUrl, "POST", `${MEMBERS}/${joiner}/promote`);
-      if (answer.status === 412) return false;
-      expect(answer.body).toEqual({ memberId: joiner, role: "voter", changed: true });
-      return true;
-    }, "the learner to catch up and be promoted");
+    await waitFor(
+      async () => {
+        const answer = await call(leaderUrl, "POST", `${MEMBERS}/${joiner}/promote`);
+        if (answer.status === 412) return false;
+        expect(answer.body).toEqual({ memberId: joiner, role: "voter", changed: true });
+        return true;
+      },
+      "the learner to catch up and be promoted",
+      15_000,
+    );
     const listed = (await call(leaderUrl, "GET", MEMBERS)).body.members as {
       memberId: string;
       role: string;

@@ -3,10 +3,11 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { Entry } from "../raft/types.js";
 import type { ApplyResult } from "../state/apply-result.js";
-import { decodeCommand } from "../state/command-envelope.js";
+import { bootstrapAdminCommand } from "../state/bootstrap-admin-command.js";
+import { decodeCommand, encodeCommand } from "../state/command-envelope.js";
 import type { LeaseResult } from "../state/queues.js";
 import type { StateMachine } from "../state/state-machine.js";
-import { TempStates } from "../state/testing/state-fixtures.js";
+import { ADMIN_KEY_HASH, committed, TempStates } from "../state/testing/state-fixtures.js";
 import { type CommandResult, CommandRouter, type VoterCommand } from "./command-router.js";
 import type { LeaderClock } from "./leader-clock.js";
 import type { RaftDriver } from "./raft-driver.js";
@@ -53,10 +54,13 @@ let clock: TestClock;
 let log: ApplyingLog;
 let router: CommandRouter;
 let nextId = 1;
-beforeEach(() => {
+beforeEach(async () => {
   temp = new TempStates();
   clock = new TestClock();
   log = new ApplyingLog(temp.create("s"));
+  // The cluster's admin, whose key the commands below are sent with.
+  const stamps = { timestampMs: clock.wall, monotonicMs: clock.monotonic };
+  committed((await log.propose([encodeCommand(bootstrapAdminCommand(ADMIN_KEY_HASH, stamps))]))[0]!);
   router = new CommandRouter(
     log as unknown as RaftDriver,
     {} as PeerTransport,
@@ -102,7 +106,7 @@ describe("the leader's stamps", () => {
     clock.wall = 1_800_000_000_000;
     clock.monotonic = 123_456;
     await send("queue.enqueue", { body: 1 }, jobs);
-    expect(decodeCommand(log.entries[0]!.data)).toMatchObject({
+    expect(decodeCommand(log.entries.at(-1)!.data)).toMatchObject({
       timestampMs: 1_800_000_000_000,
       monotonicMs: 123_456,
     });

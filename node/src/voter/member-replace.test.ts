@@ -2,29 +2,13 @@ import { rmSync } from "node:fs";
 import { FailedPreconditionError, InvalidArgumentError } from "@keyload/contract";
 import { afterEach, describe, expect, it } from "vitest";
 import { call, VoterCluster } from "./testing/voter-cluster.js";
+import { failure, waitFor } from "./testing/wait-for.js";
 
 let cluster: VoterCluster | undefined;
 afterEach(async () => {
   await cluster?.dispose();
   cluster = undefined;
 });
-
-async function failure(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => {
-      throw new Error("expected the call to fail");
-    },
-    (error: unknown) => error,
-  );
-}
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 describe("replacing a voter that lost its data", () => {
   it("removes the old member, adds the new incarnation as a learner, and promotes it once caught up", async () => {

@@ -56,6 +56,7 @@ let apiKey: string;
 beforeEach(() => {
   temp = new TempStates();
   voter = new LaggingVoter(temp.create("voter"));
+  committed(voter.sm.apply(voter.log.bootstrapAdmin()));
   voter.apply("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["admin"] }, BOOTSTRAP);
   apiKey = generateApiKey();
   const { keyId } = voter.apply("admin.createKey", "", {

@@ -181,6 +181,8 @@ export class KeyLoadVoterService implements VoterService {
     if (failure !== null) reasons.push(failure.message);
     if (s.leader === null) reasons.push("no leader is known");
     if (lag > this.parts.readyLagEntries) reasons.push(`applied index trails commit by ${lag} entries`);
+    // Until the leader's bootstrap admin entry applies here, no key (the admin's included) authenticates.
+    if (!this.parts.stateMachine.hasBootstrapAdmin()) reasons.push("the bootstrap admin is not applied yet");
     return {
       live: failure === null,
       ready: reasons.length === 0,

@@ -17,6 +17,7 @@ import { DurableLogStore } from "../storage/durable-log-store.js";
 import { DurableLogWriter } from "../storage/durable-log-writer.js";
 import type { FaultHook } from "../storage/fault-hook.js";
 import { SnapshotPolicy } from "../storage/snapshot-policy.js";
+import { BootstrapAdminProposer } from "./bootstrap-admin.js";
 import {
   type CommandResult,
   CommandRouter,
@@ -44,6 +45,11 @@ export interface RunningVoter {
    * releases what it holds. Never rejects, and stays pending while nothing fails.
    */
   readonly failed: Promise<VoterFailedError>;
+  /**
+   * Whether this voter's applied state holds the cluster's bootstrap admin; until then no API key,
+   * the admin's included, authenticates here (see BootstrapAdminProposer).
+   */
+  hasBootstrapAdmin(): boolean;
   /** Graceful: stop accepting, answer queued commands, let the active unit finish, hand leadership over, close storage. */
   shutdown(): Promise<void>;
 }
@@ -118,7 +124,6 @@ async function wireVoter(
   const stateMachine = StateMachine.open({
     path: join(node.dataDir, "state", "state.sqlite"),
     limits: config.canonical,
-    bootstrapAdminKeyHash: hashApiKey(config.bootstrap.adminKey),
   });
   opened.push(() => stateMachine.close());
   // A crash between persisting a received snapshot and installing it leaves the state behind the log.
@@ -160,6 +165,15 @@ async function wireVoter(
     heartbeatIntervalMs: raft.heartbeatIntervalMs,
     maxUncommittedBytes: raft.maxUncommittedBytes,
     followerApplyHoldMs: raft.followerApplyHoldMs,
+  });
+  const bootstrapAdmin = new BootstrapAdminProposer({
+    nodeId: node.id,
+    driver,
+    stateMachine,
+    adminKeyHash: hashApiKey(config.bootstrap.adminKey),
+    logger: log.child({ component: "bootstrap-admin" }),
+    checkIntervalMs: raft.heartbeatIntervalMs,
+    proposeTimeoutMs: raft.replicationDeadlineMs,
   });
   const commandGovernor = new CommandAdmissionGovernor(config.commandAdmission);
   const httpGovernor = new HttpAdmissionGovernor(config.httpAdmission);
@@ -208,6 +222,8 @@ async function wireVoter(
   await transport.start();
   opened.push(() => driver.stop());
   driver.start();
+  opened.push(() => bootstrapAdmin.stop());
+  bootstrapAdmin.start();
   await http.listen(node.httpHost, httpPort);
   log.info({ httpUrl, peer: `${node.peerHost}:${node.peerPort}`, voters }, "voter started");
 
@@ -222,6 +238,7 @@ async function wireVoter(
       // locked: every step runs, and the first failure is reported.
       const failures = await runEach([
         () => worker.shutdown(),
+        () => bootstrapAdmin.stop(),
         async () => {
           if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
         },
@@ -249,6 +266,7 @@ async function wireVoter(
     driver,
     logger: log,
     failed: driver.failed,
+    hasBootstrapAdmin: () => stateMachine.hasBootstrapAdmin(),
     shutdown,
   };
 }

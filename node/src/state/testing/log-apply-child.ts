@@ -23,7 +23,6 @@ import {
   decodeLogLine,
 } from "./crash-log.js";
 import { replayCommitted } from "./log-replay.js";
-import { ADMIN_KEY_HASH } from "./state-fixtures.js";
 
 const [dir, logPath, seed, killAfter] = process.argv.slice(2) as [string, string, string, string?];
 const planned: Entry[] = readFileSync(logPath, "utf8").trim().split("\n").map(decodeLogLine);
@@ -31,7 +30,6 @@ const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, journal
 const writer = new DurableLogWriter(store, new SnapshotPolicy(CRASH_SNAPSHOT_POLICY));
 const sm = StateMachine.open({
   path: join(dir, "state.db"),
-  bootstrapAdminKeyHash: ADMIN_KEY_HASH,
   limits: CRASH_LIMITS,
   checkpointFrames: CRASH_CHECKPOINT_FRAMES,
 });

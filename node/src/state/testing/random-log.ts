@@ -2,10 +2,13 @@ import { SeededRandom } from "../../raft/seeded-random.js";
 import type { Entry } from "../../raft/types.js";
 import { hashApiKey } from "../api-key.js";
 import type { ApplyResult } from "../apply-result.js";
-import { type CommandKind, encodeCommand, type RouteParams } from "../command-envelope.js";
+import { BOOTSTRAP_ADMIN_COMMAND_ID, bootstrapAdminCommand } from "../bootstrap-admin-command.js";
+import { type CommandKind, type EntryKind, encodeCommand, type RouteParams } from "../command-envelope.js";
+import { SYSTEM_SUBMITTER } from "../principals.js";
+import { ADMIN_KEY_HASH } from "./state-fixtures.js";
 
 interface Planned {
-  readonly kind: CommandKind;
+  readonly kind: EntryKind;
   readonly tenant: string;
   readonly principal: string;
   readonly keyId?: string;
@@ -24,7 +27,8 @@ const QUEUES = ["jobs", "mail", "jobs.dead-letter"];
 const STATUSES = ["created", "joining", "active", "shuttingDown", "dead", "bogus"];
 
 /**
- * A random but reproducible Raft log over every command kind: valid and invalid bodies, retries and
+ * A random but reproducible Raft log over every command kind, opening with the bootstrap admin for
+ * ADMIN_KEY_HASH as a new cluster's leader proposes it: valid and invalid bodies, retries and
  * conflicting reuses of command IDs, noops, malformed envelopes, a leader clock that sometimes jumps
  * back, and commands sent by keys the log created, some revoked or demoted since. Each entry is applied to `oracle` as it is generated, and what it answers (lease tokens, leased
  * messages, delivery IDs, etags, key IDs) shapes later commands, so acks and conditional writes mostly
@@ -89,6 +93,18 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
 
   const plan = (): Planned => {
     const tenant = pick(TENANTS);
+    if (random.chance(0.004)) {
+      // The bootstrap admin proposed again, with another voter's key: by the system, which changes
+      // nothing now, or claimed by a principal of a tenant (refused).
+      const system = random.chance(0.7);
+      return {
+        kind: "system.bootstrapAdmin",
+        tenant: system ? "system" : tenant,
+        principal: system ? SYSTEM_SUBMITTER : "p1",
+        params: {},
+        payload: "",
+      };
+    }
     const data = (kind: CommandKind, params: RouteParams, payload: string): Planned => ({
       kind,
       tenant,
@@ -234,6 +250,10 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
     }
   };
 
+  const bootstrap = bootstrapAdminCommand(ADMIN_KEY_HASH, { timestampMs: nowMs, monotonicMs });
+  entries.push({ index: 1, term, type: "normal", data: encodeCommand(bootstrap) });
+  oracle(entries[0]!);
+
   while (entries.length < count) {
     const index = entries.length + 1;
     if (random.chance(0.01)) term++;
@@ -255,7 +275,9 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
         // The same ID again: mostly a retry of the same command, sometimes another body (a conflict).
         command = random.chance(0.7) ? retry : { ...retry, payload: `${retry.payload} ` };
       } else {
-        command = { ...withKey(plan()), commandId: `c${index}` };
+        const fresh = withKey(plan());
+        const bootstrapId = fresh.kind === "system.bootstrapAdmin" && random.chance(0.5);
+        command = { ...fresh, commandId: bootstrapId ? BOOTSTRAP_ADMIN_COMMAND_ID : `c${index}` };
         sent.push(command);
       }
       planned = command;
@@ -269,6 +291,9 @@ export function randomLog(seed: number, count: number, oracle: (entry: Entry) =>
         monotonicMs,
         params: command.params,
         ...(command.kind === "admin.createKey" ? { generated: { keyHash: hashApiKey(`key-${index}`) } } : {}),
+        ...(command.kind === "system.bootstrapAdmin"
+          ? { generated: { keyHash: hashApiKey(`another-admin-key-${random.nextInt(3)}`) } }
+          : {}),
         payload: command.payload,
       });
       entry = { index, term, type: "normal", data };

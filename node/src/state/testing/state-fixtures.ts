@@ -4,7 +4,8 @@ import { join } from "node:path";
 import type { Entry } from "../../raft/types.js";
 import { hashApiKey } from "../api-key.js";
 import type { ApplyResult } from "../apply-result.js";
-import { type CommandKind, encodeCommand, type RouteParams } from "../command-envelope.js";
+import { bootstrapAdminCommand } from "../bootstrap-admin-command.js";
+import { type EntryKind, encodeCommand, type RouteParams } from "../command-envelope.js";
 import type { CommandOutcome } from "../command-outcomes.js";
 import type { CanonicalLimits } from "../limits.js";
 import { StateMachine } from "../state-machine.js";
@@ -24,7 +25,6 @@ export class TempStates {
   create(name: string, limits?: Partial<CanonicalLimits>): StateMachine {
     const sm = StateMachine.open({
       path: this.path(`${name}.db`),
-      bootstrapAdminKeyHash: ADMIN_KEY_HASH,
       ...(limits === undefined ? {} : { limits }),
     });
     this.open.push(sm);
@@ -64,7 +64,7 @@ export class LogBuilder {
   term = 1;
   private nextId = 1;
 
-  command(kind: CommandKind, payload: unknown, options: CommandOptions = {}): Entry {
+  command(kind: EntryKind, payload: unknown, options: CommandOptions = {}): Entry {
     this.advance(options.advanceMs ?? 1);
     const data = encodeCommand({
       commandId: options.commandId ?? `cmd-${this.nextId++}`,
@@ -79,6 +79,19 @@ export class LogBuilder {
       payload: typeof payload === "string" ? payload : JSON.stringify(payload),
     });
     return this.raw(data);
+  }
+
+  /**
+   * The `system.bootstrapAdmin` entry for the admin key with this hash, built as a leader builds it (see
+   * BootstrapAdminProposer): what a state that needs the bootstrap admin applies first.
+   */
+  bootstrapAdmin(keyHash: string = ADMIN_KEY_HASH): Entry {
+    this.advance(1);
+    return this.raw(
+      encodeCommand(
+        bootstrapAdminCommand(keyHash, { timestampMs: this.nowMs, monotonicMs: this.monotonicMs }),
+      ),
+    );
   }
 
   /** Moves both of the leader's clocks on. */
@@ -133,20 +146,25 @@ export class Harness {
 
   constructor(readonly sm: StateMachine) {}
 
-  run(kind: CommandKind, payload: unknown, options: CommandOptions = {}): ApplyResult {
+  run(kind: EntryKind, payload: unknown, options: CommandOptions = {}): ApplyResult {
     return this.sm.apply(this.log.command(kind, payload, options));
   }
 
-  ok<T = Record<string, unknown>>(kind: CommandKind, payload: unknown, options: CommandOptions = {}): T {
+  ok<T = Record<string, unknown>>(kind: EntryKind, payload: unknown, options: CommandOptions = {}): T {
     return committed<T>(this.run(kind, payload, options));
   }
 
   fail(
-    kind: CommandKind,
+    kind: EntryKind,
     payload: unknown,
     options: CommandOptions = {},
   ): { code: string; reason: string; message: string } {
     return refused(this.run(kind, payload, options));
+  }
+
+  /** Applies the bootstrap admin for `keyHash` (ADMIN_KEY's by default), as the cluster's leader proposes it. */
+  bootstrapAdmin(keyHash: string = ADMIN_KEY_HASH): ApplyResult {
+    return this.sm.apply(this.log.bootstrapAdmin(keyHash));
   }
 
   /** Moves the leader's clock on without applying anything. */

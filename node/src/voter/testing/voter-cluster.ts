@@ -26,6 +26,14 @@ export class VoterCluster {
     return c;
   }
 
+  /** The settings of three voters, none of them started: start each with `restart(i)`. */
+  static async prepare(options: ClusterOptions = {}): Promise<VoterCluster> {
+    const c = new VoterCluster();
+    c.envs.push(...(await clusterEnvs(c.root, options)));
+    c.voters.push(null, null, null);
+    return c;
+  }
+
   private startVoter(i: number): Promise<RunningVoter> {
     const config = loadVoterConfig({ env: this.envs[i]! });
     return startVoter(config, pino({ level: "silent" }));
@@ -37,14 +45,28 @@ export class VoterCluster {
     return v;
   }
 
+  /**
+   * Waits until a leader is elected and every running voter knows it and holds the cluster's bootstrap
+   * admin, whose key the tests send: a new cluster's leader proposes the admin once it leads. A
+   * follower that holds committed entries back (FollowerApplyHoldMs) is made to apply them by a read
+   * barrier, as a read through it would.
+   */
   async waitForLeader(timeoutMs = 10_000): Promise<number> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       const i = this.voters.findIndex((v) => v?.driver.isLeader());
-      if (i >= 0 && this.voters.every((v) => v === null || v.driver.status().leader !== null)) return i;
+      const running = this.voters.filter((v): v is RunningVoter => v !== null);
+      if (i >= 0 && running.every((v) => v.driver.status().leader !== null)) {
+        const lacking = running.filter((v) => !v.hasBootstrapAdmin());
+        if (lacking.length === 0) return i;
+        if (this.voter(i).hasBootstrapAdmin()) {
+          await Promise.allSettled(lacking.map(async (v) => v.driver.readBarrier()));
+          continue;
+        }
+      }
       await new Promise((r) => setTimeout(r, 20));
     }
-    throw new Error("no leader elected in time");
+    throw new Error("no leader elected, or its bootstrap admin not applied everywhere, in time");
   }
 
   async stop(i: number): Promise<void> {
@@ -100,9 +122,14 @@ export async function call(
   };
 }
 
-/** Writes `key` through a voter that is alone in its cluster, once it leads (waits up to 10 s). */
+/**
+ * Writes `key` through a voter that is alone in its cluster, once it leads and its bootstrap admin has
+ * applied (waits up to 10 s).
+ */
 export async function writeThroughSingleVoter(voter: RunningVoter, key: string): Promise<HttpAnswer> {
   const deadline = Date.now() + 10_000;
-  while (!voter.driver.isLeader() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  while (!(voter.driver.isLeader() && voter.hasBootstrapAdmin()) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 20));
+  }
   return call(voter.httpUrl, "PUT", `/v1/catalog/${key}`, { body: { value: 1 }, commandId: "c1" });
 }
