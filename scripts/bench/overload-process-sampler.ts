@@ -1,0 +1,85 @@
+/**
+ * Resident memory and CPU time of server processes over a phase: RSS read from /proc/<pid>/status once
+ * a second (the peak is kept), CPU time from /proc/<pid>/stat at the phase's start and end, and the
+ * whole machine's busy time, so that a report can say how much other work shared the cores.
+ */
+import { readFileSync } from "node:fs";
+import { machineBusySeconds, processCpuSeconds } from "./server-processes.js";
+
+/** Resident set size of one process in bytes, or 0 once it is gone. */
+export function residentBytes(pid: number): number {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = /^VmRSS:\s+(\d+)\s+kB/m.exec(status);
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function cpuOrZero(pid: number): number {
+  try {
+    return processCpuSeconds(pid);
+  } catch {
+    return 0;
+  }
+}
+
+export interface ProcessFigures {
+  readonly pid: number;
+  readonly peakRssBytes: number;
+  readonly cpuSeconds: number;
+}
+
+export interface SamplerResult {
+  readonly seconds: number;
+  readonly processes: readonly ProcessFigures[];
+  /** CPU seconds of every process on the machine together over the phase. */
+  readonly machineBusySeconds: number;
+  /** CPU seconds of the helper processes (the control prober) over the phase. */
+  readonly helperCpuSeconds: number;
+  /** CPU seconds of this process (the flood) over the phase. */
+  readonly selfCpuSeconds: number;
+}
+
+export class ProcessSampler {
+  private readonly peaks: Map<number, number>;
+  private readonly cpuBefore: Map<number, number>;
+  private readonly helperBefore: number;
+  private readonly machineBefore: number;
+  private readonly started = performance.now();
+  private readonly selfBefore = process.cpuUsage();
+  private readonly timer: NodeJS.Timeout;
+
+  constructor(
+    private readonly pids: readonly number[],
+    private readonly helperPids: readonly number[] = [],
+  ) {
+    this.peaks = new Map(pids.map((pid) => [pid, residentBytes(pid)]));
+    this.cpuBefore = new Map(pids.map((pid) => [pid, cpuOrZero(pid)]));
+    this.helperBefore = helperPids.reduce((sum, pid) => sum + cpuOrZero(pid), 0);
+    this.machineBefore = machineBusySeconds();
+    this.timer = setInterval(() => this.sample(), 1000);
+  }
+
+  private sample(): void {
+    for (const pid of this.pids) this.peaks.set(pid, Math.max(this.peaks.get(pid) ?? 0, residentBytes(pid)));
+  }
+
+  stop(): SamplerResult {
+    clearInterval(this.timer);
+    this.sample();
+    const self = process.cpuUsage(this.selfBefore);
+    return {
+      seconds: (performance.now() - this.started) / 1000,
+      processes: this.pids.map((pid) => ({
+        pid,
+        peakRssBytes: this.peaks.get(pid) ?? 0,
+        cpuSeconds: cpuOrZero(pid) - (this.cpuBefore.get(pid) ?? 0),
+      })),
+      machineBusySeconds: machineBusySeconds() - this.machineBefore,
+      helperCpuSeconds: this.helperPids.reduce((sum, pid) => sum + cpuOrZero(pid), 0) - this.helperBefore,
+      selfCpuSeconds: (self.user + self.system) / 1e6,
+    };
+  }
+}
