@@ -11,9 +11,9 @@
  */
 import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Client, type Dispatcher } from "undici";
 // @keyload/scripts does not depend on @keyload/client; its source is imported directly.
 import { CLIENT_DEFAULTS, KeyLoadClient, KeyLoadClientError } from "@keyload/client";
+import { Client, type Dispatcher } from "undici";
 
 export interface FloodWrite {
   readonly method: Dispatcher.HttpMethod;

@@ -22,7 +22,8 @@ async function prlimitUnavailable(): Promise<string | undefined> {
     return undefined;
   } catch (err) {
     const reason = `prlimit is not available: ${(err as Error).message}`;
-    if (process.env.KEYLOAD_REQUIRE_PRLIMIT === "1") throw new Error(`KEYLOAD_REQUIRE_PRLIMIT=1, but ${reason}`);
+    if (process.env.KEYLOAD_REQUIRE_PRLIMIT === "1")
+      throw new Error(`KEYLOAD_REQUIRE_PRLIMIT=1, but ${reason}`);
     return reason;
   }
 }

@@ -9,6 +9,14 @@ import { PeerProtocolError } from "./peer-errors.js";
 export const FRAME_HEADER_BYTES = 5;
 export const DEFAULT_MAX_FRAME_BYTES = 64 * 1024 * 1024;
 
+/** The header of a frame whose body of `bodyLength` bytes is written after it. */
+export function encodeFrameHeader(type: number, bodyLength: number): Uint8Array {
+  const header = Buffer.allocUnsafe(FRAME_HEADER_BYTES);
+  header.writeUInt32BE(bodyLength, 0);
+  header[4] = type;
+  return header;
+}
+
 export function encodeFrame(type: number, body: Uint8Array): Uint8Array {
   const frame = Buffer.allocUnsafe(FRAME_HEADER_BYTES + body.length);
   frame.writeUInt32BE(body.length, 0);

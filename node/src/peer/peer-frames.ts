@@ -21,7 +21,8 @@ export const FrameType = {
 } as const;
 
 // 2: snapshot metadata names learners; credentials carry the cluster ID.
-const PROTOCOL_VERSION = 2;
+// 3: snapshot chunks carry the whole snapshot's checksum.
+const PROTOCOL_VERSION = 3;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 /** Tells a stray client (an HTTP request sent to the peer port, say) apart from a peer at once. */

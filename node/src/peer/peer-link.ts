@@ -77,8 +77,8 @@ export class PeerLink {
   }
 
   /** Queues a frame to the peer; false when not connected or its write buffer is full. */
-  send(type: number, body: Uint8Array): boolean {
-    return this.connection?.send(type, body) ?? false;
+  send(type: number, body: Uint8Array | readonly Uint8Array[], written?: () => void): boolean {
+    return this.connection?.send(type, body, written) ?? false;
   }
 
   flush(): void {

@@ -25,7 +25,7 @@ import {
 import { acceptHandshake, type HandshakeIdentity } from "./peer-handshake.js";
 import { PeerLink, type RequestOptions } from "./peer-link.js";
 import { emptyPeerStats, type PeerStats } from "./peer-stats.js";
-import { decodeRaftMessage, encodeRaftMessage } from "./raft-message-codec.js";
+import { decodeRaftMessage, encodeRaftMessageParts } from "./raft-message-codec.js";
 
 export interface PeerTransportOptions {
   readonly nodeId: string;
@@ -171,18 +171,22 @@ export class PeerTransport {
     await Promise.all(socketsClosed);
   }
 
-  /** Sends a Raft message to the voter `message.to` names, or drops it (counted) when that cannot happen now. */
-  send(message: Message): void {
+  /**
+   * Sends a Raft message to the voter `message.to` names, or drops it (counted) when that cannot happen
+   * now. `released`, if given, is called once the message's bytes are no longer referenced: written to
+   * the socket, or dropped (a snapshot chunk's buffer can then be reused).
+   */
+  send(message: Message, released?: () => void): void {
     const link = this.links.get(memberName(message.to));
-    if (!link?.connected) {
-      this.counters.sendDrops++;
-      return;
-    }
+    let sent = false;
     try {
-      if (!link.send(FrameType.Raft, encodeRaftMessage(message))) this.counters.sendDrops++;
+      sent = link?.connected === true && link.send(FrameType.Raft, encodeRaftMessageParts(message), released);
     } catch (error) {
-      this.counters.sendDrops++;
       this.log.error({ err: error, peerId: message.to, type: message.type }, "cannot send a Raft message");
+    }
+    if (!sent) {
+      this.counters.sendDrops++;
+      released?.();
     }
   }
 

@@ -21,7 +21,9 @@ const samples: Message[] = [
     term: 3,
     meta: { index: 100, term: 2, conf: { voters: ["a", "b", "c"], learners: ["d"] } },
     offset: 0,
+    length: 3,
     totalBytes: 3,
+    checksum: 0xdeadbeef,
     data: new Uint8Array([1, 2, 3]),
   },
   {
@@ -87,6 +89,16 @@ describe("raft message codec", () => {
     for (const term of [-1, 1.5, Number.NaN, 2 ** 53, Number.POSITIVE_INFINITY]) {
       protocolError(() => encodeRaftMessage({ type: "timeout-now", from: "a", to: "b", term }));
     }
+  });
+
+  it("sends a snapshot chunk only with its bytes, and refuses one that ends past its snapshot", () => {
+    const chunk = samples.find((m) => m.type === "snapshot-chunk")!;
+    expect(() => encodeRaftMessage({ ...chunk, data: null })).toThrow(PeerProtocolError);
+    expect(() => encodeRaftMessage({ ...chunk, length: 4 })).toThrow(PeerProtocolError);
+    const decoded = decodeRaftMessage(encodeRaftMessage(chunk));
+    expect(decoded).toMatchObject({ length: 3, checksum: 0xdeadbeef });
+    const beyond = encodeRaftMessage({ ...chunk, offset: 1 });
+    expect(() => decodeRaftMessage(beyond)).toThrow(/beyond the snapshot's 3 bytes/);
   });
 
   it("refuses every truncation and any trailing byte", () => {

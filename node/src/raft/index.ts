@@ -2,6 +2,7 @@ export { bootstrapState } from "./bootstrap.js";
 export type { BootstrapConf, ConfChange, ConfEntry } from "./conf-change.js";
 export * from "./errors.js";
 export { entrySize, type LogStorage, limitSize } from "./log-storage.js";
+export { fillChunkFromMemory, MemorySnapshotSink } from "./memory-snapshot-sink.js";
 export { MemoryStorage } from "./memory-storage.js";
 export {
   RAFT_DEFAULTS,
@@ -11,5 +12,6 @@ export {
 } from "./raft-config.js";
 export { RaftNode, type RaftStatus } from "./raft-node.js";
 export { SeededRandom } from "./seeded-random.js";
+export { type SnapshotChunkSink, SnapshotInbox } from "./snapshot-inbox.js";
 export type * from "./types.js";
 export { canSendBeforePersist } from "./types.js";

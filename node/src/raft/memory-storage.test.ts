@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { crc32c } from "../storage/crc32c.js";
 import {
   LogCompactedError,
   LogUnavailableError,
@@ -153,9 +154,11 @@ describe("MemoryStorage", () => {
 
     it("applySnapshot replaces the whole log", () => {
       const s = withLog([1, 1, 1]);
-      const snap = { meta: { index: 10, term: 4, conf }, data: new Uint8Array([9]) };
-      s.applySnapshot(snap);
+      const data = new Uint8Array([9]);
+      const snap = { meta: { index: 10, term: 4, conf }, size: 1, checksum: crc32c(data) };
+      s.applySnapshot(snap, data);
       expect(s.snapshot()).toBe(snap);
+      expect(s.snapshotData()).toBe(data);
       expect(s.firstIndex()).toBe(11);
       expect(s.lastIndex()).toBe(10);
       expect(s.term(10)).toBe(4);
@@ -166,13 +169,25 @@ describe("MemoryStorage", () => {
 
     it("applySnapshot refuses a snapshot that is not newer", () => {
       const s = new MemoryStorage(conf);
-      s.applySnapshot({ meta: { index: 5, term: 2, conf }, data: new Uint8Array() });
-      expect(() => s.applySnapshot({ meta: { index: 5, term: 2, conf }, data: new Uint8Array() })).toThrow(
-        SnapshotOutOfDateError,
-      );
-      expect(() => s.applySnapshot({ meta: { index: 3, term: 2, conf }, data: new Uint8Array() })).toThrow(
-        SnapshotOutOfDateError,
-      );
+      const none = new Uint8Array();
+      s.applySnapshot({ meta: { index: 5, term: 2, conf }, size: 0, checksum: 0 }, none);
+      expect(() =>
+        s.applySnapshot({ meta: { index: 5, term: 2, conf }, size: 0, checksum: 0 }, none),
+      ).toThrow(SnapshotOutOfDateError);
+      expect(() =>
+        s.applySnapshot({ meta: { index: 3, term: 2, conf }, size: 0, checksum: 0 }, none),
+      ).toThrow(SnapshotOutOfDateError);
+      expect(s.snapshot().meta.index).toBe(5);
+    });
+
+    it("applySnapshot refuses bytes that do not match the snapshot's size and checksum", () => {
+      const s = new MemoryStorage(conf);
+      const data = new Uint8Array([1, 2, 3]);
+      const snap = { meta: { index: 5, term: 2, conf }, size: 3, checksum: crc32c(data) };
+      expect(() => s.applySnapshot(snap, new Uint8Array([1, 2, 4]))).toThrow(RaftInvariantError);
+      expect(() => s.applySnapshot(snap, new Uint8Array([1, 2]))).toThrow(RaftInvariantError);
+      expect(s.snapshot().meta.index).toBe(0);
+      s.applySnapshot(snap, data);
       expect(s.snapshot().meta.index).toBe(5);
     });
   });

@@ -1,3 +1,4 @@
+import { crc32c } from "../storage/crc32c.js";
 import {
   LogCompactedError,
   LogUnavailableError,
@@ -16,10 +17,12 @@ const EMPTY = new Uint8Array(0);
 export class MemoryStorage implements LogStorage {
   private hardState: HardState = { term: 0, vote: null, commit: 0 };
   private snap: Snapshot;
+  /** The snapshot's bytes: what the snapshot file holds in the durable store. */
+  private snapData: Uint8Array = EMPTY;
   private ents: Entry[];
 
   constructor(conf: ConfState) {
-    this.snap = { meta: { index: 0, term: 0, conf }, data: EMPTY };
+    this.snap = { meta: { index: 0, term: 0, conf }, size: 0, checksum: 0 };
     this.ents = [{ index: 0, term: 0, type: "noop", data: EMPTY }];
   }
 
@@ -57,11 +60,22 @@ export class MemoryStorage implements LogStorage {
     return this.snap;
   }
 
-  /** Replaces the whole log by a snapshot received from the leader. */
-  applySnapshot(snap: Snapshot): void {
+  /** The current snapshot's bytes, as a snapshot file holds them. */
+  snapshotData(): Uint8Array {
+    return this.snapData;
+  }
+
+  /** Replaces the whole log by a snapshot received from the leader, `data` being its bytes. */
+  applySnapshot(snap: Snapshot, data: Uint8Array): void {
     if (snap.meta.index <= this.snap.meta.index)
       throw new SnapshotOutOfDateError(snap.meta.index, this.snap.meta.index);
+    if (data.byteLength !== snap.size || crc32c(data) !== snap.checksum) {
+      throw new RaftInvariantError(
+        `the bytes of snapshot ${snap.meta.index} do not match its size and checksum`,
+      );
+    }
     this.snap = snap;
+    this.snapData = data;
     this.ents = [{ index: snap.meta.index, term: snap.meta.term, type: "noop", data: EMPTY }];
   }
 
@@ -69,7 +83,12 @@ export class MemoryStorage implements LogStorage {
   createSnapshot(index: number, conf: ConfState, data: Uint8Array): Snapshot {
     if (index <= this.snap.meta.index) throw new SnapshotOutOfDateError(index, this.snap.meta.index);
     if (index > this.lastIndex()) throw new LogUnavailableError(index, this.lastIndex());
-    this.snap = { meta: { index, term: this.term(index), conf }, data };
+    this.snap = {
+      meta: { index, term: this.term(index), conf },
+      size: data.byteLength,
+      checksum: crc32c(data),
+    };
+    this.snapData = data;
     return this.snap;
   }
 

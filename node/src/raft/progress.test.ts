@@ -4,7 +4,8 @@ import type { Snapshot } from "./types.js";
 
 const snap = (index: number, term = 1): Snapshot => ({
   meta: { index, term, conf: { voters: ["a", "b", "c"] } },
-  data: new Uint8Array(4),
+  size: 4,
+  checksum: 0,
 });
 
 describe("Progress", () => {

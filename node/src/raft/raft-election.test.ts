@@ -151,7 +151,16 @@ describe("elections", () => {
       [
         "snapshot-chunk",
         (t) =>
-          snapshotChunk("b", "a", t, { index: 0, term: 0, conf: { voters: VOTERS } }, 0, new Uint8Array(), 0),
+          snapshotChunk(
+            "b",
+            "a",
+            t,
+            { index: 0, term: 0, conf: { voters: VOTERS } },
+            0,
+            new Uint8Array(),
+            0,
+            0,
+          ),
         "b",
       ],
       [

@@ -66,7 +66,7 @@ describe("RaftLog", () => {
 
     it("after restoring a snapshot answers only its last term and what follows", () => {
       const log = makeLog([1, 1, 1]);
-      log.restore({ meta: { index: 10, term: 5, conf }, data: new Uint8Array() });
+      log.restore({ meta: { index: 10, term: 5, conf }, size: 0, checksum: 0 });
       expect(log.firstIndex()).toBe(11);
       expect(log.lastIndex()).toBe(10);
       expect(log.term(10)).toBe(5);
@@ -250,7 +250,7 @@ describe("RaftLog", () => {
 
   it("hands out no committed entries while a snapshot is unstable", () => {
     const log = makeLog([1, 1]);
-    log.restore({ meta: { index: 5, term: 1, conf }, data: new Uint8Array() });
+    log.restore({ meta: { index: 5, term: 1, conf }, size: 0, checksum: 0 });
     log.append([entry(6, 1)]);
     log.commitTo(6);
     expect(log.hasNextCommittedEntries()).toBe(false);

@@ -37,8 +37,6 @@ import type {
   VoteResponseMessage,
 } from "./types.js";
 
-const EMPTY = new Uint8Array(0);
-
 export interface RaftStatus {
   readonly id: NodeId;
   readonly term: number;
@@ -60,17 +58,19 @@ export interface RaftStatus {
   readonly progress: Readonly<Record<NodeId, { match: number; next: number; state: string }>>;
 }
 
-/** A snapshot being received in chunks, kept until the last byte arrives. */
-interface IncomingSnapshot {
+/**
+ * A snapshot being received in chunks: the core counts the bytes, the driver keeps them (in a
+ * temporary file, see snapshot-inbox.ts) until the last one arrives.
+ */
+export interface IncomingSnapshot {
   readonly meta: SnapshotMeta;
   readonly totalBytes: number;
-  readonly chunks: Uint8Array[];
+  readonly checksum: number;
+  /** Bytes received in order: the offset the next chunk must start at. */
   received: number;
-  /** Chunks that arrived ahead of a gap, by offset. */
-  readonly early: Map<number, Uint8Array>;
 }
 
-const MAX_EARLY_SNAPSHOT_CHUNKS = 16;
+const EMPTY = new Uint8Array(0);
 
 type Distribute<T> = T extends Message ? Omit<T, "from" | "term"> & { term?: number } : never;
 type Outgoing = Distribute<Message>;
@@ -826,19 +826,20 @@ export class RaftNode {
   private sendSnapshotChunks(to: NodeId, pr: Progress): void {
     const t = pr.transfer;
     if (!t) return;
-    const total = t.snapshot.data.byteLength;
+    const total = t.snapshot.size;
     const chunk = this.opts.snapshotChunkBytes;
     const windowEnd = t.ackedOffset + chunk * this.opts.maxInflightSnapshotChunks;
     while ((!t.started || t.sentOffset < total) && t.sentOffset < windowEnd) {
       const end = Math.min(total, t.sentOffset + chunk);
-      const data = t.snapshot.data.subarray(t.sentOffset, end);
       this.send({
         type: "snapshot-chunk",
         to,
         meta: t.snapshot.meta,
         offset: t.sentOffset,
+        length: end - t.sentOffset,
         totalBytes: total,
-        data,
+        checksum: t.snapshot.checksum,
+        data: null,
       });
       t.sentOffset = end;
       t.started = true;
@@ -950,6 +951,15 @@ export class RaftNode {
   }
 
   private rewindSnapshot(to: NodeId, pr: Progress, offset: number): void {
+    const latest = this.log.snapshot();
+    if (latest.meta.index > pr.transfer!.snapshot.meta.index) {
+      // A newer snapshot replaced the one under way: its file may be gone by the time the driver
+      // reads the resent chunks, and the follower needs less log after the newer one anyway.
+      pr.becomeSnapshot(latest);
+      pr.transfer!.rewoundTo = 0;
+      this.sendSnapshotChunks(to, pr);
+      return;
+    }
     const t = pr.transfer!;
     t.ackedOffset = offset;
     t.sentOffset = offset;
@@ -1071,50 +1081,77 @@ export class RaftNode {
       this.acknowledge(m.from, this.log.committed);
       return;
     }
-    const respond = (nextOffset: number, reject: boolean): void =>
-      this.send({
-        type: "snapshot-chunk-response",
-        to: m.from,
-        snapshotIndex: m.meta.index,
-        snapshotTerm: m.meta.term,
-        nextOffset,
-        reject,
-      });
     let inc = this.incoming;
-    if (!inc || inc.meta.index !== m.meta.index || inc.meta.term !== m.meta.term) {
+    if (!inc || !sameIncoming(inc, m)) {
       if (m.offset !== 0) {
-        respond(0, true);
+        this.respondChunk(m, 0, true);
         return;
       }
-      inc = { meta: m.meta, totalBytes: m.totalBytes, chunks: [], received: 0, early: new Map() };
+      inc = { meta: m.meta, totalBytes: m.totalBytes, checksum: m.checksum, received: 0 };
       this.incoming = inc;
     }
     if (m.offset > inc.received) {
-      // A gap: keep a bounded number of early chunks so a resend from `received` completes quickly,
-      // and say where we stand (the leader's view may come from acknowledgements we lost in a restart).
-      if (inc.early.size < MAX_EARLY_SNAPSHOT_CHUNKS) inc.early.set(m.offset, m.data);
-      respond(inc.received, true);
+      // A gap: say where we stand (the leader's view may come from acknowledgements we lost in a
+      // restart). The bytes after a gap are not kept: the driver writes only in order.
+      this.respondChunk(m, inc.received, true);
       return;
     }
-    if (m.offset === inc.received) {
-      let data: Uint8Array | undefined = m.data;
-      while (data !== undefined) {
-        if (data.byteLength > 0) {
-          inc.chunks.push(data);
-          inc.received += data.byteLength;
-        }
-        data = inc.early.get(inc.received);
-        inc.early.delete(inc.received);
-        if (data !== undefined && data.byteLength === 0) break;
-      }
-    }
-    respond(inc.received, false);
+    if (m.offset === inc.received) inc.received += m.length;
+    this.respondChunk(m, inc.received, false);
     if (inc.received < inc.totalBytes) return;
     this.incoming = null;
-    this.restore({ meta: inc.meta, data: concat(inc.chunks, inc.totalBytes) });
+    this.restore({ meta: inc.meta, size: inc.totalBytes, checksum: inc.checksum });
     // Only the committed prefix is known to match the leader: entries we kept after a fast-forward
     // may come from a deposed leader and must not be acknowledged.
     this.acknowledge(m.from, this.log.committed);
+  }
+
+  private respondChunk(m: SnapshotChunkMessage, nextOffset: number, reject: boolean): void {
+    this.send({
+      type: "snapshot-chunk-response",
+      to: m.from,
+      snapshotIndex: m.meta.index,
+      snapshotTerm: m.meta.term,
+      nextOffset,
+      reject,
+    });
+  }
+
+  /**
+   * Whether stepping `m` now would count its bytes into the incoming snapshot (starting one at offset
+   * 0): the driver writes a chunk's bytes to its temporary file exactly when this holds, so the two
+   * agree on what was received. Pure: it changes nothing.
+   */
+  takesSnapshotChunk(m: SnapshotChunkMessage): boolean {
+    if (m.to !== this.id || m.from === this.id || m.term < this.term) return false;
+    if (m.term === this.term && this.role === "leader") return false;
+    if (m.meta.index <= this.log.committed) return false;
+    const inc = this.incoming;
+    if (inc && sameIncoming(inc, m)) return m.offset === inc.received && m.length > 0;
+    return m.offset === 0;
+  }
+
+  /** The snapshot being received in chunks, as far as it has come; null when none is. */
+  incomingSnapshot(): Readonly<IncomingSnapshot> | null {
+    return this.incoming;
+  }
+
+  /** A snapshot received whole and not yet handed out persisted (the one the next Ready carries). */
+  receivedSnapshot(): Snapshot | null {
+    return this.log.unstable.snapshot;
+  }
+
+  /**
+   * The driver could not keep `m`'s bytes (the assembled snapshot failed its checksum, or what it had
+   * received before is gone): forget the incoming snapshot and ask the sender to start over.
+   */
+  refuseSnapshotChunk(m: SnapshotChunkMessage): void {
+    this.incoming = null;
+    if (m.to !== this.id || m.from === this.id || m.term < this.term) return;
+    if (m.term > this.term) this.becomeFollower(m.term, m.from);
+    if (this.role === "leader") return;
+    this.acceptLeader(m.from);
+    this.respondChunk(m, 0, true);
   }
 
   private restore(snapshot: Snapshot): void {
@@ -1149,15 +1186,14 @@ function sameHard(a: HardState, b: HardState): boolean {
   return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
 }
 
-function concat(chunks: readonly Uint8Array[], total: number): Uint8Array {
-  if (chunks.length === 1) return chunks[0]!;
-  const out = new Uint8Array(total);
-  let offset = 0;
-  for (const c of chunks) {
-    out.set(c, offset);
-    offset += c.byteLength;
-  }
-  return out;
+/** Whether a chunk belongs to the snapshot being received (the same one, not a rewritten one). */
+function sameIncoming(inc: IncomingSnapshot, m: SnapshotChunkMessage): boolean {
+  return (
+    inc.meta.index === m.meta.index &&
+    inc.meta.term === m.meta.term &&
+    inc.totalBytes === m.totalBytes &&
+    inc.checksum === m.checksum
+  );
 }
 
 /** A configuration read from storage or a snapshot, which the core trusts only once it is coherent. */

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { RaftInvariantError } from "./errors.js";
+import { MemorySnapshotSink } from "./memory-snapshot-sink.js";
 import { MemoryStorage } from "./memory-storage.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
+import { SnapshotInbox } from "./snapshot-inbox.js";
 import { append, entriesWithTerms, entry, ofType, readyOf, Solo, vote } from "./testing/helpers.js";
 import { InvariantChecker } from "./testing/invariants.js";
 import { LocalCluster, type LocalMember, text } from "./testing/local-cluster.js";
@@ -181,6 +183,7 @@ describe("the Ready contract", () => {
       applied: [],
       readStates: [],
       readFailures: [],
+      inbox: new SnapshotInbox(() => new MemorySnapshotSink()),
     });
 
     it("flags an append that carries an entry neither stored nor in the Ready", () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { crc32c } from "../storage/crc32c.js";
 import type { RaftOptions } from "./raft-config.js";
 import { SeededRandom } from "./seeded-random.js";
 import { appendResponse, ofType, Solo, snapshotChunk, storageWithLog } from "./testing/helpers.js";
@@ -58,7 +59,7 @@ function maxUnackedChunks(delivered: readonly Message[], to: string): number {
   let max = 0;
   for (const m of delivered) {
     if (m.type === "snapshot-chunk" && m.to === to) {
-      sentEnd = Math.max(sentEnd, m.offset + m.data.byteLength);
+      sentEnd = Math.max(sentEnd, m.offset + m.length);
       max = Math.max(max, Math.ceil((sentEnd - acked) / CHUNK));
     } else if (m.type === "snapshot-chunk-response" && m.from === to) {
       acked = m.reject ? m.nextOffset : Math.max(acked, m.nextOffset);
@@ -79,16 +80,27 @@ describe("snapshots", () => {
     for (const m of chunks) {
       expect(m.meta.index).toBe(snapIndex);
       expect(m.totalBytes).toBe(SNAP_DATA.byteLength);
-      expect(m.data.byteLength).toBeLessThanOrEqual(CHUNK);
+      expect(m.checksum).toBe(crc32c(SNAP_DATA));
+      expect(m.length).toBeLessThanOrEqual(CHUNK);
+      // The sender filled in the bytes the core left out.
+      expect(Array.from(m.data!)).toEqual(Array.from(SNAP_DATA.subarray(m.offset, m.offset + m.length)));
     }
+    // The core's own chunks carry no bytes: the driver reads them from the snapshot as it sends.
+    const fromCore = readys.get("a")!.flatMap((rd) => chunksTo(rd.messages, "c"));
+    expect(fromCore.length).toBeGreaterThan(0);
+    for (const m of fromCore) expect(m.data).toBeNull();
     expect(maxUnackedChunks(c.delivered, "c")).toBe(WINDOW);
 
     // Installed once, whole, atomically.
     const withSnap = readys.get("c")!.filter((rd) => rd.snapshot !== null);
     expect(withSnap).toHaveLength(1);
     const snap = withSnap[0]!.snapshot!;
-    expect(snap.meta).toEqual({ index: 9, term: 1, conf: { voters: VOTERS } });
-    expect(Array.from(snap.data)).toEqual(Array.from(SNAP_DATA));
+    expect(snap).toEqual({
+      meta: { index: 9, term: 1, conf: { voters: VOTERS } },
+      size: SNAP_DATA.byteLength,
+      checksum: crc32c(SNAP_DATA),
+    });
+    expect(Array.from(c.member("c").storage.snapshotData())).toEqual(Array.from(SNAP_DATA));
     expect(withSnap[0]!.committedEntries).toEqual([]);
     expect(withSnap[0]!.hardState?.commit).toBe(9);
 
@@ -143,8 +155,60 @@ describe("snapshots", () => {
     expect(chunksTo(c.sent, "c").filter((m) => m.offset === 32).length).toBeGreaterThanOrEqual(2);
     const snaps = readys.get("c")!.filter((rd) => rd.snapshot);
     expect(snaps).toHaveLength(1);
-    expect(Array.from(snaps[0]!.snapshot!.data)).toEqual(Array.from(SNAP_DATA));
+    expect(Array.from(c.member("c").storage.snapshotData())).toEqual(Array.from(SNAP_DATA));
     expect(c.node("c").status().commit).toBe(11);
+  });
+
+  it("a chunk corrupted on the way is refused: the sender starts over and only intact bytes are installed", () => {
+    const { c, readys } = lagging();
+    let corrupted = 0;
+    c.network = (batch) => ({
+      deliver: batch.map((m) => {
+        if (m.type !== "snapshot-chunk" || m.to !== "c" || m.offset !== 32 || corrupted > 0) return m;
+        corrupted++;
+        const data = m.data!.slice();
+        data[3] = data[3]! ^ 0x40;
+        return { ...m, data };
+      }),
+      hold: [],
+    });
+    c.heal();
+    c.tickUntil(() => c.node("c").status().commit === 11, 30);
+    expect(corrupted).toBe(1);
+    expect(c.member("c").inbox.refusedSnapshots).toBe(1);
+    // The follower asked to start over at the last chunk, and the leader resent from 0.
+    const refusal = c.delivered.find(
+      (m) => m.type === "snapshot-chunk-response" && m.from === "c" && m.reject && m.nextOffset === 0,
+    );
+    expect(refusal).toBeDefined();
+    expect(chunksTo(c.delivered, "c").filter((m) => m.offset === 0).length).toBeGreaterThanOrEqual(2);
+    expect(readys.get("c")!.filter((rd) => rd.snapshot)).toHaveLength(1);
+    expect(Array.from(c.member("c").storage.snapshotData())).toEqual(Array.from(SNAP_DATA));
+  });
+
+  it("a leader that snapshots again mid-transfer moves the transfer to the newer snapshot", () => {
+    const { c } = lagging();
+    let replaced = false;
+    c.filter = (m) => {
+      if (!replaced && m.type === "snapshot-chunk" && m.to === "c" && m.offset === 32) {
+        // The old snapshot's file is gone by the time its next chunks would be read.
+        replaced = true;
+        const st = c.member("a").storage;
+        st.createSnapshot(
+          11,
+          { voters: VOTERS },
+          Uint8Array.from({ length: 50 }, (_, i) => i + 1),
+        );
+        st.compact(11);
+        return false;
+      }
+      return true;
+    };
+    c.heal();
+    c.tickUntil(() => c.node("c").status().commit === 11, 30);
+    expect(c.member("c").storage.snapshot().meta.index).toBe(11);
+    expect(c.member("c").storage.snapshotData().byteLength).toBe(50);
+    expect(c.node("a").status().progress.c!.state).toBe("replicate");
   });
 
   it("the transfer resumes after the follower's answers are all lost for a while", () => {
@@ -206,7 +270,7 @@ describe("snapshots", () => {
       c.tickUntil(() => c.node("c").status().commit === 11, 60);
       const snaps = readys.get("c")!.filter((rd) => rd.snapshot);
       expect(snaps).toHaveLength(1);
-      expect(Array.from(snaps[0]!.snapshot!.data)).toEqual(Array.from(SNAP_DATA));
+      expect(Array.from(c.member("c").storage.snapshotData())).toEqual(Array.from(SNAP_DATA));
     }
   });
 
@@ -224,7 +288,7 @@ describe("snapshots", () => {
     c.tickUntil(() => c.node("c").status().commit === 11, 30);
     const snaps = readys.get("c")!.filter((rd) => rd.snapshot);
     expect(snaps).toHaveLength(1);
-    expect(Array.from(snaps[0]!.snapshot!.data)).toEqual(Array.from(SNAP_DATA));
+    expect(Array.from(c.member("c").storage.snapshotData())).toEqual(Array.from(SNAP_DATA));
     expect(c.appliedData("c")).toEqual(["v8", "v9"]);
   });
 
@@ -271,8 +335,9 @@ describe("snapshots", () => {
   describe("on the follower, chunk by chunk", () => {
     const meta: SnapshotMeta = { index: 20, term: 2, conf: { voters: VOTERS } };
     const data = Uint8Array.from({ length: 40 }, (_, i) => i);
+    const sum = crc32c(data);
     const chunk = (offset: number, len = 16): SnapshotChunkMessage =>
-      snapshotChunk("b", "a", 2, meta, offset, data.subarray(offset, Math.min(40, offset + len)), 40);
+      snapshotChunk("b", "a", 2, meta, offset, data.subarray(offset, Math.min(40, offset + len)), 40, sum);
     const follower = (): Solo =>
       new Solo({ storage: storageWithLog(VOTERS, [1, 1, 2], { term: 2, commit: 2 }) });
     const responses = (ms: readonly Message[]) =>
@@ -288,7 +353,7 @@ describe("snapshots", () => {
       h = s.step(chunk(32));
       expect(responses(h.messages)).toEqual([[40, false]]);
       expect(h.snapshots).toHaveLength(1);
-      expect(Array.from(h.snapshots[0]!.data)).toEqual(Array.from(data));
+      expect(Array.from(s.storage.snapshotData())).toEqual(Array.from(data));
       expect(ofType(h.messages, "append-response")).toMatchObject([{ index: 20, reject: false }]);
       expect(s.node.status()).toMatchObject({ commit: 20, lastIndex: 20, applied: 20 });
       expect(s.storage.firstIndex()).toBe(21);
@@ -302,12 +367,43 @@ describe("snapshots", () => {
       const gap = s.step(chunk(32));
       expect(gap.snapshots).toEqual([]);
       expect(ofType(gap.messages, "snapshot-chunk-response").map((m) => m.nextOffset)).toEqual([16]);
-      // Once the missing chunk arrives (the later one buffered or resent), the snapshot is whole.
+      // Once the missing chunk arrives and the later one is resent, the snapshot is whole.
       let h = s.step(chunk(16));
       if (h.snapshots.length === 0) h = s.step(chunk(32));
       expect(h.snapshots).toHaveLength(1);
-      expect(Array.from(h.snapshots[0]!.data)).toEqual(Array.from(data));
+      expect(Array.from(s.storage.snapshotData())).toEqual(Array.from(data));
       expect(s.node.status().commit).toBe(20);
+    });
+
+    it("refuses a snapshot whose bytes fail the checksum, and takes the intact one sent again", () => {
+      const s = follower();
+      s.step(chunk(0), chunk(16));
+      const bad = data.slice(32, 40);
+      bad[0] = bad[0]! ^ 1;
+      const h = s.step(snapshotChunk("b", "a", 2, meta, 32, bad, 40, sum));
+      expect(h.snapshots).toEqual([]);
+      expect(responses(h.messages)).toEqual([[0, true]]);
+      expect(s.inbox.refusedSnapshots).toBe(1);
+      expect(s.node.status().commit).toBe(2);
+      // The sender starts over; nothing of the refused bytes is kept.
+      expect(responses(s.step(chunk(16)).messages)).toEqual([[0, true]]);
+      s.step(chunk(0), chunk(16));
+      expect(s.step(chunk(32)).snapshots).toHaveLength(1);
+      expect(Array.from(s.storage.snapshotData())).toEqual(Array.from(data));
+    });
+
+    it("the core counts a chunk only when the driver keeps its bytes", () => {
+      const s = follower();
+      s.step(chunk(0));
+      expect(s.node.takesSnapshotChunk(chunk(16))).toBe(true);
+      expect(s.node.takesSnapshotChunk(chunk(0))).toBe(false);
+      expect(s.node.takesSnapshotChunk(chunk(32))).toBe(false);
+      expect(s.node.incomingSnapshot()).toMatchObject({ received: 16, totalBytes: 40, checksum: sum });
+      // A driver that lost what it received (restarted its file) makes the core start over.
+      s.node.refuseSnapshotChunk(chunk(16));
+      expect(s.node.incomingSnapshot()).toBeNull();
+      expect(s.node.takesSnapshotChunk(chunk(16))).toBe(false);
+      expect(s.node.takesSnapshotChunk(chunk(0))).toBe(true);
     });
 
     it("a follower that restarted mid-transfer asks to start over", () => {
@@ -323,7 +419,7 @@ describe("snapshots", () => {
       const s = follower();
       s.step(chunk(0));
       const newer: SnapshotMeta = { ...meta, index: 25 };
-      const h = s.step(snapshotChunk("b", "a", 2, newer, 0, data, 40));
+      const h = s.step(snapshotChunk("b", "a", 2, newer, 0, data, 40, sum));
       expect(h.snapshots.map((x: Snapshot) => x.meta.index)).toEqual([25]);
     });
 
@@ -331,7 +427,7 @@ describe("snapshots", () => {
       "ignores a snapshot at or below its commit (snapshot index %i) and says where it stands",
       (index) => {
         const s = follower();
-        const h = s.step(snapshotChunk("b", "a", 2, { ...meta, index, term: 1 }, 0, data, 40));
+        const h = s.step(snapshotChunk("b", "a", 2, { ...meta, index, term: 1 }, 0, data, 40, sum));
         expect(h.snapshots).toEqual([]);
         expect(ofType(h.messages, "snapshot-chunk-response").filter((m) => m.reject)).toEqual([]);
         expect(ofType(h.messages, "append-response")).toMatchObject([{ index: 2, reject: false }]);
@@ -346,7 +442,7 @@ describe("snapshots", () => {
         applied: 2,
       });
       const h = s.step(
-        snapshotChunk("b", "a", 1, { index: 4, term: 1, conf: { voters: VOTERS } }, 0, data, 40),
+        snapshotChunk("b", "a", 1, { index: 4, term: 1, conf: { voters: VOTERS } }, 0, data, 40, sum),
       );
       expect(h.snapshots).toEqual([]);
       expect(s.node.status()).toMatchObject({ commit: 4, lastIndex: 6 });
@@ -360,7 +456,7 @@ describe("snapshots", () => {
       // Entries 5..6 come from a term-2 leader that never committed them; the term-3 leader has others.
       const s = new Solo({ storage: storageWithLog(VOTERS, [1, 1, 1, 1, 2, 2], { term: 2, commit: 2 }) });
       const h = s.step(
-        snapshotChunk("b", "a", 3, { index: 4, term: 1, conf: { voters: VOTERS } }, 0, data, 40),
+        snapshotChunk("b", "a", 3, { index: 4, term: 1, conf: { voters: VOTERS } }, 0, data, 40, sum),
       );
       const ack = ofType(h.messages, "append-response").filter((m) => !m.reject);
       expect(ack).toHaveLength(1);

@@ -38,9 +38,17 @@ export interface SnapshotMeta {
   readonly conf: ConfState;
 }
 
+/**
+ * A snapshot as the core knows it: what it covers, and the size and checksum of its bytes. The bytes
+ * themselves stay in storage and travel chunk by chunk outside the core (SnapshotChunkMessage), as
+ * etcd-raft deals in snapshot metadata while its transport streams the database file.
+ */
 export interface Snapshot {
   readonly meta: SnapshotMeta;
-  readonly data: Uint8Array;
+  /** Bytes in the snapshot. */
+  readonly size: number;
+  /** CRC-32C of those bytes: every chunk carries it, so the receiver checks what it assembled. */
+  readonly checksum: number;
 }
 
 export type Role = "follower" | "pre-candidate" | "candidate" | "leader";
@@ -95,12 +103,21 @@ export interface HeartbeatResponseMessage extends MessageBase {
   readonly readRound: number;
 }
 
+/**
+ * Bytes [offset, offset + length) of a snapshot. The core emits and takes chunks without their bytes
+ * (`data` null): the sender's driver reads them from its snapshot file as it sends, and the receiver's
+ * driver writes them to a temporary file before it steps the chunk (snapshot-inbox.ts). Only the
+ * wire carries `data`, of exactly `length` bytes.
+ */
 export interface SnapshotChunkMessage extends MessageBase {
   readonly type: "snapshot-chunk";
   readonly meta: SnapshotMeta;
   readonly offset: number;
+  readonly length: number;
   readonly totalBytes: number;
-  readonly data: Uint8Array;
+  /** CRC-32C of the whole snapshot. */
+  readonly checksum: number;
+  readonly data: Uint8Array | null;
 }
 
 export interface SnapshotChunkResponseMessage extends MessageBase {
@@ -165,7 +182,8 @@ export interface SoftState {
 }
 
 /**
- * One batch of work for the driver, handled in this order: persist `snapshot`, `entries` and
+ * One batch of work for the driver, handled in this order: persist `snapshot` (its bytes, which the
+ * driver received into a temporary file through a SnapshotInbox, sealed first), `entries` and
  * `hardState` durably (fsync); then send `messages`; then apply `snapshot` and `committedEntries` to the
  * state machine; then call `advance()`. Messages must never be sent before what precedes them is durable,
  * except those `canSendBeforePersist` allows: a leader's replication traffic, which may leave while the

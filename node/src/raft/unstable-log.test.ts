@@ -6,7 +6,8 @@ import { UnstableLog } from "./unstable-log.js";
 
 const snap = (index: number, term: number): Snapshot => ({
   meta: { index, term, conf: { voters: ["a"] } },
-  data: new Uint8Array(),
+  size: 0,
+  checksum: 0,
 });
 
 const shape = (u: UnstableLog): string[] => u.entries.map((e) => `${e.index}@${e.term}`);

@@ -89,6 +89,8 @@ export interface FaultProfile {
   /** Applied entries between two local snapshots, and how many entries compaction keeps behind one. */
   readonly snapshotEvery: number;
   readonly keepAfterSnapshot: number;
+  /** Chance that a snapshot chunk has a byte flipped on the way. */
+  readonly chunkCorruptRate: number;
   /** Membership changes made alongside the faults; null keeps the three bootstrapped voters. */
   readonly membership: MembershipProfile | null;
 }
@@ -150,6 +152,7 @@ export const DEFAULT_PROFILE: FaultProfile = {
   faultDuration: [20, 200],
   snapshotEvery: 12,
   keepAfterSnapshot: 4,
+  chunkCorruptRate: 0.02,
   membership: { gap: [30, 150], changeRate: 0.6, removeLeader: 0.3, removeLearner: 0.2, catchUpSlack: 2 },
 };
 

@@ -9,6 +9,8 @@ import {
   type Ready,
   SeededRandom,
 } from "../raft/index.js";
+import { MemorySnapshotSink } from "../raft/memory-snapshot-sink.js";
+import { SnapshotInbox } from "../raft/snapshot-inbox.js";
 import type { HeldHardState, ReadyPlan } from "./ready-plan.js";
 import { type DiskFaults, SimDisk } from "./sim-disk.js";
 import { StateMachineStore } from "./state-machine-store.js";
@@ -52,6 +54,8 @@ export interface SimNode {
   checkedLeaderTerm: number;
   readonly proposals: Map<number, PendingProposal>;
   waitingReads: { readonly requestId: string; readonly index: number }[];
+  /** Receives streamed snapshots' bytes, as a voter's driver does; a crash loses it. */
+  inbox: SnapshotInbox<MemorySnapshotSink>;
 }
 
 /** Where a new node's randomness comes from, and the timing its disk and ticks start with. */
@@ -151,6 +155,7 @@ export class NodeRegistry {
       checkedLeaderTerm: 0,
       proposals: new Map(),
       waitingReads: [],
+      inbox: new SnapshotInbox(() => new MemorySnapshotSink()),
     };
     this.list.push(node);
     this.byId.set(id, node);

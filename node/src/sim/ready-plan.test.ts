@@ -88,7 +88,8 @@ describe("planReady", () => {
   it("applies nothing during a snapshot's write, and drops a held commit index it does not carry", () => {
     const snapshot = {
       meta: { index: 9, term: 2, conf: { voters: ["n1", "n2", "n3"] } },
-      data: new Uint8Array(),
+      size: 0,
+      checksum: 0,
     };
     const held: HeldHardState = { last: stored, unsaved: { ...stored, commit: 4 } };
     const plan = planReady(ready({ snapshot, committedEntries: entries(4, 4, 2) }), held);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry } from "../raft/types.js";
+import { crc32c } from "../storage/crc32c.js";
 import { type DiskFaults, SimDisk } from "./sim-disk.js";
 
 const CONF = { voters: ["a", "b", "c"] };
@@ -53,8 +54,14 @@ describe("SimDisk", () => {
     const d = disk();
     d.write({ snapshot: null, entries: entries(1, 4, 1), hardState: null });
     d.sync();
-    const snapshot = { meta: { index: 10, term: 3, conf: CONF }, data: new Uint8Array([1, 2, 3]) };
-    d.write({ snapshot, entries: entries(11, 12, 3), hardState: { term: 3, vote: null, commit: 10 } });
+    const snapshotData = new Uint8Array([1, 2, 3]);
+    const snapshot = { meta: { index: 10, term: 3, conf: CONF }, size: 3, checksum: crc32c(snapshotData) };
+    d.write({
+      snapshot,
+      snapshotData,
+      entries: entries(11, 12, 3),
+      hardState: { term: 3, vote: null, commit: 10 },
+    });
     d.sync();
     expect(d.storage.snapshot().meta.index).toBe(10);
     expect(d.storage.firstIndex()).toBe(11);

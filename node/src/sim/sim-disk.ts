@@ -13,6 +13,8 @@ export interface DiskFaults {
 /** What one Ready asks to persist, in the order it must reach the disk. */
 export interface DiskWrite {
   readonly snapshot: Snapshot | null;
+  /** The snapshot's bytes, as received into a temporary file; absent while the write is only planned. */
+  readonly snapshotData?: Uint8Array | null;
   readonly entries: readonly Entry[];
   readonly hardState: HardState | null;
 }
@@ -57,7 +59,11 @@ export class SimDisk {
     const write = this.unsynced;
     if (write === null) return;
     this.unsynced = null;
-    if (write.snapshot !== null) this.storage.applySnapshot(write.snapshot);
+    if (write.snapshot !== null) {
+      if (!write.snapshotData)
+        throw new Error(`snapshot ${write.snapshot.meta.index} is written without its bytes`);
+      this.storage.applySnapshot(write.snapshot, write.snapshotData);
+    }
     this.storage.append(write.entries);
     if (write.hardState !== null) this.storage.setHardState(write.hardState);
   }

@@ -11,10 +11,7 @@ describe("SimStateMachine", () => {
     const sm = SimStateMachine.empty();
     for (let i = 1; i <= 10; i++) sm.apply(command(i, 1 + (i >> 2), i));
     const data = sm.serialize();
-    const restored = SimStateMachine.restore({
-      meta: { index: 10, term: sm.term, conf: { voters: [] } },
-      data,
-    });
+    const restored = SimStateMachine.restore({ index: 10, term: sm.term, conf: { voters: [] } }, data);
     expect(restored.applied).toBe(10);
     expect(restored.digest).toBe(sm.digest);
     expect(restored.serialize()).toEqual(data);
@@ -39,11 +36,9 @@ describe("SimStateMachine", () => {
     const sm = SimStateMachine.empty();
     sm.apply(command(1, 1, 1));
     const data = sm.serialize();
+    expect(() => SimStateMachine.restore({ index: 2, term: 1, conf: { voters: [] } }, data)).toThrow();
     expect(() =>
-      SimStateMachine.restore({ meta: { index: 2, term: 1, conf: { voters: [] } }, data }),
-    ).toThrow();
-    expect(() =>
-      SimStateMachine.restore({ meta: { index: 1, term: 1, conf: { voters: [] } }, data: data.subarray(1) }),
+      SimStateMachine.restore({ index: 1, term: 1, conf: { voters: [] } }, data.subarray(1)),
     ).toThrow();
   });
 });

@@ -1,4 +1,4 @@
-import type { Entry, Snapshot } from "../raft/types.js";
+import type { Entry, SnapshotMeta } from "../raft/types.js";
 import { chainDigest, entryDigest } from "./digest.js";
 
 /**
@@ -39,18 +39,15 @@ export class SimStateMachine {
   }
 
   /** Rebuilds the state a snapshot captured; throws when the data is not a snapshot of this machine. */
-  static restore(snapshot: Snapshot): SimStateMachine {
-    if (snapshot.meta.index === 0) return SimStateMachine.empty();
-    const data = snapshot.data;
+  static restore(meta: SnapshotMeta, data: Uint8Array): SimStateMachine {
+    if (meta.index === 0) return SimStateMachine.empty();
     if (data.byteLength !== SNAPSHOT_BYTES) {
-      throw new Error(
-        `snapshot at ${snapshot.meta.index} holds ${data.byteLength} bytes, expected ${SNAPSHOT_BYTES}`,
-      );
+      throw new Error(`snapshot at ${meta.index} holds ${data.byteLength} bytes, expected ${SNAPSHOT_BYTES}`);
     }
     const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
     const index = view.getUint32(0);
-    if (index !== snapshot.meta.index) {
-      throw new Error(`snapshot meta says index ${snapshot.meta.index} but its data was taken at ${index}`);
+    if (index !== meta.index) {
+      throw new Error(`snapshot meta says index ${meta.index} but its data was taken at ${index}`);
     }
     const registers = new Uint32Array(REGISTERS);
     for (let r = 0; r < REGISTERS; r++) registers[r] = view.getUint32(HEADER_BYTES + r * 4);

@@ -28,6 +28,9 @@ export interface SimStats {
   readonly messagesDuplicated: number;
   /** Snapshot chunks delivered. */
   readonly snapshotChunks: number;
+  /** Snapshot chunks sent with a byte flipped, and snapshots the receiver refused for its checksum. */
+  readonly snapshotChunksCorrupted: number;
+  readonly snapshotsRefused: number;
   readonly fsyncs: number;
   readonly crashes: number;
   /** Crashes that lost a written but unsynced Ready. */
@@ -75,6 +78,8 @@ export function emptyCounters(): Counters {
     messagesDropped: 0,
     messagesDuplicated: 0,
     snapshotChunks: 0,
+    snapshotChunksCorrupted: 0,
+    snapshotsRefused: 0,
     fsyncs: 0,
     crashes: 0,
     lostWrites: 0,

@@ -11,7 +11,9 @@ import {
   type Ready,
   SeededRandom,
   type Snapshot,
+  type SnapshotChunkMessage,
 } from "../raft/index.js";
+import { fillChunkFromMemory } from "../raft/memory-snapshot-sink.js";
 import { commandDigest, entryDigest } from "./digest.js";
 import { durableCopies } from "./durable-quorum.js";
 import { EventQueue } from "./event-queue.js";
@@ -396,6 +398,8 @@ export class Simulator {
     node.writing = null;
     node.status = null;
     node.incarnation++;
+    // What was received of a snapshot sits in a temporary file that the next start deletes.
+    node.inbox.clear();
     this.counters.proposalsAbandoned += node.proposals.size;
     node.proposals.clear();
     node.waitingReads = [];
@@ -444,10 +448,19 @@ export class Simulator {
     this.trace.add(this.step, this.time, m.to, "deliver", "", m);
     if (m.type === "vote-response") this.membership.observeGrant(m);
     const before = node.status!;
+    const refused = node.inbox.refusedSnapshots;
     try {
-      node.core.step(m);
+      node.inbox.step(node.core, m);
     } catch (error) {
       throw coreFailure(node.id, `step(${m.type})`, error);
+    }
+    if (node.inbox.refusedSnapshots > refused) {
+      this.counters.snapshotsRefused++;
+      this.note(
+        node.id,
+        "apply",
+        `refused snapshot ${m.type === "snapshot-chunk" ? m.meta.index : "?"}: checksum`,
+      );
     }
     this.observeStatus(node);
     if (m.type === "vote") this.membership.observeVoteRequest(node.id, m, before, node.status!);
@@ -517,7 +530,9 @@ export class Simulator {
         // A crash before the sync loses the leader's copy but not the followers', and may keep the
         // applies made meanwhile but not the commit index this write carries.
         node.writing = { rd, plan };
-        const delay = node.disk.write(plan.write);
+        // The received snapshot's file is sealed before the write that switches the log to it.
+        const snapshotData = rd.snapshot === null ? null : node.inbox.take(rd.snapshot).bytes();
+        const delay = node.disk.write({ ...plan.write, snapshotData });
         this.queue.push(this.time + delay, { kind: "sync", node, incarnation: node.incarnation });
         this.apply(node, plan.applyDuringWrite);
         return;
@@ -543,11 +558,17 @@ export class Simulator {
   }
 
   private sendMessages(node: SimNode, messages: readonly Message[]): void {
-    for (const m of messages) {
-      if (m.from !== node.id || m.to === node.id || this.nodes.get(m.to) === undefined) {
-        fail("core-contract", `${node.id} sends a ${m.type} from ${m.from} to ${m.to}`);
+    for (const sent of messages) {
+      if (sent.from !== node.id || sent.to === node.id || this.nodes.get(sent.to) === undefined) {
+        fail("core-contract", `${node.id} sends a ${sent.type} from ${sent.from} to ${sent.to}`);
       }
       this.counters.messagesSent++;
+      const m = sent.type === "snapshot-chunk" ? this.withChunkBytes(node, sent) : sent;
+      if (m === null) {
+        this.counters.messagesDropped++;
+        this.trace.add(this.step, this.time, node.id, "drop", "(snapshot superseded)", sent);
+        continue;
+      }
       const outcome = this.network.send(m, this.time);
       if (outcome === "dropped" || outcome === "cut") {
         this.counters.messagesDropped++;
@@ -556,6 +577,22 @@ export class Simulator {
         this.counters.messagesDuplicated++;
       }
     }
+  }
+
+  /**
+   * A chunk as the driver sends it: its bytes read from the snapshot on disk, null when a newer one
+   * replaced it (the core then moves to the newer one). Now and then a byte is flipped on the way,
+   * which the receiver's checksum must catch.
+   */
+  private withChunkBytes(node: SimNode, m: SnapshotChunkMessage): SnapshotChunkMessage | null {
+    const filled = fillChunkFromMemory(node.disk.storage, m);
+    if (filled === null || filled.data === null || filled.length === 0) return filled;
+    if (!this.random.chance(this.profile.chunkCorruptRate)) return filled;
+    const data = filled.data.slice();
+    const at = this.random.nextInt(data.byteLength);
+    data[at] = data[at]! ^ (1 + this.random.nextInt(255));
+    this.counters.snapshotChunksCorrupted++;
+    return { ...filled, data };
   }
 
   private finishReady(node: SimNode, rd: Ready, plan: ReadyPlan): void {
@@ -577,7 +614,7 @@ export class Simulator {
   private installSnapshot(node: SimNode, snapshot: Snapshot): void {
     let sm: SimStateMachine;
     try {
-      sm = SimStateMachine.restore(snapshot);
+      sm = SimStateMachine.restore(snapshot.meta, node.disk.storage.snapshotData());
     } catch (error) {
       fail("state-machine-safety", `${node.id} received an unreadable snapshot: ${describeError(error)}`);
     }

@@ -247,7 +247,7 @@ describe("corruption detection", () => {
     const dir = fx.dir();
     const w = fx.openWriter(dir, IN_JOURNAL);
     await w.write({ snapshot: null, entries: entries(1, 10, 1, 200), hardState: hs(1, "n1", 10) });
-    const snap = { meta: { index: 20, term: 2, conf: CONF }, data: dataFor(20, 2, 3000) };
+    const snap = await w.store.snapshotFiles.store({ index: 20, term: 2, conf: CONF }, dataFor(20, 2, 3000));
     await w.write({ snapshot: snap, entries: entries(21, 25, 2, 200), hardState: hs(2, "n2", 20) });
     await w.write({ snapshot: null, entries: entries(26, 30, 2, 200), hardState: hs(2, "n2", 25) });
     await new Promise((resolve) => setImmediate(resolve));
@@ -297,7 +297,7 @@ describe("corruption detection", () => {
     const dir = fx.dir();
     const w = await filledLog(dir);
     await w.write({
-      snapshot: { meta: { index: 100, term: 2, conf: CONF }, data: dataFor(0, 0, 9000) },
+      snapshot: await w.store.snapshotFiles.store({ index: 100, term: 2, conf: CONF }, dataFor(0, 0, 9000)),
       entries: [],
       hardState: hs(2, null, 100),
     });
@@ -312,7 +312,13 @@ describe("corruption detection", () => {
     bytes[4500] = (bytes[4500] ?? 0) ^ 0xff;
     writeFileSync(path, bytes);
     const store = fx.open(dir);
-    expect(() => store.snapshot()).toThrow(`${path} at index 100: snapshot file checksum mismatch`);
+    // Streamed to a follower, the damage is found before the chunk that completes the file goes out.
+    const reader = (await store.openSnapshotReader())!;
+    const readAll = async (): Promise<void> => {
+      for (let at = 0; at < 9000; at += 4096) await reader.readChunk(at, 4096);
+    };
+    await expect(readAll()).rejects.toThrow(`${path} at index 100: snapshot file checksum mismatch`);
+    await reader.close();
     // What a voter installs into its state machine at start is read whole first, in chunks.
     expect(() => store.verifiedSnapshotPath()).toThrow(
       `${path} at index 100: snapshot file checksum mismatch`,

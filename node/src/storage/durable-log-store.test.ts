@@ -1,4 +1,4 @@
-import { readdirSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -8,6 +8,7 @@ import {
   RaftInvariantError,
   SnapshotOutOfDateError,
 } from "../raft/errors.js";
+import { crc32c } from "./crc32c.js";
 import { LOG_FILE, SNAPSHOT_DIR } from "./durable-log-store.js";
 import {
   StorageArgumentError,
@@ -27,7 +28,7 @@ describe("DurableLogStore", () => {
     expect(store.firstIndex()).toBe(1);
     expect(store.lastIndex()).toBe(0);
     expect(store.term(0)).toBe(0);
-    expect(store.snapshot()).toEqual({ meta: { index: 0, term: 0, conf: CONF }, data: new Uint8Array(0) });
+    expect(store.snapshot()).toEqual({ meta: { index: 0, term: 0, conf: CONF }, size: 0, checksum: 0 });
     expect(store.currentSnapshotPath()).toBeNull();
   });
 
@@ -83,18 +84,59 @@ describe("DurableLogStore", () => {
     await w.write({ ...none, entries: entries(1, 10, 1) });
     const data = dataFor(1, 1, 5000);
     const meta = { index: 20, term: 3, conf: CONF };
-    await w.write({ snapshot: { meta, data }, entries: entries(21, 22, 3), hardState: hs(3, "n2", 20) });
+    const file = await w.store.snapshotFiles.store(meta, data);
+    await w.write({ snapshot: file, entries: entries(21, 22, 3), hardState: hs(3, "n2", 20) });
     expect(w.store.firstIndex()).toBe(21);
     expect(w.store.lastIndex()).toBe(22);
     expect(w.store.term(20)).toBe(3);
     expect(() => w.store.term(19)).toThrow(LogCompactedError);
-    expect(w.store.snapshot()).toEqual({ meta, data });
+    const described = { meta, size: data.byteLength, checksum: crc32c(data) };
+    expect(w.store.snapshot()).toEqual(described);
     await w.close();
     const store = fx.open(dir);
-    expect(store.snapshot()).toEqual({ meta, data });
+    expect(store.snapshot()).toEqual(described);
+    expect(new Uint8Array(readFileSync(store.currentSnapshotPath()!))).toEqual(data);
     expect(store.entries(21, 23, 1e9)).toEqual(entries(21, 22, 3));
     expect(readdirSync(join(dir, SNAPSHOT_DIR))).toHaveLength(1);
     expect(store.currentSnapshotPath()).toMatch(/snap-0+20-3-[0-9a-f]{8}\.sqlite$/);
+  });
+
+  it("describes its snapshot to the core without reading the file, which only streams", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir);
+    await w.write({ snapshot: null, entries: entries(1, 3, 1), hardState: hs(1, null, 3) });
+    const data = dataFor(9, 9, 50_000);
+    const meta = { index: 20, term: 2, conf: CONF };
+    const file = await w.store.snapshotFiles.store(meta, data);
+    await w.write({ snapshot: file, entries: [], hardState: hs(2, null, 20) });
+    await w.close();
+    // Same size, other bytes: only a read of the whole file could tell.
+    writeFileSync(join(dir, SNAPSHOT_DIR, file.file), new Uint8Array(data.byteLength));
+    const store = fx.open(dir);
+    expect(store.snapshot()).toEqual({ meta, size: data.byteLength, checksum: crc32c(data) });
+    expect("readAll" in store.snapshotFiles).toBe(false);
+    // Streaming it finds the damage before the last chunk is handed out.
+    const reader = (await store.openSnapshotReader())!;
+    await reader.readChunk(0, 30_000);
+    await expect(reader.readChunk(30_000, 30_000)).rejects.toThrow(/checksum mismatch/);
+    await reader.close();
+  });
+
+  it("a receive cut short by a crash leaves nothing visible: the next open deletes its temporary file", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir);
+    await w.write({ snapshot: null, entries: entries(1, 3, 1), hardState: hs(1, null, 3) });
+    const old = await w.store.snapshotFiles.store({ index: 2, term: 1, conf: CONF }, dataFor(2, 1, 1000));
+    await w.write({ snapshot: old, entries: entries(3, 3, 1), hardState: hs(1, null, 3) });
+    const data = dataFor(7, 7, 100_000);
+    const receiver = w.store.snapshotFiles.receive({ index: 50, term: 2, conf: CONF }, data.byteLength);
+    await receiver.write(0, data.subarray(0, 40_000));
+    // The process dies here: the receive is neither finished nor aborted.
+    await w.close();
+    expect(readdirSync(join(dir, SNAPSHOT_DIR)).filter((f) => f.endsWith(".part"))).toHaveLength(1);
+    const store = fx.open(dir);
+    expect(store.snapshotIndex()).toBe(2);
+    expect(readdirSync(join(dir, SNAPSHOT_DIR))).toEqual([old.file]);
   });
 
   it("installs a snapshot received chunk by chunk and streams it back", async () => {
@@ -108,7 +150,7 @@ describe("DurableLogStore", () => {
       await receiver.write(off, data.subarray(off, off + 16_384));
     const file = await receiver.finish();
     await w.write({ snapshot: file, entries: [], hardState: hs(2, null, 50) });
-    expect(w.store.snapshot()).toEqual({ meta, data });
+    expect(w.store.snapshot()).toEqual({ meta, size: data.byteLength, checksum: crc32c(data) });
     expect(w.store.currentSnapshotPath()).toBe(join(dir, SNAPSHOT_DIR, file.file));
     const reader = (await w.store.openSnapshotReader())!;
     const parts: Uint8Array[] = [];
@@ -211,9 +253,11 @@ describe("DurableLogStore", () => {
       await expect(w.write({ snapshot: null, entries: [], hardState: hs(2, "n1", 6) })).rejects.toThrow(
         /beyond the last index/,
       );
-      const snap = { meta: { index: 10, term: 2, conf: CONF }, data: new Uint8Array(10) };
+      const snapMeta = { index: 10, term: 2, conf: CONF };
+      const snap = await w.store.snapshotFiles.store(snapMeta, new Uint8Array(10));
       await w.write({ snapshot: snap, entries: [], hardState: null });
-      await expect(w.write({ snapshot: snap, entries: [], hardState: null })).rejects.toThrow(
+      const again = await w.store.snapshotFiles.store(snapMeta, new Uint8Array(10));
+      await expect(w.write({ snapshot: again, entries: [], hardState: null })).rejects.toThrow(
         SnapshotOutOfDateError,
       );
       await w.write({ snapshot: null, entries: entries(11, 12, 3), hardState: hs(3, "n2", 12) });

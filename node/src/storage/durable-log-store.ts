@@ -130,7 +130,6 @@ export interface StorageStats {
   readonly syncMicros: RecordableHistogram;
 }
 
-const EMPTY = new Uint8Array(0);
 const fdatasyncAsync = promisify(fdatasync);
 
 /** An op as the database takes it in: whether its entries replace some from their first index on. */
@@ -376,13 +375,13 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   }
 
   /**
-   * The snapshot with its whole data, read from its file and verified (the core takes snapshots in
-   * memory today). `openSnapshotReader` streams the same file in chunks instead.
+   * The snapshot as the core knows it: metadata, size and checksum, never its bytes, which a driver
+   * streams from the file with `openSnapshotReader`.
    */
   snapshot(): Snapshot {
     this.checkUsable();
-    const snap = this.currentSnapshot();
-    return { meta: this.state.snapshot.meta, data: snap === null ? EMPTY : this.snapshotFiles.readAll(snap) };
+    const s = this.state.snapshot;
+    return { meta: s.meta, size: s.size, checksum: s.checksum };
   }
 
   // --- Snapshot files and policy ----------------------------------------------------------------

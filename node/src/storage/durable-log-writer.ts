@@ -1,6 +1,5 @@
 import { rm } from "node:fs/promises";
-import { SnapshotOutOfDateError } from "../raft/errors.js";
-import type { ConfState, Entry, HardState, Snapshot, SnapshotMeta } from "../raft/types.js";
+import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
 import type { DurableLogStore, StoreOp } from "./durable-log-store.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
@@ -9,11 +8,11 @@ import { StorageClosedError, StorageFailedError } from "./storage-errors.js";
 import { checkWriteShape } from "./write-shape.js";
 
 /**
- * What one Ready asks to persist (a Ready itself fits). The snapshot is either the bytes the core
- * assembled or a file already received through `snapshotFiles.receive`.
+ * What one Ready asks to persist. The snapshot is the sealed file its bytes were received into
+ * (`snapshotFiles.receive`), never the bytes themselves.
  */
 export interface LogWrite {
-  readonly snapshot: Snapshot | SnapshotFile | null;
+  readonly snapshot: SnapshotFile | null;
   readonly entries: readonly Entry[];
   readonly hardState: HardState | null;
 }
@@ -181,7 +180,7 @@ export class DurableLogWriter {
     let ops: (StoreOp | null)[];
     let results: (Error | null)[];
     try {
-      ops = await Promise.all(group.map((p) => this.toOp(p)));
+      ops = group.map((p) => this.toOp(p));
       await this.store.writeGate();
       results = this.store.commit(ops.filter((op): op is StoreOp => op !== null));
     } catch (err) {
@@ -215,25 +214,11 @@ export class DurableLogWriter {
     for (const p of accepted) p.resolve();
   }
 
-  /** The store op for a queued write, its snapshot bytes first sealed in their file; null if refused. */
-  private async toOp(p: Pending): Promise<StoreOp | null> {
+  /** The store op for a queued write. */
+  private toOp(p: Pending): StoreOp {
     if (p.record !== null) return { kind: "record-snapshot", snapshot: p.record };
     const w = p.write!;
-    let snapshot: SnapshotFile | null = null;
-    if (w.snapshot !== null) {
-      if ("data" in w.snapshot) {
-        const current = this.store.snapshotIndex();
-        // Refused before its bytes are written: the commit would refuse it anyway.
-        if (w.snapshot.meta.index <= current) {
-          p.reject(new SnapshotOutOfDateError(w.snapshot.meta.index, current));
-          return null;
-        }
-        snapshot = await this.store.snapshotFiles.store(w.snapshot.meta, w.snapshot.data);
-      } else {
-        snapshot = w.snapshot;
-      }
-    }
-    return { kind: "persist", snapshot, entries: w.entries, hardState: w.hardState };
+    return { kind: "persist", snapshot: w.snapshot, entries: w.entries, hardState: w.hardState };
   }
 
   /**

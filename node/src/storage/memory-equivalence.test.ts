@@ -2,7 +2,8 @@ import { writeFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { MemoryStorage } from "../raft/memory-storage.js";
-import type { Entry, HardState } from "../raft/types.js";
+import type { Entry, HardState, SnapshotMeta } from "../raft/types.js";
+import { crc32c } from "./crc32c.js";
 import type { DurableLogStore } from "./durable-log-store.js";
 import { DurableLogWriter, type LogWrite } from "./durable-log-writer.js";
 import { CONF, dataFor, storageFixture } from "./testing/storage-fixture.js";
@@ -67,10 +68,24 @@ interface Op {
   durable(w: DurableLogWriter): Promise<void>;
 }
 
+/** A snapshot from the leader: received into its file on the durable side, handed over whole in memory. */
+function install(meta: SnapshotMeta, data: Uint8Array, entries: Entry[], hardState: HardState | null): Op {
+  return {
+    memory(m) {
+      m.applySnapshot({ meta, size: data.byteLength, checksum: crc32c(data) }, data);
+      m.append(entries);
+      if (hardState !== null) m.setHardState(hardState);
+    },
+    async durable(w) {
+      const file = await w.store.snapshotFiles.store(meta, data);
+      await w.write({ snapshot: file, entries, hardState });
+    },
+  };
+}
+
 function persist(write: LogWrite): Op {
   return {
     memory(m) {
-      if (write.snapshot !== null && "data" in write.snapshot) m.applySnapshot(write.snapshot);
       m.append(write.entries);
       if (write.hardState !== null) m.setHardState(write.hardState);
     },
@@ -112,11 +127,7 @@ function interpret(cmd: Exclude<Cmd, { t: "reopen" }>, m: MemoryStorage): Op {
     }
     case "stale-install":
       if (snap === 0) return interpret({ t: "gap" }, m);
-      return persist({
-        snapshot: { meta: { index: snap, term: 1, conf: CONF }, data: new Uint8Array(3) },
-        entries: [],
-        hardState: null,
-      });
+      return install({ index: snap, term: 1, conf: CONF }, new Uint8Array(3), [], null);
     case "gap":
       return persist({
         snapshot: null,
@@ -127,10 +138,10 @@ function interpret(cmd: Exclude<Cmd, { t: "reopen" }>, m: MemoryStorage): Op {
       const index = floor + cmd.ahead;
       const term = Math.max(hs.term, 1) + (cmd.bump ? 1 : 0);
       const meta = { index, term, conf: CONF };
-      return persist({
-        snapshot: { meta, data: dataFor(index, term, cmd.size) },
-        entries: ents(index + 1, cmd.tail, term, 10),
-        hardState: { term, vote: term === hs.term ? hs.vote : null, commit: index },
+      return install(meta, dataFor(index, term, cmd.size), ents(index + 1, cmd.tail, term, 10), {
+        term,
+        vote: term === hs.term ? hs.vote : null,
+        commit: index,
       });
     }
     case "create": {

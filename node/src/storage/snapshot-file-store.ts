@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync, unlinkSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readSync, statSync, unlinkSync } from "node:fs";
 import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { fsyncDir, fsyncPath } from "../fs/fsync.js";
@@ -66,26 +66,35 @@ export class SnapshotFileStore {
     return join(this.dir, `tmp-${randomUUID()}.part`);
   }
 
-  /** Starts receiving a snapshot of `totalBytes` bytes chunk by chunk. */
-  async receive(meta: SnapshotMeta, totalBytes: number): Promise<SnapshotReceiver> {
+  /**
+   * Starts receiving a snapshot of `totalBytes` bytes chunk by chunk, into a temporary file that is
+   * being created: chunks can be written at once, they wait for it.
+   */
+  receive(meta: SnapshotMeta, totalBytes: number): SnapshotReceiver {
     checkMeta(meta);
     if (!Number.isSafeInteger(totalBytes) || totalBytes < 0) {
       throw new StorageArgumentError(`snapshot size must be a non-negative integer, got ${totalBytes}`);
     }
     const temp = this.tempPath();
-    const handle = await open(temp, "wx");
+    const handle = open(temp, "wx");
+    // A failure to create it surfaces at the first write or at finish.
+    handle.catch(() => undefined);
     return new SnapshotReceiver(
       meta,
       totalBytes,
       handle,
       (h, size, checksum) => this.seal(temp, h, meta, size, checksum),
-      () => discard(temp, handle),
+      () =>
+        handle.then(
+          (h) => discard(temp, h),
+          () => undefined,
+        ),
     );
   }
 
-  /** Writes a snapshot held in memory (as the Raft core hands it over) to its durable file. */
+  /** Writes a snapshot given whole (small ones, in tests) to its durable file. */
   async store(meta: SnapshotMeta, data: Uint8Array): Promise<SnapshotFile> {
-    const receiver = await this.receive(meta, data.byteLength);
+    const receiver = this.receive(meta, data.byteLength);
     try {
       await receiver.write(0, data);
     } catch (err) {
@@ -114,19 +123,6 @@ export class SnapshotFileStore {
       await discard(tempPath, handle);
       throw err;
     }
-  }
-
-  /** The whole snapshot, verified against its size and checksum. */
-  readAll(snap: SnapshotFile): Uint8Array {
-    const path = this.path(snap.file);
-    let data: Buffer;
-    try {
-      data = readFileSync(path);
-    } catch (err) {
-      throw missingOrFailed(path, snap, err);
-    }
-    checkContents(path, snap, data.byteLength, crc32c(data));
-    return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
   }
 
   /** Reads the whole file in chunks and checks it against its recorded size and checksum. */

@@ -19,8 +19,11 @@ export class SnapshotReader {
     private readonly handle: FileHandle,
   ) {}
 
-  /** Up to `length` bytes from `offset` (fewer at the end of the file, none at or past it). */
-  async readChunk(offset: number, length: number): Promise<Uint8Array> {
+  /**
+   * Up to `length` bytes from `offset` (fewer at the end of the file, none at or past it), read into
+   * `into` when given (at least that long; a sender reuses its chunk buffers), else a new buffer.
+   */
+  async readChunk(offset: number, length: number, into?: Uint8Array): Promise<Uint8Array> {
     const size = this.snapshot.size;
     if (!Number.isSafeInteger(offset) || offset < 0 || offset > size) {
       throw new StorageArgumentError(`snapshot chunk offset ${offset} outside [0, ${size}]`);
@@ -29,7 +32,10 @@ export class SnapshotReader {
       throw new StorageArgumentError(`snapshot chunk length must be a non-negative integer, got ${length}`);
     }
     const want = Math.min(length, size - offset);
-    const buf = new Uint8Array(want);
+    if (into !== undefined && into.byteLength < want) {
+      throw new StorageArgumentError(`a buffer of ${into.byteLength} bytes cannot hold a chunk of ${want}`);
+    }
+    const buf = into === undefined ? new Uint8Array(want) : into.subarray(0, want);
     let got = 0;
     while (got < want) {
       const { bytesRead } = await this.handle.read(buf, got, want - got, offset + got);

@@ -19,20 +19,28 @@ export type SealSnapshot = (handle: FileHandle, size: number, checksum: number) 
 export class SnapshotReceiver {
   private received = 0;
   private crc = 0;
-  private writes: Promise<unknown> = Promise.resolve();
+  /** Each write chains on the previous one, the first on the file's creation. */
+  private writes: Promise<unknown>;
   private state: "receiving" | "finished" | "aborted" = "receiving";
 
   constructor(
     readonly meta: SnapshotMeta,
     readonly totalBytes: number,
-    private readonly handle: FileHandle,
+    private readonly handle: Promise<FileHandle>,
     private readonly seal: SealSnapshot,
     private readonly discard: () => Promise<void>,
-  ) {}
+  ) {
+    this.writes = handle;
+  }
 
   /** Bytes accepted so far: the offset the next chunk must start at. */
   get receivedBytes(): number {
     return this.received;
+  }
+
+  /** CRC-32C of the bytes accepted so far. */
+  get checksum(): number {
+    return this.crc;
   }
 
   /** Writes one chunk; resolves once it is in the temporary file (not yet durable). */
@@ -51,7 +59,7 @@ export class SnapshotReceiver {
     // Order and checksum are settled now, so writes queued back to back stay correct.
     this.received += data.byteLength;
     this.crc = crc32c(data, this.crc);
-    const write = this.writes.then(() => this.handle.write(data, 0, data.byteLength, offset));
+    const write = this.writes.then(() => this.handle.then((h) => h.write(data, 0, data.byteLength, offset)));
     this.writes = write;
     return write.then(() => undefined);
   }
@@ -73,7 +81,7 @@ export class SnapshotReceiver {
           `snapshot checksum ${this.crc.toString(16)} differs from the announced ${expectedChecksum.toString(16)}`,
         );
       }
-      return await this.seal(this.handle, this.received, this.crc);
+      return await this.seal(await this.handle, this.received, this.crc);
     } catch (err) {
       await this.discard();
       throw err;

@@ -14,6 +14,7 @@ import type { ConfChange } from "../raft/conf-change.js";
 import { ProposalRefusedError } from "../raft/errors.js";
 import { RaftNode, type RaftStatus } from "../raft/raft-node.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
+import { SnapshotInbox } from "../raft/snapshot-inbox.js";
 import {
   canSendBeforePersist,
   type Entry,
@@ -26,7 +27,9 @@ import type { ApplyResult } from "../state/apply-result.js";
 import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
+import { FileSnapshotSink } from "./file-snapshot-sink.js";
 import { SnapshotBackoff } from "./snapshot-backoff.js";
+import { SnapshotSender } from "./snapshot-sender.js";
 import { VoterFailedError } from "./voter-failed-error.js";
 
 /**
@@ -144,6 +147,10 @@ export class RaftDriver {
   private snapshotting: Promise<unknown> = Promise.resolve();
   private snapshotInProgress = false;
   private readonly snapshotBackoff = new SnapshotBackoff();
+  /** A follower's side of a streamed snapshot: chunks go to a temporary file before the core counts them. */
+  private readonly inbox: SnapshotInbox<FileSnapshotSink>;
+  /** A leader's side: each chunk's bytes are read from the snapshot file as it is sent. */
+  private readonly snapshotSender: SnapshotSender;
   private lastRole: RaftStatus["role"] = "follower";
   /** The latest hard state whose only change, the commit index, no write has carried yet. */
   private unsavedCommit: HardState | null = null;
@@ -171,6 +178,17 @@ export class RaftDriver {
       heartbeatTicks: 1,
       maxUncommittedEntriesBytes: options.maxUncommittedBytes,
     });
+    this.inbox = new SnapshotInbox(
+      (snap) => new FileSnapshotSink(options.store.snapshotFiles.receive(snap.meta, snap.size)),
+    );
+    this.snapshotSender = new SnapshotSender(
+      options.store,
+      (m, released) => {
+        if (this.failure === null && this.running) this.opts.transport.send(m, released);
+        else released();
+      },
+      (err) => this.fail(err),
+    );
     // A failure of the store's background work (absorb, checkpoint, WAL fsync) stops the voter at
     // once, not at its next write.
     options.store.onFailure((err) => this.fail(err));
@@ -183,7 +201,7 @@ export class RaftDriver {
       if (!this.running || this.failure !== null) return;
       // The core reads the log while it steps and ticks: a store that failed throws here.
       try {
-        this.raft.step(m);
+        this.inbox.step(this.raft, m);
       } catch (err) {
         this.fail(err);
         return;
@@ -194,6 +212,7 @@ export class RaftDriver {
       if (this.failure !== null) return;
       try {
         this.raft.tick();
+        this.closeFinishedTransfers();
       } catch (err) {
         this.fail(err);
         return;
@@ -382,6 +401,8 @@ export class RaftDriver {
     this.heldAppends.clear();
     await this.stopped;
     await this.snapshotting.catch(() => undefined);
+    this.inbox.clear();
+    await this.snapshotSender.closeAll();
     if (this.unsavedCommit !== null && this.failure === null) {
       await this.opts.writer.writeCommitIndex(this.unsavedCommit).catch(() => undefined);
       this.unsavedCommit = null;
@@ -456,9 +477,12 @@ export class RaftDriver {
       // A commit index held back from earlier Readies rides along with this write.
       const hardState = hard ?? (rd.snapshot ? null : this.unsavedCommit);
       this.unsavedCommit = null;
+      // A received snapshot is sealed (checked against its checksum, fsynced, named) before the write
+      // that switches the log to it; only after both does anything acknowledge it.
+      const snapshot = rd.snapshot ? await this.inbox.take(rd.snapshot).seal(rd.snapshot.checksum) : null;
       const site = this.fsyncSiteFor(rd);
       this.opts.store.setFsyncSite(site);
-      const written = this.opts.writer.write({ snapshot: rd.snapshot, entries: rd.entries, hardState });
+      const written = this.opts.writer.write({ snapshot, entries: rd.entries, hardState });
       // Awaited only after the apply below; a failure meanwhile must not count as unhandled.
       written.catch(() => undefined);
       try {
@@ -559,6 +583,10 @@ export class RaftDriver {
   private send(m: Message): void {
     // A failed voter acknowledges nothing, whatever a Ready still in hand holds.
     if (this.failure !== null) return;
+    if (m.type === "snapshot-chunk") {
+      this.snapshotSender.send(m);
+      return;
+    }
     if (m.type === "append" && m.entries.length === 0 && this.lastRole === "leader") {
       this.heldAppends.set(m.to, m);
       return;
@@ -567,6 +595,17 @@ export class RaftDriver {
     if (m.type === "append") this.heldAppends.delete(m.to);
     else this.releaseHeldAppend(m.to);
     this.opts.transport.send(m);
+  }
+
+  /** Closes the snapshot files of transfers the core ended (caught up, removed, or no longer leading). */
+  private closeFinishedTransfers(): void {
+    const open = this.snapshotSender.following();
+    if (open.length === 0) return;
+    const status = this.raft.status();
+    for (const id of open) {
+      if (status.role !== "leader" || status.progress[id]?.state !== "snapshot")
+        this.snapshotSender.close(id);
+    }
   }
 
   private onlyCommitMoved(hard: HardState): boolean {
@@ -803,6 +842,8 @@ export class RaftDriver {
     clearInterval(this.ticker);
     clearTimeout(this.heldApplyTimer);
     this.heldAppends.clear();
+    this.inbox.clear();
+    void this.snapshotSender.closeAll();
     this.statusAtFailure = this.lastStatus();
     this.opts.logger.fatal(
       {

@@ -73,14 +73,21 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
     ...base,
     readRound: uint,
   }),
-  "snapshot-chunk": fc.record({
-    type: fc.constant("snapshot-chunk" as const),
-    ...base,
-    meta,
-    offset: uint,
-    totalBytes: uint,
-    data,
-  }),
+  "snapshot-chunk": fc
+    .record({
+      type: fc.constant("snapshot-chunk" as const),
+      ...base,
+      meta,
+      offset: fc.nat({ max: 1 << 30 }),
+      beyond: fc.nat({ max: 1 << 30 }),
+      checksum: fc.nat({ max: 0xffff_ffff }),
+      data,
+    })
+    .map(({ beyond, ...m }) => ({
+      ...m,
+      length: m.data.byteLength,
+      totalBytes: m.offset + m.data.byteLength + beyond,
+    })),
   "snapshot-chunk-response": fc.record({
     type: fc.constant("snapshot-chunk-response" as const),
     ...base,

@@ -1,7 +1,9 @@
+import { MemorySnapshotSink } from "../memory-snapshot-sink.js";
 import { MemoryStorage } from "../memory-storage.js";
 import type { RaftOptions } from "../raft-config.js";
 import { RaftNode } from "../raft-node.js";
 import { SeededRandom } from "../seeded-random.js";
+import { SnapshotInbox } from "../snapshot-inbox.js";
 import type {
   AppendMessage,
   AppendResponseMessage,
@@ -96,8 +98,15 @@ export interface Harvest {
   readonly readFailures: ReadFailure[];
 }
 
-/** Handles every pending Ready of `node` like a driver: persists to `storage`, then advances. */
-export function drain(node: RaftNode, storage: MemoryStorage): Harvest {
+/**
+ * Handles every pending Ready of `node` like a driver: persists to `storage` (a snapshot's bytes
+ * taken from `inbox`, which received them), then advances.
+ */
+export function drain(
+  node: RaftNode,
+  storage: MemoryStorage,
+  inbox?: SnapshotInbox<MemorySnapshotSink>,
+): Harvest {
   const h: Harvest = {
     readys: [],
     messages: [],
@@ -115,7 +124,8 @@ export function drain(node: RaftNode, storage: MemoryStorage): Harvest {
     const rd = node.ready();
     h.readys.push(rd);
     if (rd.snapshot) {
-      storage.applySnapshot(rd.snapshot);
+      if (!inbox) throw new Error("a snapshot was installed, but no inbox received its bytes");
+      storage.applySnapshot(rd.snapshot, inbox.take(rd.snapshot).bytes());
       h.snapshots.push(rd.snapshot);
     }
     storage.append(rd.entries);
@@ -144,6 +154,8 @@ export class Solo {
   readonly node: RaftNode;
   readonly storage: MemoryStorage;
   readonly id: NodeId;
+  /** Receives the bytes of snapshot chunks stepped in, as a driver does. */
+  readonly inbox = new SnapshotInbox(() => new MemorySnapshotSink());
 
   constructor(options: SoloOptions = {}, ctor: typeof RaftNode = RaftNode) {
     const { voters = ["a", "b", "c"], ...raftOptions } = options;
@@ -160,17 +172,17 @@ export class Solo {
 
   /** Steps every message, then handles the resulting Readys. */
   step(...ms: Message[]): Harvest {
-    for (const m of ms) this.node.step(m);
-    return drain(this.node, this.storage);
+    for (const m of ms) this.inbox.step(this.node, m);
+    return drain(this.node, this.storage, this.inbox);
   }
 
   flush(): Harvest {
-    return drain(this.node, this.storage);
+    return drain(this.node, this.storage, this.inbox);
   }
 
   tick(times = 1): Harvest {
     for (let i = 0; i < times; i++) this.node.tick();
-    return drain(this.node, this.storage);
+    return drain(this.node, this.storage, this.inbox);
   }
 
   /** Terms of the durable log from firstIndex to lastIndex. */
@@ -271,8 +283,20 @@ export function snapshotChunk(
   offset: number,
   data: Uint8Array,
   totalBytes: number,
+  checksum: number,
 ): SnapshotChunkMessage {
-  return { type: "snapshot-chunk", from, to, term, meta, offset, totalBytes, data };
+  return {
+    type: "snapshot-chunk",
+    from,
+    to,
+    term,
+    meta,
+    offset,
+    length: data.byteLength,
+    totalBytes,
+    checksum,
+    data,
+  };
 }
 
 /**

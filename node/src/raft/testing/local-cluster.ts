@@ -1,8 +1,10 @@
 import { bootstrapState } from "../bootstrap.js";
+import { fillChunkFromMemory, MemorySnapshotSink } from "../memory-snapshot-sink.js";
 import { MemoryStorage } from "../memory-storage.js";
 import type { RaftOptions } from "../raft-config.js";
 import { RaftNode } from "../raft-node.js";
 import { SeededRandom } from "../seeded-random.js";
+import { SnapshotInbox } from "../snapshot-inbox.js";
 import type { Entry, Message, NodeId, RandomSource, ReadFailure, ReadState, Ready } from "../types.js";
 
 export interface LocalMember {
@@ -11,6 +13,8 @@ export interface LocalMember {
   applied: Entry[];
   readStates: ReadState[];
   readFailures: ReadFailure[];
+  /** Receives the bytes of snapshot chunks; lost with the node on a restart, as a driver's are. */
+  inbox: SnapshotInbox<MemorySnapshotSink>;
 }
 
 /** Optional extension points of a LocalCluster. */
@@ -75,7 +79,8 @@ export class LocalCluster {
       ...this.extra,
     };
     const raft = this.hooks.createNode ? this.hooks.createNode(options) : new RaftNode(options);
-    return { raft, storage, applied: [], readStates: [], readFailures: [] };
+    const inbox = new SnapshotInbox(() => new MemorySnapshotSink());
+    return { raft, storage, applied: [], readStates: [], readFailures: [], inbox };
   }
 
   /**
@@ -170,11 +175,16 @@ export class LocalCluster {
 
   private handle(id: NodeId, m: LocalMember, rd: Ready): void {
     this.hooks.onReady?.(id, rd, m);
-    if (rd.snapshot) m.storage.applySnapshot(rd.snapshot);
+    if (rd.snapshot) m.storage.applySnapshot(rd.snapshot, m.inbox.take(rd.snapshot).bytes());
     m.storage.append(rd.entries);
     if (rd.hardState) m.storage.setHardState(rd.hardState);
-    this.queue.push(...rd.messages);
-    this.sent.push(...rd.messages);
+    for (const msg of rd.messages) {
+      // A chunk gets its bytes as it is sent, from the sender's snapshot.
+      const out = msg.type === "snapshot-chunk" ? fillChunkFromMemory(m.storage, msg) : msg;
+      if (out === null) continue;
+      this.queue.push(out);
+      this.sent.push(out);
+    }
     if (rd.snapshot) m.applied = [];
     m.applied.push(...rd.committedEntries);
     m.readStates.push(...rd.readStates);
@@ -200,7 +210,8 @@ export class LocalCluster {
     for (const msg of batch) {
       if (this.cut.has(`${msg.from}->${msg.to}`) || !this.filter(msg)) continue;
       this.delivered.push(msg);
-      this.member(msg.to).raft.step(msg);
+      const to = this.member(msg.to);
+      to.inbox.step(to.raft, msg);
     }
     return taken + this.pending.size;
   }

@@ -6,9 +6,12 @@
  * Messages to the parent: { ready: true } once open, { acked: n } per acknowledged write, { done: true }.
  */
 import { writeFileSync } from "node:fs";
+import type { SnapshotMeta } from "../../raft/types.js";
+import { crc32c } from "../crc32c.js";
 import { DurableLogStore } from "../durable-log-store.js";
 import { DurableLogWriter } from "../durable-log-writer.js";
 import type { StorageFaultPoint } from "../fault-hook.js";
+import type { SnapshotFile } from "../snapshot-file-store.js";
 import { crashWorkload } from "./crash-workload.js";
 import { CONF, dataFor, entries, hs } from "./storage-fixture.js";
 
@@ -49,10 +52,10 @@ if (mode === "append") {
   }
 } else if (mode === "install") {
   await writer.write({ snapshot: null, entries: entries(1, 30, 1, 500), hardState: hs(1, "n1", 30) });
-  const snapA = { meta: { index: 40, term: 2, conf: CONF }, data: dataFor(40, 2, 70_000) };
+  const snapA = await receiveInChunks({ index: 40, term: 2, conf: CONF }, dataFor(40, 2, 70_000));
   await writer.write({ snapshot: snapA, entries: entries(41, 45, 2), hardState: hs(2, "n2", 40) });
   armed = true;
-  const snapB = { meta: { index: 80, term: 3, conf: CONF }, data: dataFor(80, 3, 90_000) };
+  const snapB = await receiveInChunks({ index: 80, term: 3, conf: CONF }, dataFor(80, 3, 90_000));
   await writer.write({ snapshot: snapB, entries: entries(81, 85, 3), hardState: hs(3, null, 80) });
 } else if (mode === "create") {
   await writer.write({ snapshot: null, entries: entries(1, 50, 1, 500), hardState: hs(1, "n1", 50) });
@@ -68,3 +71,12 @@ if (mode === "append") {
 }
 // Reached only when the fault point never came: the parent reports that.
 process.send?.({ done: true }, () => process.exit(0));
+
+/** Receives a snapshot as a follower does, chunk by chunk into a temporary file, then seals it. */
+async function receiveInChunks(meta: SnapshotMeta, data: Uint8Array): Promise<SnapshotFile> {
+  const receiver = store.snapshotFiles.receive(meta, data.byteLength);
+  for (let at = 0; at < data.byteLength; at += 16_384) {
+    await receiver.write(at, data.subarray(at, Math.min(data.byteLength, at + 16_384)));
+  }
+  return receiver.finish(crc32c(data));
+}

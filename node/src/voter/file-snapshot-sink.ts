@@ -1,0 +1,36 @@
+import type { SnapshotChunkSink } from "../raft/snapshot-inbox.js";
+import type { SnapshotFile } from "../storage/snapshot-file-store.js";
+import type { SnapshotReceiver } from "../storage/snapshot-receiver.js";
+
+/**
+ * A snapshot received from the leader into a temporary file (SnapshotReceiver), as the inbox's sink.
+ * Chunks are written in the background, in order; a failed write surfaces when the snapshot is sealed.
+ */
+export class FileSnapshotSink implements SnapshotChunkSink {
+  constructor(private readonly receiver: SnapshotReceiver) {}
+
+  get receivedBytes(): number {
+    return this.receiver.receivedBytes;
+  }
+
+  get checksum(): number {
+    return this.receiver.checksum;
+  }
+
+  write(offset: number, data: Uint8Array): void {
+    // `seal` awaits the same chain of writes and rethrows its failure.
+    this.receiver.write(offset, data).catch(() => undefined);
+  }
+
+  abort(): void {
+    this.receiver.abort().catch(() => undefined);
+  }
+
+  /**
+   * Makes the received snapshot durable under its own name once every chunk is written and the whole
+   * file matches `checksum`; a temporary file that does not is deleted and the promise rejects.
+   */
+  seal(checksum: number): Promise<SnapshotFile> {
+    return this.receiver.finish(checksum);
+  }
+}
