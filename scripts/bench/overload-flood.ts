@@ -34,6 +34,25 @@ export interface FloodResult {
   readonly errors: Record<string, number>;
 }
 
+/** What a flood did, its latencies sorted; it lasted `seconds` unless it stopped early. */
+function floodResult(
+  seconds: number,
+  start: number,
+  acked: number,
+  latencies: number[],
+  refusals: FloodResult["refusals"],
+  errors: FloodResult["errors"],
+): FloodResult {
+  latencies.sort((a, b) => a - b);
+  return {
+    seconds: Math.min(seconds, (performance.now() - start) / 1000),
+    acked,
+    latencies,
+    refusals,
+    errors,
+  };
+}
+
 export interface ImmediateFloodSpec {
   readonly origins: readonly string[];
   readonly connections: number;
@@ -108,14 +127,7 @@ export async function runImmediateFlood(spec: ImmediateFloodSpec): Promise<Flood
   } finally {
     await Promise.allSettled(clients.map((c) => c.destroy()));
   }
-  latencies.sort((a, b) => a - b);
-  return {
-    seconds: Math.min(spec.seconds, (performance.now() - start) / 1000),
-    acked,
-    latencies,
-    refusals,
-    errors,
-  };
+  return floodResult(spec.seconds, start, acked, latencies, refusals, errors);
 }
 
 export interface ClientFloodSpec {
@@ -179,12 +191,5 @@ export async function runClientFlood(spec: ClientFloodSpec): Promise<FloodResult
     spec.signal?.removeEventListener("abort", onAbort);
     await Promise.allSettled(clients.map((c) => c.close()));
   }
-  latencies.sort((a, b) => a - b);
-  return {
-    seconds: Math.min(spec.seconds, (performance.now() - start) / 1000),
-    acked,
-    latencies,
-    refusals,
-    errors,
-  };
+  return floodResult(spec.seconds, start, acked, latencies, refusals, errors);
 }

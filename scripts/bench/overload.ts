@@ -382,13 +382,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
       leader,
       prober,
       idleSeconds,
-      async () => ({
-        acked: 0,
-        seconds: idleSeconds,
-        latencies: [],
-        refusals: {},
-        errors: {},
-      }),
+      async () => noLoad(idleSeconds),
     );
     await sleep(500);
 
@@ -483,6 +477,11 @@ interface PhaseOptions {
  * every server's RSS and CPU sampled and its event-loop samples read afterwards. For a flood, the
  * record is printed by the caller once it has the voters' refusal counts.
  */
+/** The idle phase's load: none, only the control writes. */
+function noLoad(seconds: number): FloodResult {
+  return { acked: 0, seconds, latencies: [], refusals: {}, errors: {} };
+}
+
 async function measurePhase(
   system: SystemRun["system"],
   phase: "idle" | "flood",
@@ -628,13 +627,7 @@ async function runEtcd(valueBytes: number): Promise<SystemRun> {
       leader,
       prober,
       idleSeconds,
-      async () => ({
-        acked: 0,
-        seconds: idleSeconds,
-        latencies: [],
-        refusals: {},
-        errors: {},
-      }),
+      async () => noLoad(idleSeconds),
     );
     await sleep(500);
     const flood = await measurePhase(
