@@ -8,12 +8,16 @@ import { clusterPerTest } from "./support/cluster-per-test.js";
  */
 const WRITES = 160;
 const SNAPSHOT_EVERY = 30;
+const CHUNK_BYTES = 4096;
 
 const startCluster = clusterPerTest();
 
-/** The log lines of `text` that carry `message`. */
-function linesWith(text: string, message: string): number {
-  return text.split("\n").filter((line) => line.includes(`"msg":"${message}"`)).length;
+/** The log lines of `text` that carry `message`, parsed. */
+function linesWith(text: string, message: string): Record<string, unknown>[] {
+  return text
+    .split("\n")
+    .filter((line) => line.includes(`"msg":"${message}"`))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
 describe("snapshot catch-up", () => {
@@ -23,6 +27,8 @@ describe("snapshot catch-up", () => {
         KeyLoad__Raft__SnapshotIntervalEntries: String(SNAPSHOT_EVERY),
         // Snapshot by entry count alone, whatever the log's size against the state's.
         KeyLoad__Raft__SnapshotSizeRatio: "0",
+        // Small chunks: the snapshot streams in many, several windows of them in flight.
+        KeyLoad__Raft__SnapshotChunkBytes: String(CHUNK_BYTES),
       },
       // A different HTTP pool per voter, forwarded to each alone; nothing here comes near them.
       voterEnv: {
@@ -48,18 +54,22 @@ describe("snapshot catch-up", () => {
     await client.dispatch("catch-up", "done", { writes: WRITES });
     const others = cluster.voters.filter((v) => v.name !== behind.name);
     for (const voter of others) {
-      expect(linesWith(cluster.logs(voter.name), "snapshot taken and log compacted")).toBeGreaterThanOrEqual(
-        2,
-      );
+      expect(
+        linesWith(cluster.logs(voter.name), "snapshot taken and log compacted").length,
+      ).toBeGreaterThanOrEqual(2);
     }
 
     await cluster.start(behind.name);
     await cluster.waitForReady();
     await expect
-      .poll(() => linesWith(cluster.logs(behind.name), "installed snapshot from the leader"), {
+      .poll(() => linesWith(cluster.logs(behind.name), "installed snapshot from the leader").length, {
         timeout: 20_000,
       })
       .toBeGreaterThanOrEqual(1);
+    // Streamed in small chunks, more than the four a leader keeps in flight at once.
+    const [received] = linesWith(cluster.logs(behind.name), "received snapshot from the leader");
+    expect(received!.chunks).toBe(Math.ceil((received!.bytes as number) / CHUNK_BYTES));
+    expect(received!.chunks).toBeGreaterThan(4);
 
     const states = [];
     for (const voter of cluster.voters) {

@@ -83,6 +83,9 @@ export const VOTER_CONFIG = {
     // to carry their apply (RaftDriver.holdsBack); neither a read through it nor the answer to a command
     // it forwarded waits for them.
     integer("FollowerApplyHoldMs", 10, 1, 60_000),
+    // One chunk of a snapshot sent to a follower; four are in flight at once. Well under the peer
+    // frame's cap, and large enough that a chunk's round trip is not what bounds a transfer.
+    integer("SnapshotChunkBytes", MiB, 4096, 16 * MiB),
   ],
   CommandAdmission: COMMAND_ADMISSION_PROPERTIES,
   HttpAdmission: HTTP_ADMISSION_PROPERTIES,
@@ -120,6 +123,7 @@ export interface VoterConfig {
     readonly maxUncommittedBytes: number;
     readonly readyLagEntries: number;
     readonly followerApplyHoldMs: number;
+    readonly snapshotChunkBytes: number;
   };
   readonly commandAdmission: CommandAdmissionLimits;
   readonly httpAdmission: HttpAdmissionLimits;

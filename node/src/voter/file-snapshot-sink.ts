@@ -7,6 +7,9 @@ import type { SnapshotReceiver } from "../storage/snapshot-receiver.js";
  * Chunks are written in the background, in order; a failed write surfaces when the snapshot is sealed.
  */
 export class FileSnapshotSink implements SnapshotChunkSink {
+  /** Chunks written so far. */
+  chunks = 0;
+
   constructor(private readonly receiver: SnapshotReceiver) {}
 
   get receivedBytes(): number {
@@ -18,6 +21,7 @@ export class FileSnapshotSink implements SnapshotChunkSink {
   }
 
   write(offset: number, data: Uint8Array): void {
+    this.chunks++;
     // `seal` awaits the same chain of writes and rethrows its failure.
     this.receiver.write(offset, data).catch(() => undefined);
   }

@@ -22,11 +22,13 @@ import {
   type Message,
   type NodeId,
   type Ready,
+  type Snapshot,
 } from "../raft/types.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
+import type { SnapshotFile } from "../storage/snapshot-file-store.js";
 import { FileSnapshotSink } from "./file-snapshot-sink.js";
 import { SnapshotBackoff } from "./snapshot-backoff.js";
 import { SnapshotSender } from "./snapshot-sender.js";
@@ -54,6 +56,8 @@ export interface RaftDriverOptions {
   readonly maxUncommittedBytes: number;
   /** How long a follower holds committed entries back when no append comes to carry their apply. */
   readonly followerApplyHoldMs: number;
+  /** One chunk of a snapshot this voter sends; the core's default when absent. */
+  readonly snapshotChunkBytes?: number;
 }
 
 interface ProposalWaiter {
@@ -177,6 +181,7 @@ export class RaftDriver {
       electionTicks,
       heartbeatTicks: 1,
       maxUncommittedEntriesBytes: options.maxUncommittedBytes,
+      ...(options.snapshotChunkBytes === undefined ? {} : { snapshotChunkBytes: options.snapshotChunkBytes }),
     });
     this.inbox = new SnapshotInbox(
       (snap) => new FileSnapshotSink(options.store.snapshotFiles.receive(snap.meta, snap.size)),
@@ -479,7 +484,7 @@ export class RaftDriver {
       this.unsavedCommit = null;
       // A received snapshot is sealed (checked against its checksum, fsynced, named) before the write
       // that switches the log to it; only after both does anything acknowledge it.
-      const snapshot = rd.snapshot ? await this.inbox.take(rd.snapshot).seal(rd.snapshot.checksum) : null;
+      const snapshot = rd.snapshot ? await this.sealReceived(rd.snapshot) : null;
       const site = this.fsyncSiteFor(rd);
       this.opts.store.setFsyncSite(site);
       const written = this.opts.writer.write({ snapshot, entries: rd.entries, hardState });
@@ -595,6 +600,17 @@ export class RaftDriver {
     if (m.type === "append") this.heldAppends.delete(m.to);
     else this.releaseHeldAppend(m.to);
     this.opts.transport.send(m);
+  }
+
+  /** Seals the snapshot the leader streamed into a temporary file, once its bytes match. */
+  private async sealReceived(snapshot: Snapshot): Promise<SnapshotFile> {
+    const sink = this.inbox.take(snapshot);
+    const sealed = await sink.seal(snapshot.checksum);
+    this.opts.logger.info(
+      { index: snapshot.meta.index, term: snapshot.meta.term, bytes: snapshot.size, chunks: sink.chunks },
+      "received snapshot from the leader",
+    );
+    return sealed;
   }
 
   /** Closes the snapshot files of transfers the core ended (caught up, removed, or no longer leading). */

@@ -165,6 +165,7 @@ async function wireVoter(
     heartbeatIntervalMs: raft.heartbeatIntervalMs,
     maxUncommittedBytes: raft.maxUncommittedBytes,
     followerApplyHoldMs: raft.followerApplyHoldMs,
+    snapshotChunkBytes: raft.snapshotChunkBytes,
   });
   const bootstrapAdmin = new BootstrapAdminProposer({
     nodeId: node.id,
