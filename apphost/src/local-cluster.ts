@@ -21,7 +21,12 @@ import {
 import { type AppHostState, type OwnerRecord, readState, writeState } from "./apphost-state.js";
 import { bootstrapIdFor } from "./cluster-bootstrap.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
-import { type ClusterSnapshot, type ReadinessOptions, waitForClusterReady } from "./cluster-readiness.js";
+import {
+  type ClusterSnapshot,
+  probeCluster,
+  type ReadinessOptions,
+  waitForClusterReady,
+} from "./cluster-readiness.js";
 import type { VoterOperation } from "./control-channel.js";
 import { assertPortsFree } from "./port-allocation.js";
 import { isAlive, type ProcessRecord, processState, signalProcess, waitForExit } from "./process-table.js";
@@ -201,17 +206,26 @@ export class LocalCluster {
       ...(readiness.failure ? [readiness.failure] : []),
     ]);
     failure.catch(() => {});
+    const targets = this.model.voters.map((v) => ({ name: v.name, httpUrl: httpUrlOf(v) }));
     try {
-      return await waitForClusterReady(
-        this.model.voters.map((v) => ({ name: v.name, httpUrl: httpUrlOf(v) })),
-        { ...readiness, failure },
-      );
+      return await waitForClusterReady(targets, { ...readiness, failure });
     } catch (err) {
+      // Which voters were not ready, asked before they stop, so their last lines say why.
+      const unready =
+        err instanceof ReadinessTimeoutError
+          ? (await probeCluster(targets, Date.now())).voters.filter((v) => !v.health.ready)
+          : [];
       await this.stopAll();
       if (err instanceof ReadinessTimeoutError) {
+        const lastWords = unready.flatMap((v) => [
+          `${v.name}'s last log lines:`,
+          ...lastLines(this.voter(v.name as VoterName).logFile, APPHOST_DEFAULTS.failureLogLines).map(
+            (line) => `  ${line}`,
+          ),
+        ]);
         throw new ReadinessTimeoutError(
           err.timeoutMs,
-          `${err.summary}; the voters' logs are in ${this.model.logDir}`,
+          [`${err.summary}; the voters' logs are in ${this.model.logDir}`, ...lastWords].join("\n"),
         );
       }
       throw err;
