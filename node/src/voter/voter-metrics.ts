@@ -1,4 +1,4 @@
-import { Counter, Gauge, type Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, type Registry } from "prom-client";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { PeerStats } from "../peer/peer-stats.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
@@ -30,10 +30,13 @@ export type CommandRejections = Counter<"lane" | "reason">;
 
 /**
  * The voter's own metrics beside the HTTP edge's: Raft position, command admission usage and the peer
- * transport's counters. Gauges are read when scraped, so nothing is updated on the hot path.
+ * transport's counters, and the process's (event-loop delay, CPU, memory, GC, as every Node service
+ * exports them), which say whether a voter keeps up under load. Gauges are read when scraped, so
+ * nothing is updated on the hot path.
  */
 export function registerVoterMetrics(registry: Registry, sources: VoterMetricSources): CommandRejections {
   const { driver, stateMachine, commandGovernor, transport } = sources;
+  collectDefaultMetrics({ register: registry });
   new Gauge({
     name: "keyload_raft_term",
     help: "Current Raft term",

@@ -178,6 +178,23 @@ describe("three voters on loopback", () => {
     }
   });
 
+  it("exports the process's event-loop delay, memory, CPU and GC", async () => {
+    const cluster = await startCluster();
+    await cluster.waitForLeader();
+    const text = await (await fetch(`${cluster.voter(1).httpUrl}/metrics`)).text();
+    for (const name of [
+      "nodejs_eventloop_lag_p99_seconds",
+      "process_resident_memory_bytes",
+      "process_cpu_seconds_total",
+      "nodejs_heap_size_used_bytes",
+    ]) {
+      const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+      expect(line, name).toBeDefined();
+      expect(Number(line!.slice(name.length + 1)), name).toBeGreaterThanOrEqual(0);
+    }
+    expect(text).toContain("nodejs_gc_duration_seconds");
+  });
+
   it("exports the peer transport's counters, a refused handshake among them", async () => {
     const cluster = await startCluster();
     await cluster.waitForLeader();
