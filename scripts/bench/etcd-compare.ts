@@ -58,7 +58,7 @@ import { Pool } from "undici";
 import { combineResults, type LoadResult, type LoadTarget, runClosedLoop } from "./closed-loop-load.js";
 import { EtcdCluster, etcdVersion } from "./etcd-cluster.js";
 import { buildVoter, KeyLoadCluster } from "./keyload-cluster.js";
-import { type ServerProcess, sleep } from "./server-processes.js";
+import { cleanUpOnSignals, type ServerProcess, sleep } from "./server-processes.js";
 
 type System = "etcd" | "keyload";
 const SYSTEM_NAMES: Record<System, string> = { etcd: "etcd", keyload: "KeyLoad" };
@@ -148,13 +148,7 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-  process.once(signal, () => {
-    stopping.abort();
-    process.stderr.write(`\n${signal}: stopping the servers and removing ${root ?? "the temp dir"}\n`);
-    cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
-  });
-}
+cleanUpOnSignals(stopping, cleanup, () => root ?? "the temp dir");
 
 // ---------------------------------------------------------------------------------------------------
 // Targets.

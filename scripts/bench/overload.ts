@@ -47,7 +47,7 @@ import {
   table,
   targets,
 } from "./overload-report.js";
-import { type ServerProcess, sleep } from "./server-processes.js";
+import { cleanUpOnSignals, type ServerProcess, sleep } from "./server-processes.js";
 
 const HELP = `pnpm bench:overload [-- options]
 
@@ -148,13 +148,7 @@ function cleanup(): Promise<void> {
   return cleaning;
 }
 
-for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-  process.once(signal, () => {
-    stopping.abort();
-    process.stderr.write(`\n${signal}: stopping the servers and removing ${root ?? "the temp dir"}\n`);
-    cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
-  });
-}
+cleanUpOnSignals(stopping, cleanup, () => root ?? "the temp dir");
 
 function checkStopping(): void {
   if (stopping.signal.aborted) throw new Error("stopped");

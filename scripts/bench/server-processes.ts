@@ -172,3 +172,21 @@ export async function waitFor<T>(
     await sleep(intervalMs);
   }
 }
+
+/**
+ * On SIGINT, SIGTERM or SIGHUP: aborts `stopping`, runs `cleanup` (which stops the servers and removes
+ * `dir()`), and exits with the signal's status.
+ */
+export function cleanUpOnSignals(
+  stopping: AbortController,
+  cleanup: () => Promise<void>,
+  dir: () => string,
+): void {
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.once(signal, () => {
+      stopping.abort();
+      process.stderr.write(`\n${signal}: stopping the servers and removing ${dir()}\n`);
+      cleanup().finally(() => process.exit(signal === "SIGINT" ? 130 : 143));
+    });
+  }
+}
