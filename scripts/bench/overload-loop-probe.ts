@@ -1,6 +1,6 @@
 /**
- * Event-loop delay of each voter's main thread, sampled inside the voter. The voters' `/metrics` has no
- * process or event-loop metrics (their registry holds only KeyLoad's own), so the benchmark preloads a
+ * Event-loop delay of each voter's main thread, sampled inside the voter once a second: `/metrics`
+ * gives the delay's percentiles since the voter started, not per second, so the benchmark preloads a
  * small module (`node --import`) that keeps a `monitorEventLoopDelay` histogram and appends, once a
  * second, that second's percentiles to a file of its own. The voter's code and settings are untouched.
  */

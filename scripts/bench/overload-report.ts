@@ -4,6 +4,8 @@
  * asserted: a missed target is printed, not failed).
  */
 
+import { describeStages, type StageFigure } from "./overload-stage-trace.js";
+
 export type System = "keyload" | "etcd";
 export type FloodClient = "immediate" | "keyload";
 export const SYSTEM_NAMES: Record<System, string> = { keyload: "KeyLoad", etcd: "etcd" };
@@ -62,6 +64,8 @@ export interface PhaseRecord {
   /** Cores kept busy by anything but the servers, this process and the control prober. */
   readonly otherCores: number;
   readonly leaderChanged: boolean;
+  /** KeyLoad: the leader's stage figures over the phase, per lane (overload-stage-trace.ts). */
+  readonly stages?: { readonly control: readonly StageFigure[]; readonly data: readonly StageFigure[] };
 }
 
 export function summarize(sorted: readonly number[]): LatencySummary {
@@ -129,6 +133,11 @@ export function describePhase(r: PhaseRecord): string {
         )
         .join("; ")}`,
     );
+  }
+  if (r.stages) {
+    lines.push(`      leader's control stages, mean/p99 ms: ${describeStages(r.stages.control)}`);
+    if (r.phase !== "idle")
+      lines.push(`      leader's data stages, mean/p99 ms: ${describeStages(r.stages.data)}`);
   }
   if (r.leaderChanged) lines.push("      the leader changed during the phase");
   return lines.join("\n");

@@ -47,6 +47,7 @@ import {
   table,
   targets,
 } from "./overload-report.js";
+import { scrapeStages, stagesBetween } from "./overload-stage-trace.js";
 import { cleanUpOnSignals, type ServerProcess, sleep } from "./server-processes.js";
 
 const HELP = `pnpm bench:overload [-- options]
@@ -66,6 +67,8 @@ const HELP = `pnpm bench:overload [-- options]
   --control-interval MS  between two control writes (default 50)
   --dir DIR              where the temp dir goes (default the OS temp dir)
   --from-source          run the voters' sources through tsx instead of the compiled dist
+  --cpu-prof DIR         run the voters with --cpu-prof, profiles written to DIR as they stop (for
+                         cpu-profile-summary.ts; each phase prints its window in seconds)
   --help`;
 
 const argv = process.argv.slice(2);
@@ -88,6 +91,7 @@ const { values: opts } = parseArgs({
     "control-interval": { type: "string", default: "50" },
     dir: { type: "string", default: tmpdir() },
     "from-source": { type: "boolean", default: false },
+    "cpu-prof": { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -194,6 +198,7 @@ interface PhaseInputs {
   readonly serverRefusals?: Record<string, number>;
   readonly errors?: Record<string, number>;
   readonly control?: ControlResult;
+  readonly stages?: PhaseRecord["stages"];
 }
 
 function record(p: PhaseInputs): PhaseRecord {
@@ -244,6 +249,7 @@ function record(p: PhaseInputs): PhaseRecord {
     leaderPeakRssBytes: servers[p.leader]!.peakRssBytes,
     otherCores: Math.max(0, p.sampled.machineBusySeconds - serverCpu - own) / p.sampled.seconds,
     leaderChanged: p.leader !== p.leaderAfter,
+    ...(p.stages ? { stages: p.stages } : {}),
   };
 }
 
@@ -268,6 +274,17 @@ async function closePool(pool: Pool): Promise<void> {
 // ---------------------------------------------------------------------------------------------------
 // KeyLoad.
 
+/** When the profiled voters started, to print each phase's window in their profiles' seconds. */
+let profileOriginMs = 0;
+
+function cpuProfileFlags(): string[] {
+  if (opts["cpu-prof"] === undefined) return [];
+  profileOriginMs = Date.now();
+  const profDir = resolve(opts["cpu-prof"]);
+  mkdirSync(profDir, { recursive: true });
+  return ["--cpu-prof", `--cpu-prof-dir=${profDir}`];
+}
+
 async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
   const dir = join(root!, `keyload-${valueBytes}`);
   const loopDir = join(dir, "loop");
@@ -276,7 +293,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
   const cluster = await KeyLoadCluster.start({
     root: dir,
     env: probe.env,
-    nodeFlags: probe.nodeFlags,
+    nodeFlags: [...probe.nodeFlags, ...cpuProfileFlags()],
     fromSource: opts["from-source"],
     onSpawn: track,
   });
@@ -377,6 +394,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
       prober,
       idleSeconds,
       async () => noLoad(idleSeconds),
+      { stagesUrl: leaderUrl },
     );
     await sleep(500);
 
@@ -434,6 +452,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
           client,
           connections,
           leaderNow: () => cluster.leader().catch(() => -1),
+          stagesUrl: leaderUrl,
         },
       );
       const after = await scrapeRefusals(cluster.voters.map((v) => v.httpUrl));
@@ -464,6 +483,8 @@ interface PhaseOptions {
   readonly connections?: number;
   /** The leader's index after the phase, to notice an election. */
   readonly leaderNow?: () => Promise<number>;
+  /** KeyLoad: the leader's HTTP URL, whose stage histogram is read around the phase. */
+  readonly stagesUrl?: string;
 }
 
 /**
@@ -487,6 +508,7 @@ async function measurePhase(
   load: () => Promise<FloodResult>,
   options: PhaseOptions = {},
 ): Promise<PhaseRecord> {
+  const stagesBefore = options.stagesUrl ? await scrapeStages(options.stagesUrl) : undefined;
   const fromMs = Date.now();
   const sampler = new ProcessSampler(
     servers.map((s) => s.pid),
@@ -496,7 +518,19 @@ async function measurePhase(
   const toMs = fromMs + seconds * 1000;
   const sampled = sampler.stop();
   checkStopping();
+  if (system === "keyload" && profileOriginMs > 0) {
+    const window = (ms: number): string => ((ms - profileOriginMs) / 1000).toFixed(1);
+    console.log(`  ${phase} in the CPU profiles: --from ${window(fromMs)} --to ${window(toMs)}`);
+  }
   const leaderAfter = options.leaderNow ? await options.leaderNow() : leader;
+  const stagesAfter = options.stagesUrl ? await scrapeStages(options.stagesUrl) : undefined;
+  const stages =
+    stagesBefore && stagesAfter
+      ? {
+          control: stagesBetween(stagesBefore, stagesAfter, "control"),
+          data: stagesBetween(stagesBefore, stagesAfter, "data"),
+        }
+      : undefined;
   const r = record({
     system,
     phase,
@@ -515,6 +549,7 @@ async function measurePhase(
     clientRefusals: flood.refusals,
     errors: flood.errors,
     control,
+    ...(stages ? { stages } : {}),
   });
   if (phase === "idle" || system === "etcd") console.log(describePhase(r));
   return r;
@@ -622,6 +657,7 @@ async function runEtcd(valueBytes: number): Promise<SystemRun> {
       prober,
       idleSeconds,
       async () => noLoad(idleSeconds),
+      { stagesUrl: leaderUrl },
     );
     await sleep(500);
     const flood = await measurePhase(

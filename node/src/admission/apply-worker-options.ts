@@ -1,5 +1,6 @@
 import { AdmissionOptionError } from "./admission-errors.js";
 import { COMMAND_ADMISSION_DEFAULTS } from "./command-admission-options.js";
+import { type CommandStageObserver, NO_STAGE_OBSERVER } from "./command-stages.js";
 
 /** Time as the worker sees it; tests inject a manual one. */
 export interface WorkerClock {
@@ -27,6 +28,8 @@ export interface ApplyWorkerOptions {
   /** Most retained bytes (payload accounting) in one unit; a single larger command still goes alone. */
   readonly maxBatchBytes?: number;
   readonly clock?: WorkerClock;
+  /** Told each command's `queue`, `replicate` and `apply` times. */
+  readonly stages?: CommandStageObserver;
 }
 
 export type ResolvedApplyWorkerOptions = Required<ApplyWorkerOptions>;
@@ -40,6 +43,7 @@ export const APPLY_WORKER_DEFAULTS = {
   maxBatchCommands: 256,
   maxBatchBytes: 16 * 1024 * 1024,
   clock: SYSTEM_CLOCK,
+  stages: NO_STAGE_OBSERVER,
 } as const satisfies ResolvedApplyWorkerOptions;
 
 export function resolveApplyWorkerOptions(options: ApplyWorkerOptions = {}): ResolvedApplyWorkerOptions {
@@ -50,6 +54,7 @@ export function resolveApplyWorkerOptions(options: ApplyWorkerOptions = {}): Res
     maxBatchCommands: options.maxBatchCommands ?? d.maxBatchCommands,
     maxBatchBytes: options.maxBatchBytes ?? d.maxBatchBytes,
     clock: options.clock ?? d.clock,
+    stages: options.stages ?? d.stages,
   };
   const counts = [
     "maxConsecutiveControl",

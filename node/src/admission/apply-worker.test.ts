@@ -176,6 +176,31 @@ describe("ApplyWorker", () => {
     expect(h.target.units).toHaveLength(4);
   });
 
+  it("reports each command's queue, replicate and apply times, and a forward's as replication", async () => {
+    const seen: string[] = [];
+    const h = new Harness({ stages: { observe: (lane, stage, ms) => seen.push(`${lane} ${stage} ${ms}`) } });
+    const a = h.submit("data");
+    await flush();
+    h.clock.advance(3);
+    const b = h.submit("control");
+    h.clock.advance(4);
+    h.target.units[0]!.committed();
+    await flush(); // b's unit starts once a's has committed
+    h.clock.advance(5);
+    h.target.units[0]!.resolve([{ ok: true, value: a.id }]);
+    await flush();
+    h.clock.advance(6);
+    h.target.units[1]!.resolve([{ ok: true, value: b.id }]); // never reported committed, as a forward
+    await flush();
+    expect(seen).toEqual([
+      "data queue 0",
+      "data replicate 7",
+      "control queue 4",
+      "data apply 5",
+      "control replicate 11",
+    ]);
+  });
+
   it("exits on shutdown only once a committed unit has its outcomes", async () => {
     const h = new Harness();
     const a = h.submit("data");

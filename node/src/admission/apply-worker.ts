@@ -7,6 +7,7 @@ import {
   resolveApplyWorkerOptions,
 } from "./apply-worker-options.js";
 import type { CommandReservation } from "./command-reservation.js";
+import type { CommandStage } from "./command-stages.js";
 import { FifoQueue } from "./fifo-queue.js";
 import type { CommandOutcome, ReplicationTarget } from "./replication-target.js";
 
@@ -14,6 +15,8 @@ interface QueuedCommand<C, R> {
   readonly reservation: CommandReservation;
   readonly command: C;
   readonly answer: (outcome: CommandOutcome<R>) => void;
+  /** The worker's clock when the command was queued. */
+  readonly queuedAt: number;
 }
 
 /**
@@ -26,6 +29,9 @@ interface Unit<C, R> {
   readonly entries: QueuedCommand<C, R>[];
   deadlineAt: number;
   phase: UnitPhase;
+  /** The worker's clock when the unit was handed to the target, and when it committed. */
+  launchedAt: number;
+  committedAt: number;
 }
 
 type WorkerState = "running" | "stopping" | "exited";
@@ -97,7 +103,13 @@ export class ApplyWorker<C, R> {
       });
     }
     return new Promise((answer) => {
-      (reservation.lane === "control" ? this.control : this.data).push({ reservation, command, answer });
+      const queuedAt = this.options.clock.now();
+      (reservation.lane === "control" ? this.control : this.data).push({
+        reservation,
+        command,
+        answer,
+        queuedAt,
+      });
       // A microtask lets the commands of one burst join a single unit.
       if (this.active === undefined && !this.pumpQueued) {
         this.pumpQueued = true;
@@ -153,8 +165,9 @@ export class ApplyWorker<C, R> {
 
   /** Repeats the selection until the unit reaches its count or byte bound. */
   private takeUnit(): Unit<C, R> | undefined {
-    const { maxBatchCommands, maxBatchBytes } = this.options;
+    const { maxBatchCommands, maxBatchBytes, clock, stages } = this.options;
     const entries: QueuedCommand<C, R>[] = [];
+    const now = clock.now();
     let bytes = 0;
     while (entries.length < maxBatchCommands) {
       const lane = this.nextLane();
@@ -165,16 +178,20 @@ export class ApplyWorker<C, R> {
       lane.shift();
       this.consecutiveControl = lane === this.control ? this.consecutiveControl + 1 : 0;
       entry.reservation.markActive();
+      stages.observe(entry.reservation.lane, "queue", now - entry.queuedAt);
       entries.push(entry);
       bytes += entryBytes;
     }
-    return entries.length === 0 ? undefined : { entries, deadlineAt: 0, phase: "replicating" };
+    return entries.length === 0
+      ? undefined
+      : { entries, deadlineAt: 0, phase: "replicating", launchedAt: now, committedAt: 0 };
   }
 
   private launch(unit: Unit<C, R>): void {
     const { clock, replicationDeadlineMs } = this.options;
     this.active = unit;
-    unit.deadlineAt = clock.now() + replicationDeadlineMs;
+    unit.launchedAt = clock.now();
+    unit.deadlineAt = unit.launchedAt + replicationDeadlineMs;
     // One timer serves successive units: it is re-armed for the remaining time when it fires early,
     // which keeps setTimeout off the path of every unit.
     this.cancelDeadlineTimer ??= clock.schedule(this.deadlineCallback, replicationDeadlineMs);
@@ -200,6 +217,8 @@ export class ApplyWorker<C, R> {
   private committed(unit: Unit<C, R>): boolean {
     if (unit.phase !== "replicating") return false;
     unit.phase = "applying";
+    unit.committedAt = this.options.clock.now();
+    this.observeUnit(unit, "replicate", unit.committedAt - unit.launchedAt);
     this.applying++;
     this.active = undefined;
     this.freshSignal();
@@ -215,6 +234,7 @@ export class ApplyWorker<C, R> {
     const phase = unit.phase;
     if (phase === "done") return;
     unit.phase = "done";
+    this.observeEnd(unit, phase);
     const entries = unit.entries;
     for (let i = 0; i < entries.length; i++) {
       settle(
@@ -234,6 +254,7 @@ export class ApplyWorker<C, R> {
     const phase = unit.phase;
     if (phase === "done") return;
     unit.phase = "done";
+    this.observeEnd(unit, phase);
     const error =
       cause instanceof KeyLoadError
         ? cause
@@ -265,6 +286,21 @@ export class ApplyWorker<C, R> {
     this.fail(unit, error);
     // Aborted after the unit is answered, so whatever the target does on abort cannot answer it first.
     controller.abort(error);
+  }
+
+  /**
+   * The stage a unit ends: its apply once committed; else its whole replication, which for a
+   * forwarded unit (no commit is reported on a follower) is the round trip to the leader.
+   */
+  private observeEnd(unit: Unit<C, R>, phase: UnitPhase): void {
+    const now = this.options.clock.now();
+    if (phase === "applying") this.observeUnit(unit, "apply", now - unit.committedAt);
+    else this.observeUnit(unit, "replicate", now - unit.launchedAt);
+  }
+
+  private observeUnit(unit: Unit<C, R>, stage: CommandStage, ms: number): void {
+    const { stages } = this.options;
+    for (const entry of unit.entries) stages.observe(entry.reservation.lane, stage, ms);
   }
 
   /** `phase`: the phase the unit ended in; an applying unit was no longer the active one. */

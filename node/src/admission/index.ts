@@ -37,6 +37,13 @@ export {
 export type { CommandLaneUsage } from "./command-lane.js";
 export { CommandReservation } from "./command-reservation.js";
 export {
+  COMMAND_STAGES,
+  type CommandStage,
+  CommandStageMetrics,
+  type CommandStageObserver,
+  NO_STAGE_OBSERVER,
+} from "./command-stages.js";
+export {
   HttpAdmissionGovernor,
   type HttpAdmissionRequest,
   type HttpAdmissionStatus,

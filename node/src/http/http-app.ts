@@ -81,7 +81,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
     { component: "http" },
     { redact: { paths: REDACTED, censor: "[redacted]" } },
   );
-  const observer = new RequestObserver(metrics, httpLogger);
+  const observer = new RequestObserver(metrics, httpLogger, service.commandStages);
   const logger: FastifyBaseLogger = httpLogger;
   const app = Fastify({
     loggerInstance: logger,

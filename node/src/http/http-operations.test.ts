@@ -122,6 +122,25 @@ describe("metrics", () => {
     await held;
   });
 
+  it("reports the edge and respond stages of each answered write, in its lane", async () => {
+    fx = httpFixture();
+    const write = (url: string, commandId: string, authorization = bearer("writer")) =>
+      fx.app.inject({
+        method: url.startsWith("/v1/dispatch") ? "POST" : "PUT",
+        url,
+        headers: { authorization, "keyload-command-id": commandId, "content-type": "application/json" },
+        payload: '{"value":1}',
+      });
+    await write("/v1/catalog/k", "c-1");
+    await fx.app.inject({
+      method: "GET",
+      url: "/v1/catalog/k",
+      headers: { authorization: bearer("writer") },
+    });
+    await write("/v1/catalog/k", "c-2", "Bearer wrong-key"); // refused at the edge: no voter call
+    expect(fx.service.stagesSeen).toEqual(["data edge", "data respond"]);
+  });
+
   it("leaves the registry when the edge closes, so another edge can register again", async () => {
     fx = httpFixture();
     const registry = fx.service.metricsRegistry;

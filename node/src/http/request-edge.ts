@@ -27,6 +27,9 @@ export class RequestEdge {
   commandId: string | undefined = undefined;
   /** The body text as received; "" when the request has none. */
   payload = "";
+  /** performance.now() when the first voter call started and when the last one settled; 0 before. */
+  calledAt = 0;
+  answeredAt = 0;
   private controller: AbortController | undefined = undefined;
   private calls = 0;
   private ended = false;
@@ -63,9 +66,11 @@ export class RequestEdge {
   /** Runs one voter call for the request (which reads `signal` if it needs it); the slot stays held until it settles. */
   async call<T>(work: () => Promise<T>): Promise<T> {
     this.calls++;
+    if (this.calledAt === 0) this.calledAt = performance.now();
     try {
       return await work();
     } finally {
+      this.answeredAt = performance.now();
       this.calls--;
       this.release();
     }

@@ -2,6 +2,7 @@ import type { ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
+import type { CommandStageObserver } from "../admission/index.js";
 import type { HttpMetrics } from "./http-metrics.js";
 import type { RequestEdge } from "./request-edge.js";
 
@@ -43,6 +44,7 @@ export class RequestObserver {
     private readonly metrics: HttpMetrics,
     /** The edge's logger, asked whether the line would be written before it is built. */
     private readonly logger: Pick<Logger, "isLevelEnabled">,
+    private readonly stages: CommandStageObserver,
   ) {}
 
   /** Calls `finished` once, on the first of 'finish' (written) and 'close' (written, or connection gone). */
@@ -56,7 +58,13 @@ export class RequestObserver {
   /** For the shared listeners above; not called otherwise. */
   finished(request: FastifyRequest, reply: FastifyReply, edge: RequestEdge, aborted: boolean): void {
     edge.end(aborted);
-    const durationMs = performance.now() - edge.startedAt;
+    const now = performance.now();
+    const durationMs = now - edge.startedAt;
+    // A write the voter answered: the stages around the voter's own (queue, replicate, apply).
+    if (edge.route?.type === "command" && edge.answeredAt > 0 && !aborted) {
+      this.stages.observe(edge.route.lane, "edge", edge.calledAt - edge.startedAt);
+      this.stages.observe(edge.route.lane, "respond", now - edge.answeredAt);
+    }
     const route = edge.route === undefined ? UNMATCHED : edge.route.path;
     const status = aborted ? "aborted" : String(reply.statusCode);
     this.metrics.observe(request.method, route, status, durationMs / 1000);

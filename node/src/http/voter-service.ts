@@ -1,5 +1,6 @@
 import type { Lane } from "@keyload/contract";
 import type { Registry } from "prom-client";
+import type { CommandStageObserver } from "../admission/index.js";
 import type { CommandKind, RouteParams } from "../state/command-envelope.js";
 import type { Role } from "../state/principals.js";
 import type { ClusterKind, ClusterParams } from "./cluster-kinds.js";
@@ -126,4 +127,6 @@ export interface VoterService {
   leaderHint(): LeaderHint;
   /** The voter's registry; the edge registers its HTTP metrics here too, and `/metrics` serves it. */
   readonly metricsRegistry: Registry;
+  /** Where the edge reports a command's `edge` and `respond` stages; the voter reports the others. */
+  readonly commandStages: CommandStageObserver;
 }

@@ -4,6 +4,7 @@ import { AdmissionRefusal } from "../admission/admission-refusal.js";
 import { admissionStatus } from "../admission/admission-status.js";
 import type { ApplyWorker } from "../admission/apply-worker.js";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import type { CommandStageObserver } from "../admission/command-stages.js";
 import type { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
 import type {
   ClusterChangeRequest,
@@ -37,6 +38,7 @@ export interface VoterServiceParts {
   readonly httpGovernor: HttpAdmissionGovernor;
   readonly worker: ApplyWorker<VoterCommand, CommandResult>;
   readonly metricsRegistry: Registry;
+  readonly commandStages: CommandStageObserver;
   readonly rejections: CommandRejections;
   /** How far the applied index may trail the commit index for the voter to call itself ready. */
   readonly readyLagEntries: number;
@@ -50,10 +52,12 @@ export interface VoterServiceParts {
  */
 export class KeyLoadVoterService implements VoterService {
   readonly metricsRegistry: Registry;
+  readonly commandStages: CommandStageObserver;
   private readonly membership: ClusterMembership;
 
   constructor(private readonly parts: VoterServiceParts) {
     this.metricsRegistry = parts.metricsRegistry;
+    this.commandStages = parts.commandStages;
     this.membership = new ClusterMembership(parts.driver, {
       isKnownName: (name) => name === parts.nodeId || parts.transport.peerInfo(name) !== null,
       // A learner within the lag a voter may have and still call itself ready.

@@ -4,6 +4,7 @@ import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
 import { ApplyWorker } from "../admission/apply-worker.js";
 import { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import { CommandStageMetrics } from "../admission/command-stages.js";
 import { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
 import type { VoterConfig } from "../config/voter-config.js";
 import { ensurePrivateDir } from "../fs/private-dir.js";
@@ -187,11 +188,13 @@ async function wireVoter(
     // not overtake the Unavailable of a unit that found no leader and so submitted nothing.
     Math.min(Math.floor(raft.replicationDeadlineMs / 2), 3 * raft.electionTimeoutMs),
   );
+  const metricsRegistry = new Registry();
+  const commandStages = new CommandStageMetrics(metricsRegistry);
   const worker = new ApplyWorker<VoterCommand, CommandResult>(router, {
     maxConsecutiveControl: config.commandAdmission.MaxConsecutiveControl,
     replicationDeadlineMs: raft.replicationDeadlineMs,
+    stages: commandStages,
   });
-  const metricsRegistry = new Registry();
   const rejections = registerVoterMetrics(metricsRegistry, {
     driver,
     stateMachine,
@@ -209,6 +212,7 @@ async function wireVoter(
     httpGovernor,
     worker,
     metricsRegistry,
+    commandStages,
     rejections,
     readyLagEntries: raft.readyLagEntries,
     replicationDeadlineMs: raft.replicationDeadlineMs,

@@ -1,4 +1,5 @@
 import { Registry } from "prom-client";
+import type { CommandStageObserver } from "../../admission/index.js";
 import type {
   ClusterChangeRequest,
   CommandAnswer,
@@ -38,6 +39,11 @@ export const bearer = (who: keyof typeof KEYS): string => `Bearer ${KEYS[who].ke
  */
 export class FakeVoterService implements VoterService {
   readonly metricsRegistry = new Registry();
+  /** The stages the edge reported, as "lane stage". */
+  readonly stagesSeen: string[] = [];
+  readonly commandStages: CommandStageObserver = {
+    observe: (lane, stage) => this.stagesSeen.push(`${lane} ${stage}`),
+  };
   readonly submitted: CommandSubmission[] = [];
   readonly reads: ReadRequest[] = [];
   readonly clusterChanges: ClusterChangeRequest[] = [];
