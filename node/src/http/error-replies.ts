@@ -1,8 +1,10 @@
 import { InternalError, InvalidArgumentError, KeyLoadError, ResourceExhaustedError } from "@keyload/contract";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type { HttpEdgeLimits } from "./http-app.js";
 import type { HttpMetrics } from "./http-metrics.js";
 import { LEADER_HEADER, leaderHeaderValue } from "./leader-header.js";
 import { lingerOnClose } from "./lingering-close.js";
+import { sendPaced } from "./refusal-pacing.js";
 import type { VoterService } from "./voter-service.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
@@ -16,13 +18,19 @@ export class ErrorReplies {
   constructor(
     private readonly service: VoterService,
     private readonly metrics: HttpMetrics,
-    private readonly lingerMs: number,
+    private readonly limits: Pick<
+      HttpEdgeLimits,
+      "refusedBodyLingerMs" | "refusedBodyDrainBytes" | "refusalDelayMs"
+    >,
   ) {}
 
   /**
    * Answers `failure`. `unreadBody` (by default: the request did not arrive whole): the body was not
-   * read to its end, so the connection is closed after the answer, lingering so the client still sending
-   * reads the answer rather than a reset.
+   * read to its end. A small one declared by its length is read and dropped once the answer is written
+   * (Node's server does so for a body nobody read) and the connection stays open: under a flood of
+   * retried refusals, a new connection per refusal costs both sides far more than the bytes. Any other
+   * is not read: the connection is closed after the answer, lingering so the client still sending reads
+   * the answer rather than a reset.
    */
   send(
     request: FastifyRequest,
@@ -31,23 +39,38 @@ export class ErrorReplies {
     unreadBody = !request.raw.complete,
   ): FastifyReply {
     let error = this.toKeyLoadError(request, failure);
+    let delayMs = 0;
     const commandId = request.keyloadEdge?.commandId;
     if (commandId !== undefined && error.commandId === undefined) error = error.withCommandId(commandId);
     if (error instanceof ResourceExhaustedError) {
       if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
       const { governor, pool } = error.details;
       if (governor === "http" && pool !== undefined) this.metrics.rejected(pool, error.reason);
+      // Refused in the first hook, holding nothing: paced (refusal-pacing.ts).
+      if (governor === "http" && error.status === 429) delayMs = this.limits.refusalDelayMs;
     } else if (error.code === "Unavailable" || error.code === "UnknownWriteOutcome") {
       const leader = leaderHeaderValue(this.service.leaderHint());
       if (leader !== undefined) reply.header(LEADER_HEADER, leader);
     } else if (error.code === "Unauthenticated") {
       reply.header("www-authenticate", 'Bearer realm="keyload"');
     }
-    if (unreadBody) {
+    if (unreadBody && !this.drains(request, error)) {
       reply.header("connection", "close");
-      lingerOnClose(request.raw.socket, this.lingerMs);
+      lingerOnClose(request.raw.socket, this.limits.refusedBodyLingerMs);
     }
-    return reply.code(error.status).type(JSON_TYPE).send(JSON.stringify(error.toBody()));
+    reply.code(error.status).type(JSON_TYPE);
+    const body = JSON.stringify(error.toBody());
+    sendPaced(reply, delayMs, () => reply.send(body));
+    return reply;
+  }
+
+  /** Whether the unread body of a refused request is small enough to drain rather than close for. */
+  private drains(request: FastifyRequest, error: KeyLoadError): boolean {
+    if (error.reason === "BodyTooLarge") return false;
+    const { headers } = request.raw;
+    if (headers["transfer-encoding"] !== undefined) return false;
+    const length = Number(headers["content-length"] ?? 0);
+    return Number.isSafeInteger(length) && length <= this.limits.refusedBodyDrainBytes;
   }
 
   private toKeyLoadError(request: FastifyRequest, failure: unknown): KeyLoadError {

@@ -34,12 +34,21 @@ export interface HttpEdgeLimits {
    * client still sends, so the client reads the refusal instead of a reset (lingering-close.ts).
    */
   readonly refusedBodyLingerMs: number;
+  /**
+   * The largest declared body a refusal reads and drops after its answer to keep the connection open,
+   * as Go's server does up to 256 KiB; a larger one, or one of unknown length, closes it (lingering).
+   */
+  readonly refusedBodyDrainBytes: number;
+  /** How long HTTP admission's 429s wait before they are written (refusal-pacing.ts); 0 answers at once. */
+  readonly refusalDelayMs: number;
 }
 
 export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   refusedBodyLingerMs: 2_000,
+  refusedBodyDrainBytes: 256 * 1024,
+  refusalDelayMs: 250,
 };
 
 export interface HttpServerOptions {
@@ -74,7 +83,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
   const { service, httpAdmission: governor } = options;
   const limits = { ...HTTP_EDGE_DEFAULTS, ...options.limits };
   const metrics = new HttpMetrics(service.metricsRegistry, governor);
-  const replies = new ErrorReplies(service, metrics, limits.refusedBodyLingerMs);
+  const replies = new ErrorReplies(service, metrics, limits);
   let closing = false;
 
   const httpLogger = options.logger.child(

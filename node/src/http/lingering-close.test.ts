@@ -80,3 +80,51 @@ describe("lingering close after a refused body", () => {
     expect(Date.now() - started).toBeLessThan(2_000);
   });
 });
+
+/**
+ * A PUT refused before its body is read (an unknown key), its whole body sent, then a health check on
+ * the same connection; what the socket received, split into responses.
+ */
+async function refusedThenHealth(bodyBytes: number, drainBytes?: number) {
+  fx = httpFixture(drainBytes === undefined ? {} : { limits: { refusedBodyDrainBytes: drainBytes } });
+  const { port } = await fx.listen();
+  const socket = connect({ port, host: "127.0.0.1" });
+  sockets.push(socket);
+  await once(socket, "connect");
+  const received: Buffer[] = [];
+  const seen = { closed: false };
+  socket.on("data", (data: Buffer) => received.push(data));
+  socket.on("error", () => undefined);
+  socket.on("close", () => {
+    seen.closed = true;
+  });
+  const body = JSON.stringify({ value: "x".repeat(bodyBytes - 12) });
+  socket.write(
+    "PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer not-a-key\r\n" +
+      `KeyLoad-Command-Id: c1\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`,
+  );
+  socket.write(body);
+  socket.write("GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n");
+  const text = () => Buffer.concat(received).toString("utf8");
+  const responses = () =>
+    text()
+      .split(/(?=HTTP\/1\.1 \d{3} )/)
+      .filter((r) => r !== "");
+  await waitFor(() => seen.closed || responses().length >= 2, "two answers or a close");
+  return { responses: responses().map(parseResponse), seen };
+}
+
+describe("a refused body small enough to drain", () => {
+  it("is read and dropped after the answer; the connection stays open for the next request", async () => {
+    const { responses, seen } = await refusedThenHealth(64 * 1024);
+    expect(responses.map((r) => r.statusCode)).toEqual([401, 200]);
+    expect(responses[0]!.headers.connection).not.toBe("close");
+    expect(seen.closed).toBe(false);
+  });
+
+  it("closes the connection instead when the declared body is over the drain limit", async () => {
+    const { responses } = await refusedThenHealth(4 * 1024, 1024);
+    expect(responses).toHaveLength(1);
+    expect(responses[0]).toMatchObject({ statusCode: 401, headers: { connection: "close" } });
+  });
+});
