@@ -15,7 +15,7 @@ const DIR_VARIABLE = "OVERLOAD_LOOP_PROBE_DIR";
 
 // Plain JavaScript: the voters run compiled code without a TypeScript loader.
 const PROBE_SOURCE = `import { appendFileSync } from "node:fs";
-import { monitorEventLoopDelay } from "node:perf_hooks";
+import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
 const dir = process.env.${DIR_VARIABLE};
 const id = process.env.KeyLoad__Node__Id ?? String(process.pid);
 if (dir) {
@@ -23,9 +23,19 @@ if (dir) {
   const histogram = monitorEventLoopDelay({ resolution: ${LOOP_RESOLUTION_MS} });
   histogram.enable();
   const ms = (ns) => Math.max(0, ns / 1e6 - ${LOOP_RESOLUTION_MS});
+  let gcMs = 0;
+  let gcMax = 0;
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) {
+      gcMs += entry.duration;
+      gcMax = Math.max(gcMax, entry.duration);
+    }
+  }).observe({ entryTypes: ["gc"] });
   setInterval(() => {
-    const line = { t: Date.now(), p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max) };
+    const line = { t: Date.now(), p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), gcMs, gcMax };
     histogram.reset();
+    gcMs = 0;
+    gcMax = 0;
     appendFileSync(file, JSON.stringify(line) + "\\n");
   }, 1000).unref();
 }
@@ -52,6 +62,9 @@ export interface LoopSample {
   readonly p50: number;
   readonly p99: number;
   readonly max: number;
+  /** Time in garbage-collection pauses within the second, and the longest one (ms). */
+  readonly gcMs: number;
+  readonly gcMax: number;
 }
 
 /** The samples of `voterId` whose second ended within [fromMs, toMs]. */

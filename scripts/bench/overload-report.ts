@@ -30,6 +30,9 @@ export interface ServerFigures {
   /** Worst one-second event-loop delay p99 and the largest single delay (ms); KeyLoad only. */
   readonly loopP99?: number;
   readonly loopMax?: number;
+  /** The share of the phase spent in garbage-collection pauses, and the longest pause (ms). */
+  readonly gcShare?: number;
+  readonly gcMax?: number;
   readonly peakRssBytes: number;
   readonly cpuSeconds: number;
 }
@@ -129,6 +132,7 @@ export function describePhase(r: PhaseRecord): string {
         .map(
           (s) =>
             `${s.name}${s.leader ? "*" : ""} ${s.loopP99 !== undefined ? `loop p99 (worst second) ${ms(s.loopP99)} max ${ms(s.loopMax)} ms, ` : ""}` +
+            `${s.gcShare !== undefined ? `GC ${(100 * s.gcShare).toFixed(0)} % (longest ${ms(s.gcMax)} ms), ` : ""}` +
             `RSS ${mib(s.peakRssBytes)} MiB, CPU ${s.cpuSeconds.toFixed(1)} s`,
         )
         .join("; ")}`,

@@ -216,6 +216,9 @@ function record(p: PhaseInputs): PhaseRecord {
       ...base,
       loopP99: samples.length > 0 ? Math.max(...samples.map((x) => x.p99)) : Number.NaN,
       loopMax: samples.length > 0 ? Math.max(...samples.map((x) => x.max)) : Number.NaN,
+      gcShare:
+        samples.length > 0 ? samples.reduce((a, x) => a + x.gcMs, 0) / (samples.length * 1000) : Number.NaN,
+      gcMax: samples.length > 0 ? Math.max(...samples.map((x) => x.gcMax)) : Number.NaN,
     };
   });
   const serverCpu = servers.reduce((sum, s) => sum + s.cpuSeconds, 0);
