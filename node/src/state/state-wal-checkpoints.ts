@@ -15,6 +15,14 @@ const TARGET_FRAMES = 2000;
  */
 const FIRST_CYCLE_COMMITS = 16;
 const MAX_CYCLE_COMMITS = 256;
+/**
+ * The most frames a worker pass may leave uncopied for the applying thread's last pass. A reader holds
+ * frames back from every checkpoint (a snapshot's copy holds its read transaction for seconds, while
+ * the WAL grows by tens of megabytes under load): the applying thread then copied all of them itself,
+ * with two fsyncs on a disk busy with the snapshot, and every voter's event loop stopped for up to a
+ * second just as its snapshot ended. Beyond this, the next cycle's worker pass copies them instead.
+ */
+const FINAL_MAX_BACKLOG_FRAMES = 256;
 
 interface CheckpointRow {
   readonly log: number;
@@ -29,12 +37,19 @@ interface CheckpointRow {
  *
  * A cycle: after `commitsPerCycle` commits, a worker copies what the WAL holds while applies carry on.
  * Then, right after the next commit, the applying thread copies the few frames committed meanwhile
- * itself: SQLite restarts the WAL from its beginning only at a write transaction that starts once every
+ * itself, unless the worker could not copy most of them (FINAL_MAX_BACKLOG_FRAMES): SQLite restarts the WAL from its beginning only at a write transaction that starts once every
  * frame has been copied, which a checkpoint running beside the commits never achieves. The cycle length
  * adapts so that a cycle finds about TARGET_FRAMES frames.
  */
 export class StateWalCheckpoints {
-  readonly stats = { cycles: 0, restarts: 0 };
+  readonly stats = {
+    cycles: 0,
+    restarts: 0,
+    /** Worker passes that left too much for the applying thread: another worker pass followed. */
+    deferred: 0,
+    /** The most frames a worker pass left uncopied before the applying thread's pass. */
+    finalBacklogMax: 0,
+  };
   private readonly checkpointer: WalCheckpointer;
   private commits = 0;
   private commitsPerCycle: number;
@@ -79,6 +94,14 @@ export class StateWalCheckpoints {
       (r) => {
         const scaled = Math.round((commits * this.targetFrames) / Math.max(1, r.log));
         this.commitsPerCycle = Math.min(MAX_CYCLE_COMMITS, Math.max(1, scaled));
+        const backlog = r.log - r.checkpointed;
+        if (backlog > FINAL_MAX_BACKLOG_FRAMES) {
+          this.stats.deferred++;
+          this.commits = 0;
+          this.phase = "idle";
+          return;
+        }
+        this.stats.finalBacklogMax = Math.max(this.stats.finalBacklogMax, backlog);
         this.phase = "final";
       },
       (error: unknown) => {
