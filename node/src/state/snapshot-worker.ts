@@ -8,7 +8,7 @@ import { KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { fsyncPath } from "../fs/fsync.js";
 import { lowerThreadPriority } from "./background-priority.js";
-import { inspectSnapshot } from "./snapshot-files.js";
+import { ownSnapshotPosition } from "./snapshot-files.js";
 import type { SnapshotCopyReply, SnapshotCopyRequest } from "./snapshot-protocol.js";
 
 const port = parentPort!;
@@ -52,7 +52,7 @@ async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
     copy.close();
   }
   fsyncPath(request.target);
-  const covered = inspectSnapshot(request.target);
+  const covered = ownSnapshotPosition(request.target);
   // The log may be compacted up to `covered` once this resolves, so the database must not still rely
   // on those entries: every apply the copy holds committed before the copy began, into the WAL or (a
   // checkpoint) the database file, and fsyncing both makes them durable without the checkpoint that

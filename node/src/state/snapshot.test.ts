@@ -2,6 +2,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSearchRequest } from "./search-query.js";
+import { ownSnapshotPosition } from "./snapshot-files.js";
 import { Harness, TempStates } from "./testing/state-fixtures.js";
 
 let temp: TempStates;
@@ -117,6 +118,25 @@ describe("snapshots", () => {
     );
     expect(h.sm.getDocument("t1", "k")?.value).toBe(1);
     h.ok("catalog.put", { value: 2 }, { params: { key: "k" } });
+  });
+
+  it("reads its own copy's position without checking every page; an install still checks them", async () => {
+    const h = new Harness(temp.create("source"));
+    for (let i = 0; i < 500; i++)
+      h.ok("catalog.put", { value: "x".repeat(500) }, { params: { key: `k${i}` } });
+    const covered = await h.sm.createSnapshot(temp.path("snap.db"));
+    // Damage a page in the middle of the documents: the meta table, on an early page, still reads.
+    const bytes = readFileSync(temp.path("snap.db"));
+    const page = 4096 * Math.floor(bytes.length / 4096 / 2);
+    bytes.fill(0xa5, page, page + 64);
+    writeFileSync(temp.path("snap.db"), bytes);
+    expect(ownSnapshotPosition(temp.path("snap.db"))).toEqual(covered);
+    const target = new Harness(temp.create("target"));
+    target.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
+    expect(() => target.sm.restoreFromSnapshot(temp.path("snap.db"))).toThrow(
+      expect.objectContaining({ reason: "InvalidSnapshot" }),
+    );
+    expect(target.sm.getDocument("t1", "k")?.value).toBe(1);
   });
 
   it("rebuilds the search index from an installed snapshot", async () => {
