@@ -154,6 +154,11 @@ export interface SystemRun {
   readonly idle?: PhaseRecord;
   readonly closedLoop: readonly PhaseRecord[];
   readonly floods: readonly PhaseRecord[];
+  /**
+   * KeyLoad: the bytes its admission limits let the leader hold at once (both command lanes' retained
+   * bytes and both HTTP pools' modeled bytes), read from its admission status.
+   */
+  readonly admissionBytes?: number;
 }
 
 export function bestClosedLoop(run: SystemRun | undefined): PhaseRecord | undefined {
@@ -228,8 +233,14 @@ export function targets(keyload: SystemRun | undefined, etcd: SystemRun | undefi
     out.push(
       `${who}: event-loop delay p99 per voter (worst one-second p99) ${loops.map((s) => `${s.name}${s.leader ? "*" : ""} ${ms(s.loopP99)}`).join(", ") || "—"} ms (target < 50 ms each)${verdict(fin(worst) ? worst < 50 : undefined)}`,
     );
+    // The bound: the leader at rest (the idle phase's peak) plus all the admission limits let it hold.
+    const idleRss = keyload.idle?.leaderPeakRssBytes;
+    const bound = fin(idleRss) && fin(keyload.admissionBytes) ? idleRss + keyload.admissionBytes : undefined;
     out.push(
-      `${who}: leader peak RSS ${mib(f.leaderPeakRssBytes)} MiB (etcd's leader ${mib(etcdFlood?.leaderPeakRssBytes)} MiB); CPU ${ms(f.cpuMsPerWrite)} ms per acknowledged write (etcd ${ms(etcdFlood?.cpuMsPerWrite)})`,
+      `${who}: leader peak RSS ${mib(f.leaderPeakRssBytes)} MiB, bound ${mib(bound)} MiB (idle ${mib(idleRss)} + admission limits ${mib(keyload.admissionBytes)})${verdict(fin(bound) ? f.leaderPeakRssBytes <= bound : undefined)}; etcd's leader ${mib(etcdFlood?.leaderPeakRssBytes)} MiB`,
+    );
+    out.push(
+      `${who}: CPU ${ms(f.cpuMsPerWrite)} ms per acknowledged write (etcd ${ms(etcdFlood?.cpuMsPerWrite)})`,
     );
     if (f.client === "keyload") {
       const vsImmediate = immediate && immediate.goodput > 0 ? f.goodput / immediate.goodput : undefined;

@@ -470,7 +470,8 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
       cluster.checkRunning();
       await sleep(1000);
     }
-    return { system: "keyload", valueBytes, idle, closedLoop: closed, floods };
+    const admissionBytes = await admissionLimitBytes(leaderUrl, cluster.adminKey);
+    return { system: "keyload", valueBytes, idle, closedLoop: closed, floods, admissionBytes };
   } finally {
     if (prober) {
       await prober.stop();
@@ -479,6 +480,31 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
     await cluster.stop();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What the leader's admission limits let it hold at once, from its admission status: both command
+ * lanes' retained bytes and both HTTP pools' modeled bytes (a request's command counted in both).
+ */
+async function admissionLimitBytes(httpUrl: string, adminKey: string): Promise<number> {
+  const response = await fetch(`${httpUrl}/v1/admin/admission`, {
+    headers: { authorization: `Bearer ${adminKey}` },
+    signal: AbortSignal.timeout(10_000),
+  });
+  const status = (await response.json()) as {
+    commandAdmission: { limits: Record<string, number> };
+    httpAdmission: { limits: Record<string, number> };
+  };
+  const command = status.commandAdmission.limits;
+  const http = status.httpAdmission.limits;
+  const sum = [
+    command.maxRetainedBytes,
+    command.controlMaxRetainedBytes,
+    http.maxModeledBytes,
+    http.controlMaxModeledBytes,
+  ];
+  if (!sum.every((n) => typeof n === "number")) throw new Error("the admission status lacks a byte limit");
+  return sum.reduce((a, b) => a + b, 0);
 }
 
 interface PhaseOptions {
