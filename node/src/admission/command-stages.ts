@@ -21,12 +21,11 @@ export const NO_STAGE_OBSERVER: CommandStageObserver = { observe: () => undefine
 
 /** The stages as a Prometheus histogram, `keyload_command_stage_seconds{lane, stage}`. */
 export class CommandStageMetrics implements CommandStageObserver {
-  private readonly histogram: Histogram<"lane" | "stage">;
   /** One child per label pair, resolved once: `observe` runs several times per command. */
-  private readonly children = new Map<string, Histogram.Internal<"lane" | "stage">>();
+  private readonly children: Record<Lane, Record<CommandStage, Histogram.Internal<"lane" | "stage">>>;
 
   constructor(registry: Registry) {
-    this.histogram = new Histogram({
+    const histogram = new Histogram({
       name: "keyload_command_stage_seconds",
       help: "Time a command spent in each stage on the voter that received it (see the docs' overload section)",
       labelNames: ["lane", "stage"],
@@ -35,14 +34,18 @@ export class CommandStageMetrics implements CommandStageObserver {
       ],
       registers: [registry],
     });
-    for (const lane of ["data", "control"] as const) {
-      for (const stage of COMMAND_STAGES) {
-        this.children.set(`${lane}/${stage}`, this.histogram.labels({ lane, stage }));
-      }
-    }
+    const lane = (name: Lane) =>
+      Object.fromEntries(
+        COMMAND_STAGES.map((stage) => {
+          // Exported from zero, so a dashboard sees every series before its first observation.
+          histogram.zero({ lane: name, stage });
+          return [stage, histogram.labels({ lane: name, stage })];
+        }),
+      ) as Record<CommandStage, Histogram.Internal<"lane" | "stage">>;
+    this.children = { data: lane("data"), control: lane("control") };
   }
 
   observe(lane: Lane, stage: CommandStage, ms: number): void {
-    this.children.get(`${lane}/${stage}`)?.observe(ms / 1000);
+    this.children[lane][stage].observe(ms / 1000);
   }
 }
