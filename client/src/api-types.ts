@@ -84,6 +84,13 @@ export type BulkGetItem<T = unknown> =
   | { readonly key: string; readonly found: true; readonly value: T; readonly version: number }
   | { readonly key: string; readonly found: false };
 
+export interface BulkGetResult<T = unknown> {
+  /** One per key, in request order, until the page's byte bound. */
+  readonly items: readonly BulkGetItem<T>[];
+  /** The keys not answered yet, when the page reached its byte bound: ask for them next. */
+  readonly remaining?: readonly string[];
+}
+
 export type FilterOp = "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "exists";
 
 export interface QueryRequest {
@@ -101,7 +108,10 @@ export interface QueryRequest {
 
 export interface QueryPage<T = unknown> {
   readonly items: readonly Document<T>[];
-  /** Present when the page is full: the `after` of the next page. */
+  /**
+   * The `after` of the next page: present when the page is full or stopped at its bound on rows
+   * examined or bytes answered, so a page may be short, even empty, and still have one.
+   */
   readonly next?: string;
 }
 
@@ -110,10 +120,20 @@ export interface SearchRequest {
   readonly query: string;
   readonly prefix?: string;
   readonly limit?: number;
+  /** Resume after this hit: the previous page's `next`. */
+  readonly after?: SearchCursor;
+}
+
+/** A hit's place in the ranking: BM25 score (lower is better), then key. */
+export interface SearchCursor {
+  readonly score: number;
+  readonly key: string;
 }
 
 export interface SearchResult<T = unknown> {
   readonly hits: readonly (Document<T> & { readonly score: number })[];
+  /** The `after` of the next page: present when the page is full or stopped at its byte bound. */
+  readonly next?: SearchCursor;
 }
 
 export interface TraverseRequest {
@@ -126,6 +146,7 @@ export interface TraverseRequest {
 
 export interface Traversal {
   readonly nodes: readonly { readonly id: string; readonly depth: number; readonly via: Edge | null }[];
+  /** Stopped at the node limit, the bound on edges followed or the byte bound. */
   readonly truncated: boolean;
 }
 
@@ -203,6 +224,8 @@ export interface DeliveryResult extends Written {
   readonly leaseExpiresAtMs: number | null;
   readonly changes: readonly Change[];
   readonly cursor: number;
+  /** Changes past the cursor that retention removed before they were read, skipped; null when none. */
+  readonly trimmed: { readonly fromSeq: number; readonly throughSeq: number } | null;
 }
 
 export interface AckDeliveryResult extends Written, SubscriptionState {}
@@ -271,7 +294,10 @@ export interface DeleteKeyResult extends Written {
   readonly keyId: string;
 }
 
-/** A command ID's durable outcome: its result, or the deterministic refusal it committed as. */
+/**
+ * A command ID's durable outcome: its result, or the deterministic refusal it committed as; past the
+ * voters' full outcome window, `expired`: it applied at `index`, but only whether it failed remains.
+ */
 export type CommandOutcome =
   | {
       readonly commandId: string;
@@ -284,6 +310,14 @@ export type CommandOutcome =
       readonly status: "failed";
       readonly index: number;
       readonly error: { readonly code: ErrorCode; readonly reason: string; readonly message: string };
+    }
+  | {
+      readonly commandId: string;
+      readonly status: "expired";
+      readonly index: number;
+      readonly failed: boolean;
+      /** The code of the refusal it committed as; null when it committed. */
+      readonly errorCode: ErrorCode | null;
     };
 
 export interface CommandLimits {
@@ -326,6 +360,26 @@ export interface HttpPoolUsage {
   readonly modeledBytes: number;
 }
 
+/**
+ * The voter's free disk against its floors: below `softFloorBytes` data commands are refused
+ * (`DiskFloor`), below `hardFloorBytes` every write. The measured fields are null until measured.
+ */
+export interface DiskStatus {
+  readonly freeBytes: number | null;
+  /** What one more snapshot of the state takes (the compaction reserve). */
+  readonly reserveBytes: number | null;
+  readonly softFloorBytes: number;
+  readonly hardFloorBytes: number;
+  readonly state: "ok" | "soft" | "hard";
+}
+
+/** One SQLite database's native limits, in bytes. */
+export interface SqliteLimits {
+  readonly cacheBytes: number;
+  readonly mmapBytes: number;
+  readonly walLimitBytes: number;
+}
+
 /** `GET /v1/admin/admission`: one voter's limits and current usage (contract section 7). */
 export interface AdmissionStatus {
   readonly nodeId: string;
@@ -353,6 +407,13 @@ export interface AdmissionStatus {
       readonly tenantRequests: number;
       readonly principalRequests: number;
     }[];
+  };
+  readonly disk: DiskStatus;
+  /** The Raft log's, the state's and the search index's databases. */
+  readonly storageLimits: {
+    readonly log: SqliteLimits;
+    readonly state: SqliteLimits;
+    readonly search: SqliteLimits;
   };
 }
 

@@ -2,6 +2,7 @@ import type {
   AckDeliveryResult,
   AdmissionStatus,
   BulkGetItem,
+  BulkGetResult,
   ClusterMemberChange,
   ClusterMembers,
   CommandOutcome,
@@ -176,11 +177,22 @@ export class KeyLoadClient {
     return this.write("DELETE", `/v1/catalog/${enc(key)}`, body, options);
   }
 
-  bulkGet<T = unknown>(
+  /** One page: past its byte bound, the keys not answered are in `remaining` (see bulkGetAll). */
+  bulkGet<T = unknown>(keys: readonly string[], options: CallOptions = {}): Promise<BulkGetResult<T>> {
+    return this.readPost("/v1/catalog/bulk-get", { keys }, options);
+  }
+
+  /** Every key's item, in request order, asking again for the `remaining` keys of each page. */
+  async *bulkGetAll<T = unknown>(
     keys: readonly string[],
     options: CallOptions = {},
-  ): Promise<{ readonly items: readonly BulkGetItem<T>[] }> {
-    return this.readPost("/v1/catalog/bulk-get", { keys }, options);
+  ): AsyncGenerator<BulkGetItem<T>> {
+    let remaining: readonly string[] | undefined = keys;
+    while (remaining !== undefined && remaining.length > 0) {
+      const page: BulkGetResult<T> = await this.bulkGet<T>(remaining, options);
+      yield* page.items;
+      remaining = page.remaining;
+    }
   }
 
   query<T = unknown>(request: QueryRequest = {}, options: CallOptions = {}): Promise<QueryPage<T>> {
@@ -408,7 +420,10 @@ export class KeyLoadClient {
 
   // Commands
 
-  /** The command's committed outcome; NotFoundError while none is committed. */
+  /**
+   * The command's committed outcome; `status: "expired"` once only its dedupe record remains (it applied,
+   * the result is gone); NotFoundError while none is committed, or after the dedupe window too.
+   */
   getCommand(commandId: string, options: CallOptions = {}): Promise<CommandOutcome> {
     const path = `/v1/commands/${enc(commandId)}`;
     return this.call({ kind: "read", method: "GET", path }, options, json<CommandOutcome>);
@@ -419,7 +434,9 @@ export class KeyLoadClient {
    * the refusal it committed as). `submit` must send the same command each time, e.g.
    * `(o) => client.put("k", v, o)`: the voters answer a resubmission with the original outcome, so the
    * command applies at most once. A resubmission also settles the question `getCommand` cannot: a 404
-   * there means "not committed yet", which an attempt that was lost would answer forever.
+   * there means "not committed yet", which an attempt that was lost would answer forever. Past the full
+   * outcome's window the resubmission is refused, not applied: CommandIdConflictError with reason
+   * `OutcomeExpired` and `details.index`, the entry that applied it (`getCommand` tells whether it failed).
    */
   async resolveOutcome<T>(
     commandId: string,

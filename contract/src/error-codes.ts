@@ -31,7 +31,9 @@ export type ResourceExhaustedReason =
   | "HttpBytes"
   | "TenantRequests"
   | "PrincipalRequests"
-  | "BodyTooLarge";
+  | "BodyTooLarge"
+  /** The voter's free disk is below its floor (contract section 8). */
+  | "DiskFloor";
 
 export type Governor = "command" | "http";
 export type Lane = "data" | "control";

@@ -76,7 +76,7 @@ export async function runStateApplyBench(
       });
       log.push({ index: i, term: 1, type: "normal", data });
     }
-    const search = { query: "customer", prefix: "", limit: 1 };
+    const search = { query: "customer", prefix: "", limit: 1, after: undefined };
     if (searched) await sm.search("bench", search);
     const cpu0 = process.cpuUsage();
     const wall0 = process.hrtime.bigint();
@@ -90,7 +90,7 @@ export async function runStateApplyBench(
     const wallSeconds = Number(process.hrtime.bigint() - wall0) / 1e9;
     const cpu = process.cpuUsage(cpu0);
     // A search is answered after every change sent before it, so it returns once indexing caught up.
-    const hits = await sm.search("bench", search);
+    const { hits } = JSON.parse((await sm.search("bench", search)).text) as { hits: unknown[] };
     if (hits.length === 0) throw new Error("the search index holds none of the puts");
     const indexedSeconds = Number(process.hrtime.bigint() - wall0) / 1e9;
     return {

@@ -45,6 +45,11 @@ export class AdmissionRefusal {
     );
   }
 
+  /** Seconds the refused caller is told to wait; undefined: the contract's default. */
+  protected get retryAfterSeconds(): number | undefined {
+    return undefined;
+  }
+
   /**
    * The contract's error for this refusal. Its stack is left empty: an admission refusal is an expected
    * answer, not a fault, and capturing a stack would make each refused request cost microseconds.
@@ -53,12 +58,10 @@ export class AdmissionRefusal {
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
-      return new ResourceExhaustedError(
-        this.reason,
-        this.message,
-        this.details,
-        commandId === undefined ? {} : { commandId },
-      );
+      return new ResourceExhaustedError(this.reason, this.message, this.details, {
+        ...(commandId === undefined ? {} : { commandId }),
+        ...(this.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: this.retryAfterSeconds }),
+      });
     } finally {
       Error.stackTraceLimit = stackTraceLimit;
     }

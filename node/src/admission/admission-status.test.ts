@@ -1,8 +1,33 @@
 import { describe, expect, it } from "vitest";
+import { DEFAULT_STORAGE_LIMITS } from "../fs/sqlite-limits.js";
 import { AdmissionRefusal } from "./admission-refusal.js";
-import { admissionStatus } from "./admission-status.js";
+import { type AdmissionStatus, admissionStatus } from "./admission-status.js";
 import { CommandAdmissionGovernor } from "./command-admission-governor.js";
+import { DiskFloor } from "./disk-floor.js";
 import { HttpAdmissionGovernor } from "./http-admission-governor.js";
+
+const MiB = 1024 * 1024;
+
+function statusOf(
+  nodeId: string,
+  commandGovernor: CommandAdmissionGovernor,
+  httpGovernor: HttpAdmissionGovernor,
+): AdmissionStatus {
+  const diskFloor = new DiskFloor({
+    softFloorBytes: 0,
+    marginBytes: 256 * MiB,
+    hardFloorBytes: 64 * MiB,
+    probeIntervalMs: 1000,
+  });
+  diskFloor.update({ freeBytes: 10_000 * MiB, reserveBytes: 3 * MiB });
+  return admissionStatus({
+    nodeId,
+    commandGovernor,
+    httpGovernor,
+    diskFloor,
+    storageLimits: DEFAULT_STORAGE_LIMITS,
+  });
+}
 
 describe("admissionStatus", () => {
   it("reports an idle node in the contract's shape: limits, zero usage, only the status request's scope", () => {
@@ -13,7 +38,7 @@ describe("admissionStatus", () => {
     if (own instanceof AdmissionRefusal) throw new Error("refused");
     expect(own.bind("system", "admin")).toBeUndefined();
 
-    const status = JSON.parse(JSON.stringify(admissionStatus("voter1", commands, http)));
+    const status = JSON.parse(JSON.stringify(statusOf("voter1", commands, http)));
     expect(status).toEqual({
       nodeId: "voter1",
       commandAdmission: {
@@ -55,6 +80,18 @@ describe("admissionStatus", () => {
           { pool: "data", tenantId: "system", principalId: "admin", tenantRequests: 1, principalRequests: 1 },
         ],
       },
+      disk: {
+        freeBytes: 10_000 * MiB,
+        reserveBytes: 3 * MiB,
+        softFloorBytes: 259 * MiB,
+        hardFloorBytes: 64 * MiB,
+        state: "ok",
+      },
+      storageLimits: {
+        log: { cacheBytes: 16 * MiB, mmapBytes: 0, walLimitBytes: 16 * MiB },
+        state: { cacheBytes: 64 * MiB, mmapBytes: 0, walLimitBytes: 16 * MiB },
+        search: { cacheBytes: 16 * MiB, mmapBytes: 0, walLimitBytes: 64 * MiB },
+      },
     });
   });
 
@@ -68,7 +105,7 @@ describe("admissionStatus", () => {
     const unverified = http.reserve({ kind: "control" });
     if (unverified instanceof AdmissionRefusal) throw new Error("refused");
 
-    const status = admissionStatus("voter2", commands, http);
+    const status = statusOf("voter2", commands, http);
     expect(status.commandAdmission.limits.maxCommands).toBe(100);
     expect(status.commandAdmission.data).toEqual({
       commands: 1,
@@ -92,7 +129,7 @@ describe("admissionStatus", () => {
     queued.release();
     active.release();
     unverified.dispose();
-    const idle = admissionStatus("voter2", commands, http);
+    const idle = statusOf("voter2", commands, http);
     expect(idle.commandAdmission.verifiedScopes).toEqual([]);
     expect(idle.httpAdmission).toMatchObject({
       control: { requests: 0, modeledBytes: 0 },

@@ -9,6 +9,7 @@ import {
 } from "./command-admission-options.js";
 import { CommandLane, type CommandLaneUsage } from "./command-lane.js";
 import type { CommandReservation } from "./command-reservation.js";
+import type { DiskFloor } from "./disk-floor.js";
 
 export interface CommandAdmissionRequest {
   readonly lane: Lane;
@@ -38,14 +39,18 @@ export interface CommandAdmissionStatus {
 /**
  * Bounds the count and retained bytes of a voter's queued and active commands, per lane, per tenant
  * and per verified principal. The control lane is an independent reserve, so acknowledgements,
- * deliveries, membership and dispatch keep flowing while the data lane is full.
+ * deliveries, membership and dispatch keep flowing while the data lane is full. A disk floor, when
+ * given, refuses commands first while the data directory's free space is below it.
  */
 export class CommandAdmissionGovernor {
   readonly limits: CommandAdmissionLimits;
   private readonly data: CommandLane;
   private readonly control: CommandLane;
 
-  constructor(options?: CommandAdmissionOptions) {
+  constructor(
+    options?: CommandAdmissionOptions,
+    private readonly disk?: DiskFloor,
+  ) {
     this.limits = resolveCommandAdmissionOptions(options);
     this.data = new CommandLane("data", this.limits);
     this.control = new CommandLane("control", this.limits);
@@ -56,6 +61,8 @@ export class CommandAdmissionGovernor {
    * command ID is taken or anything is appended, so the caller may retry with the same ID.
    */
   tryAdmit(request: CommandAdmissionRequest): CommandReservation | AdmissionRefusal {
+    const floor = this.disk?.refusal(request.lane);
+    if (floor !== undefined) return floor;
     const lane = request.lane === "control" ? this.control : this.data;
     return lane.tryAdmit(request.tenantId, request.principalId, request.payload);
   }

@@ -128,4 +128,26 @@ describe("loadVoterConfig", () => {
     const env = { ...BASE, KeyLoad__Raft__HeartbeatIntervalMs: "600" };
     expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Raft:HeartbeatIntervalMs");
   });
+
+  it("reads the disk floor's settings and refuses a soft floor under the hard one", () => {
+    expect(loadVoterConfig({ env: BASE }).disk).toEqual({
+      softFloorBytes: 0,
+      marginBytes: 256 * 1024 * 1024,
+      hardFloorBytes: 64 * 1024 * 1024,
+      probeIntervalMs: 1000,
+    });
+    const env = { ...BASE, KeyLoad__Disk__SoftFloorBytes: "1000", KeyLoad__Disk__HardFloorBytes: "2000" };
+    expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Disk:SoftFloorBytes");
+    const ok = { ...env, KeyLoad__Disk__SoftFloorBytes: "0" };
+    expect(loadVoterConfig({ env: ok }).disk).toMatchObject({ softFloorBytes: 0, hardFloorBytes: 2000 });
+  });
+
+  it("bounds the databases' native limits", () => {
+    const tooLarge = { ...BASE, KeyLoad__Storage__StateMmapBytes: String(4 * 1024 ** 3) };
+    expect(configError(() => loadVoterConfig({ env: tooLarge })).key).toBe("KeyLoad:Storage:StateMmapBytes");
+    const tooSmall = { ...BASE, KeyLoad__Storage__LogWalLimitBytes: "4096" };
+    expect(configError(() => loadVoterConfig({ env: tooSmall })).key).toBe(
+      "KeyLoad:Storage:LogWalLimitBytes",
+    );
+  });
 });

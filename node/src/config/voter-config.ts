@@ -2,7 +2,9 @@ import {
   COMMAND_ADMISSION_PROPERTIES,
   type CommandAdmissionLimits,
 } from "../admission/command-admission-options.js";
+import type { DiskFloorSettings } from "../admission/disk-floor.js";
 import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
+import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
 import { type CanonicalLimits, DEFAULT_LIMITS } from "../state/limits.js";
 import { ConfigError } from "./config-error.js";
 import { type ConfigProperty, integer, oneOf, type RawValue, text } from "./config-property.js";
@@ -23,6 +25,9 @@ export interface PeerAddress {
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 const HOST = /^[A-Za-z0-9.:_-]{1,253}$/;
 const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
+/** The Storage section's prefix of each database's three settings. */
+const DATABASES = { Log: "log", State: "state", Search: "search" } as const;
 
 function voterList(name: "Voters"): ConfigProperty<"Voters", readonly PeerAddress[]> {
   return {
@@ -92,6 +97,20 @@ export const VOTER_CONFIG = {
   Canonical: (Object.keys(DEFAULT_LIMITS) as (keyof CanonicalLimits)[]).map((key) =>
     integer(pascal(key), DEFAULT_LIMITS[key], 1),
   ),
+  Disk: [
+    // 0: the compaction reserve (what one more snapshot of the current state takes) plus MarginBytes.
+    integer("SoftFloorBytes", 0, 0),
+    integer("MarginBytes", 256 * MiB, 0),
+    integer("HardFloorBytes", 64 * MiB, 0),
+    integer("ProbeIntervalMs", 1000, 10, 60_000),
+  ],
+  // Each database's page cache, mapping (0: none) and the size its WAL is cut back to after a checkpoint
+  // (checkpoints start by half of it). The mapping stays under SQLite's own cap of 2 GiB.
+  Storage: Object.entries(DATABASES).flatMap(([prefix, db]) => [
+    integer(`${prefix}CacheBytes`, DEFAULT_STORAGE_LIMITS[db].cacheBytes, MiB, 16 * GiB),
+    integer(`${prefix}MmapBytes`, DEFAULT_STORAGE_LIMITS[db].mmapBytes, 0, GiB),
+    integer(`${prefix}WalLimitBytes`, DEFAULT_STORAGE_LIMITS[db].walLimitBytes, MiB, 16 * GiB),
+  ]),
   Bootstrap: [
     text("AdminKey", undefined, /^[\x21-\x7e]{16,256}$/, "16-256 printable characters without spaces", true),
   ],
@@ -128,6 +147,8 @@ export interface VoterConfig {
   readonly commandAdmission: CommandAdmissionLimits;
   readonly httpAdmission: HttpAdmissionLimits;
   readonly canonical: CanonicalLimits;
+  readonly disk: DiskFloorSettings;
+  readonly storage: StorageLimits;
   readonly bootstrap: { readonly adminKey: string };
   readonly log: { readonly level: string };
 }
@@ -160,6 +181,8 @@ export function loadVoterConfig(inputs: ConfigInputs = {}): VoterConfig {
   const commandAdmission = section("CommandAdmission", VOTER_CONFIG.CommandAdmission);
   const httpAdmission = section("HttpAdmission", VOTER_CONFIG.HttpAdmission);
   const canonical = section("Canonical", VOTER_CONFIG.Canonical);
+  const disk = section("Disk", VOTER_CONFIG.Disk);
+  const storage = section("Storage", VOTER_CONFIG.Storage);
   const bootstrap = section("Bootstrap", VOTER_CONFIG.Bootstrap);
   const log = section("Log", VOTER_CONFIG.Log);
 
@@ -179,6 +202,8 @@ export function loadVoterConfig(inputs: ConfigInputs = {}): VoterConfig {
     commandAdmission: commandAdmission as unknown as CommandAdmissionLimits,
     httpAdmission: httpAdmission as unknown as HttpAdmissionLimits,
     canonical: camel(canonical) as unknown as CanonicalLimits,
+    disk: camel(disk) as unknown as DiskFloorSettings,
+    storage: storageLimits(storage),
     bootstrap: camel(bootstrap) as VoterConfig["bootstrap"],
     log: camel(log) as VoterConfig["log"],
   };
@@ -221,6 +246,19 @@ function checkConsistency(config: VoterConfig): void {
   if (config.raft.heartbeatIntervalMs * 2 > config.raft.electionTimeoutMs) {
     throw new ConfigError("KeyLoad:Raft:HeartbeatIntervalMs", "must be at most half of ElectionTimeoutMs");
   }
+  const { softFloorBytes, hardFloorBytes } = config.disk;
+  if (softFloorBytes !== 0 && softFloorBytes < hardFloorBytes) {
+    throw new ConfigError("KeyLoad:Disk:SoftFloorBytes", "must be 0 (derived) or at least HardFloorBytes");
+  }
+}
+
+function storageLimits(record: Record<string, unknown>): StorageLimits {
+  const limits = (prefix: keyof typeof DATABASES): SqliteLimits => ({
+    cacheBytes: record[`${prefix}CacheBytes`] as number,
+    mmapBytes: record[`${prefix}MmapBytes`] as number,
+    walLimitBytes: record[`${prefix}WalLimitBytes`] as number,
+  });
+  return { log: limits("Log"), state: limits("State"), search: limits("Search") };
 }
 
 function pascal(name: string): string {

@@ -193,6 +193,13 @@ export const BODY_SCHEMAS = {
       query: { type: "string", description: "Words to find, all of them; word* matches a prefix" },
       prefix: optionalString,
       limit: optionalInteger(1, READ_LIMITS.maxSearchResults),
+      after: orNull(
+        object(
+          { score: { type: "number" }, key: key("The last hit's key") },
+          ["score", "key"],
+          "Resume after this hit (the previous page's next): hits ranked after it by score, then key",
+        ),
+      ),
     },
     ["query"],
   ),

@@ -37,6 +37,12 @@ const key = text(1, MAX_KEY_CHARS);
 const timeMs = (description?: string): JsonSchema => integer(0, Number.MAX_SAFE_INTEGER, description);
 const nullable = (schema: JsonSchema): JsonSchema => ({ anyOf: [schema, { type: "null" }] });
 
+const sqliteLimits = object({ cacheBytes: integer(0), mmapBytes: integer(0), walLimitBytes: integer(0) }, [
+  "cacheBytes",
+  "mmapBytes",
+  "walLimitBytes",
+]);
+
 /** `{"commandId", ...fields}`: how every write answers. */
 function written(properties: Readonly<Record<string, JsonSchema>>, required = Object.keys(properties)) {
   return object({ commandId, ...properties }, ["commandId", ...required]);
@@ -115,6 +121,13 @@ export const RESPONSE_SCHEMAS = {
     leaseExpiresAtMs: nullable(timeMs()),
     changes: arrayOf({ type: "object", description: "A change-feed entry" }),
     cursor: integer(0),
+    trimmed: nullable(
+      object(
+        { fromSeq: integer(1), throughSeq: integer(1) },
+        ["fromSeq", "throughSeq"],
+        "Changes past the cursor that retention removed before they were read; null when none",
+      ),
+    ),
   }),
   "subscription.ack": written(subscriptionState),
   "subscription.complete": written({ ...subscriptionState, ...writeSetResult }),
@@ -146,11 +159,22 @@ export const RESPONSE_SCHEMAS = {
           object({ key, found: { const: false } }, ["key", "found"]),
         ],
       }),
+      remaining: {
+        ...arrayOf(key),
+        description: "The keys not answered yet (the page reached its byte bound): ask for them next",
+      },
     },
     ["items"],
   ),
   query: object(
-    { items: arrayOf(document), next: { type: "string", description: "Present when the page is full" } },
+    {
+      items: arrayOf(document),
+      next: {
+        type: "string",
+        description:
+          "The after of the next page; present when the page is full or stopped at its scan or byte bound (then it may be short, even empty)",
+      },
+    },
     ["items"],
   ),
   search: object(
@@ -166,6 +190,11 @@ export const RESPONSE_SCHEMAS = {
           ["key", "value", "version", "score"],
         ),
       ),
+      next: object(
+        { score: { type: "number" }, key },
+        ["score", "key"],
+        "The after of the next page; present when the page is full or stopped at its byte bound",
+      ),
     },
     ["hits"],
   ),
@@ -178,16 +207,24 @@ export const RESPONSE_SCHEMAS = {
           "via",
         ]),
       ),
-      truncated: { type: "boolean" },
+      truncated: {
+        type: "boolean",
+        description: "The traversal stopped at its node limit, its bound on edges followed or its byte bound",
+      },
     },
     ["nodes", "truncated"],
   ),
   "command.get": object(
     {
       commandId,
-      status: { enum: ["committed", "failed"] },
+      status: {
+        enum: ["committed", "failed", "expired"],
+        description: "expired: applied, but only its dedupe record remains (the result is gone)",
+      },
       index: integer(1),
       result: anyJson("The command's result (committed)"),
+      failed: { type: "boolean", description: "Whether it committed as a refusal (expired)" },
+      errorCode: nullable({ enum: [...ERROR_CODES] }),
       error: object(
         { code: { enum: [...ERROR_CODES] }, reason: { type: "string" }, message: { type: "string" } },
         ["code", "reason", "message"],
@@ -239,8 +276,30 @@ export const RESPONSE_SCHEMAS = {
         },
         ["limits", "data", "control", "ingress", "verifiedScopes"],
       ),
+      disk: object(
+        {
+          freeBytes: {
+            ...orNull(integer(0)),
+            description: "Free on the data dir's filesystem (null: not measured yet)",
+          },
+          reserveBytes: { ...orNull(integer(0)), description: "What one more snapshot of the state takes" },
+          softFloorBytes: integer(
+            0,
+            Number.MAX_SAFE_INTEGER,
+            "Below it, data commands are refused (DiskFloor)",
+          ),
+          hardFloorBytes: integer(0, Number.MAX_SAFE_INTEGER, "Below it, every client write is refused"),
+          state: { enum: ["ok", "soft", "hard"] },
+        },
+        ["freeBytes", "reserveBytes", "softFloorBytes", "hardFloorBytes", "state"],
+      ),
+      storageLimits: object(
+        { log: sqliteLimits, state: sqliteLimits, search: sqliteLimits },
+        ["log", "state", "search"],
+        "Each database's page cache, mapping and WAL size limit, in bytes",
+      ),
     },
-    ["nodeId", "commandAdmission", "httpAdmission"],
+    ["nodeId", "commandAdmission", "httpAdmission", "disk", "storageLimits"],
   ),
   "cluster.members": object(
     {

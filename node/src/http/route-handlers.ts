@@ -1,5 +1,6 @@
 import { UnavailableError } from "@keyload/contract";
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
+import { JsonText } from "../state/json-text.js";
 import { EdgeClusterChange, EdgeCommandSubmission, EdgeReadRequest } from "./edge-submissions.js";
 import { edgeOf } from "./request-edge.js";
 import type { ClusterRoute, CommandRoute, OpsRoute, ReadRoute } from "./routes.js";
@@ -9,12 +10,13 @@ export const COMMIT_INDEX_HEADER = "KeyLoad-Commit-Index";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
-/** Serialized here rather than by fastify, which would send a string result as text/plain. */
+/**
+ * Serialized here rather than by fastify, which would send a string result as text/plain; a JsonText
+ * (a read page the read worker built) is sent as it is.
+ */
 function sendJson(reply: FastifyReply, status: number, value: unknown): FastifyReply {
-  return reply
-    .code(status)
-    .type(JSON_TYPE)
-    .send(JSON.stringify(value) ?? "null");
+  const text = value instanceof JsonText ? value.text : (JSON.stringify(value) ?? "null");
+  return reply.code(status).type(JSON_TYPE).send(text);
 }
 
 /** The route's path or query parameters, and only those: anything else a client adds is not passed on. */

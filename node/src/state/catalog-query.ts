@@ -1,9 +1,10 @@
 import type Database from "better-sqlite3";
-import type { Documents, StoredDocument } from "./documents.js";
 import { checkKey } from "./identifiers.js";
 import { invalid, isJsonObject, optionalArray, optionalInteger, optionalString } from "./json-body.js";
+import { JsonPage } from "./json-page.js";
 import { prefixRange } from "./key-range.js";
-import { READ_LIMITS } from "./read-limits.js";
+import { type PageBounds, READ_LIMITS } from "./read-limits.js";
+import type { IndexHit } from "./search-protocol.js";
 
 export type FilterOp = "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "exists";
 
@@ -22,16 +23,6 @@ export interface QueryRequest {
   /** Resume after this key (the previous page's `next`). */
   readonly after: string | undefined;
 }
-
-export interface QueryPage {
-  readonly items: StoredDocument[];
-  /** Present when the page is full: pass it as `after` for the next page. */
-  readonly next?: string;
-}
-
-export type BulkGetItem =
-  | (StoredDocument & { readonly found: true })
-  | { readonly key: string; readonly found: false };
 
 const PATH = /^\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\."[^"\\]*"|\[[0-9]{1,9}\])*$/;
 const MAX_PATH_CHARS = 256;
@@ -87,38 +78,120 @@ function parseFilter(raw: unknown): FieldFilter {
   return { path, op, value: value as FieldFilter["value"] };
 }
 
-/** Bulk get and filtered queries over the live documents of one tenant, in key order. */
+/** A document's answer: its stored JSON text, spliced in without parsing it. */
+function documentJson(key: string, row: { version: number; value: string }, extra = ""): string {
+  return `{"key":${JSON.stringify(key)},"value":${row.value},"version":${row.version}${extra}}`;
+}
+
+/**
+ * Bulk gets, filtered queries and search hits over the live documents of one tenant, answered as JSON
+ * text in pages bounded by rows examined and bytes returned (see READ_LIMITS). They run on the read
+ * worker's own connection (see CatalogReader), each page inside one read transaction.
+ */
 export class CatalogQueries {
+  private readonly read: Database.Statement<[string, string], { version: number; value: string }>;
+
   constructor(
     private readonly db: Database.Database,
-    private readonly documents: Documents,
-  ) {}
-
-  bulkGet(tenant: string, keys: readonly string[]): BulkGetItem[] {
-    return keys.map((key) => {
-      const doc = this.documents.get(tenant, key);
-      return doc === undefined ? { key, found: false } : { ...doc, found: true };
-    });
+    private readonly bounds: PageBounds = READ_LIMITS,
+  ) {
+    this.read = db.prepare(
+      "SELECT version, value FROM documents WHERE tenant = ? AND key = ? AND value IS NOT NULL",
+    );
   }
 
-  query(tenant: string, request: QueryRequest): QueryPage {
+  /**
+   * `{"items":[...],"remaining"?:[...]}`: one item per key, in request order, until the byte bound;
+   * `remaining` holds the keys not answered yet, to ask for next.
+   */
+  bulkGet(tenant: string, keys: readonly string[]): string {
+    const page = new JsonPage(this.bounds.maxPageBytes);
+    for (const key of keys) {
+      const row = this.read.get(tenant, key);
+      const item =
+        row === undefined
+          ? `{"key":${JSON.stringify(key)},"found":false}`
+          : documentJson(key, row, ',"found":true');
+      if (!page.add(item)) break;
+    }
+    const remaining = keys.slice(page.count);
+    const rest = remaining.length === 0 ? "" : `,"remaining":${JSON.stringify(remaining)}`;
+    return `{"items":${page.array()}${rest}}`;
+  }
+
+  /**
+   * `{"items":[...],"next"?}` in key order. The page ends when it holds `limit` documents, reaches the
+   * byte bound, or has examined maxScanRows rows (tombstones and documents the filters reject
+   * included): then `next` is the last key it consumed, and the page may be short, even empty.
+   */
+  query(tenant: string, request: QueryRequest): string {
     const range = prefixRange(request.prefix);
-    const clauses = ["tenant = ?", "value IS NOT NULL", "key >= ?", "key < ?"];
-    const params: (string | number)[] = [tenant, range.low, range.high];
+    const params: (string | number)[] = [];
+    const filters = request.where.map((filter) => filterSql(filter, params));
+    const match = ["value IS NOT NULL", ...filters].join(" AND ");
+    const clauses = ["tenant = ?", "key >= ?", "key < ?"];
+    params.push(tenant, range.low, range.high);
     if (request.after !== undefined) {
       clauses.push("key > ?");
       params.push(request.after);
     }
-    for (const filter of request.where) clauses.push(filterSql(filter, params));
-    params.push(request.limit);
+    params.push(this.bounds.maxScanRows);
+    // A rejected row's value is not even read out: only the keys of what the filters skip reach here.
     const rows = this.db
-      .prepare<(string | number)[], { key: string; version: number; value: string }>(
-        `SELECT key, version, value FROM documents WHERE ${clauses.join(" AND ")} ORDER BY key LIMIT ?`,
+      .prepare<(string | number)[], { key: string; version: number; value: string | null }>(
+        `SELECT key, version, CASE WHEN ${match} THEN value END AS value FROM documents WHERE ${clauses.join(" AND ")} ORDER BY key LIMIT ?`,
       )
-      .all(...params);
-    const items = rows.map((row) => ({ key: row.key, value: JSON.parse(row.value), version: row.version }));
-    const last = items.at(-1);
-    return items.length === request.limit && last !== undefined ? { items, next: last.key } : { items };
+      .iterate(...params);
+    const page = new JsonPage(this.bounds.maxPageBytes);
+    let consumed: string | undefined;
+    let scanned = 0;
+    let stopped = false;
+    for (const row of rows) {
+      scanned++;
+      if (row.value !== null) {
+        if (!page.add(documentJson(row.key, { version: row.version, value: row.value }))) {
+          stopped = true;
+          break;
+        }
+        if (page.count === request.limit) {
+          consumed = row.key;
+          stopped = true;
+          break;
+        }
+      }
+      consumed = row.key;
+    }
+    const more = stopped || scanned === this.bounds.maxScanRows;
+    const next = more && consumed !== undefined ? `,"next":${JSON.stringify(consumed)}` : "";
+    return `{"items":${page.array()}${next}}`;
+  }
+
+  /**
+   * `{"hits":[...],"next"?}`: the documents of the index's hits, in rank order, until the byte bound.
+   * `next` is the last hit answered, as the cursor of the next page, when the bound cut the page or the
+   * index gave all the hits it was asked for (`full`), so more may follow.
+   */
+  searchHits(tenant: string, hits: readonly IndexHit[], full: boolean): string {
+    const page = new JsonPage(this.bounds.maxPageBytes);
+    let last: IndexHit | undefined;
+    let cut = false;
+    for (const hit of hits) {
+      const row = this.read.get(tenant, hit.key);
+      // A document deleted since the index answered is skipped, as the index would now skip it.
+      if (
+        row !== undefined &&
+        !page.add(documentJson(hit.key, row, `,"score":${JSON.stringify(hit.score)}`))
+      ) {
+        cut = true;
+        break;
+      }
+      last = hit;
+    }
+    const next =
+      (cut || full) && last !== undefined
+        ? `,"next":${JSON.stringify({ score: last.score, key: last.key })}`
+        : "";
+    return `{"hits":${page.array()}${next}}`;
   }
 }
 

@@ -3,6 +3,13 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseBulkGetRequest, parseQueryRequest } from "./catalog-query.js";
 import { parseTraverseRequest } from "./graph.js";
 import { parseSearchRequest } from "./search-query.js";
+import {
+  type BulkGetPage,
+  json,
+  type QueryPage,
+  type SearchPage,
+  type Traversal,
+} from "./testing/read-pages.js";
 import { Harness, TempStates } from "./testing/state-fixtures.js";
 
 let temp: TempStates;
@@ -102,10 +109,13 @@ describe("documents", () => {
     expect(h.sm.getDocument("t1", "max")?.value).toBe(Number.MAX_VALUE);
   });
 
-  it("gets many keys at once, in request order", () => {
+  it("gets many keys at once, in request order", async () => {
     put("a", 1);
     put("c", 3);
-    expect(h.sm.bulkGet("t1", parseBulkGetRequest({ keys: ["c", "b", "a", "c"] }))).toEqual([
+    expect(
+      (await json<BulkGetPage>(h.sm.bulkGet("t1", parseBulkGetRequest({ keys: ["c", "b", "a", "c"] }))))
+        .items,
+    ).toEqual([
       { key: "c", value: 3, version: 1, found: true },
       { key: "b", found: false },
       { key: "a", value: 1, version: 1, found: true },
@@ -128,54 +138,57 @@ describe("catalog query", () => {
     put("users/1", { status: "open" });
     put("orders/9", { status: "open" }, {}, "t2");
   });
-  const keys = (body: unknown) => h.sm.query("t1", parseQueryRequest(body)).items.map((d) => d.key);
+  const query = (body: unknown) => json<QueryPage>(h.sm.query("t1", parseQueryRequest(body)));
+  const keys = async (body: unknown) => (await query(body)).items.map((d) => d.key);
 
-  it("filters by key prefix in key order, within the tenant", () => {
-    expect(keys({ prefix: "orders/" })).toEqual(["orders/1", "orders/10", "orders/2", "orders/3"]);
-    expect(keys({})).toHaveLength(6);
-    expect(keys({ prefix: "nothing" })).toEqual([]);
+  it("filters by key prefix in key order, within the tenant", async () => {
+    expect(await keys({ prefix: "orders/" })).toEqual(["orders/1", "orders/10", "orders/2", "orders/3"]);
+    expect(await keys({})).toHaveLength(6);
+    expect(await keys({ prefix: "nothing" })).toEqual([]);
   });
 
-  it("filters on JSON paths by type-aware equality and comparison", () => {
-    expect(keys({ prefix: "orders/", where: [{ path: "$.status", value: "open" }] })).toEqual([
+  it("filters on JSON paths by type-aware equality and comparison", async () => {
+    expect(await keys({ prefix: "orders/", where: [{ path: "$.status", value: "open" }] })).toEqual([
       "orders/1",
       "orders/3",
     ]);
-    expect(keys({ where: [{ path: "$.status", op: "eq", value: 1 }] })).toEqual(["orders/10"]);
-    expect(keys({ where: [{ path: "$.paid", value: true }] })).toEqual(["orders/2", "orders/3"]);
-    expect(keys({ where: [{ path: "$.paid", value: false }] })).toEqual(["orders/1"]);
-    expect(keys({ where: [{ path: "$.note", value: null }] })).toEqual(["orders/2"]);
+    expect(await keys({ where: [{ path: "$.status", op: "eq", value: 1 }] })).toEqual(["orders/10"]);
+    expect(await keys({ where: [{ path: "$.paid", value: true }] })).toEqual(["orders/2", "orders/3"]);
+    expect(await keys({ where: [{ path: "$.paid", value: false }] })).toEqual(["orders/1"]);
+    expect(await keys({ where: [{ path: "$.note", value: null }] })).toEqual(["orders/2"]);
     expect(
-      keys({
+      await keys({
         where: [
           { path: "$.customer.id", value: "c1" },
           { path: "$.total", op: "gt", value: 20 },
         ],
       }),
     ).toEqual(["orders/3"]);
-    expect(keys({ where: [{ path: "$.total", op: "lte", value: 25.5 }] })).toEqual(["orders/1", "orders/2"]);
-    expect(keys({ where: [{ path: "$.status", op: "gte", value: "op" }] })).toEqual([
+    expect(await keys({ where: [{ path: "$.total", op: "lte", value: 25.5 }] })).toEqual([
+      "orders/1",
+      "orders/2",
+    ]);
+    expect(await keys({ where: [{ path: "$.status", op: "gte", value: "op" }] })).toEqual([
       "orders/1",
       "orders/3",
       "ordersX",
       "users/1",
     ]);
-    expect(keys({ prefix: "orders/", where: [{ path: "$.status", op: "ne", value: "open" }] })).toEqual([
-      "orders/10",
-      "orders/2",
-    ]);
-    expect(keys({ where: [{ path: "$.tags[0]", value: "x" }] })).toEqual(["orders/1"]);
-    expect(keys({ where: [{ path: "$.note", op: "exists", value: true }] })).toEqual(["orders/2"]);
-    expect(keys({ prefix: "orders/", where: [{ path: "$.customer", op: "exists", value: false }] })).toEqual([
-      "orders/10",
-    ]);
+    expect(await keys({ prefix: "orders/", where: [{ path: "$.status", op: "ne", value: "open" }] })).toEqual(
+      ["orders/10", "orders/2"],
+    );
+    expect(await keys({ where: [{ path: "$.tags[0]", value: "x" }] })).toEqual(["orders/1"]);
+    expect(await keys({ where: [{ path: "$.note", op: "exists", value: true }] })).toEqual(["orders/2"]);
+    expect(
+      await keys({ prefix: "orders/", where: [{ path: "$.customer", op: "exists", value: false }] }),
+    ).toEqual(["orders/10"]);
   });
 
-  it("pages with limit and after", () => {
-    const first = h.sm.query("t1", parseQueryRequest({ prefix: "orders/", limit: 3 }));
+  it("pages with limit and after", async () => {
+    const first = await query({ prefix: "orders/", limit: 3 });
     expect(first.items.map((d) => d.key)).toEqual(["orders/1", "orders/10", "orders/2"]);
     expect(first.next).toBe("orders/2");
-    const second = h.sm.query("t1", parseQueryRequest({ prefix: "orders/", limit: 3, after: first.next }));
+    const second = await query({ prefix: "orders/", limit: 3, after: first.next });
     expect(second).toEqual({ items: [expect.objectContaining({ key: "orders/3", version: 1 })] });
   });
 
@@ -203,7 +216,9 @@ describe("catalog query", () => {
 
 describe("full-text search", () => {
   const search = async (query: string, tenant = "t1", extra: Record<string, unknown> = {}) =>
-    (await h.sm.search(tenant, parseSearchRequest({ query, ...extra }))).map((hit) => hit.key);
+    (await json<SearchPage>(h.sm.search(tenant, parseSearchRequest({ query, ...extra })))).hits.map(
+      (hit) => hit.key,
+    );
 
   it("finds documents by the words of their string values, per tenant", async () => {
     put("a", { title: "Quick brown fox", tags: ["forest", "animal"], count: 12 });
@@ -218,7 +233,7 @@ describe("full-text search", () => {
     expect(await search("12")).toEqual([]);
     expect(await search("brown", "t2")).toEqual(["c"]);
     expect(await search("brown", "t1", { prefix: "b" })).toEqual(["b"]);
-    const [hit] = await h.sm.search("t1", parseSearchRequest({ query: "fox" }));
+    const [hit] = (await json<SearchPage>(h.sm.search("t1", parseSearchRequest({ query: "fox" })))).hits;
     expect(hit).toMatchObject({ key: "a", version: 1, value: { title: "Quick brown fox" } });
     expect(hit!.score).toBeLessThan(0);
   });
@@ -238,6 +253,36 @@ describe("full-text search", () => {
     expect(await search("pear")).toEqual(["a"]);
   });
 
+  it("pages through hits in (score, key) order with after, each hit once", async () => {
+    for (const [key, text] of [
+      ["a", "tie tie"],
+      ["b", "tie tie"],
+      ["c", "tie"],
+      ["d", "tie tie tie"],
+      ["e", "tie other words"],
+    ]) {
+      put(key!, text);
+    }
+    const page = (extra: Record<string, unknown>) =>
+      json<SearchPage>(h.sm.search("t1", parseSearchRequest({ query: "tie", ...extra })));
+    const whole = await page({ limit: 10 });
+    expect(whole.next).toBeUndefined();
+    const paged: string[] = [];
+    let after: SearchPage["next"];
+    do {
+      const next = await page({ limit: 2, after });
+      paged.push(...next.hits.map((hit) => hit.key));
+      after = next.next;
+    } while (after !== undefined && paged.length < 20);
+    expect(paged).toEqual(whole.hits.map((hit) => hit.key));
+    expect(new Set(paged).size).toBe(5);
+    for (const bad of [{ score: "1", key: "a" }, { score: 1 }, { key: "a" }, "a"]) {
+      expect(() => parseSearchRequest({ query: "tie", after: bad })).toThrow(
+        expect.objectContaining({ code: "InvalidArgument" }),
+      );
+    }
+  });
+
   it("quotes user text, so query syntax is just words", async () => {
     put("a", 'says "NEAR" and OR AND not');
     expect(await search("NEAR(")).toEqual(["a"]);
@@ -254,16 +299,16 @@ describe("full-text search", () => {
     put("a", "persistent words");
     await h.sm.close();
     const reopened = temp.create("s");
-    expect(
-      (await reopened.search("t1", parseSearchRequest({ query: "persistent" }))).map((x) => x.key),
-    ).toEqual(["a"]);
+    const persistent = await json<SearchPage>(
+      reopened.search("t1", parseSearchRequest({ query: "persistent" })),
+    );
+    expect(persistent.hits.map((x) => x.key)).toEqual(["a"]);
     await reopened.close();
     for (const suffix of ["", "-wal", "-shm"])
       rmSync(`${temp.path("s.db.search")}${suffix}`, { force: true });
     const rebuilt = temp.create("s");
-    expect((await rebuilt.search("t1", parseSearchRequest({ query: "words" }))).map((x) => x.key)).toEqual([
-      "a",
-    ]);
+    const words = await json<SearchPage>(rebuilt.search("t1", parseSearchRequest({ query: "words" })));
+    expect(words.hits.map((x) => x.key)).toEqual(["a"]);
   });
 });
 
@@ -294,7 +339,7 @@ describe("graph", () => {
     }
   });
 
-  it("traverses breadth-first with depth, direction, type and result limits", () => {
+  it("traverses breadth-first with depth, direction, type and result limits", async () => {
     for (const [from, type, to] of [
       ["a", "knows", "b"],
       ["a", "owns", "c"],
@@ -307,22 +352,22 @@ describe("graph", () => {
       h.ok("graph.putEdge", edge(from, type, to));
     }
     h.ok("graph.putEdge", edge("a", "knows", "z"), { tenant: "t2" });
-    const ids = (body: Record<string, unknown>) =>
-      h.sm
-        .traverse("t1", parseTraverseRequest({ start: "a", ...body }))
-        .nodes.map((n) => `${n.id}@${n.depth}`);
-    expect(ids({ maxDepth: 1 })).toEqual(["a@0", "b@1", "c@1"]);
-    expect(ids({ maxDepth: 3 })).toEqual(["a@0", "b@1", "c@1", "d@2", "e@3"]);
-    expect(ids({ maxDepth: 3, types: ["knows"] })).toEqual(["a@0", "b@1", "d@2", "e@3"]);
-    expect(ids({ direction: "in" })).toEqual(["a@0", "x@1"]);
-    expect(ids({ direction: "both", maxDepth: 1 })).toEqual(["a@0", "b@1", "c@1", "x@1"]);
-    const truncated = h.sm.traverse("t1", parseTraverseRequest({ start: "a", maxDepth: 5, limit: 3 }));
+    const traverse = (body: Record<string, unknown>) =>
+      json<Traversal>(h.sm.traverse("t1", parseTraverseRequest({ start: "a", ...body })));
+    const ids = async (body: Record<string, unknown>) =>
+      (await traverse(body)).nodes.map((n) => `${n.id}@${n.depth}`);
+    expect(await ids({ maxDepth: 1 })).toEqual(["a@0", "b@1", "c@1"]);
+    expect(await ids({ maxDepth: 3 })).toEqual(["a@0", "b@1", "c@1", "d@2", "e@3"]);
+    expect(await ids({ maxDepth: 3, types: ["knows"] })).toEqual(["a@0", "b@1", "d@2", "e@3"]);
+    expect(await ids({ direction: "in" })).toEqual(["a@0", "x@1"]);
+    expect(await ids({ direction: "both", maxDepth: 1 })).toEqual(["a@0", "b@1", "c@1", "x@1"]);
+    const truncated = await traverse({ maxDepth: 5, limit: 3 });
     expect(truncated).toMatchObject({
       truncated: true,
       nodes: [{ id: "a", via: null }, { id: "b" }, { id: "c" }],
     });
     expect(truncated.nodes[2]!.via).toEqual(edge("a", "owns", "c"));
-    expect(h.sm.traverse("t1", parseTraverseRequest({ start: "nowhere" }))).toEqual({
+    expect(await traverse({ start: "nowhere" })).toEqual({
       nodes: [{ id: "nowhere", depth: 0, via: null }],
       truncated: false,
     });

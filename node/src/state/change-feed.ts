@@ -21,6 +21,15 @@ export interface Change {
   readonly atMs: number;
 }
 
+interface TrimBounds {
+  readonly tenant: string;
+  readonly from: number;
+  /** Exclusive, at most the newest row's sequence number, which stays. */
+  readonly to: number;
+  readonly consumed: number;
+  readonly timeBound: number;
+}
+
 interface ChangeRow {
   seq: number;
   kind: ChangeKind;
@@ -32,16 +41,32 @@ interface ChangeRow {
   at_ms: number;
 }
 
+/** At most this many rows are trimmed per append, which adds one: a backlog shrinks by three an append. */
+const TRIM_BATCH = 4;
+
+/** The changes a subscription's cursor fell behind: trimmed before it read them, `fromSeq..throughSeq`. */
+export interface TrimmedGap {
+  readonly fromSeq: number;
+  readonly throughSeq: number;
+}
+
 /**
  * The per-tenant change feed every catalog mutation appends to, in apply order. A put's entry names the
  * version rather than copying the document, which would double what every put writes; a delivery reads
  * the document while it is still at that version, and a newer version is delivered by its own entry.
+ *
+ * Each append trims the tenant's oldest rows that every subscription of the tenant has consumed (its
+ * cursor is past them; rows a delivery holds are not, until its ack), or that are older than
+ * `changeRetentionMs`, consumed or not. The newest row always stays, so the sequence goes on from it.
  */
 export class ChangeFeed {
   private readonly insert: Database.Statement<
     [string, string, ChangeKind, string, number | null, string | null, number, number]
   >;
   private readonly last: Database.Statement<[string], { seq: number | null }>;
+  private readonly head: Database.Statement<[string], { seq: number; at_ms: number }>;
+  private readonly consumed: Database.Statement<[string], { cursor: number | null }>;
+  private readonly trimHead: Database.Statement<[TrimBounds]>;
   private readonly window: Database.Statement<[string, number, number, string, string, number], ChangeRow>;
 
   constructor(db: Database.Database) {
@@ -51,6 +76,13 @@ export class ChangeFeed {
        VALUES (?, (SELECT coalesce(max(seq), 0) + 1 FROM changes WHERE tenant = ?), ?, ?, ?, ?, ?, ?)`,
     );
     this.last = db.prepare("SELECT max(seq) AS seq FROM changes WHERE tenant = ?");
+    this.head = db.prepare("SELECT seq, at_ms FROM changes WHERE tenant = ? ORDER BY seq LIMIT 1");
+    this.consumed = db.prepare("SELECT min(cursor) AS cursor FROM subscriptions WHERE tenant = ?");
+    // Entry time never runs backwards and the feed is dense, so the rows this matches are a prefix.
+    this.trimHead = db.prepare(
+      `DELETE FROM changes WHERE tenant = @tenant AND seq >= @from AND seq < @to
+       AND (seq <= @consumed OR at_ms < @timeBound)`,
+    );
     this.window = db.prepare(
       `SELECT c.seq, c.kind, c.key, c.version, c.edge, d.value, d.version AS current, c.at_ms
        FROM changes c LEFT JOIN documents d ON c.kind = 'put' AND d.tenant = c.tenant AND d.key = c.key
@@ -67,10 +99,33 @@ export class ChangeFeed {
     edgeJson: string | null,
   ): void {
     this.insert.run(ctx.tenant, ctx.tenant, kind, key, version, edgeJson, ctx.index, ctx.nowMs);
+    this.trim(ctx);
   }
 
   lastSeq(tenant: string): number {
     return this.last.get(tenant)?.seq ?? 0;
+  }
+
+  /** The oldest sequence number the tenant's feed still holds; undefined when it never had a row. */
+  firstSeq(tenant: string): number | undefined {
+    return this.head.get(tenant)?.seq;
+  }
+
+  /** The gap a subscription at `cursor` would meet: what was trimmed past it; null when none. */
+  gapAfter(tenant: string, cursor: number): TrimmedGap | null {
+    const first = this.firstSeq(tenant);
+    return first === undefined || first <= cursor + 1 ? null : { fromSeq: cursor + 1, throughSeq: first - 1 };
+  }
+
+  private trim(ctx: ApplyContext): void {
+    const head = this.head.get(ctx.tenant);
+    if (head === undefined) return;
+    const timeBound = ctx.nowMs - ctx.limits.changeRetentionMs;
+    // No subscription: nothing is consumed, and only age trims.
+    const consumed = this.consumed.get(ctx.tenant)?.cursor ?? 0;
+    if (head.at_ms >= timeBound && consumed < head.seq) return;
+    const to = Math.min(head.seq + TRIM_BATCH, this.lastSeq(ctx.tenant));
+    this.trimHead.run({ tenant: ctx.tenant, from: head.seq, to, consumed, timeBound });
   }
 
   /** Changes with `after < seq <= through` whose key lies in `range`, in feed order, at most `limit`. */

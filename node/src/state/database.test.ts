@@ -6,6 +6,9 @@ import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { openDatabase } from "./database.js";
 import { SCHEMA_VERSION } from "./schema.js";
+import { StateMachine } from "./state-machine.js";
+import { SCHEMA_V2_DDL } from "./testing/schema-v2.js";
+import { Harness } from "./testing/state-fixtures.js";
 
 let dir: string | undefined;
 afterEach(() => {
@@ -22,7 +25,7 @@ describe("openDatabase", () => {
     old.exec(
       "CREATE TABLE meta (id INTEGER PRIMARY KEY, schema_version INTEGER NOT NULL, applied_index INTEGER NOT NULL, applied_term INTEGER NOT NULL, clock_ms INTEGER NOT NULL)",
     );
-    old.prepare("INSERT INTO meta VALUES (1, ?, 7, 1, 0)").run(SCHEMA_VERSION - 1);
+    old.prepare("INSERT INTO meta VALUES (1, ?, 7, 1, 0)").run(SCHEMA_VERSION - 2);
     old.close();
     let refusal: unknown;
     try {
@@ -33,7 +36,37 @@ describe("openDatabase", () => {
     expect(refusal).toBeInstanceOf(InternalError);
     expect(refusal).toMatchObject({ reason: "UnsupportedStateSchema" });
     expect(String((refusal as Error).message)).toMatch(
-      new RegExp(`state schema ${SCHEMA_VERSION - 1}, this voter reads ${SCHEMA_VERSION}`),
+      new RegExp(`state schema ${SCHEMA_VERSION - 2}, this voter reads ${SCHEMA_VERSION}`),
     );
+  });
+
+  it("migrates a version-2 database in place: its tombstones are purged and versions still grow", async () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-schema-"));
+    const path = join(dir, "state.db");
+    const old = new Database(path);
+    old.exec(SCHEMA_V2_DDL);
+    old.prepare("INSERT INTO meta VALUES (1, 2, 0, 0, 0, 0, 0)").run();
+    old.prepare("INSERT INTO documents VALUES (1, 't1', 'gone', 5, NULL, 3)").run();
+    old.prepare("INSERT INTO documents VALUES (2, 't1', 'live', 2, '\"v\"', 4)").run();
+    old.close();
+
+    const sm = StateMachine.open({ path });
+    try {
+      const h = new Harness(sm);
+      expect(sm.dump()).toMatch(/\[2,"t1","live",2,"\\"v\\"",4,null\]/);
+      expect(sm.dump()).toMatch(/\[1,"t1","gone",5,null,3,0\]/);
+      expect(h.ok("catalog.put", { value: 1 }, { params: { key: "x" } })).toMatchObject({ version: 1 });
+      h.ok("catalog.delete", "", { params: { key: "x" } });
+      // The delete purged the migrated tombstone: "gone" now starts above its last version.
+      expect(sm.dump()).not.toMatch(/"gone"/);
+      expect(h.ok("catalog.put", { value: 1 }, { params: { key: "gone" } })).toMatchObject({ version: 6 });
+    } finally {
+      await sm.close();
+    }
+    const reopened = new Database(path, { readonly: true });
+    expect(reopened.prepare("SELECT schema_version FROM meta").get()).toEqual({
+      schema_version: SCHEMA_VERSION,
+    });
+    reopened.close();
   });
 });

@@ -1,6 +1,8 @@
 import { InternalError } from "@keyload/contract";
 import Database from "better-sqlite3";
+import { applySqliteLimits, DEFAULT_STORAGE_LIMITS, type SqliteLimits } from "../fs/sqlite-limits.js";
 import { createSchema, isEmptyDatabase, SCHEMA_VERSION } from "./schema.js";
+import { MIGRATABLE_SCHEMA_VERSION, migrateSchema } from "./schema-migration.js";
 
 export interface AppliedPosition {
   /** The last applied entry's index (0 before any). */
@@ -30,14 +32,17 @@ export interface MetaRow {
  * compacted behind a snapshot, and createSnapshot fsyncs the database and its WAL before it reports the
  * index the snapshot covers, so the entries the database could still lose are always in the log. Fsyncing
  * every apply would cost a disk flush per batch for nothing the log does not already guarantee.
+ * `limits` bound the connection's page cache, its mapping and the size its WAL is cut back to.
  */
-export function openDatabase(path: string): Database.Database {
+export function openDatabase(
+  path: string,
+  limits: SqliteLimits = DEFAULT_STORAGE_LIMITS.state,
+): Database.Database {
   const db = new Database(path);
   try {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
-    // Large enough that the hot pages of a busy catalog and its indexes stay in memory.
-    db.pragma("cache_size = -65536");
+    applySqliteLimits(db, limits);
     db.pragma("temp_store = MEMORY");
     // SQLite's autocheckpoint runs inside a commit and would hold the event loop for the page copies
     // and two fsyncs; the StateMachine checkpoints on a worker instead (StateWalCheckpoints).
@@ -49,7 +54,8 @@ export function openDatabase(path: string): Database.Database {
     const stored = db
       .prepare<[], { schema_version: number }>("SELECT schema_version FROM meta WHERE id = 1")
       .get();
-    if (stored?.schema_version !== SCHEMA_VERSION) {
+    if (stored?.schema_version === MIGRATABLE_SCHEMA_VERSION) migrateSchema(db);
+    else if (stored?.schema_version !== SCHEMA_VERSION) {
       throw new InternalError(
         `${path} holds state schema ${stored?.schema_version ?? "none"}, this voter reads ${SCHEMA_VERSION}: ` +
           "a data directory of another KeyLoad version; start this voter on an empty one",

@@ -25,7 +25,14 @@ export function parseDirective(body: JsonObject): DirectiveWrite {
   return { directive, data };
 }
 
-/** Append-only control channels: each directive gets the channel's next sequence number, from 1. */
+/** At most this many directives expire per append, which adds one: a backlog shrinks by three an append. */
+const EXPIRY_BATCH = 4;
+
+/**
+ * Append-only control channels: each directive gets the channel's next sequence number, from 1. Each
+ * append removes the channel's directives older than `directiveRetentionMs`; a reader asking `after` a
+ * removed one gets the oldest kept (the channel's sequence numbers go on regardless).
+ */
 export class Dispatch {
   private readonly bump: Database.Statement<[string, string], { last_seq: number }>;
   private readonly insert: Database.Statement<
@@ -35,6 +42,7 @@ export class Dispatch {
     [string, string, number, number],
     { seq: number; directive: string; data: string | null; at_ms: number }
   >;
+  private readonly expire: Database.Statement<[{ tenant: string; channel: string; timeBound: number }]>;
 
   constructor(db: Database.Database) {
     this.bump = db.prepare(
@@ -49,12 +57,20 @@ export class Dispatch {
       `SELECT seq, directive, data, at_ms FROM directives
        WHERE tenant = ? AND channel = ? AND seq > ? ORDER BY seq LIMIT ?`,
     );
+    // Entry time never runs backwards, so the expired directives are the channel's first few.
+    this.expire = db.prepare(
+      `DELETE FROM directives WHERE tenant = @tenant AND channel = @channel AND at_ms < @timeBound
+       AND seq IN (SELECT seq FROM directives WHERE tenant = @tenant AND channel = @channel
+                   ORDER BY seq LIMIT ${EXPIRY_BATCH})`,
+    );
   }
 
   append(ctx: ApplyContext, channel: string, write: DirectiveWrite): { channel: string; sequence: number } {
     const sequence = this.bump.get(ctx.tenant, channel)!.last_seq;
     const data = write.data === null ? null : JSON.stringify(write.data);
     this.insert.run(ctx.tenant, channel, sequence, write.directive, data, ctx.nowMs, ctx.index);
+    const timeBound = ctx.nowMs - ctx.limits.directiveRetentionMs;
+    this.expire.run({ tenant: ctx.tenant, channel, timeBound });
     return { channel, sequence };
   }
 

@@ -23,15 +23,28 @@ interface DocumentRow {
   live: number;
 }
 
+/** At most this many tombstones are purged per delete, which makes one: a backlog shrinks by three a delete. */
+const PURGE_BATCH = 4;
+
 /**
  * Per-tenant JSON documents. A delete leaves a tombstone that keeps the version counter, so a key that is
  * deleted and written again continues from its last version: an `expectedVersion` read before the delete
- * can never match a later incarnation of the key.
+ * can never match a later incarnation of the key. Deletes purge tombstones older than
+ * `tombstoneRetentionMs`, raising the tenant's version floor to each purged version, and a key without a
+ * row starts above that floor, so the rule holds after the purge too.
  */
 export class Documents {
   private readonly find: Database.Statement<[string, string], DocumentRow>;
-  private readonly insert: Database.Statement<[string, string, string, number]>;
-  private readonly update: Database.Statement<[number, string | null, number, number]>;
+  private readonly insert: Database.Statement<[string, string, number, string, number]>;
+  private readonly update: Database.Statement<[number, string, number, number]>;
+  private readonly bury: Database.Statement<[number, number, number, number]>;
+  private readonly floor: Database.Statement<[string], { version: number }>;
+  private readonly expiredTombstones: Database.Statement<
+    [number],
+    { id: number; tenant: string; version: number }
+  >;
+  private readonly raiseFloor: Database.Statement<[string, number]>;
+  private readonly purge: Database.Statement<[number]>;
   private readonly read: Database.Statement<[string, string], { version: number; value: string }>;
 
   constructor(
@@ -43,9 +56,25 @@ export class Documents {
       "SELECT id, version, value IS NOT NULL AS live FROM documents WHERE tenant = ? AND key = ?",
     );
     this.insert = db.prepare(
-      "INSERT INTO documents (tenant, key, version, value, updated_index) VALUES (?, ?, 1, ?, ?)",
+      "INSERT INTO documents (tenant, key, version, value, updated_index) VALUES (?, ?, ?, ?, ?)",
     );
-    this.update = db.prepare("UPDATE documents SET version = ?, value = ?, updated_index = ? WHERE id = ?");
+    this.update = db.prepare(
+      "UPDATE documents SET version = ?, value = ?, updated_index = ?, deleted_ms = NULL WHERE id = ?",
+    );
+    this.bury = db.prepare(
+      "UPDATE documents SET version = ?, value = NULL, updated_index = ?, deleted_ms = ? WHERE id = ?",
+    );
+    this.floor = db.prepare("SELECT version FROM version_floors WHERE tenant = ?");
+    // Through the partial index of tombstones, oldest delete first.
+    this.expiredTombstones = db.prepare(
+      `SELECT id, tenant, version FROM documents WHERE value IS NULL AND deleted_ms < ?
+       ORDER BY deleted_ms, id LIMIT ${PURGE_BATCH}`,
+    );
+    this.raiseFloor = db.prepare(
+      `INSERT INTO version_floors (tenant, version) VALUES (?, ?)
+       ON CONFLICT (tenant) DO UPDATE SET version = max(version, excluded.version)`,
+    );
+    this.purge = db.prepare("DELETE FROM documents WHERE id = ?");
     this.read = db.prepare(
       "SELECT version, value FROM documents WHERE tenant = ? AND key = ? AND value IS NOT NULL",
     );
@@ -62,8 +91,8 @@ export class Documents {
     let version: number;
     let id: number;
     if (row === undefined) {
-      version = 1;
-      id = Number(this.insert.run(ctx.tenant, key, json, ctx.index).lastInsertRowid);
+      version = (this.floor.get(ctx.tenant)?.version ?? 0) + 1;
+      id = Number(this.insert.run(ctx.tenant, key, version, json, ctx.index).lastInsertRowid);
     } else {
       version = row.version + 1;
       id = row.id;
@@ -81,10 +110,19 @@ export class Documents {
     }
     checkVersion(key, row, expectedVersion);
     const version = row.version + 1;
-    this.update.run(version, null, ctx.index, row.id);
+    this.bury.run(version, ctx.index, ctx.nowMs, row.id);
     this.search.drop(row.id, ctx.tenant);
     this.feed.append(ctx, "delete", key, version, null);
+    this.purgeTombstones(ctx);
     return { key, version };
+  }
+
+  /** Tombstones grow only by deletes, so each delete purges the oldest expired ones, of any tenant. */
+  private purgeTombstones(ctx: ApplyContext): void {
+    for (const tombstone of this.expiredTombstones.all(ctx.nowMs - ctx.limits.tombstoneRetentionMs)) {
+      this.raiseFloor.run(tombstone.tenant, tombstone.version);
+      this.purge.run(tombstone.id);
+    }
   }
 
   /** A transaction's version check: `version` 0 asserts the key holds no live document. */

@@ -30,19 +30,6 @@ export interface TraverseRequest {
   readonly limit: number;
 }
 
-export interface TraversedNode {
-  readonly id: string;
-  readonly depth: number;
-  /** The edge through which breadth-first search first reached the node; null for the start. */
-  readonly via: Edge | null;
-}
-
-export interface Traversal {
-  readonly nodes: TraversedNode[];
-  /** True when the node limit cut the search short. */
-  readonly truncated: boolean;
-}
-
 /** Validates the `{"from","type","to"}` body of `PUT`/`DELETE /v1/graph/edges`. */
 export function parseEdge(body: Record<string, unknown>): Edge {
   return {
@@ -78,8 +65,6 @@ export function parseTraverseRequest(body: unknown): TraverseRequest {
 export class Graph {
   private readonly insert: Database.Statement<[string, string, string, string, number]>;
   private readonly remove: Database.Statement<[string, string, string, string]>;
-  private readonly outbound: Database.Statement<[string, string], { type: string; other: string }>;
-  private readonly inbound: Database.Statement<[string, string], { type: string; other: string }>;
 
   constructor(
     db: Database.Database,
@@ -89,12 +74,6 @@ export class Graph {
       "INSERT OR IGNORE INTO edges (tenant, from_id, type, to_id, entry_index) VALUES (?, ?, ?, ?, ?)",
     );
     this.remove = db.prepare("DELETE FROM edges WHERE tenant = ? AND from_id = ? AND type = ? AND to_id = ?");
-    this.outbound = db.prepare(
-      "SELECT type, to_id AS other FROM edges WHERE tenant = ? AND from_id = ? ORDER BY type, to_id",
-    );
-    this.inbound = db.prepare(
-      "SELECT type, from_id AS other FROM edges WHERE tenant = ? AND to_id = ? ORDER BY type, from_id",
-    );
   }
 
   /** Idempotent: putting an existing edge succeeds with `created: false` and appends no change. */
@@ -112,38 +91,6 @@ export class Graph {
     }
     this.feed.append(ctx, "edge.delete", edge.from, null, edgeJson(edge));
     return edge;
-  }
-
-  /** Breadth-first from `start`; neighbours in (type, id) order, so the answer is the same on every voter. */
-  traverse(tenant: string, request: TraverseRequest): Traversal {
-    const wanted = new Set(request.types);
-    const seen = new Set([request.start]);
-    const nodes: TraversedNode[] = [{ id: request.start, depth: 0, via: null }];
-    let frontier = [request.start];
-    for (let depth = 1; depth <= request.maxDepth && frontier.length > 0; depth++) {
-      const next: string[] = [];
-      for (const id of frontier) {
-        for (const edge of this.neighbours(tenant, id, request.direction)) {
-          const other = edge.from === id ? edge.to : edge.from;
-          if ((wanted.size > 0 && !wanted.has(edge.type)) || seen.has(other)) continue;
-          if (nodes.length >= request.limit) return { nodes, truncated: true };
-          seen.add(other);
-          nodes.push({ id: other, depth, via: edge });
-          next.push(other);
-        }
-      }
-      frontier = next;
-    }
-    return { nodes, truncated: false };
-  }
-
-  private *neighbours(tenant: string, id: string, direction: Direction): Generator<Edge> {
-    if (direction !== "in") {
-      for (const row of this.outbound.iterate(tenant, id)) yield { from: id, type: row.type, to: row.other };
-    }
-    if (direction !== "out") {
-      for (const row of this.inbound.iterate(tenant, id)) yield { from: row.other, type: row.type, to: id };
-    }
   }
 }
 

@@ -3,12 +3,10 @@ export { generateApiKey, hashApiKey, isApiKeyHash } from "./api-key.js";
 export type { ApplyResult } from "./apply-result.js";
 export { BOOTSTRAP_ADMIN_COMMAND_ID, bootstrapAdminCommand } from "./bootstrap-admin-command.js";
 export {
-  type BulkGetItem,
   type FieldFilter,
   type FilterOp,
   parseBulkGetRequest,
   parseQueryRequest,
-  type QueryPage,
   type QueryRequest,
 } from "./catalog-query.js";
 export type { Change, ChangeKind } from "./change-feed.js";
@@ -29,13 +27,9 @@ export type { CommandOutcome, OutcomeError } from "./command-outcomes.js";
 export type { AppliedPosition } from "./database.js";
 export type { Directive } from "./dispatch.js";
 export type { StoredDocument, WriteResult } from "./documents.js";
-export {
-  type Edge,
-  parseTraverseRequest,
-  type Traversal,
-  type TraversedNode,
-  type TraverseRequest,
-} from "./graph.js";
+export { type Edge, parseTraverseRequest, type TraverseRequest } from "./graph.js";
+export type { TraversedNode } from "./graph-traversal.js";
+export { JsonText } from "./json-text.js";
 export { type CanonicalLimits, DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
 export type { MembershipTable } from "./membership.js";
 export {
@@ -47,5 +41,5 @@ export {
 } from "./principals.js";
 export { DEAD_LETTER_SUFFIX } from "./queue-names.js";
 export { READ_LIMITS } from "./read-limits.js";
-export { parseSearchRequest, type SearchHit, type SearchRequest } from "./search-query.js";
+export { parseSearchRequest, type SearchCursor, type SearchRequest } from "./search-query.js";
 export { type CommandOutcomeView, StateMachine, type StateMachineOptions } from "./state-machine.js";

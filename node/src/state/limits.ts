@@ -27,7 +27,23 @@ export interface CanonicalLimits {
   readonly outcomeRetentionMs: number;
   /** ... or while it is among this many most recent commands. */
   readonly outcomeRetentionCommands: number;
+  /**
+   * Past the full outcome's window a compact record (digest, index, error code) still answers the ID
+   * for this long, so a late retry never applies twice. At least `outcomeRetentionMs`.
+   */
+  readonly dedupeRetentionMs: number;
+  /** A change-feed row older than this goes even when a lagging subscription has not consumed it. */
+  readonly changeRetentionMs: number;
+  /** A deleted document's tombstone is purged this long after the delete. */
+  readonly tombstoneRetentionMs: number;
+  /** A dispatch directive is removed this long after it was appended. */
+  readonly directiveRetentionMs: number;
+  /** A dead-lettered message is removed this long after it last became visible in its dead-letter queue. */
+  readonly deadLetterRetentionMs: number;
 }
+
+const HOUR_MS = 60 * 60 * 1000;
+const DAY_MS = 24 * HOUR_MS;
 
 export const DEFAULT_LIMITS: CanonicalLimits = Object.freeze({
   maxMutationBytes: 8 * 1024 * 1024,
@@ -39,8 +55,18 @@ export const DEFAULT_LIMITS: CanonicalLimits = Object.freeze({
   maxVisibilityTimeoutMs: 12 * 60 * 60 * 1000,
   maxDelayMs: 24 * 60 * 60 * 1000,
   maxSubscriptionScan: 10_000,
-  outcomeRetentionMs: 24 * 60 * 60 * 1000,
+  outcomeRetentionMs: DAY_MS,
   outcomeRetentionCommands: 1_000_000,
+  dedupeRetentionMs: 7 * DAY_MS,
+  // A week of history, as Kafka keeps a topic by default (log.retention.hours 168).
+  changeRetentionMs: 7 * DAY_MS,
+  // A day, as Kafka keeps a compacted topic's tombstones (delete.retention.ms); the version floor keeps
+  // conditional writes right after the purge, so this only bounds how long a delete is visible as such.
+  tombstoneRetentionMs: DAY_MS,
+  // Directives are control messages read right away; a week covers a consumer down over a long weekend.
+  directiveRetentionMs: 7 * DAY_MS,
+  // Dead letters wait for a person: two weeks, the longest an SQS queue keeps a message.
+  deadLetterRetentionMs: 14 * DAY_MS,
 });
 
 const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS).sort() as (keyof CanonicalLimits)[];
@@ -65,6 +91,12 @@ export function resolveLimits(overrides: Partial<CanonicalLimits> = {}): Canonic
   const limits = resolved as unknown as CanonicalLimits;
   if (limits.defaultVisibilityTimeoutMs > limits.maxVisibilityTimeoutMs) {
     throw new InvalidArgumentError("defaultVisibilityTimeoutMs exceeds maxVisibilityTimeoutMs", {
+      reason: "InvalidCanonicalLimit",
+    });
+  }
+  // A shorter dedupe window would drop an ID's last trace while its full outcome still answers it.
+  if (limits.dedupeRetentionMs < limits.outcomeRetentionMs) {
+    throw new InvalidArgumentError("dedupeRetentionMs is shorter than outcomeRetentionMs", {
       reason: "InvalidCanonicalLimit",
     });
   }

@@ -35,6 +35,9 @@ interface MessageRow {
   lease_expires_ms: number | null;
 }
 
+/** At most this many dead letters expire per dead-lettering, which adds one. */
+const EXPIRY_BATCH = 4;
+
 /**
  * Work queues with visibility timeouts. A lease hides a message until `now + visibility`; when that time
  * passes without an ack the message is visible again and its old token no longer counts, so lease expiry
@@ -49,6 +52,7 @@ export class Queues {
   private readonly release: Database.Statement<[number, number]>;
   private readonly move: Database.Statement<[string, number, number]>;
   private readonly remove: Database.Statement<[number]>;
+  private readonly expireDead: Database.Statement<[string, string, number]>;
 
   constructor(db: Database.Database) {
     const columns = "seq, message_id, body, enqueued_ms, attempts, lease_token, lease_expires_ms";
@@ -78,6 +82,12 @@ export class Queues {
        WHERE seq = ?`,
     );
     this.remove = db.prepare("DELETE FROM queue_messages WHERE seq = ?");
+    // A dead letter's visibility time is when it arrived or its last lease ended; a leased one is
+    // visible only in the future, so it never matches.
+    this.expireDead = db.prepare(
+      `DELETE FROM queue_messages WHERE seq IN (SELECT seq FROM queue_messages
+       WHERE tenant = ? AND queue = ? AND visible_at_ms < ? ORDER BY visible_at_ms, seq LIMIT ${EXPIRY_BATCH})`,
+    );
   }
 
   /** `ordinal` tells apart the messages one command enqueues (an outbox holds several). */
@@ -183,7 +193,13 @@ export class Queues {
     return row.attempts >= ctx.limits.maxDeliveryAttempts && !isDeadLetterQueue(queue);
   }
 
+  /**
+   * Moves a message to the dead-letter queue, and removes that queue's messages older than
+   * `deadLetterRetentionMs`: a dead-letter queue grows only here, so it is trimmed here too.
+   */
   private deadLetter(ctx: ApplyContext, queue: string, row: MessageRow): void {
-    this.move.run(deadLetterQueueOf(queue), ctx.nowMs, row.seq);
+    const deadLetters = deadLetterQueueOf(queue);
+    this.move.run(deadLetters, ctx.nowMs, row.seq);
+    this.expireDead.run(ctx.tenant, deadLetters, ctx.nowMs - ctx.limits.deadLetterRetentionMs);
   }
 }

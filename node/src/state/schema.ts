@@ -1,7 +1,37 @@
 import type Database from "better-sqlite3";
 
-/** Bumped whenever a table changes; a database of another version is refused, never migrated silently. */
-export const SCHEMA_VERSION = 2;
+/**
+ * Bumped whenever a table changes. A database of the previous version is migrated when it opens (see
+ * migrateSchema); any other version is refused.
+ */
+export const SCHEMA_VERSION = 3;
+
+/**
+ * What schema 3 added, shared by the DDL of a new database and the migration of a version-2 one: the
+ * compact dedupe records outcomes become past their full window, and each tenant's version floor,
+ * raised as tombstones are purged.
+ */
+export const V3_DDL = `
+CREATE TABLE command_dedupe (
+  seq INTEGER PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  command_id TEXT NOT NULL,
+  entry_index INTEGER NOT NULL,
+  digest BLOB NOT NULL,
+  at_ms INTEGER NOT NULL,
+  error_code TEXT,
+  UNIQUE (tenant, command_id)
+);
+
+CREATE TABLE version_floors (
+  tenant TEXT PRIMARY KEY,
+  version INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
+/** Tombstones only, oldest delete first: the purge reads them in this order. */
+export const TOMBSTONE_INDEX =
+  "CREATE INDEX documents_tombstones ON documents (deleted_ms, id) WHERE value IS NULL;";
 
 /**
  * Every table of the state machine. Rows that are read in order during an apply have an index matching
@@ -29,7 +59,7 @@ CREATE TABLE command_outcomes (
   body TEXT NOT NULL,
   UNIQUE (tenant, command_id)
 );
-
+${V3_DDL}
 CREATE TABLE documents (
   id INTEGER PRIMARY KEY,
   tenant TEXT NOT NULL,
@@ -37,8 +67,10 @@ CREATE TABLE documents (
   version INTEGER NOT NULL,
   value TEXT,
   updated_index INTEGER NOT NULL,
+  deleted_ms INTEGER,
   UNIQUE (tenant, key)
 );
+${TOMBSTONE_INDEX}
 
 CREATE TABLE changes (
   tenant TEXT NOT NULL,

@@ -1,5 +1,11 @@
 import { rmSync } from "node:fs";
 import Database from "better-sqlite3";
+import {
+  applySqliteLimits,
+  checkpointFramesWithin,
+  DEFAULT_STORAGE_LIMITS,
+  type SqliteLimits,
+} from "../fs/sqlite-limits.js";
 import type { IndexChange, IndexHit } from "./search-protocol.js";
 
 /** A new index is complete through index 0: it matches a new state database, which holds no documents. */
@@ -42,6 +48,10 @@ export class SearchIndexStore {
   private readonly remove: Database.Statement<[number]>;
   private readonly setThrough: Database.Statement<[number]>;
   private readonly match: Database.Statement<[string, string, string, number], IndexHit>;
+  private readonly matchAfter: Database.Statement<
+    [string, string, string, number, number, string, number],
+    IndexHit
+  >;
   private readonly dropTenantRows: Database.Statement<[string]>;
   private readonly upsertTenant: Database.Statement<[string, number]>;
   readonly applyChanges: (changes: readonly IndexChange[], through: number | null) => void;
@@ -52,6 +62,9 @@ export class SearchIndexStore {
     this.setThrough = db.prepare("UPDATE meta SET indexed_through = ? WHERE id = 1");
     this.match = db.prepare(
       `SELECT key, rank AS score FROM fts WHERE fts MATCH ? AND key >= ? AND key < ? ORDER BY rank, key LIMIT ?`,
+    );
+    this.matchAfter = db.prepare(
+      `SELECT key, rank AS score FROM fts WHERE fts MATCH ? AND key >= ? AND key < ? AND (rank > ? OR (rank = ? AND key > ?)) ORDER BY rank, key LIMIT ?`,
     );
     this.dropTenantRows = db.prepare(
       "DELETE FROM fts WHERE rowid IN (SELECT rowid FROM fts WHERE fts MATCH 'tenant : ' || ?)",
@@ -92,12 +105,12 @@ export class SearchIndexStore {
   }
 
   /** Opens the index, starting over from an empty one when the file cannot be read. */
-  static open(path: string): SearchIndexStore {
+  static open(path: string, limits: SqliteLimits = DEFAULT_STORAGE_LIMITS.search): SearchIndexStore {
     try {
-      return new SearchIndexStore(openIndex(path));
+      return new SearchIndexStore(openIndex(path, limits));
     } catch {
       for (const suffix of ["", "-wal", "-shm"]) rmSync(`${path}${suffix}`, { force: true });
-      return new SearchIndexStore(openIndex(path));
+      return new SearchIndexStore(openIndex(path, limits));
     }
   }
 
@@ -140,8 +153,16 @@ export class SearchIndexStore {
     this.db.exec("UPDATE meta SET complete = 0 WHERE id = 1");
   }
 
-  query(match: string, low: string, high: string, limit: number): IndexHit[] {
-    return this.match.all(match, low, high, limit);
+  /** Hits in (score, key) order; with `after`, only those ranked after it. */
+  query(
+    match: string,
+    low: string,
+    high: string,
+    limit: number,
+    after: { readonly score: number; readonly key: string } | null,
+  ): IndexHit[] {
+    if (after === null) return this.match.all(match, low, high, limit);
+    return this.matchAfter.all(match, low, high, after.score, after.score, after.key, limit);
   }
 
   close(): void {
@@ -149,12 +170,16 @@ export class SearchIndexStore {
   }
 }
 
-function openIndex(path: string): Database.Database {
+/** WAL pages after which SQLite checkpoints the index, within half its WAL limit. */
+const AUTOCHECKPOINT_PAGES = 10_000;
+
+function openIndex(path: string, limits: SqliteLimits): Database.Database {
   const db = new Database(path);
   try {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
-    db.pragma("wal_autocheckpoint = 10000");
+    applySqliteLimits(db, limits);
+    db.pragma(`wal_autocheckpoint = ${checkpointFramesWithin(limits.walLimitBytes, AUTOCHECKPOINT_PAGES)}`);
     db.exec(DDL);
     return db;
   } catch (error) {

@@ -2,6 +2,7 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSearchRequest } from "./search-query.js";
 import type { StateMachine } from "./state-machine.js";
+import { json, type SearchPage } from "./testing/read-pages.js";
 import { Harness, TempStates } from "./testing/state-fixtures.js";
 
 let temp: TempStates;
@@ -15,7 +16,9 @@ afterEach(() => temp.cleanup());
 const put = (key: string, value: unknown, tenant = "t1") =>
   h.ok("catalog.put", { value }, { params: { key }, tenant });
 const search = async (query: string, tenant = "t1", sm: StateMachine = h.sm) =>
-  (await sm.search(tenant, parseSearchRequest({ query, limit: 100 }))).map((hit) => hit.key).sort();
+  (await json<SearchPage>(sm.search(tenant, parseSearchRequest({ query, limit: 100 })))).hits
+    .map((hit) => hit.key)
+    .sort();
 
 /** What the index file holds, read beside the worker (WAL lets a reader in while it writes). */
 function indexFile(): { rows: number; tenants: { tenant: string; complete: number }[] } {

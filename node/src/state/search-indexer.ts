@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
 import { InternalError, InvalidArgumentError } from "@keyload/contract";
+import type { SqliteLimits } from "../fs/sqlite-limits.js";
 import type { KeyRange } from "./key-range.js";
 import type {
   FromSearchWorker,
@@ -9,7 +10,7 @@ import type {
   SearchWorkerData,
   ToSearchWorker,
 } from "./search-protocol.js";
-import { tenantToken } from "./search-query.js";
+import { type SearchCursor, tenantToken } from "./search-query.js";
 import { siblingModule, startWorker } from "./worker-thread.js";
 
 /** What a rebuild reads from the state database. */
@@ -87,8 +88,9 @@ export class SearchIndexer {
     private readonly source: IndexSource,
     private readonly indexed: Set<string>,
     unfinished: readonly string[],
+    limits: SqliteLimits,
   ) {
-    const data: SearchWorkerData = { path, progress: this.progress.buffer as SharedArrayBuffer };
+    const data: SearchWorkerData = { path, limits, progress: this.progress.buffer as SharedArrayBuffer };
     this.worker = startWorker(siblingModule(import.meta.url, "search-worker"), data);
     const status = new Promise<{ indexedThrough: number; complete: boolean }>((resolve) => {
       this.opened = resolve;
@@ -137,7 +139,13 @@ export class SearchIndexer {
   }
 
   /** Searches `tenant`'s documents; `match` must require its token (see matchExpression). */
-  async query(tenant: string, match: string, range: KeyRange, limit: number): Promise<IndexHit[]> {
+  async query(
+    tenant: string,
+    match: string,
+    range: KeyRange,
+    limit: number,
+    after: SearchCursor | undefined,
+  ): Promise<IndexHit[]> {
     if (!this.indexed.has(tenant)) this.follow(tenant);
     for (let waited: Promise<void> | null = null; waited !== this.rebuilding; ) {
       waited = this.rebuilding;
@@ -147,7 +155,7 @@ export class SearchIndexer {
     const id = this.nextQueryId++;
     const hits = new Promise<IndexHit[]>((resolve, reject) => this.queries.set(id, { resolve, reject }));
     this.sendHeld();
-    this.send({ type: "query", id, match, low: range.low, high: range.high, limit });
+    this.send({ type: "query", id, match, low: range.low, high: range.high, limit, after: after ?? null });
     return hits;
   }
 

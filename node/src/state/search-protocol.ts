@@ -1,4 +1,5 @@
 /** Messages between the state machine's thread and the search index worker. */
+import type { SqliteLimits } from "../fs/sqlite-limits.js";
 
 /** A document to (re)index under its row ID, or, without text, one to drop from the index. */
 export type IndexChange =
@@ -7,6 +8,7 @@ export type IndexChange =
 
 export interface SearchWorkerData {
   readonly path: string;
+  readonly limits: SqliteLimits;
   /** One Int32 cell: changes the worker has applied, so the applying thread can bound the backlog. */
   readonly progress: SharedArrayBuffer;
 }
@@ -32,6 +34,8 @@ export type ToSearchWorker =
       readonly low: string;
       readonly high: string;
       readonly limit: number;
+      /** Only hits ranked after this one (see SearchCursor). */
+      readonly after: { readonly score: number; readonly key: string } | null;
     }
   | { readonly type: "close" };
 

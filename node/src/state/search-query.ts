@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { checkKey } from "./identifiers.js";
 import { invalid, isJsonObject, optionalInteger, optionalString } from "./json-body.js";
 import { READ_LIMITS } from "./read-limits.js";
 
@@ -8,20 +9,20 @@ export interface SearchRequest {
   /** Only keys starting with this. */
   readonly prefix: string;
   readonly limit: number;
+  /** Resume after this hit (the previous page's `next`): hits ranked after it, by score, then key. */
+  readonly after: SearchCursor | undefined;
 }
 
-export interface SearchHit {
-  readonly key: string;
-  readonly version: number;
-  readonly value: unknown;
-  /** BM25 rank: lower is a better match. */
+/** A hit's place in the ranking: BM25 score (lower is a better match), then key. */
+export interface SearchCursor {
   readonly score: number;
+  readonly key: string;
 }
 
 const MAX_TERMS = 32;
 const WORD = /[\p{L}\p{N}]/u;
 
-/** Validates a `POST /v1/search` body: `{"query","prefix"?,"limit"?}`. */
+/** Validates a `POST /v1/search` body: `{"query","prefix"?,"limit"?,"after"?:{"score","key"}}`. */
 export function parseSearchRequest(body: unknown): SearchRequest {
   if (!isJsonObject(body)) throw invalid("the search body must be a JSON object");
   const query = optionalString(body, "query");
@@ -32,7 +33,18 @@ export function parseSearchRequest(body: unknown): SearchRequest {
     prefix: optionalString(body, "prefix") ?? "",
     limit:
       optionalInteger(body, "limit", 1, READ_LIMITS.maxSearchResults) ?? READ_LIMITS.defaultSearchResults,
+    after: parseCursor(body.after),
   };
+}
+
+function parseCursor(raw: unknown): SearchCursor | undefined {
+  if (raw === undefined || raw === null) return undefined;
+  if (!isJsonObject(raw) || typeof raw.score !== "number" || !Number.isFinite(raw.score)) {
+    throw invalid('after is the previous page\'s next: {"score":<number>,"key":<string>}');
+  }
+  const key = optionalString(raw, "key");
+  if (key === undefined) throw invalid("after.key is required");
+  return { score: raw.score, key: checkKey("after.key", key) };
 }
 
 /**

@@ -9,7 +9,7 @@ import type { FromSearchWorker, SearchWorkerData, ToSearchWorker } from "./searc
 const port = parentPort!;
 const data = workerData as SearchWorkerData;
 const progress = new Int32Array(data.progress);
-const store = SearchIndexStore.open(data.path);
+const store = SearchIndexStore.open(data.path, data.limits);
 
 function send(message: FromSearchWorker): void {
   port.postMessage(message);
@@ -43,7 +43,7 @@ function handle(message: ToSearchWorker): void {
         send({
           type: "hits",
           id: message.id,
-          hits: store.query(message.match, message.low, message.high, message.limit),
+          hits: store.query(message.match, message.low, message.high, message.limit, message.after),
         });
       } catch (error) {
         send({ type: "failed", id: message.id, message: String(error) });

@@ -296,7 +296,11 @@ describe("command outcomes", () => {
   });
 
   it("keeps outcomes while young OR among the most recent, and only then expires them", () => {
-    const sm = temp.create("s", { outcomeRetentionCommands: 3, outcomeRetentionMs: 1_000 });
+    const sm = temp.create("s", {
+      outcomeRetentionCommands: 3,
+      outcomeRetentionMs: 1_000,
+      dedupeRetentionMs: 5_000,
+    });
     const h = new Harness(sm);
     for (let i = 1; i <= 6; i++)
       h.ok("dispatch.append", { directive: "x" }, { params: { channel: "c" }, commandId: `c${i}` });
@@ -304,17 +308,24 @@ describe("command outcomes", () => {
     for (let i = 1; i <= 6; i++) expect(sm.commandOutcome("t1", `c${i}`)).toBeDefined();
     h.advance(2_000);
     h.ok("dispatch.append", { directive: "x" }, { params: { channel: "c" }, commandId: "c7" });
-    // Now c1..c4 are old and outside the last three commands (c5, c6, c7).
-    for (let i = 1; i <= 4; i++) expect(sm.commandOutcome("t1", `c${i}`)).toBeUndefined();
-    for (let i = 5; i <= 7; i++) expect(sm.commandOutcome("t1", `c${i}`)).toBeDefined();
-    // An expired ID is free again: it applies as a new command.
+    // Now c1..c4 are old and outside the last three commands (c5, c6, c7): only their dedupe records stay.
+    for (let i = 1; i <= 4; i++)
+      expect(sm.commandOutcome("t1", `c${i}`)).toMatchObject({ status: "expired" });
+    for (let i = 5; i <= 7; i++)
+      expect(sm.commandOutcome("t1", `c${i}`)).toMatchObject({ status: "committed" });
+    expect(
+      h.fail("dispatch.append", { directive: "x" }, { params: { channel: "c" }, commandId: "c1" }),
+    ).toMatchObject({ reason: "OutcomeExpired" });
+    // Past the dedupe window too (the next command expires the record), the ID is free again.
+    h.advance(5_000);
+    h.ok("dispatch.append", { directive: "x" }, { params: { channel: "c" }, commandId: "c8" });
     const reused = h.run(
       "dispatch.append",
       { directive: "x" },
       { params: { channel: "c" }, commandId: "c1" },
     );
     expect(reused).toMatchObject({ duplicate: false });
-    expect(committed(reused)).toEqual({ channel: "c", sequence: 8 });
+    expect(committed(reused)).toEqual({ channel: "c", sequence: 9 });
   });
 
   it("expires by count alone once outcomes are old, a few per apply", () => {
@@ -327,7 +338,10 @@ describe("command outcomes", () => {
         { params: { channel: "c" }, commandId: `c${i}`, advanceMs: 10 },
       );
     }
-    const kept = Array.from({ length: 30 }, (_, i) => sm.commandOutcome("t1", `c${i + 1}`) !== undefined);
+    const kept = Array.from(
+      { length: 30 },
+      (_, i) => sm.commandOutcome("t1", `c${i + 1}`)?.status === "committed",
+    );
     expect(kept.filter(Boolean)).toHaveLength(2);
     expect(kept.slice(-2)).toEqual([true, true]);
   });
@@ -358,7 +372,7 @@ describe("command outcomes", () => {
       COMMAND_HANDLERS["catalog.put"] = original;
     }
     for (const sm of [failed, twin]) sm.applyBatch(batch);
-    expect(failed.commandOutcome("t1", "c1")).toBeUndefined();
+    expect(failed.commandOutcome("t1", "c1")).toMatchObject({ status: "expired" });
     expect(failed.dump()).toBe(twin.dump());
   });
 

@@ -1,18 +1,22 @@
 import { CommandIdConflictError, InternalError, InvalidArgumentError, KeyLoadError } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from "../fs/sqlite-limits.js";
 import type { Entry } from "../raft/types.js";
 import { ApplyCommits } from "./apply-commits.js";
 import type { ApplyContext } from "./apply-context.js";
 import type { ApplyResult } from "./apply-result.js";
-import type { BulkGetItem, QueryPage, QueryRequest } from "./catalog-query.js";
+import type { QueryRequest } from "./catalog-query.js";
+import type { CatalogRead } from "./catalog-read-protocol.js";
+import { CatalogReader } from "./catalog-reader.js";
 import { type CommandEnvelope, commandDigest, decodeCommand } from "./command-envelope.js";
 import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
-import type { CommandOutcome } from "./command-outcomes.js";
+import type { CommandOutcome, ExpiredOutcome } from "./command-outcomes.js";
 import { type AppliedPosition, type MetaRow, openDatabase, readMeta } from "./database.js";
 import type { Directive } from "./dispatch.js";
 import type { StoredDocument } from "./documents.js";
 import { dumpDatabase } from "./dump.js";
-import type { Traversal, TraverseRequest } from "./graph.js";
+import type { TraverseRequest } from "./graph.js";
+import type { JsonText } from "./json-text.js";
 import { documentText } from "./json-value.js";
 import { prefixRange } from "./key-range.js";
 import { type CanonicalLimits, limitsFingerprint, resolveLimits } from "./limits.js";
@@ -23,10 +27,10 @@ import { advanceClock, type ReplicatedClock } from "./replicated-clock.js";
 import { SearchIndexStore } from "./search-index-store.js";
 import { SearchIndexer } from "./search-indexer.js";
 import type { IndexChange } from "./search-protocol.js";
-import { matchExpression, type SearchHit, type SearchRequest, tenantToken } from "./search-query.js";
+import { matchExpression, type SearchRequest, tenantToken } from "./search-query.js";
 import { SnapshotCopier } from "./snapshot-copier.js";
 import { inspectSnapshot, removeInterruptedInstall, replaceDatabaseFile } from "./snapshot-files.js";
-import { StateWalCheckpoints } from "./state-wal-checkpoints.js";
+import { StateWalCheckpoints, targetFramesWithin } from "./state-wal-checkpoints.js";
 import { createStores, type Stores } from "./stores.js";
 
 export interface StateMachineOptions {
@@ -35,14 +39,16 @@ export interface StateMachineOptions {
   /** Overrides of the canonical limits; must be identical on every voter. */
   readonly limits?: Partial<CanonicalLimits>;
   /**
-   * WAL frames each background checkpoint cycle aims at (default TARGET_FRAMES); crash tests make it
-   * small so that their kills land inside cycles.
+   * WAL frames each background checkpoint cycle aims at (default TARGET_FRAMES, or fewer under a small
+   * WAL limit); crash tests make it small so that their kills land inside cycles.
    */
   readonly checkpointFrames?: number;
+  /** The state database's and the search index's page cache, mapping and WAL limit. */
+  readonly sqlite?: Pick<StorageLimits, "state" | "search">;
 }
 
-/** A stored command outcome as `GET /v1/commands/{commandId}` answers it. */
-export type CommandOutcomeView = CommandOutcome & { readonly commandId: string };
+/** A stored command outcome, or what remains of it, as `GET /v1/commands/{commandId}` answers it. */
+export type CommandOutcomeView = (CommandOutcome | ExpiredOutcome) & { readonly commandId: string };
 
 /** One open database and everything prepared on it; replaced as a whole when a snapshot is installed. */
 interface Session {
@@ -72,6 +78,7 @@ export class StateMachine {
   /** The tenants the search index follows: filled before the first apply, grown by searches. */
   private readonly searchedTenants = new Set<string>();
   private readonly snapshots = new SnapshotCopier();
+  private readonly reader: CatalogReader;
   private readonly checkpoints: StateWalCheckpoints;
 
   private constructor(
@@ -81,7 +88,11 @@ export class StateMachine {
     this.limits = limits;
     this.limitsFingerprint = limitsFingerprint(limits);
     removeInterruptedInstall(options.path);
-    this.checkpoints = new StateWalCheckpoints(options.path, options.checkpointFrames);
+    this.checkpoints = new StateWalCheckpoints(
+      options.path,
+      options.checkpointFrames ?? targetFramesWithin(this.sqlite.state.walLimitBytes),
+    );
+    this.reader = new CatalogReader(options.path, this.sqlite.state);
     this.session = this.openSession();
     const meta = readMeta(this.session.db);
     this.position = { index: meta.applied_index, term: meta.applied_term };
@@ -98,7 +109,12 @@ export class StateMachine {
       },
       this.searchedTenants,
       followed.filter((t) => !t.complete).map((t) => t.tenant),
+      this.sqlite.search,
     );
+  }
+
+  private get sqlite(): Pick<StorageLimits, "state" | "search"> {
+    return this.options.sqlite ?? DEFAULT_STORAGE_LIMITS;
   }
 
   /** Opens (or creates) the state at `options.path`; the search index lives beside it, in `<path>.search`. */
@@ -177,32 +193,35 @@ export class StateMachine {
     return this.session.stores.documents.get(tenant, key);
   }
 
-  bulkGet(tenant: string, keys: readonly string[]): BulkGetItem[] {
-    return this.session.stores.catalog.bulkGet(tenant, keys);
+  // Bulk gets, queries, searches and traversals answer bounded pages as JSON text, read and built on
+  // the read worker (see CatalogReader, CatalogQueries, GraphTraversal).
+
+  /** `{"items":[...],"remaining"?:[keys]}` */
+  bulkGet(tenant: string, keys: readonly string[]): Promise<JsonText> {
+    return this.readPage({ kind: "bulkGet", tenant, keys });
   }
 
-  query(tenant: string, request: QueryRequest): QueryPage {
-    return this.session.stores.catalog.query(tenant, request);
+  /** `{"items":[...],"next"?}` */
+  query(tenant: string, request: QueryRequest): Promise<JsonText> {
+    return this.readPage({ kind: "query", tenant, request });
   }
 
-  /** Full-text search; asynchronous because the index lives on a worker thread (see SearchIndexer). */
-  async search(tenant: string, request: SearchRequest): Promise<SearchHit[]> {
+  /** `{"hits":[...],"next"?}`: the index on its worker (see SearchIndexer) ranks, the read worker reads. */
+  async search(tenant: string, request: SearchRequest): Promise<JsonText> {
     const match = matchExpression(tenantToken(tenant), request.query);
-    const hits = await this.indexer.query(tenant, match, prefixRange(request.prefix), request.limit);
-    const found: SearchHit[] = [];
-    for (const hit of hits) {
-      const doc = this.session.stores.documents.get(tenant, hit.key);
-      if (doc !== undefined) found.push({ ...doc, score: hit.score });
-    }
-    return found;
+    const range = prefixRange(request.prefix);
+    const hits = await this.indexer.query(tenant, match, range, request.limit, request.after);
+    return this.readPage({ kind: "searchHits", tenant, hits, full: hits.length === request.limit });
   }
 
-  traverse(tenant: string, request: TraverseRequest): Traversal {
-    return this.session.stores.graph.traverse(tenant, request);
+  /** `{"nodes":[...],"truncated"}` */
+  traverse(tenant: string, request: TraverseRequest): Promise<JsonText> {
+    return this.readPage({ kind: "traverse", tenant, request });
   }
 
   commandOutcome(tenant: string, commandId: string): CommandOutcomeView | undefined {
-    const stored = this.session.stores.outcomes.get(tenant, commandId);
+    const { outcomes } = this.session.stores;
+    const stored = outcomes.get(tenant, commandId) ?? outcomes.expired(tenant, commandId);
     return stored === undefined ? undefined : { commandId, ...stored.outcome };
   }
 
@@ -274,6 +293,7 @@ export class StateMachine {
       replaceDatabaseFile(this.options.path, snapshotPath);
     } finally {
       this.session = this.openSession();
+      this.reader.reopen();
       const meta = readMeta(this.session.db);
       this.position = { index: meta.applied_index, term: meta.applied_term };
       this.clock = storedClock(meta);
@@ -290,12 +310,25 @@ export class StateMachine {
   /** Stops the search worker (its index stays reusable when it had caught up) and closes the database. */
   async close(): Promise<void> {
     await this.snapshots.close();
+    await this.reader.close();
     await this.indexer.close();
     await this.checkpoints.close();
     if (this.session.db.open) {
       this.session.commits.flush();
       this.session.db.close();
     }
+  }
+
+  /**
+   * The read worker's connection sees only committed transactions, and applies commit in groups (see
+   * ApplyCommits), so the open group is committed first: the caller has waited for its read index, so
+   * everything applied now covers it, and the worker's read transaction, begun after this commit, sees
+   * at least that. The reads that arrive between two applies share one commit; with no apply since the
+   * last commit there is nothing to commit.
+   */
+  private readPage(read: CatalogRead): Promise<JsonText> {
+    this.session.commits.flush();
+    return this.reader.read(read);
   }
 
   private readIndexChunk(
@@ -329,7 +362,7 @@ export class StateMachine {
   }
 
   private openSession(): Session {
-    const db = openDatabase(this.options.path);
+    const db = openDatabase(this.options.path, this.sqlite.state);
     const stores = createStores(db, this.searchedTenants);
     const writeMeta = db.prepare<[number, number, number, number, number]>(
       "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ?, clock_term = ?, clock_monotonic_ms = ? WHERE id = 1",
@@ -383,18 +416,29 @@ export class StateMachine {
     };
     const denied = stores.principals.commandRefusal(ctx, envelope.kind);
     const digest = commandDigest(envelope);
-    const stored = stores.outcomes.get(tenant, commandId);
+    const stored = stores.outcomes.get(tenant, commandId) ?? stores.outcomes.expired(tenant, commandId);
     if (stored !== undefined) {
       // A caller that may no longer send the command learns nothing of the ID's outcome, which stays.
       if (denied !== undefined) return this.unstoredRefusal(entry, tenant, commandId, denied);
-      if (stored.digest.equals(digest)) {
+      const previous = stored.outcome;
+      if (stored.digest.equals(digest) && previous.status === "expired") {
+        // The result is gone but the command did apply: refused, so it never applies twice.
+        const { index, failed, errorCode } = previous;
+        const ended = failed ? `was refused (${errorCode})` : "committed";
+        const expired = new CommandIdConflictError(
+          `command ${commandId} ${ended} at index ${index}; its full outcome has expired`,
+          { reason: "OutcomeExpired" },
+        );
+        return this.unstoredRefusal(entry, tenant, commandId, expired, index);
+      }
+      if (stored.digest.equals(digest) && previous.status !== "expired") {
         return {
           type: "command",
           entryIndex: entry.index,
           tenant,
           commandId,
           duplicate: true,
-          outcome: stored.outcome,
+          outcome: previous,
         };
       }
       const conflict = new CommandIdConflictError(
@@ -433,11 +477,13 @@ export class StateMachine {
     return { type: "command", entryIndex: entry.index, tenant, commandId, duplicate: false, outcome };
   }
 
+  /** `index`: the entry the refusal names, this one unless it is about the ID's first application. */
   private unstoredRefusal(
     entry: Entry,
     tenant: string | null,
     commandId: string | null,
     error: unknown,
+    index: number = entry.index,
   ): ApplyResult {
     if (!(error instanceof KeyLoadError)) throw error;
     return {
@@ -448,7 +494,7 @@ export class StateMachine {
       duplicate: false,
       outcome: {
         status: "failed",
-        index: entry.index,
+        index,
         error: { code: error.code, reason: error.reason, message: error.message },
       },
     };

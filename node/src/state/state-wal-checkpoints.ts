@@ -1,5 +1,6 @@
 import { InternalError } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import { checkpointFramesWithin } from "../fs/sqlite-limits.js";
 import { WalCheckpointer } from "../fs/wal-checkpointer.js";
 
 /**
@@ -23,6 +24,11 @@ const MAX_CYCLE_COMMITS = 256;
  * second just as its snapshot ended. Beyond this, the next cycle's worker pass copies them instead.
  */
 const FINAL_MAX_BACKLOG_FRAMES = 256;
+
+/** The frames a cycle aims at under a WAL limit: TARGET_FRAMES, or fewer to stay within half of it. */
+export function targetFramesWithin(walLimitBytes: number): number {
+  return checkpointFramesWithin(walLimitBytes, TARGET_FRAMES);
+}
 
 interface CheckpointRow {
   readonly log: number;

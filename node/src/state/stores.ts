@@ -1,5 +1,4 @@
 import type Database from "better-sqlite3";
-import { CatalogQueries } from "./catalog-query.js";
 import { ChangeFeed } from "./change-feed.js";
 import { CommandOutcomes } from "./command-outcomes.js";
 import { Dispatch } from "./dispatch.js";
@@ -17,7 +16,6 @@ export interface Stores {
   readonly feed: ChangeFeed;
   readonly searchChanges: SearchChanges;
   readonly documents: Documents;
-  readonly catalog: CatalogQueries;
   readonly graph: Graph;
   readonly queues: Queues;
   readonly subscriptions: Subscriptions;
@@ -36,7 +34,6 @@ export function createStores(db: Database.Database, searchedTenants: ReadonlySet
     feed,
     searchChanges,
     documents,
-    catalog: new CatalogQueries(db, documents),
     graph: new Graph(db, feed),
     queues: new Queues(db),
     subscriptions: new Subscriptions(db, feed),

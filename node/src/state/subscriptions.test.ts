@@ -54,6 +54,7 @@ describe("subscriptions", () => {
       leaseExpiresAtMs: null,
       changes: [],
       cursor: 5,
+      trimmed: null,
     });
   });
 

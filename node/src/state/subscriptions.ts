@@ -1,7 +1,7 @@
 import { FailedPreconditionError, LeaseLostError, NotFoundError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
-import type { Change, ChangeFeed } from "./change-feed.js";
+import type { Change, ChangeFeed, TrimmedGap } from "./change-feed.js";
 import { prefixRange } from "./key-range.js";
 
 export interface SubscriptionState {
@@ -18,6 +18,11 @@ export interface Delivery {
   readonly leaseExpiresAtMs: number | null;
   readonly changes: Change[];
   readonly cursor: number;
+  /**
+   * Changes past the cursor that retention trimmed before this subscription read them (see ChangeFeed):
+   * they are skipped, and said so here. Null when none were.
+   */
+  readonly trimmed: TrimmedGap | null;
 }
 
 interface SubscriptionRow {
@@ -92,19 +97,21 @@ export class Subscriptions {
         reason: "DeliveryOutstanding",
       });
     }
+    const trimmed = this.feed.gapAfter(ctx.tenant, row.cursor);
+    const from = trimmed === null ? row.cursor : trimmed.throughSeq;
     // The feed is dense per tenant, so a bounded window of sequence numbers bounds the scan.
-    const windowEnd = Math.min(row.cursor + ctx.limits.maxSubscriptionScan, this.feed.lastSeq(ctx.tenant));
-    const changes = this.feed.scan(ctx.tenant, row.cursor, windowEnd, prefixRange(row.prefix), max);
+    const windowEnd = Math.min(from + ctx.limits.maxSubscriptionScan, this.feed.lastSeq(ctx.tenant));
+    const changes = this.feed.scan(ctx.tenant, from, windowEnd, prefixRange(row.prefix), max);
     if (changes.length === 0) {
       this.advance.run(windowEnd, ctx.index, ctx.tenant, name);
-      return { name, deliveryId: null, leaseExpiresAtMs: null, changes, cursor: windowEnd };
+      return { name, deliveryId: null, leaseExpiresAtMs: null, changes, cursor: windowEnd, trimmed };
     }
     // A full batch ends at its last change; a short one covers the whole window it scanned.
     const end = changes.length === max ? changes[changes.length - 1]!.seq : windowEnd;
     const deliveryId = deriveToken(ctx, "delivery");
     const expiresAtMs = ctx.nowMs + visibilityMs;
     this.setDelivery.run(deliveryId, end, expiresAtMs, ctx.index, ctx.tenant, name);
-    return { name, deliveryId, leaseExpiresAtMs: expiresAtMs, changes, cursor: row.cursor };
+    return { name, deliveryId, leaseExpiresAtMs: expiresAtMs, changes, cursor: row.cursor, trimmed };
   }
 
   ack(ctx: ApplyContext, name: string, deliveryId: string): SubscriptionState {

@@ -4,6 +4,7 @@ import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
 import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
 import { makePrivateDir } from "../fs/private-dir.js";
+import { DEFAULT_STORAGE_LIMITS, type SqliteLimits } from "../fs/sqlite-limits.js";
 import { type CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
 import {
   LogCompactedError,
@@ -42,8 +43,10 @@ export interface DurableLogStoreOptions {
   /** Bounds of the in-memory cache of the newest entries. */
   readonly cacheEntries?: number;
   readonly cacheBytes?: number;
-  /** Estimated WAL bytes after which a background checkpoint starts. */
+  /** Estimated WAL bytes after which a background checkpoint starts; at most half the WAL's limit. */
   readonly checkpointBytes?: number;
+  /** The database connection's page cache, mapping and WAL limit. */
+  readonly sqlite?: SqliteLimits;
   /**
    * Bytes each of the two journal files is preallocated to; writing moves to the other file once the
    * one being written passes half of it.
@@ -95,7 +98,7 @@ const ABSORB_MAX_BYTES = 8 * 1024 * 1024;
  */
 const ABSORB_STEP_ENTRIES = 512;
 
-type ResolvedOptions = Required<Omit<DurableLogStoreOptions, "conf" | "faultHook">> & {
+type ResolvedOptions = Required<Omit<DurableLogStoreOptions, "conf" | "faultHook" | "sqlite">> & {
   readonly faultHook: FaultHook | undefined;
 };
 
@@ -236,7 +239,12 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    * StorageCorruptionError naming the file and the index.
    */
   static open(dir: string, options: DurableLogStoreOptions): DurableLogStore {
-    const checkpointBytes = positive("checkpointBytes", options.checkpointBytes ?? DEFAULTS.checkpointBytes);
+    const sqlite = options.sqlite ?? DEFAULT_STORAGE_LIMITS.log;
+    // A checkpoint starts by half the WAL's limit, so that the WAL restarts before it passes it.
+    const checkpointBytes = Math.min(
+      positive("checkpointBytes", options.checkpointBytes ?? DEFAULTS.checkpointBytes),
+      Math.max(1, Math.floor(sqlite.walLimitBytes / 2)),
+    );
     const opts: ResolvedOptions = {
       cacheEntries: positive("cacheEntries", options.cacheEntries ?? DEFAULTS.cacheEntries),
       cacheBytes: positive("cacheBytes", options.cacheBytes ?? DEFAULTS.cacheBytes),
@@ -266,7 +274,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
         `the log database is missing, yet writes up to index ${mark.lastIndex} were acknowledged`,
       );
     }
-    const db = LogDatabase.open(logPath, options.conf, 2 * opts.checkpointBytes);
+    const db = LogDatabase.open(logPath, options.conf, sqlite);
     let walFd: number | null = null;
     let journal: LogJournal | null = null;
     try {

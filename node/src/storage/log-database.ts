@@ -1,4 +1,5 @@
 import Database from "better-sqlite3";
+import { applySqliteLimits, type SqliteLimits } from "../fs/sqlite-limits.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
 import { crc32c } from "./crc32c.js";
@@ -211,8 +212,10 @@ export class LogDatabase {
    * store chooses (the event loop or the thread pool) and once for a whole group. Checkpoints are
    * never automatic (a commit would otherwise run one, with two fsyncs, on the event loop); a worker
    * thread runs them, and SQLite still fsyncs the WAL before and the database after each one.
+   * `limits` bound the connection's page cache and mapping, and the size SQLite cuts the WAL back to
+   * when it restarts it after a checkpoint.
    */
-  static open(path: string, conf: ConfState, walSizeLimit: number): LogDatabase {
+  static open(path: string, conf: ConfState, limits: SqliteLimits): LogDatabase {
     let db: Database.Database;
     try {
       db = new Database(path);
@@ -224,8 +227,7 @@ export class LogDatabase {
       if (mode !== "wal") throw new StorageFailedError(`${path}: SQLite refused WAL mode (${String(mode)})`);
       db.pragma("synchronous = NORMAL");
       db.pragma("wal_autocheckpoint = 0");
-      // SQLite cuts the WAL back to this size when it restarts it after a checkpoint.
-      db.pragma(`journal_size_limit = ${walSizeLimit}`);
+      applySqliteLimits(db, limits);
       const appId = db.pragma("application_id", { simple: true });
       const version = db.pragma("user_version", { simple: true });
       if (appId === 0 && version === 0) {

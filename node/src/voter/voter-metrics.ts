@@ -1,5 +1,6 @@
 import { Counter, collectDefaultMetrics, Gauge, type Registry } from "prom-client";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import type { DiskFloor } from "../admission/disk-floor.js";
 import type { PeerStats } from "../peer/peer-stats.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { StateMachine } from "../state/state-machine.js";
@@ -9,6 +10,7 @@ export interface VoterMetricSources {
   readonly driver: RaftDriver;
   readonly stateMachine: StateMachine;
   readonly commandGovernor: CommandAdmissionGovernor;
+  readonly diskFloor: DiskFloor;
   readonly transport: PeerTransport;
 }
 
@@ -35,7 +37,7 @@ export type CommandRejections = Counter<"lane" | "reason">;
  * nothing is updated on the hot path.
  */
 export function registerVoterMetrics(registry: Registry, sources: VoterMetricSources): CommandRejections {
-  const { driver, stateMachine, commandGovernor, transport } = sources;
+  const { driver, stateMachine, commandGovernor, diskFloor, transport } = sources;
   collectDefaultMetrics({ register: registry });
   new Gauge({
     name: "keyload_raft_term",
@@ -84,6 +86,27 @@ export function registerVoterMetrics(registry: Registry, sources: VoterMetricSou
   usage("retainedBytes");
   usage("queued");
   usage("active");
+  new Gauge({
+    name: "keyload_disk_free_bytes",
+    help: "Bytes free on the data directory's filesystem, as last measured (absent before the first)",
+    registers: [registry],
+    collect() {
+      const { freeBytes } = diskFloor.status();
+      if (freeBytes === null) this.reset();
+      else this.set(freeBytes);
+    },
+  });
+  new Gauge({
+    name: "keyload_disk_floor_bytes",
+    help: "Free bytes below which command admission refuses data commands (soft) or every write (hard)",
+    labelNames: ["floor"],
+    registers: [registry],
+    collect() {
+      const status = diskFloor.status();
+      this.set({ floor: "soft" }, status.softFloorBytes);
+      this.set({ floor: "hard" }, status.hardFloorBytes);
+    },
+  });
   for (const [field, help] of PEER_COUNTERS) {
     new Counter({
       name: `keyload_peer_${field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}_total`,

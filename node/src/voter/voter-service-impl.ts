@@ -5,7 +5,9 @@ import { admissionStatus } from "../admission/admission-status.js";
 import type { ApplyWorker } from "../admission/apply-worker.js";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { CommandStageObserver } from "../admission/command-stages.js";
+import type { DiskFloor } from "../admission/disk-floor.js";
 import type { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
+import type { StorageLimits } from "../fs/sqlite-limits.js";
 import type {
   ClusterChangeRequest,
   CommandAnswer,
@@ -36,6 +38,8 @@ export interface VoterServiceParts {
   readonly transport: PeerTransport;
   readonly commandGovernor: CommandAdmissionGovernor;
   readonly httpGovernor: HttpAdmissionGovernor;
+  readonly diskFloor: DiskFloor;
+  readonly storageLimits: StorageLimits;
   readonly worker: ApplyWorker<VoterCommand, CommandResult>;
   readonly metricsRegistry: Registry;
   readonly commandStages: CommandStageObserver;
@@ -125,11 +129,11 @@ export class KeyLoadVoterService implements VoterService {
         return doc;
       }
       case "catalog.bulkGet":
-        return { items: sm.bulkGet(tenant, parseBulkGetRequest(req.body)) };
+        return sm.bulkGet(tenant, parseBulkGetRequest(req.body));
       case "query":
         return sm.query(tenant, parseQueryRequest(req.body));
       case "search":
-        return { hits: await sm.search(tenant, parseSearchRequest(req.body)) };
+        return sm.search(tenant, parseSearchRequest(req.body));
       case "graph.traverse":
         return sm.traverse(tenant, parseTraverseRequest(req.body));
       case "command.get": {
@@ -150,7 +154,7 @@ export class KeyLoadVoterService implements VoterService {
         return { channel, directives: sm.readDispatch(tenant, channel, after, limit) };
       }
       case "admin.admissionStatus":
-        return admissionStatus(this.parts.nodeId, this.parts.commandGovernor, this.parts.httpGovernor);
+        return admissionStatus(this.parts);
       case "cluster.members":
         return this.membership.list();
     }

@@ -5,6 +5,8 @@ import { Registry } from "prom-client";
 import { ApplyWorker } from "../admission/apply-worker.js";
 import { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import { CommandStageMetrics } from "../admission/command-stages.js";
+import { DiskFloor } from "../admission/disk-floor.js";
+import { DiskWatcher, type FreeSpaceProbe } from "../admission/disk-watcher.js";
 import { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
 import type { VoterConfig } from "../config/voter-config.js";
 import { ensurePrivateDir } from "../fs/private-dir.js";
@@ -13,6 +15,7 @@ import { pickFreePort } from "../net/free-ports.js";
 import { PeerTransport } from "../peer/peer-transport.js";
 import { SeededRandom } from "../raft/seeded-random.js";
 import { hashApiKey } from "../state/api-key.js";
+import { snapshotReserveBytes } from "../state/snapshot-reserve.js";
 import { StateMachine } from "../state/state-machine.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
 import { DurableLogWriter } from "../storage/durable-log-writer.js";
@@ -59,6 +62,8 @@ export interface RunningVoter {
 export interface VoterFaults {
   /** Called by the Raft log's storage between its durable steps; throwing there stands for an I/O error. */
   readonly storage?: FaultHook;
+  /** Stands for the data directory's filesystem when the disk floor measures its free space. */
+  readonly freeSpace?: FreeSpaceProbe;
 }
 
 /**
@@ -103,6 +108,7 @@ async function wireVoter(
   const raftDir = join(node.dataDir, "raft");
   const store = DurableLogStore.open(raftDir, {
     conf: { voters: [] },
+    sqlite: config.storage.log,
     ...(faults.storage === undefined ? {} : { faultHook: faults.storage }),
   });
   opened.push(() => store.close());
@@ -122,9 +128,11 @@ async function wireVoter(
       retainEntries: Math.min(5000, raft.snapshotIntervalEntries),
     }),
   );
+  const statePath = join(node.dataDir, "state", "state.sqlite");
   const stateMachine = StateMachine.open({
-    path: join(node.dataDir, "state", "state.sqlite"),
+    path: statePath,
     limits: config.canonical,
+    sqlite: config.storage,
   });
   opened.push(() => stateMachine.close());
   // A crash between persisting a received snapshot and installing it leaves the state behind the log.
@@ -177,7 +185,15 @@ async function wireVoter(
     checkIntervalMs: raft.heartbeatIntervalMs,
     proposeTimeoutMs: raft.replicationDeadlineMs,
   });
-  const commandGovernor = new CommandAdmissionGovernor(config.commandAdmission);
+  const diskFloor = new DiskFloor(config.disk);
+  const diskWatcher = new DiskWatcher({
+    dir: node.dataDir,
+    floor: diskFloor,
+    reserveBytes: () => snapshotReserveBytes(statePath),
+    ...(faults.freeSpace === undefined ? {} : { freeSpace: faults.freeSpace }),
+    logger: log.child({ component: "disk" }),
+  });
+  const commandGovernor = new CommandAdmissionGovernor(config.commandAdmission, diskFloor);
   const httpGovernor = new HttpAdmissionGovernor(config.httpAdmission);
   const router = new CommandRouter(
     driver,
@@ -199,6 +215,7 @@ async function wireVoter(
     driver,
     stateMachine,
     commandGovernor,
+    diskFloor,
     transport,
   });
   transport.handle(FORWARD_CHANNEL, forwardHandler(commandGovernor, worker, driver, rejections));
@@ -210,6 +227,8 @@ async function wireVoter(
     transport,
     commandGovernor,
     httpGovernor,
+    diskFloor,
+    storageLimits: config.storage,
     worker,
     metricsRegistry,
     commandStages,
@@ -223,6 +242,8 @@ async function wireVoter(
     logger: log,
   });
 
+  opened.push(() => diskWatcher.stop());
+  await diskWatcher.start();
   opened.push(() => transport.close());
   await transport.start();
   opened.push(() => driver.stop());
@@ -244,6 +265,7 @@ async function wireVoter(
       const failures = await runEach([
         () => worker.shutdown(),
         () => bootstrapAdmin.stop(),
+        () => diskWatcher.stop(),
         async () => {
           if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
         },

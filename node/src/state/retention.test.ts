@@ -1,0 +1,204 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { Entry } from "../raft/types.js";
+import { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
+import type { StateMachine } from "./state-machine.js";
+import type { Delivery } from "./subscriptions.js";
+import { Harness, LogBuilder, outcomeOf, refused, TempStates } from "./testing/state-fixtures.js";
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** Short windows, so a test crosses them by moving the leader's clock. */
+const LIMITS = {
+  outcomeRetentionMs: HOUR,
+  outcomeRetentionCommands: 2,
+  dedupeRetentionMs: 4 * HOUR,
+  changeRetentionMs: 2 * HOUR,
+  tombstoneRetentionMs: HOUR,
+  directiveRetentionMs: HOUR,
+  deadLetterRetentionMs: HOUR,
+  maxDeliveryAttempts: 1,
+};
+
+let temp: TempStates;
+let h: Harness;
+beforeEach(() => {
+  temp = new TempStates();
+  h = new Harness(temp.create("r", LIMITS));
+});
+afterEach(() => temp.cleanup());
+
+const put = (key: string, value: unknown, options: { expectedVersion?: number; commandId?: string } = {}) =>
+  h.run(
+    "catalog.put",
+    { value, ...(options.expectedVersion === undefined ? {} : { expectedVersion: options.expectedVersion }) },
+    { params: { key }, ...(options.commandId === undefined ? {} : { commandId: options.commandId }) },
+  );
+const del = (key: string) => h.ok<{ version: number }>("catalog.delete", "", { params: { key } });
+const rows = (sm: StateMachine, table: string) =>
+  sm
+    .dump()
+    .split("\n# ")
+    .find((section) => section.startsWith(`${table} (`))!
+    .split("\n")
+    .slice(1)
+    .filter((line) => line !== "");
+
+describe("retention", () => {
+  it("rejects a dedupe window shorter than the full outcome window with a typed error", () => {
+    expect(() => resolveLimits({ outcomeRetentionMs: 2 * HOUR, dedupeRetentionMs: HOUR })).toThrow(
+      expect.objectContaining({ code: "InvalidArgument", reason: "InvalidCanonicalLimit" }),
+    );
+    expect(DEFAULT_LIMITS.dedupeRetentionMs).toBe(7 * 24 * HOUR);
+  });
+
+  it("answers a late retry past the full outcome window from the dedupe record, never applying it again", () => {
+    expect(outcomeOf(put("k", 1, { commandId: "late" }))).toMatchObject({ status: "committed", index: 1 });
+    h.fail("catalog.put", { value: 1, expectedVersion: 7 }, { params: { key: "k" }, commandId: "bad" });
+    h.advance(2 * HOUR);
+    // Three more commands push both outcomes past the count and time bounds: they become dedupe records.
+    for (const n of [1, 2, 3]) put(`other/${n}`, n);
+    expect(h.sm.commandOutcome("t1", "late")).toEqual({
+      commandId: "late",
+      status: "expired",
+      index: 1,
+      failed: false,
+      errorCode: null,
+    });
+    expect(h.sm.commandOutcome("t1", "bad")).toMatchObject({ status: "expired", failed: true });
+    expect(h.sm.commandOutcome("t1", "bad")).toMatchObject({ errorCode: "FailedPrecondition" });
+    expect(h.sm.commandOutcome("t1", "never-sent")).toBeUndefined();
+
+    const retry = put("k", 1, { commandId: "late" });
+    expect(outcomeOf(retry)).toMatchObject({
+      status: "failed",
+      index: 1,
+      error: { code: "CommandIdConflict", reason: "OutcomeExpired" },
+    });
+    expect(h.sm.getDocument("t1", "k")?.version).toBe(1);
+    expect(refused(put("k", 2, { commandId: "late" }))).toMatchObject({ reason: "DigestMismatch" });
+
+    h.advance(4 * HOUR);
+    put("other/4", 4);
+    expect(h.sm.commandOutcome("t1", "late")).toBeUndefined();
+  });
+
+  it("purges old tombstones and keeps conditional writes right across the purge (ABA)", () => {
+    put("k", "a");
+    put("k", "b");
+    expect(del("k").version).toBe(3);
+    h.advance(2 * HOUR);
+    put("trigger", 1);
+    del("trigger");
+    expect(rows(h.sm, "documents").some((row) => row.includes('"k"'))).toBe(false);
+    // A writer that read version 2 before the delete must still fail, and a new "k" starts above 3.
+    expect(refused(put("k", "stale", { expectedVersion: 2 }))).toMatchObject({ reason: "VersionMismatch" });
+    const fresh = outcomeOf(put("k", "new", { expectedVersion: 0 }));
+    expect(fresh).toMatchObject({ status: "committed", result: { version: 4 } });
+    expect(refused(put("k", "stale", { expectedVersion: 2 }))).toMatchObject({ reason: "VersionMismatch" });
+  });
+
+  it("trims consumed changes, and tells a lagging subscription which ones it lost to age", () => {
+    const subscribe = (name: string) => h.ok("subscription.put", { prefix: "" }, { params: { name } });
+    const deliver = (name: string) => h.ok<Delivery>("subscription.deliver", {}, { params: { name } });
+    const ack = (name: string, id: string) =>
+      h.ok("subscription.ack", "", { params: { name, deliveryId: id } });
+    subscribe("fast");
+    subscribe("slow");
+    for (const n of [1, 2, 3]) put(`k${n}`, n);
+    const fastFirst = deliver("fast");
+    ack("fast", fastFirst.deliveryId!);
+    put("k4", 4);
+    // Both subscriptions still need 1..3: "slow" has consumed nothing.
+    expect(rows(h.sm, "changes")).toHaveLength(4);
+    const slowFirst = deliver("slow");
+    expect(slowFirst.trimmed).toBeNull();
+    ack("slow", slowFirst.deliveryId!);
+    put("k5", 5);
+    // "fast" is at 3, "slow" at 4: 1..3 are consumed by both and go.
+    expect(rows(h.sm, "changes").map((row) => JSON.parse(row)[1])).toEqual([4, 5]);
+
+    h.advance(3 * HOUR);
+    for (const n of [6, 7, 8, 9, 10]) put(`k${n}`, n);
+    // 4 and 5 grew older than changeRetentionMs before "fast" read them.
+    const fast = deliver("fast");
+    expect(fast.trimmed).toEqual({ fromSeq: 4, throughSeq: 5 });
+    expect(fast.changes.map((c) => c.seq)).toEqual([6, 7, 8, 9, 10]);
+    expect(ack("fast", fast.deliveryId!)).toMatchObject({ cursor: 10 });
+    expect(deliver("fast")).toMatchObject({ deliveryId: null, trimmed: null });
+  });
+
+  it("removes directives and dead letters past their windows", () => {
+    const dispatch = (n: number) =>
+      h.ok("dispatch.append", { directive: `d${n}` }, { params: { channel: "c" } });
+    dispatch(1);
+    dispatch(2);
+    h.advance(2 * HOUR);
+    dispatch(3);
+    expect(h.sm.readDispatch("t1", "c", 0).map((d) => d.sequence)).toEqual([3]);
+
+    const deadLetter = (n: number) => {
+      h.ok("queue.enqueue", { body: n }, { params: { queue: "jobs" } });
+      const lease = h.ok<{ leaseToken: string; messages: { messageId: string }[] }>(
+        "queue.lease",
+        {},
+        { params: { queue: "jobs" } },
+      );
+      const messageId = lease.messages[0]!.messageId;
+      h.ok("queue.nack", { leaseToken: lease.leaseToken }, { params: { queue: "jobs", messageId } });
+    };
+    deadLetter(1);
+    deadLetter(2);
+    expect(rows(h.sm, "queue_messages")).toHaveLength(2);
+    h.advance(2 * HOUR);
+    deadLetter(3);
+    const left = rows(h.sm, "queue_messages");
+    expect(left).toHaveLength(1);
+    expect(left[0]).toMatch(/"jobs\.dead-letter"/);
+  });
+});
+
+describe("retention across voters", () => {
+  /** A churn whose clock crosses every window several times: puts, deletes, feeds, queues, dispatch. */
+  function churn(): Entry[] {
+    const log = new LogBuilder();
+    log.command("subscription.put", { prefix: "a/" }, { params: { name: "s" } });
+    for (let i = 0; i < 600; i++) {
+      const key = `${i % 3 === 0 ? "a" : "b"}/${i % 40}`;
+      log.command("catalog.put", { value: i }, { params: { key }, advanceMs: 2 * MINUTE });
+      if (i % 4 === 0) log.command("catalog.delete", "", { params: { key } });
+      if (i % 9 === 0) log.command("dispatch.append", { directive: `d${i}` }, { params: { channel: "c" } });
+      if (i % 11 === 0) log.command("queue.enqueue", { body: i }, { params: { queue: "jobs" } });
+      if (i % 13 === 0) log.command("queue.lease", { max: 5 }, { params: { queue: "jobs" }, advanceMs: 1 });
+      if (i % 17 === 0) log.command("subscription.deliver", {}, { params: { name: "s" } });
+      if (i % 50 === 0)
+        log.command("catalog.put", { value: i }, { params: { key: "k" }, commandId: "again" });
+    }
+    return log.entries;
+  }
+
+  it("trims identically on three voters applying in different batches, and a snapshot of it restores equal", async () => {
+    const entries = churn();
+    const voters = ["v1", "v2", "v3"].map((name) => temp.create(name, LIMITS));
+    voters.forEach((voter, v) => {
+      for (let start = 0; start < entries.length; ) {
+        const size = 1 + ((start * 7 + v * 13) % 50);
+        voter.applyBatch(entries.slice(start, start + size));
+        start += size;
+      }
+    });
+    const reference = voters[0]!.dump();
+    for (const voter of voters) expect(voter.dump()).toBe(reference);
+    // Trimming ran: the feed, tombstones, outcomes, directives and dead letters are all bounded.
+    expect(rows(voters[0]!, "changes").length).toBeLessThan(200);
+    expect(rows(voters[0]!, "command_dedupe").length).toBeGreaterThan(0);
+    expect(rows(voters[0]!, "version_floors").length).toBe(1);
+    expect(rows(voters[0]!, "directives").length).toBeLessThan(10);
+
+    const snapshot = temp.path("trimmed.snap");
+    await voters[1]!.createSnapshot(snapshot);
+    const restored = temp.create("restored", LIMITS);
+    restored.restoreFromSnapshot(snapshot);
+    expect(restored.dump()).toBe(reference);
+  }, 60_000);
+});

@@ -1,0 +1,140 @@
+/**
+ * The state schema as version 2 created it, kept verbatim so a test can open a database of that
+ * version and watch it migrate.
+ */
+export const SCHEMA_V2_DDL = `
+CREATE TABLE meta (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  schema_version INTEGER NOT NULL,
+  applied_index INTEGER NOT NULL,
+  applied_term INTEGER NOT NULL,
+  clock_ms INTEGER NOT NULL,
+  clock_term INTEGER NOT NULL,
+  clock_monotonic_ms INTEGER NOT NULL
+);
+
+CREATE TABLE command_outcomes (
+  seq INTEGER PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  command_id TEXT NOT NULL,
+  entry_index INTEGER NOT NULL,
+  digest BLOB NOT NULL,
+  at_ms INTEGER NOT NULL,
+  failed INTEGER NOT NULL,
+  body TEXT NOT NULL,
+  UNIQUE (tenant, command_id)
+);
+
+CREATE TABLE documents (
+  id INTEGER PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  key TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  value TEXT,
+  updated_index INTEGER NOT NULL,
+  UNIQUE (tenant, key)
+);
+
+CREATE TABLE changes (
+  tenant TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  kind TEXT NOT NULL,
+  key TEXT NOT NULL,
+  version INTEGER,
+  edge TEXT,
+  entry_index INTEGER NOT NULL,
+  at_ms INTEGER NOT NULL,
+  PRIMARY KEY (tenant, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE edges (
+  tenant TEXT NOT NULL,
+  from_id TEXT NOT NULL,
+  type TEXT NOT NULL,
+  to_id TEXT NOT NULL,
+  entry_index INTEGER NOT NULL,
+  PRIMARY KEY (tenant, from_id, type, to_id)
+) WITHOUT ROWID;
+CREATE INDEX edges_inbound ON edges (tenant, to_id, type, from_id);
+
+CREATE TABLE queue_messages (
+  seq INTEGER PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  queue TEXT NOT NULL,
+  message_id TEXT NOT NULL,
+  body TEXT NOT NULL,
+  enqueued_ms INTEGER NOT NULL,
+  visible_at_ms INTEGER NOT NULL,
+  attempts INTEGER NOT NULL,
+  lease_token TEXT,
+  lease_expires_ms INTEGER,
+  UNIQUE (tenant, queue, message_id)
+);
+CREATE INDEX queue_messages_visible ON queue_messages (tenant, queue, visible_at_ms, seq);
+
+CREATE TABLE subscriptions (
+  tenant TEXT NOT NULL,
+  name TEXT NOT NULL,
+  prefix TEXT NOT NULL,
+  cursor INTEGER NOT NULL,
+  delivery_id TEXT,
+  delivery_end INTEGER,
+  delivery_expires_ms INTEGER,
+  updated_index INTEGER NOT NULL,
+  PRIMARY KEY (tenant, name)
+) WITHOUT ROWID;
+
+CREATE TABLE membership_versions (
+  tenant TEXT PRIMARY KEY,
+  version INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE members (
+  tenant TEXT NOT NULL,
+  member_id TEXT NOT NULL,
+  status TEXT NOT NULL,
+  address TEXT NOT NULL,
+  etag TEXT NOT NULL,
+  i_am_alive_ms INTEGER NOT NULL,
+  updated_index INTEGER NOT NULL,
+  PRIMARY KEY (tenant, member_id)
+) WITHOUT ROWID;
+
+CREATE TABLE dispatch_channels (
+  tenant TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  last_seq INTEGER NOT NULL,
+  PRIMARY KEY (tenant, channel)
+) WITHOUT ROWID;
+
+CREATE TABLE directives (
+  tenant TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  directive TEXT NOT NULL,
+  data TEXT,
+  at_ms INTEGER NOT NULL,
+  entry_index INTEGER NOT NULL,
+  PRIMARY KEY (tenant, channel, seq)
+) WITHOUT ROWID;
+
+CREATE TABLE tenants (
+  tenant TEXT PRIMARY KEY,
+  created_index INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE principals (
+  principal_id TEXT PRIMARY KEY,
+  tenant TEXT NOT NULL,
+  roles TEXT NOT NULL,
+  updated_index INTEGER NOT NULL
+) WITHOUT ROWID;
+
+CREATE TABLE api_keys (
+  key_id TEXT PRIMARY KEY,
+  principal_id TEXT NOT NULL,
+  key_hash TEXT NOT NULL UNIQUE,
+  created_index INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX api_keys_by_principal ON api_keys (principal_id, key_id);
+`;
