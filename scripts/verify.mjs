@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// What CI runs (`npm run verify`): setup, then the typecheck and the linter, then every test suite.
+// What CI runs (`npm run verify`): setup, then the typecheck and the linter, then every test suite,
+// then a short endurance run.
 // A failed typecheck or lint still lets the tests run, and each counts as one failed check in the last
 // line, `N passed, N failed`, which is always printed, so CI reads one summary whatever broke.
 import { spawnSync } from "node:child_process";
@@ -34,6 +35,20 @@ for (const tests of runs) {
   passed += tests.passed;
   failed += tests.failed;
   if (tests.status !== 0 && status === 0) status = tests.status;
+}
+// A short endurance run (docs/benchmarks.md, "Endurance"): its first half is the warm-up, so the
+// retention windows (10 s) and the log's compaction (every 3,000 entries rather than 100,000) have
+// each come round a few times before the second half is judged.
+const endurance = [
+  ...["--minutes", "1.5", "--rate", "200", "--sample-seconds", "5", "--retention-ms", "10000"],
+  ...["--set", "Raft:SnapshotIntervalEntries=3000,Raft:SnapshotSizeRatio=0"],
+];
+if (step("pnpm", ["bench:endurance", "--", ...endurance])) {
+  passed += 1;
+} else {
+  console.error("verify: pnpm bench:endurance failed");
+  failed += 1;
+  if (status === 0) status = 1;
 }
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(status);

@@ -1,5 +1,5 @@
 /**
- * Event-loop delay of each voter's main thread, sampled inside the voter once a second: `/metrics`
+ * Event-loop delay and heap of each voter's main thread, sampled inside the voter once a second: `/metrics`
  * gives the delay's percentiles since the voter started, not per second, so the benchmark preloads a
  * small module (`node --import`) that keeps a `monitorEventLoopDelay` histogram and appends, once a
  * second, that second's percentiles to a file of its own. The voter's code and settings are untouched.
@@ -32,7 +32,7 @@ if (dir) {
     }
   }).observe({ entryTypes: ["gc"] });
   setInterval(() => {
-    const line = { t: Date.now(), p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), gcMs, gcMax };
+    const line = { t: Date.now(), p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), gcMs, gcMax, heapUsed: process.memoryUsage().heapUsed };
     histogram.reset();
     gcMs = 0;
     gcMax = 0;
@@ -65,6 +65,8 @@ export interface LoopSample {
   /** Time in garbage-collection pauses within the second, and the longest one (ms). */
   readonly gcMs: number;
   readonly gcMax: number;
+  /** The V8 heap in use at the end of the second, in bytes. */
+  readonly heapUsed: number;
 }
 
 /** The samples of `voterId` whose second ended within [fromMs, toMs]. */

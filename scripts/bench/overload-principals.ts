@@ -1,15 +1,43 @@
 /**
- * The flood's principals and the control principal, created through the admin API with the bootstrap
- * admin key: `flood-p{i}` in tenant `flood-t{i mod tenants}`, and `control` alone in tenant `ops`, each
- * a writer with one API key.
+ * Benchmark principals, created through the admin API with the bootstrap admin key, each a writer with
+ * one API key: any list of them (`createWriters`), or the flood's, `flood-p{i}` in tenant
+ * `flood-t{i mod tenants}`, and the control principal, `control` alone in tenant `ops`.
  */
 // @keyload/scripts does not depend on @keyload/client; its source is imported directly.
 import { KeyLoadClient } from "@keyload/client";
+
+export interface BenchPrincipal {
+  readonly principalId: string;
+  readonly tenantId: string;
+}
 
 export interface BenchPrincipals {
   /** One API key per flooding principal, in principal order. */
   readonly floodKeys: readonly string[];
   readonly controlKey: string;
+}
+
+/** Creates each principal as a writer with one API key, and returns the keys in the same order. */
+export async function createWriters(
+  endpoints: readonly string[],
+  adminKey: string,
+  principals: readonly BenchPrincipal[],
+): Promise<string[]> {
+  const admin = new KeyLoadClient({ endpoints, apiKey: adminKey });
+  try {
+    const make = async ({ principalId, tenantId }: BenchPrincipal): Promise<string> => {
+      await admin.putPrincipal({ principalId, tenantId, roles: ["writer"] });
+      return (await admin.createKey(principalId)).apiKey;
+    };
+    // A few at a time: these are data-lane writes of one admin principal, whose budget is small.
+    const keys: string[] = [];
+    for (let i = 0; i < principals.length; i += 4) {
+      keys.push(...(await Promise.all(principals.slice(i, i + 4).map(make))));
+    }
+    return keys;
+  } finally {
+    await admin.close();
+  }
 }
 
 export async function createPrincipals(
@@ -18,21 +46,13 @@ export async function createPrincipals(
   principals: number,
   tenants: number,
 ): Promise<BenchPrincipals> {
-  const admin = new KeyLoadClient({ endpoints, apiKey: adminKey });
-  try {
-    const make = async (principalId: string, tenantId: string): Promise<string> => {
-      await admin.putPrincipal({ principalId, tenantId, roles: ["writer"] });
-      return (await admin.createKey(principalId)).apiKey;
-    };
-    // A few at a time: these are data-lane writes of one admin principal, whose budget is small.
-    const floodKeys: string[] = [];
-    for (let i = 0; i < principals; i += 4) {
-      const batch = Array.from({ length: Math.min(4, principals - i) }, (_, j) => i + j);
-      floodKeys.push(...(await Promise.all(batch.map((p) => make(`flood-p${p}`, `flood-t${p % tenants}`)))));
-    }
-    const controlKey = await make("control", "ops");
-    return { floodKeys, controlKey };
-  } finally {
-    await admin.close();
-  }
+  const flood = Array.from({ length: principals }, (_, p) => ({
+    principalId: `flood-p${p}`,
+    tenantId: `flood-t${p % tenants}`,
+  }));
+  const keys = await createWriters(endpoints, adminKey, [
+    ...flood,
+    { principalId: "control", tenantId: "ops" },
+  ]);
+  return { floodKeys: keys.slice(0, principals), controlKey: keys[principals]! };
 }
