@@ -1,4 +1,3 @@
-import type { Worker } from "node:worker_threads";
 import { InternalError } from "@keyload/contract";
 import type { SqliteLimits } from "../fs/sqlite-limits.js";
 import type {
@@ -8,12 +7,8 @@ import type {
   ToCatalogReader,
 } from "./catalog-read-protocol.js";
 import { JsonText } from "./json-text.js";
-import { siblingModule, startWorker } from "./worker-thread.js";
-
-interface Waiting {
-  readonly resolve: (answer: JsonText) => void;
-  readonly reject: (error: Error) => void;
-}
+import { WorkerCalls } from "./worker-calls.js";
+import { siblingModule } from "./worker-thread.js";
 
 /**
  * Answers bulk gets, queries, traversals and search hits' documents on a worker thread with its own
@@ -25,67 +20,30 @@ interface Waiting {
  * applied (see ApplyCommits): the caller commits first (see StateMachine.readPage).
  */
 export class CatalogReader {
-  private worker: Worker | null = null;
-  private readonly waiting = new Map<number, Waiting>();
-  private nextId = 1;
+  private readonly calls: WorkerCalls<ToCatalogReader, FromCatalogReader>;
 
-  constructor(
-    private readonly path: string,
-    private readonly limits: SqliteLimits,
-  ) {}
+  constructor(path: string, limits: SqliteLimits) {
+    const data: CatalogReadWorkerData = { path, limits };
+    this.calls = new WorkerCalls(
+      "the read worker",
+      siblingModule(import.meta.url, "catalog-read-worker"),
+      data,
+      (message) => new InternalError(message, { reason: "ReadFailed" }),
+    );
+  }
 
-  read(read: CatalogRead): Promise<JsonText> {
-    const worker = this.started();
-    const id = this.nextId++;
-    worker.ref();
-    return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      this.send(worker, { type: "read", id, read });
-    });
+  async read(read: CatalogRead): Promise<JsonText> {
+    const reply = await this.calls.call((id) => ({ type: "read", id, read }));
+    if (reply.ok) return new JsonText(reply.text);
+    throw new InternalError(`the read failed: ${reply.message}`, { reason: "ReadFailed" });
   }
 
   /** After the database file was replaced: reads sent from now on see the new file. */
   reopen(): void {
-    if (this.worker !== null) this.send(this.worker, { type: "reopen" });
+    this.calls.tell({ type: "reopen" });
   }
 
-  async close(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    if (worker !== null) await worker.terminate();
-    this.failAll("the state machine closed before the read was answered");
-  }
-
-  private send(worker: Worker, message: ToCatalogReader): void {
-    worker.postMessage(message);
-  }
-
-  private started(): Worker {
-    if (this.worker !== null) return this.worker;
-    const data: CatalogReadWorkerData = { path: this.path, limits: this.limits };
-    const worker = startWorker(siblingModule(import.meta.url, "catalog-read-worker"), data);
-    worker.on("message", (reply: FromCatalogReader) => this.settle(reply));
-    worker.on("error", (error) => this.failAll(`the read worker crashed: ${String(error)}`));
-    worker.once("exit", () => {
-      if (this.worker === worker) this.worker = null;
-      this.failAll("the read worker exited");
-    });
-    this.worker = worker;
-    return worker;
-  }
-
-  private settle(reply: FromCatalogReader): void {
-    const waiting = this.waiting.get(reply.id);
-    if (waiting === undefined) return;
-    this.waiting.delete(reply.id);
-    if (this.waiting.size === 0) this.worker?.unref();
-    if (reply.ok) waiting.resolve(new JsonText(reply.text));
-    else waiting.reject(new InternalError(`the read failed: ${reply.message}`, { reason: "ReadFailed" }));
-  }
-
-  private failAll(message: string): void {
-    const error = new InternalError(message, { reason: "ReadFailed" });
-    for (const waiting of this.waiting.values()) waiting.reject(error);
-    this.waiting.clear();
+  close(): Promise<void> {
+    return this.calls.close("the state machine closed before the read was answered");
   }
 }

@@ -187,8 +187,21 @@ describe("retention across voters", () => {
         start += size;
       }
     });
+    // A fourth restarts twice midway, forgetting every in-memory note of the oldest rows, and must
+    // trim from its first apply on as a voter that never stopped.
+    let restarted = temp.create("v4", LIMITS);
+    const steady = temp.create("v5", LIMITS);
+    for (const stop of [700, 701, 705, 1400, 1401, 1405, entries.length]) {
+      restarted.applyBatch(entries.slice(restarted.applied().index, stop));
+      steady.applyBatch(entries.slice(steady.applied().index, stop));
+      expect(restarted.dump(), `at ${stop}`).toBe(steady.dump());
+      if (stop === 700 || stop === 1400) {
+        await restarted.close();
+        restarted = temp.create("v4", LIMITS);
+      }
+    }
     const reference = voters[0]!.dump();
-    for (const voter of voters) expect(voter.dump()).toBe(reference);
+    for (const voter of [...voters, restarted]) expect(voter.dump()).toBe(reference);
     // Trimming ran: the feed, tombstones, outcomes, directives and dead letters are all bounded.
     expect(rows(voters[0]!, "changes").length).toBeLessThan(200);
     expect(rows(voters[0]!, "command_dedupe").length).toBeGreaterThan(0);
