@@ -26,3 +26,10 @@ if (!env.npm_config_nodedir && existsSync("/usr/include/node/node.h")) env.npm_c
 
 const frozen = existsSync(join(root, "pnpm-lock.yaml")) ? ["--frozen-lockfile"] : [];
 execFileSync("pnpm", ["install", ...frozen], { cwd: root, stdio: "inherit", env });
+
+// The AppHost serves its dashboard from this build; nothing of it is fetched at run time.
+execFileSync("pnpm", ["--filter", "@keyload/apphost", "build:dashboard"], {
+  cwd: root,
+  stdio: "inherit",
+  env,
+});

@@ -28,4 +28,10 @@ export const APPHOST_DEFAULTS = {
   probeTimeoutMs: 1_000,
   /** How many of a failing voter's log lines an error shows. */
   failureLogLines: 25,
+  /** How long one voter's admission status (a quorum read) may take to answer. */
+  admissionTimeoutMs: 2_000,
+  /** How often `status --watch` redraws. */
+  watchIntervalMs: 1_000,
+  /** Where the foreground AppHost serves its dashboard (`--dashboard-port`; 0 turns it off). */
+  dashboardPort: 18_888,
 } as const;

@@ -167,3 +167,23 @@ export class PartitionUnavailableError extends AppHostError {
 export class PartitionFailedError extends AppHostError {
   readonly code = "AppHostPartitionFailed";
 }
+
+/** `leader` was given as a voter name, but no voter leads with a majority following it. */
+export class NoLeaderError extends AppHostError {
+  readonly code = "AppHostNoLeader";
+}
+
+/** The voters did not hand leadership to the voter asked for; the message says what they answered. */
+export class LeaderTransferError extends AppHostError {
+  readonly code = "AppHostLeaderTransferFailed";
+}
+
+/** A voter's admission status could not be read; the message says why. */
+export class AdmissionUnavailableError extends AppHostError {
+  readonly code = "AppHostAdmissionUnavailable";
+}
+
+/** The dashboard's page has not been built (`pnpm setup` builds it); the cluster runs without it. */
+export class DashboardAssetsError extends AppHostError {
+  readonly code = "AppHostDashboardAssets";
+}

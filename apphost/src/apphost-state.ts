@@ -23,6 +23,8 @@ export interface VoterRecord extends VoterPorts {
 export interface OwnerRecord extends ProcessRecord {
   /** Where the foreground AppHost takes commands for its voters (control-channel.ts). */
   readonly controlSocket: string;
+  /** The dashboard it serves; null (or absent, from an older AppHost) when it serves none. */
+  readonly dashboardUrl?: string | null;
 }
 
 export interface AppHostState {
@@ -50,6 +52,8 @@ function isState(value: unknown): value is AppHostState {
   if (s.mode !== "foreground" && s.mode !== "detached") return false;
   if (s.owner !== null && !(isProcessRecord(s.owner) && typeof s.owner.controlSocket === "string"))
     return false;
+  const dashboardUrl = s.owner?.dashboardUrl;
+  if (dashboardUrl !== undefined && dashboardUrl !== null && typeof dashboardUrl !== "string") return false;
   return (
     Array.isArray(s.voters) &&
     s.voters.length === VOTER_NAMES.length &&

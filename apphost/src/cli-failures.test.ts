@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AppHostState } from "./apphost-state.js";
 import { runCli, spawnCli, survivors } from "./test-support/cli-process.js";
@@ -95,6 +95,22 @@ describe("the AppHost command line, when things go wrong", () => {
     const noVoter = await runCli(["pause", "voter7"]);
     expect(noVoter.exitCode).toBe(2);
     expect(noVoter.stderr).toContain("[AppHostUnknownVoter]");
+  });
+
+  it("says partition needs iptables where there is none, and that a state dir without a cluster has none", async () => {
+    const stateDir = tempStateDir();
+    // Only node itself on the PATH: no iptables to find.
+    const partition = await runCli(["partition", "voter1", "voter2,voter3", "--state-dir", stateDir], {
+      PATH: dirname(process.execPath),
+    });
+    expect(partition.exitCode).toBe(1);
+    expect(partition.stderr).toMatch(/partition needs (root|iptables)/);
+    expect(partition.stderr).toContain("[AppHostPartitionUnavailable]");
+    for (const args of [["admission"], ["transfer-leader", "leader"], ["logs", "leader"]]) {
+      const none = await runCli([...args, "--state-dir", stateDir]);
+      expect(none.exitCode, args.join(" ")).toBe(1);
+      expect(none.stderr).toContain("[AppHostNoCluster]");
+    }
   });
 
   it("leaves no orphan when the foreground AppHost is killed with SIGKILL", async () => {

@@ -1,9 +1,12 @@
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { parseVoterName, type VoterName } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { UsageError } from "./apphost-errors.js";
+import { parseCount, parseDuration } from "./cli-duration.js";
+import { parseGroups, parseVoterTarget } from "./cli-targets.js";
+import type { VoterTarget } from "./cluster-leader.js";
 import { VOTER_OPERATIONS, type VoterOperation } from "./control-channel.js";
+import { parseDashboardPort } from "./dashboard-port.js";
 import { REPO_ROOT } from "./repo-layout.js";
 import { parseRuntimeKind, type RuntimeKind } from "./runtime-kind.js";
 
@@ -13,10 +16,18 @@ Commands:
   up [--detach] [--fresh] [--isolated]   start the three voters and wait until the cluster is ready;
                                          in the foreground Ctrl-C stops them (a second Ctrl-C kills them)
   down                                   stop the cluster gracefully (SIGTERM, then SIGKILL after a grace period)
-  status [--json]                        each voter's process state, role, term and forwarded configuration
-  logs [voterN] [--follow] [--raw]       the voters' logs without health probes (--raw: the JSON lines as written)
+  status [--json] [--watch]              each voter's state, health, role, term, commit and applied index and
+                                         admission usage (used/limit); --watch redraws it every second
+  logs [voterN] [--follow] [--raw]       the voters' logs without health probes (--raw: the JSON lines as written);
+       [--tail N] [--since DURATION]     the last N lines, the lines of the last 30s, 5m, 1h, 2d...
+  admission [voterN] [--json]            each voter's admission limits and usage, disk and storage limits
+                                         (--json: the voters' own answers)
   start|stop|kill|restart voterN         local cluster debugging
   pause|resume voterN                    SIGSTOP / SIGCONT one voter
+  transfer-leader voterN                 hand leadership to voterN, once it has taken over
+  partition voterA,voterB voterC         cut the peer traffic between the groups (a voter in no group is
+                                         cut off alone); root and iptables only
+  heal                                   remove the partition (down removes it too)
   replace voterN                         replace a voter whose data is lost (or suspect): remove it from the
                                          configuration, empty its data dir, start it as a new member, add it
                                          as a learner and promote it once it has caught up
@@ -27,17 +38,33 @@ Options:
   --isolated             free ports instead of 7101-7103 (HTTP) and 7201-7203 (peer)
   --runtime KIND         process (default) or container
   --env-file FILE        the dotenv file to read (default .env in the repository root)
+  --dashboard-port N     up: serve the dashboard on 127.0.0.1:N (default 18888, with --isolated a free
+                         port; 0: no dashboard)
   -h, --help             this text
+
+A voter may be named \`leader\`: the voter that leads when the command runs.
 
 Configuration: every KeyLoad__Section__Property variable (from the environment, or the .env file, which
 the environment overrides) goes to all voters; AppHost__Voters__voterN__KeyLoad__Section__Property goes
 to voterN alone, over the shared value.`;
 
-export type CommandName = "up" | "down" | "status" | "logs" | "help" | VoterOperation;
+export type CommandName =
+  | "up"
+  | "down"
+  | "status"
+  | "logs"
+  | "admission"
+  | "transfer-leader"
+  | "partition"
+  | "heal"
+  | "help"
+  | VoterOperation;
 
 export interface CliOptions {
   readonly command: CommandName;
-  readonly voter?: VoterName;
+  readonly voter?: VoterTarget;
+  /** `partition`'s groups of voters. */
+  readonly groups?: readonly (readonly VoterTarget[])[];
   readonly stateDir: string;
   readonly envFile: string;
   readonly runtime: RuntimeKind;
@@ -47,6 +74,13 @@ export interface CliOptions {
   readonly json: boolean;
   readonly follow: boolean;
   readonly raw: boolean;
+  readonly watch: boolean;
+  /** `logs --tail`: at most this many lines of what is there. */
+  readonly tail?: number;
+  /** `logs --since`: only lines written in this many milliseconds before the command ran. */
+  readonly sinceMs?: number;
+  /** `up --dashboard-port`, when given (dashboard-port.ts). */
+  readonly dashboardPort?: number;
 }
 
 const OPTIONS = {
@@ -59,6 +93,10 @@ const OPTIONS = {
   json: { type: "boolean", default: false },
   follow: { type: "boolean", default: false },
   raw: { type: "boolean", default: false },
+  watch: { type: "boolean", default: false },
+  tail: { type: "string" },
+  since: { type: "string" },
+  "dashboard-port": { type: "string" },
   help: { type: "boolean", short: "h", default: false },
 } as const;
 
@@ -66,10 +104,14 @@ type OptionName = keyof typeof OPTIONS;
 
 /** The options each command accepts beyond --state-dir, --runtime and --help, which all accept. */
 const COMMAND_OPTIONS: Record<Exclude<CommandName, "help">, readonly OptionName[]> = {
-  up: ["detach", "fresh", "isolated", "env-file"],
+  up: ["detach", "fresh", "isolated", "env-file", "dashboard-port"],
   down: [],
-  status: ["json"],
-  logs: ["follow", "raw"],
+  status: ["json", "watch"],
+  logs: ["follow", "raw", "tail", "since"],
+  admission: ["json"],
+  "transfer-leader": [],
+  partition: [],
+  heal: [],
   start: [],
   stop: [],
   kill: [],
@@ -115,6 +157,12 @@ export function parseCli(argv: readonly string[], cwd: string = process.cwd()): 
     json: values.json,
     follow: values.follow,
     raw: values.raw,
+    watch: values.watch,
+    ...(values.tail === undefined ? {} : { tail: parseCount("tail", values.tail) }),
+    ...(values.since === undefined ? {} : { sinceMs: parseDuration("since", values.since) }),
+    ...(values["dashboard-port"] === undefined
+      ? {}
+      : { dashboardPort: parseDashboardPort(values["dashboard-port"]) }),
   };
   if (values.help || name === undefined || name === "help") return { ...base, command: "help" };
   if (!isCommand(name)) throw new UsageError(`unknown command ${JSON.stringify(name)}`);
@@ -125,13 +173,18 @@ export function parseCli(argv: readonly string[], cwd: string = process.cwd()): 
     if (given && !allowed.has(option)) throw new UsageError(`${name} does not take --${option}`);
   }
 
-  const needsVoter = (VOTER_OPERATIONS as readonly string[]).includes(name);
+  if (name === "status" && values.watch && values.json) {
+    throw new UsageError("status --watch redraws a table; --json prints once");
+  }
+  if (name === "partition") return { ...base, command: name, groups: parseGroups(rest) };
+  const needsVoter = name === "transfer-leader" || (VOTER_OPERATIONS as readonly string[]).includes(name);
+  const mayTakeVoter = name === "logs" || name === "admission";
   if (needsVoter && rest.length !== 1)
     throw new UsageError(`${name} needs exactly one voter, e.g. ${name} voter1`);
-  if (name === "logs" && rest.length > 1) throw new UsageError("logs takes at most one voter");
-  if (!needsVoter && name !== "logs" && rest.length > 0) {
+  if (mayTakeVoter && rest.length > 1) throw new UsageError(`${name} takes at most one voter`);
+  if (!needsVoter && !mayTakeVoter && rest.length > 0) {
     throw new UsageError(`${name} takes no arguments, but got ${rest.join(" ")}`);
   }
-  const voter = rest[0] === undefined ? undefined : parseVoterName(rest[0]);
+  const voter = rest[0] === undefined ? undefined : parseVoterTarget(rest[0]);
   return voter === undefined ? { ...base, command: name } : { ...base, command: name, voter };
 }

@@ -1,10 +1,10 @@
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KeyLoadClient } from "@keyload/client";
+import { type AdmissionStatus, KeyLoadClient } from "@keyload/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterStatus } from "./cluster-status.js";
-import { runCli, survivors } from "./test-support/cli-process.js";
+import { runCli, spawnCli, survivors } from "./test-support/cli-process.js";
 
 // One detached cluster, driven through the command line the way a script would.
 let dir: string;
@@ -142,6 +142,114 @@ describe("the AppHost command line", () => {
     expect(raw.stdout.split("\n").some((l) => JSON.parse(l).msg === "voter started")).toBe(true);
   });
 
+  it("shows each voter's admission usage as used/limit in the status table", async () => {
+    const table = await runCli(["status", "--state-dir", stateDir]);
+    expect(table.exitCode, table.stderr).toBe(0);
+    const [header, ...rows] = table.stdout.split("\n");
+    expect(header).toMatch(/APPLIED +DATA LANE +CONTROL LANE +HTTP DATA +HTTP CONTROL +PID/);
+    // The limits forwarded in beforeAll: MaxCommands 222 for all, MaxRequests 20, 5 and 9.
+    for (const [voter, maxRequests] of [
+      ["voter1", 20],
+      ["voter2", 5],
+      ["voter3", 9],
+    ] as const) {
+      const row = rows.find((r) => r.startsWith(`${voter} `));
+      expect(row).toMatch(new RegExp(` 0/222 +0/\\d+ +\\d+/${maxRequests} +0/\\d+ +\\d+ +http://`));
+    }
+  });
+
+  it("redraws the status every second until Ctrl-C, then ends cleanly", async () => {
+    const watch = spawnCli(["status", "--watch", "--state-dir", stateDir]);
+    let out = "";
+    watch.stdout?.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    const frames = (): string[] =>
+      [...out.matchAll(/^Every 1 s: pnpm apphost status {2}(\S+)$/gm)].map((m) => m[1]!);
+    try {
+      const deadline = Date.now() + 15_000;
+      while (frames().length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      watch.kill("SIGINT");
+      const result = await watch;
+      expect(result.exitCode, String(result.stderr)).toBe(0);
+      const [first, second] = frames().map((t) => Date.parse(t));
+      expect(second! - first!).toBeGreaterThanOrEqual(900);
+      expect(out).toMatch(/^voter1 +running +ready/m);
+    } finally {
+      watch.kill("SIGKILL");
+    }
+  });
+
+  it("shows the last lines, or those of a recent period, of one voter or of all", async () => {
+    const tail = await runCli(["logs", "voter1", "--tail", "4", "--state-dir", stateDir]);
+    expect(tail.exitCode, tail.stderr).toBe(0);
+    const lines = tail.stdout.split("\n");
+    expect(lines).toHaveLength(4);
+    for (const line of lines) expect(line).toMatch(/^voter1 +\| /);
+    const all = await runCli(["logs", "--tail", "5", "--raw", "--state-dir", stateDir]);
+    expect(all.stdout.split("\n")).toHaveLength(5);
+
+    const times = (stdout: string): { time: number; msg: string }[] =>
+      stdout
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { time: number; msg: string });
+    const everything = times((await runCli(["logs", "voter3", "--raw", "--state-dir", stateDir])).stdout);
+    const before = Date.now();
+    const recent = await runCli(["logs", "voter3", "--raw", "--since", "1s", "--state-dir", stateDir]);
+    expect(recent.exitCode, recent.stderr).toBe(0);
+    // The voter has logged since it started, seconds ago: --since has lines to leave out.
+    expect(everything.some((e) => e.time < before - 1_000)).toBe(true);
+    for (const entry of times(recent.stdout)) expect(entry.time).toBeGreaterThanOrEqual(before - 1_000);
+    const hour = times(
+      (await runCli(["logs", "voter3", "--raw", "--since", "1h", "--state-dir", stateDir])).stdout,
+    );
+    expect(hour.some((e) => e.msg === "voter started")).toBe(true);
+  });
+
+  it("shows each voter's admission status, formatted or as the voters' own answers", async () => {
+    const json = await runCli(["admission", "--json", "--state-dir", stateDir]);
+    expect(json.exitCode, json.stderr).toBe(0);
+    const raw = JSON.parse(json.stdout) as Record<string, AdmissionStatus>;
+    expect(Object.keys(raw)).toEqual(["voter1", "voter2", "voter3"]);
+    for (const [name, answer] of Object.entries(raw)) {
+      expect(answer.nodeId).toBe(name);
+      expect(Object.keys(answer).sort()).toEqual([
+        "commandAdmission",
+        "disk",
+        "httpAdmission",
+        "nodeId",
+        "storageLimits",
+      ]);
+    }
+    expect(raw.voter2!.httpAdmission.limits.maxRequests).toBe(5);
+
+    const text = await runCli(["admission", "voter2", "--state-dir", stateDir]);
+    expect(text.exitCode, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^voter2 +http:\/\/127\.0\.0\.1:\d+$/m);
+    expect(text.stdout).toMatch(/data +0\/222 commands, 0 B\/[\d.]+ \w+ retained, 0 queued, 0 active/);
+    expect(text.stdout).toMatch(/data +\d+\/5 requests/);
+    expect(text.stdout).toMatch(/disk +(ok|soft|hard): .+ free, reserve .+, floors /);
+    expect(text.stdout).toMatch(/log cache .+, mmap .+, WAL /);
+    expect(text.stdout).not.toContain("voter1");
+
+    const leader = (await status()).voters.find((v) => v.role === "leader")!.name;
+    const one = await runCli(["admission", "leader", "--json", "--state-dir", stateDir]);
+    expect(one.exitCode, one.stderr).toBe(0);
+    expect((JSON.parse(one.stdout) as AdmissionStatus).nodeId).toBe(leader);
+  });
+
+  it("hands leadership to a voter, which `leader` then names", async () => {
+    const follower = (await status()).voters.find((v) => v.role === "follower")!.name;
+    const moved = await runCli(["transfer-leader", follower, "--state-dir", stateDir]);
+    expect(moved.exitCode, moved.stderr).toBe(0);
+    expect(moved.stdout).toContain(`${follower} leads now`);
+    expect((await status()).voters.find((v) => v.name === follower)!.role).toBe("leader");
+    const again = await runCli(["transfer-leader", "leader", "--state-dir", stateDir]);
+    expect(again.exitCode, again.stderr).toBe(0);
+    expect(again.stdout).toContain(`${follower} already leads`);
+  });
+
   it("refuses a second up on a running state dir", async () => {
     const again = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
     expect(again.exitCode).toBe(1);
@@ -197,5 +305,8 @@ describe("the AppHost command line", () => {
     for (const v of s.voters) {
       expect(v).toMatchObject({ health: "unknown", member: null, commitIndex: null, appliedIndex: null });
     }
+    const noLeader = await runCli(["kill", "leader", "--state-dir", stateDir]);
+    expect(noLeader.exitCode).toBe(1);
+    expect(noLeader.stderr).toContain("[AppHostNoLeader]");
   });
 });

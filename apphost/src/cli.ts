@@ -4,7 +4,16 @@
  */
 import { AppHostError, ControlChannelError, InterruptedError } from "./apphost-errors.js";
 import { parseCli, USAGE } from "./cli-options.js";
-import { downCommand, logsCommand, statusCommand, voterCommand } from "./cluster-commands.js";
+import {
+  admissionCommand,
+  downCommand,
+  healCommand,
+  logsCommand,
+  partitionCommand,
+  statusCommand,
+  transferLeaderCommand,
+  voterCommand,
+} from "./cluster-commands.js";
 import { paint } from "./log-line-format.js";
 import { TerminalOutput } from "./terminal-output.js";
 import { upCommand } from "./up-command.js";
@@ -44,6 +53,14 @@ async function run(argv: readonly string[], output: TerminalOutput): Promise<num
         return await statusCommand(options, output);
       case "logs":
         return await logsCommand(options, output);
+      case "admission":
+        return await admissionCommand(options, output);
+      case "transfer-leader":
+        return await transferLeaderCommand(options, output);
+      case "partition":
+        return await partitionCommand(options, output);
+      case "heal":
+        return await healCommand(options, output);
       default:
         // parseCli guarantees a voter for every voter operation.
         return await voterCommand(options.command, options.voter!, options, output);

@@ -1,15 +1,22 @@
-import { buildAppModel, defaultPorts, stateDirPaths, type VoterName } from "./app-model.js";
+import { formatAdmission } from "./admission-format.js";
+import { buildAppModel, defaultPorts, stateDirPaths } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+import { AdmissionUnavailableError, NoClusterError } from "./apphost-errors.js";
 import { type OwnerRecord, readState } from "./apphost-state.js";
 import type { CliOptions } from "./cli-options.js";
+import { resolveVoter, type VoterTarget } from "./cluster-leader.js";
+import { healCluster, partitionCluster, removeClusterPartition } from "./cluster-partition.js";
 import { clusterStatus, formatStatus } from "./cluster-status.js";
 import { sendControl, type VoterOperation } from "./control-channel.js";
+import { pause, untilInterrupted } from "./interruption.js";
+import { transferLeader } from "./leader-transfer.js";
 import { LocalCluster } from "./local-cluster.js";
 import { followLogs } from "./log-follower.js";
 import { formatLogLine, isProbeLine } from "./log-line-format.js";
+import { type LogSelection, mergedLines, selectLog } from "./log-selection.js";
 import { isAlive, waitForExit } from "./process-table.js";
 import type { TerminalOutput } from "./terminal-output.js";
-import { readFrom } from "./voter-log-file.js";
+import { clusterAdmission } from "./voter-admission.js";
 
 /** Long enough for a restart: a graceful stop, then a start. */
 const CONTROL_TIMEOUT_MS = APPHOST_DEFAULTS.stopGraceMs * 2 + APPHOST_DEFAULTS.startTimeoutMs;
@@ -31,6 +38,8 @@ export async function downCommand(options: CliOptions, output: TerminalOutput): 
   }
   const state = readState(stateDirPaths(options.stateDir).stateFile);
   if (!state?.voters.some((v) => isAlive(v.process))) {
+    // Voters that died on their own leave their partition behind.
+    if (state) await removeClusterPartition(buildAppModel(options.stateDir, state.voters));
     output.line(`No cluster is running in ${options.stateDir}.`);
     return 0;
   }
@@ -41,18 +50,89 @@ export async function downCommand(options: CliOptions, output: TerminalOutput): 
 }
 
 export async function statusCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
-  const status = await clusterStatus(options.stateDir);
-  output.line(options.json ? JSON.stringify(status, null, 2) : formatStatus(status));
+  if (options.json) {
+    output.line(JSON.stringify(await clusterStatus(options.stateDir), null, 2));
+    return 0;
+  }
+  if (!options.watch) {
+    output.line(await statusTable(options.stateDir));
+    return 0;
+  }
+  const every = APPHOST_DEFAULTS.watchIntervalMs;
+  await untilInterrupted(async (interruption) => {
+    while (!interruption.interrupted) {
+      const started = Date.now();
+      const table = await statusTable(options.stateDir);
+      if (interruption.interrupted) return;
+      output.screen(
+        `Every ${every / 1000} s: pnpm apphost status  ${new Date(started).toISOString()}\n\n${table}`,
+      );
+      await pause(every - (Date.now() - started), interruption);
+    }
+  });
+  return 0;
+}
+
+/** `status` for a person: the status table with each running voter's admission usage. */
+async function statusTable(stateDir: string): Promise<string> {
+  const [status, admission] = await Promise.all([
+    clusterStatus(stateDir),
+    // A state dir without a cluster has no admin key to ask with, and nothing to ask.
+    clusterAdmission(stateDir).catch((err: unknown) => {
+      if (err instanceof NoClusterError) return [];
+      throw err;
+    }),
+  ]);
+  return formatStatus(status, admission);
+}
+
+/** `admission [voterN] [--json]`: each voter's admission status, or the voters' own answers. */
+export async function admissionCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
+  const only = options.voter === undefined ? undefined : await resolveVoter(options.stateDir, options.voter);
+  const entries = await clusterAdmission(options.stateDir, only);
+  const silent = entries.filter((e) => e.admission === null);
+  if (options.json) {
+    if (only === undefined) {
+      output.line(JSON.stringify(Object.fromEntries(entries.map((e) => [e.name, e.admission])), null, 2));
+    } else if (silent.length === 0) {
+      output.line(JSON.stringify(entries[0]!.admission, null, 2));
+    }
+  } else {
+    output.line(formatAdmission(entries));
+  }
+  // What the other voters said is shown first; a voter that did not answer still fails the command.
+  if (silent.length > 0) {
+    throw new AdmissionUnavailableError(silent.map((e) => `${e.name}: ${e.error}`).join("\n"));
+  }
+  return 0;
+}
+
+export async function transferLeaderCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
+  // parseCli guarantees a voter.
+  const voter = await resolveVoter(options.stateDir, options.voter!);
+  output.line(await transferLeader(options.stateDir, voter));
+  return 0;
+}
+
+export async function partitionCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
+  // parseCli guarantees the groups.
+  output.line(await partitionCluster(options.stateDir, options.groups!));
+  return 0;
+}
+
+export async function healCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
+  output.line(await healCluster(options.stateDir));
   return 0;
 }
 
 /** A voter operation, done by the foreground AppHost when there is one, so a started voter dies with it. */
 export async function voterCommand(
   operation: VoterOperation,
-  voter: VoterName,
+  target: VoterTarget,
   options: CliOptions,
   output: TerminalOutput,
 ): Promise<number> {
+  const voter = await resolveVoter(options.stateDir, target);
   const owner = foregroundOwner(options.stateDir);
   if (owner) {
     const timeoutMs = operation === "replace" ? REPLACE_TIMEOUT_MS : CONTROL_TIMEOUT_MS;
@@ -64,47 +144,31 @@ export async function voterCommand(
   return 0;
 }
 
-/** Orders lines of several voters by their pino `time`; a line without one stays after its predecessor. */
-function byTime(entries: { voter: string; line: string }[]): { voter: string; line: string }[] {
-  let last = 0;
-  return entries
-    .map((entry, index) => {
-      const match = /"time":(\d+)/.exec(entry.line);
-      last = match ? Number(match[1]) : last;
-      return { entry, time: last, index };
-    })
-    .sort((a, b) => a.time - b.time || a.index - b.index)
-    .map((e) => e.entry);
-}
-
 export async function logsCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
   const state = readState(stateDirPaths(options.stateDir).stateFile);
   const model = buildAppModel(options.stateDir, state?.voters ?? defaultPorts());
-  const voters = model.voters.filter((v) => options.voter === undefined || v.name === options.voter);
-  const show = (voter: string, line: string): void => {
-    if (options.raw) output.line(line);
-    else if (!isProbeLine(line)) output.line(formatLogLine(voter, line, output.colour));
+  const only = options.voter === undefined ? undefined : await resolveVoter(options.stateDir, options.voter);
+  const voters = model.voters.filter((v) => only === undefined || v.name === only);
+  const selection: LogSelection = {
+    shown: (line) => options.raw || !isProbeLine(line),
+    ...(options.tail === undefined ? {} : { tail: options.tail }),
+    ...(options.sinceMs === undefined ? {} : { notBefore: Date.now() - options.sinceMs }),
   };
+  const show = (voter: string, line: string): void =>
+    output.line(options.raw ? line : formatLogLine(voter, line, output.colour));
 
   // Read what is there, then follow from exactly where that reading ended.
-  const existing = voters.map((v) => {
-    const { text } = readFrom(v.logFile, 0);
-    const complete = text.slice(0, text.lastIndexOf("\n") + 1);
-    const lines = complete.split("\n").slice(0, -1);
-    return { voter: v, lines, offset: Buffer.byteLength(complete) };
-  });
-  const entries = existing.flatMap((e) => e.lines.map((line) => ({ voter: e.voter.name, line })));
-  for (const { voter, line } of voters.length > 1 ? byTime(entries) : entries) show(voter, line);
+  const logs = voters.map((v) => selectLog(v.name, v.logFile, selection));
+  for (const { voter, line } of mergedLines(logs, selection)) show(voter, line);
   if (!options.follow) return 0;
 
   const follower = followLogs(
-    existing.map((e) => ({ voter: e.voter.name, file: e.voter.logFile, offset: e.offset })),
-    show,
+    logs.map((log) => ({ voter: log.voter, file: log.file, offset: log.end })),
+    (voter, line) => {
+      if (selection.shown(line)) show(voter, line);
+    },
   );
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", resolve);
-    process.once("SIGTERM", resolve);
-  });
+  await untilInterrupted((interruption) => interruption.signalled);
   follower.stop();
   return 0;
 }

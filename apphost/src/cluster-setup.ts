@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, rmSync } from "node:fs";
-import { buildAppModel, defaultPorts, stateDirPaths, type VoterName } from "./app-model.js";
+import { buildAppModel, defaultPorts, stateDirPaths } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { ClusterRunningError, StateDirError } from "./apphost-errors.js";
 import { isStateRunning, readState } from "./apphost-state.js";
@@ -7,6 +7,7 @@ import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
 import { forwardConfig } from "./config-forwarding.js";
 import { LocalCluster } from "./local-cluster.js";
 import { pickVoterPorts } from "./port-allocation.js";
+import { voterGidsHere } from "./voter-groups.js";
 import type { VoterRuntime } from "./voter-runtime.js";
 
 export interface ClusterSetup {
@@ -20,7 +21,6 @@ export interface ClusterSetup {
   readonly supervised: boolean;
   /** How the voters run: `voterRuntimeOf(kind)` for the CLI, `testRuntimeOf(kind)` for the testing API. */
   readonly runtime: VoterRuntime;
-  readonly voterGids?: Readonly<Record<VoterName, number>>;
 }
 
 export interface PreparedCluster {
@@ -63,13 +63,14 @@ export async function prepareCluster(setup: ClusterSetup): Promise<PreparedClust
   const ports = setup.isolated ? await pickVoterPorts(APPHOST_DEFAULTS.host) : defaultPorts();
   const model = buildAppModel(setup.stateDir, ports);
   const credentials = loadCredentials(model, forwarded.adminKey);
+  const voterGids = voterGidsHere();
   const cluster = new LocalCluster({
     model,
     runtime: setup.runtime,
     credentials,
     forwarded: forwarded.voters,
     supervised: setup.supervised,
-    ...(setup.voterGids === undefined ? {} : { voterGids: setup.voterGids }),
+    ...(voterGids === undefined ? {} : { voterGids }),
   });
   return {
     cluster,

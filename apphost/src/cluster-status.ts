@@ -1,8 +1,10 @@
+import { type AdmissionUsage, admissionUsage } from "./admission-format.js";
 import { buildAppModel, defaultPorts, httpUrlOf, peerAddressOf, stateDirPaths } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { readState } from "./apphost-state.js";
-import { type ProcessState, processState } from "./process-table.js";
+import { isAlive, type ProcessState, processState } from "./process-table.js";
 import type { RuntimeKind } from "./runtime-kind.js";
+import type { VoterAdmission } from "./voter-admission.js";
 import { loggedFailStop, type VoterFailure } from "./voter-failure.js";
 import {
   type MemberKind,
@@ -99,7 +101,8 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
     }),
   );
   return {
-    dashboardUrl: null,
+    // Only a foreground AppHost still alive serves its dashboard.
+    dashboardUrl: state?.owner && isAlive(state.owner) ? (state.owner.dashboardUrl ?? null) : null,
     runtime: state?.runtime ?? APPHOST_DEFAULTS.runtime,
     stateDir: model.stateDir,
     adminKeyFile: model.adminKeyFile,
@@ -113,9 +116,16 @@ function healthState(health: VoterHealth): HealthState {
   return health.ready ? "ready" : "live";
 }
 
-/** The same status as a table for a person. */
-export function formatStatus(status: ClusterStatus): string {
+/**
+ * The same status as a table for a person, with each voter's admission usage (used/limit) where
+ * `admission` has it.
+ */
+export function formatStatus(status: ClusterStatus, admission: readonly VoterAdmission[] = []): string {
   const orDash = (value: number | string | null): string => (value === null ? "-" : String(value));
+  const usageOf = (name: string): AdmissionUsage | undefined => {
+    const answer = admission.find((a) => a.name === name)?.admission;
+    return answer ? admissionUsage(answer) : undefined;
+  };
   const rows = status.voters.map((v) => [
     v.name,
     v.state,
@@ -125,6 +135,10 @@ export function formatStatus(status: ClusterStatus): string {
     orDash(v.term),
     orDash(v.commitIndex),
     orDash(v.appliedIndex),
+    usageOf(v.name)?.dataLane ?? "-",
+    usageOf(v.name)?.controlLane ?? "-",
+    usageOf(v.name)?.httpData ?? "-",
+    usageOf(v.name)?.httpControl ?? "-",
     orDash(v.pid),
     v.httpUrl,
     v.peerAddress,
@@ -138,6 +152,10 @@ export function formatStatus(status: ClusterStatus): string {
     "TERM",
     "COMMIT",
     "APPLIED",
+    "DATA LANE",
+    "CONTROL LANE",
+    "HTTP DATA",
+    "HTTP CONTROL",
     "PID",
     "HTTP",
     "PEER",

@@ -21,6 +21,7 @@ import {
 import { type AppHostState, type OwnerRecord, readState, writeState } from "./apphost-state.js";
 import { bootstrapIdFor } from "./cluster-bootstrap.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
+import { removeClusterPartition } from "./cluster-partition.js";
 import {
   type ClusterSnapshot,
   probeCluster,
@@ -31,6 +32,7 @@ import type { VoterOperation } from "./control-channel.js";
 import { assertPortsFree } from "./port-allocation.js";
 import { isAlive, type ProcessRecord, processState, signalProcess, waitForExit } from "./process-table.js";
 import type { VoterFailure } from "./voter-failure.js";
+import { voterGidsHere } from "./voter-groups.js";
 import { isLive } from "./voter-health.js";
 import { lastLines } from "./voter-log-file.js";
 import { replaceVoter } from "./voter-replacement.js";
@@ -105,6 +107,8 @@ export class LocalCluster {
         `${model.stateDir} lacks the cluster secret or the admin key; start over with --fresh`,
       );
     }
+    // A voter started again runs under its own group as `up` started it (cluster-setup.ts).
+    const voterGids = voterGidsHere();
     const forwarded = {} as Record<VoterName, Readonly<Record<string, string>>>;
     const processes = {} as Record<VoterName, ProcessRecord | null>;
     const failures = {} as Record<VoterName, VoterFailure | null>;
@@ -121,6 +125,7 @@ export class LocalCluster {
       supervised: false,
       // An owner killed with SIGKILL could not clear its record; its voters died with it.
       owner: isAlive(state.owner) ? state.owner : null,
+      ...(voterGids === undefined ? {} : { voterGids }),
       processes,
       failures,
     });
@@ -346,15 +351,17 @@ export class LocalCluster {
     }
   }
 
-  /** Stops every voter gracefully, all at once. */
+  /** Stops every voter gracefully, all at once; a stopped cluster keeps no partition (`partition`). */
   async stopAll(graceMs: number = APPHOST_DEFAULTS.stopGraceMs): Promise<void> {
     await Promise.all(VOTER_NAMES.map((name) => this.stop(name, graceMs)));
     await this.runtime.removeLeftovers(this.model);
+    await removeClusterPartition(this.model);
   }
 
   async killAll(): Promise<void> {
     await Promise.all(VOTER_NAMES.map((name) => this.kill(name)));
     await this.runtime.removeLeftovers(this.model);
+    await removeClusterPartition(this.model);
   }
 
   private signalRunning(name: VoterName, signal: NodeJS.Signals, done: string): string {

@@ -1,5 +1,8 @@
 import { logSize, readFrom } from "./voter-log-file.js";
 
+/** At most this much of a log is read at once, however much was written since the last poll. */
+const READ_BYTES = 1024 * 1024;
+
 export interface FollowedLog {
   readonly voter: string;
   readonly file: string;
@@ -24,13 +27,15 @@ export function followLogs(
   const cursors = logs.map((log) => ({ ...log, offset: log.offset ?? logSize(log.file), partial: "" }));
   const poll = (): void => {
     for (const cursor of cursors) {
-      const { text, end } = readFrom(cursor.file, cursor.offset);
-      if (end < cursor.offset) cursor.partial = "";
-      cursor.offset = end;
-      if (text === "") continue;
-      const lines = (cursor.partial + text).split("\n");
-      cursor.partial = lines.pop() ?? "";
-      for (const line of lines) onLine(cursor.voter, line);
+      for (;;) {
+        const { text, end } = readFrom(cursor.file, cursor.offset, READ_BYTES);
+        if (end < cursor.offset) cursor.partial = "";
+        cursor.offset = end;
+        if (text === "") break;
+        const lines = (cursor.partial + text).split("\n");
+        cursor.partial = lines.pop() ?? "";
+        for (const line of lines) onLine(cursor.voter, line);
+      }
     }
   };
   const timer = setInterval(poll, intervalMs);

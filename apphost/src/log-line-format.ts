@@ -72,7 +72,14 @@ export function formatLogLine(voter: string, line: string, colour: boolean): str
   return `${prefix} ${paint(clock(entry.time), DIM, colour)} ${paint(style.name, style.colour, colour)} ${text}`;
 }
 
-/** Health probes (the AppHost's own readiness and status checks) would drown the console. */
+/**
+ * The AppHost's own polls (readiness and status health checks, the dashboard's admission and metrics
+ * readings every second) would drown the console.
+ */
 export function isProbeLine(line: string): boolean {
-  return line.includes('"route":"/health/');
+  return (
+    line.includes('"route":"/health/') ||
+    line.includes('"route":"/metrics"') ||
+    line.includes('"route":"/v1/admin/admission"')
+  );
 }

@@ -24,6 +24,12 @@ export class TerminalOutput {
     this.showStatus();
   }
 
+  /** Replaces the screen with `text` on a terminal (`status --watch`); elsewhere prints it after a blank line. */
+  screen(text: string): void {
+    if (this.out.isTTY) this.out.write(`\x1b[H\x1b[2J${text}\n`);
+    else this.line(`\n${text}`);
+  }
+
   error(text: string): void {
     this.hideStatus();
     this.err.write(`${text}\n`);

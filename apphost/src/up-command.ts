@@ -1,12 +1,15 @@
 import { join } from "node:path";
 import { httpUrlOf, peerAddressOf, VOTER_NAMES } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
-import { InterruptedError } from "./apphost-errors.js";
+import { DashboardAssetsError, InterruptedError } from "./apphost-errors.js";
 import type { CliOptions } from "./cli-options.js";
 import type { ClusterSnapshot } from "./cluster-readiness.js";
 import { type PreparedCluster, prepareCluster } from "./cluster-setup.js";
 import { mergeSources, readEnvFile } from "./config-forwarding.js";
 import { type ControlRequest, controlSocketPath, serveControl } from "./control-channel.js";
+import { dashboardPortFor } from "./dashboard-port.js";
+import { type Dashboard, serveDashboard } from "./dashboard-server.js";
+import { dashboardSourceOf } from "./dashboard-source.js";
 import type { LocalCluster } from "./local-cluster.js";
 import { followLogs } from "./log-follower.js";
 import { formatLogLine, isProbeLine, paint } from "./log-line-format.js";
@@ -16,7 +19,12 @@ import { REPO_ROOT } from "./repo-layout.js";
 import type { TerminalOutput } from "./terminal-output.js";
 import { describeExit, voterRuntimeOf } from "./voter-runtime.js";
 
-function endpoints(cluster: LocalCluster, snapshot: ClusterSnapshot, output: TerminalOutput): string[] {
+function endpoints(
+  cluster: LocalCluster,
+  snapshot: ClusterSnapshot,
+  output: TerminalOutput,
+  dashboard: Dashboard | null = null,
+): string[] {
   const { model } = cluster;
   return [
     paint(
@@ -30,6 +38,7 @@ function endpoints(cluster: LocalCluster, snapshot: ClusterSnapshot, output: Ter
     ),
     `  admin key  ${model.adminKeyFile}`,
     `  logs       ${model.logDir}`,
+    ...(dashboard === null ? [] : [`  dashboard  ${dashboard.url}`]),
   ];
 }
 
@@ -43,7 +52,31 @@ export async function upCommand(options: CliOptions, output: TerminalOutput): Pr
     supervised: !options.detach,
     runtime: await voterRuntimeOf(options.runtime),
   });
-  return options.detach ? upDetached(prepared, output) : upForeground(prepared, output);
+  const dashboardPort = dashboardPortFor(options.dashboardPort, options.isolated);
+  if (!options.detach) return upForeground(prepared, output, dashboardPort);
+  const status = await upDetached(prepared, output);
+  if (dashboardPort !== null) {
+    output.line(
+      "No dashboard: a detached cluster has no AppHost process to serve one (run `up` without --detach).",
+    );
+  }
+  return status;
+}
+
+/** The dashboard on `port` (0: any free port); without its built page the cluster runs without it. */
+async function startDashboard(
+  cluster: LocalCluster,
+  port: number | null,
+  output: TerminalOutput,
+): Promise<Dashboard | null> {
+  if (port === null) return null;
+  try {
+    return await serveDashboard(dashboardSourceOf(cluster), { port });
+  } catch (err) {
+    if (!(err instanceof DashboardAssetsError)) throw err;
+    output.error(paint(`No dashboard: ${err.message}`, "\x1b[33m", output.colour));
+    return null;
+  }
 }
 
 /** Rejects on the first SIGINT or SIGTERM; the handlers are removed by the returned `dispose`. */
@@ -91,8 +124,14 @@ async function upDetached(prepared: PreparedCluster, output: TerminalOutput): Pr
  * The foreground AppHost: streams the voters' logs, serves debugging commands from other terminals,
  * and stops the voters gracefully on Ctrl-C (a second Ctrl-C kills them).
  */
-async function upForeground(prepared: PreparedCluster, output: TerminalOutput): Promise<number> {
+async function upForeground(
+  prepared: PreparedCluster,
+  output: TerminalOutput,
+  dashboardPort: number | null,
+): Promise<number> {
   const { cluster } = prepared;
+  // Before anything else, so a dashboard port in use stops `up` with nothing to undo.
+  const dashboard = await startDashboard(cluster, dashboardPort, output);
   const socketPath = controlSocketPath(cluster.model.stateDir);
   let stopping: Promise<void> | undefined;
   let resolveFinished: () => void = () => {};
@@ -137,7 +176,11 @@ async function upForeground(prepared: PreparedCluster, output: TerminalOutput): 
   };
 
   const control = await serveControl(socketPath, handle);
-  cluster.setOwner({ ...recordOf(process.pid), controlSocket: socketPath });
+  cluster.setOwner({
+    ...recordOf(process.pid),
+    controlSocket: socketPath,
+    dashboardUrl: dashboard?.url ?? null,
+  });
   const follower = followLogs(
     cluster.model.voters.map((v) => ({ voter: v.name, file: v.logFile })),
     (voter, line) => {
@@ -155,7 +198,7 @@ async function upForeground(prepared: PreparedCluster, output: TerminalOutput): 
     const snapshot = await cluster.up({ onProgress: readinessProgress(output), failure: startupAborted });
     output.clearStatus();
     prepared.keepAdminKey();
-    for (const line of endpoints(cluster, snapshot, output)) output.line(line);
+    for (const line of endpoints(cluster, snapshot, output, dashboard)) output.line(line);
     output.line(
       `Press Ctrl-C to stop. Debug from another terminal: pnpm apphost status | stop ${VOTER_NAMES[0]} | ...`,
     );
@@ -171,6 +214,7 @@ async function upForeground(prepared: PreparedCluster, output: TerminalOutput): 
   } finally {
     output.clearStatus();
     follower.stop();
+    await dashboard?.close();
     await control.close();
     cluster.setOwner(null);
     process.off("SIGINT", onSignal);

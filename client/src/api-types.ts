@@ -1,4 +1,5 @@
 import type {
+  ClusterLeaderTransfer,
   ClusterMember,
   ClusterMemberChange,
   ClusterMembers,
@@ -9,7 +10,15 @@ import type {
   Operation,
 } from "@keyload/contract";
 
-export type { ClusterMember, ClusterMemberChange, ClusterMembers, Member, MemberStatus, Operation };
+export type {
+  ClusterLeaderTransfer,
+  ClusterMember,
+  ClusterMemberChange,
+  ClusterMembers,
+  Member,
+  MemberStatus,
+  Operation,
+};
 
 /**
  * The request and answer shapes of the contract's routes (CONTRACT.md sections 3, 4 and 7). Document

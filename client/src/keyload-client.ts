@@ -3,6 +3,7 @@ import type {
   AdmissionStatus,
   BulkGetItem,
   BulkGetResult,
+  ClusterLeaderTransfer,
   ClusterMemberChange,
   ClusterMembers,
   CommandOutcome,
@@ -416,6 +417,14 @@ export class KeyLoadClient {
   /** Removes a member; a leader removing itself hands leadership to another voter first. */
   removeMember(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
     return this.change("DELETE", `/v1/admin/cluster/members/${enc(memberId)}`, undefined, options);
+  }
+
+  /**
+   * Hands leadership to the voter `memberId` (its member ID, or its name) and resolves once it leads;
+   * UnavailableError `LeaderTransferTimeout` when it did not take over in time (asking again is safe).
+   */
+  transferLeader(memberId: string, options: CallOptions = {}): Promise<ClusterLeaderTransfer> {
+    return this.change("POST", "/v1/admin/cluster/leader", { memberId }, options);
   }
 
   // Commands

@@ -51,3 +51,11 @@ export interface ClusterMemberChange {
   /** False when the configuration already was as asked (a repeated request changes nothing). */
   readonly changed: boolean;
 }
+
+/** The answer to `POST /v1/admin/cluster/leader`, given once the voter asked for leads. */
+export interface ClusterLeaderTransfer {
+  /** The member ID of the leader now. */
+  readonly leader: string;
+  /** False when that voter already led (a repeated request changes nothing). */
+  readonly changed: boolean;
+}

@@ -12,6 +12,7 @@ export {
   VoterStateError,
 } from "../apphost-errors.js";
 export type { VoterState } from "../cluster-status.js";
+export type { Dashboard } from "../dashboard-server.js";
 export { RUNTIME_KINDS, type RuntimeKind } from "../runtime-kind.js";
 export { testcontainersUnavailableReason as containerRuntimeUnavailableReason } from "../testcontainers-engine.js";
 export type { VoterFailure } from "../voter-failure.js";

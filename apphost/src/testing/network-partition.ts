@@ -11,7 +11,7 @@ import { isAlive, recordOf } from "../process-table.js";
  * as root), and a voter sends its Raft messages and forwarded commands on the connection it dials to
  * the peer's port (peer-transport.ts). Dropping, in OUTPUT, the packets of voter A's group to voter B's
  * peer port silences A towards B (a one-way cut); doing so for every pair across groups, both ways,
- * cuts the groups apart. The rules live in a chain of this process's own, which `heal` removes entirely.
+ * cuts the groups apart. The rules live in a chain of their own, which `heal` removes entirely.
  */
 export interface PartitionedVoter {
   readonly name: VoterName;
@@ -21,13 +21,6 @@ export interface PartitionedVoter {
 
 /** A one-way link: what the first voter sends the second. */
 export type VoterLink = readonly [from: VoterName, to: VoterName];
-
-/** The group id of each voter of a test cluster started as root; numbers no real group is likely to use. */
-export const VOTER_GIDS: Readonly<Record<VoterName, number>> = {
-  voter1: 47_101,
-  voter2: 47_102,
-  voter3: 47_103,
-};
 
 const CHAIN_PREFIX = "KLAH-";
 let chains = 0;
@@ -100,6 +93,13 @@ export class NetworkPartition {
   private chain: string | undefined;
 
   /**
+   * `chain` names the rules' chain when they must outlive this process (a CLI cluster's, healed by a
+   * later command); by default the chain is this process's, and removed by any later partition once
+   * this process is gone.
+   */
+  constructor(private readonly ownChain?: string) {}
+
+  /**
    * Drops the peer traffic of each link, one way: `[from, to]` silences `from` towards `to` while `to`
    * still reaches `from`. Replaces whatever this partition dropped before.
    */
@@ -119,7 +119,7 @@ export class NetworkPartition {
 
     await this.heal();
     await removeAbandonedChains();
-    const chain = `${CHAIN_PREFIX}${process.pid}-${++chains}`;
+    const chain = this.ownChain ?? `${CHAIN_PREFIX}${process.pid}-${++chains}`;
     this.chain = chain;
     await mustIptables(["-N", chain]);
     for (const { from, to } of drops.values()) {
@@ -145,7 +145,7 @@ export class NetworkPartition {
 
   /** Removes every rule this partition added; safe to call at any time. */
   async heal(): Promise<void> {
-    const chain = this.chain;
+    const chain = this.chain ?? this.ownChain;
     if (chain === undefined) return;
     this.chain = undefined;
     await removeChain(chain);
@@ -153,7 +153,7 @@ export class NetworkPartition {
 
   /** `heal`, synchronously, for a process that is exiting. */
   healNow(): void {
-    const chain = this.chain;
+    const chain = this.chain ?? this.ownChain;
     if (chain === undefined) return;
     this.chain = undefined;
     for (const step of removalSteps(chain)) {

@@ -11,16 +11,20 @@ import {
   VoterStartError,
   VoterStateError,
 } from "../apphost-errors.js";
+import { majorityLeader } from "../cluster-leader.js";
 import { probeCluster, waitForClusterReady } from "../cluster-readiness.js";
 import { prepareCluster } from "../cluster-setup.js";
 import type { VoterState } from "../cluster-status.js";
+import { type Dashboard, serveDashboard } from "../dashboard-server.js";
+import { dashboardSourceOf } from "../dashboard-source.js";
 import type { LocalCluster } from "../local-cluster.js";
 import { processState, signalProcess } from "../process-table.js";
 import type { RuntimeKind } from "../runtime-kind.js";
 import type { VoterFailure } from "../voter-failure.js";
+import { VOTER_GIDS } from "../voter-groups.js";
 import { readFrom } from "../voter-log-file.js";
 import { testRuntimeOf } from "../voter-runtime.js";
-import { linksBetween, NetworkPartition, VOTER_GIDS, type VoterLink } from "./network-partition.js";
+import { linksBetween, NetworkPartition, type VoterLink } from "./network-partition.js";
 
 export interface StartClusterOptions {
   /** `KeyLoad__Section__Property` settings for every voter. */
@@ -99,6 +103,7 @@ export class TestCluster {
   readonly stateDir: string;
   private readonly partitionRules = new NetworkPartition();
   private readonly clients: KeyLoadClient[] = [];
+  private readonly dashboards: Dashboard[] = [];
   private disposed = false;
   private retainedLogs: Readonly<Record<VoterName, string>> | undefined;
 
@@ -120,7 +125,6 @@ export class TestCluster {
         })),
       ),
     ];
-    const asRoot = process.getuid?.() === 0;
     for (let attempt = 1; ; attempt++) {
       const stateDir = mkdtempSync(join(tmpdir(), "keyload-apphost-"));
       let prepared: Awaited<ReturnType<typeof prepareCluster>>;
@@ -132,7 +136,6 @@ export class TestCluster {
           variables,
           supervised: true,
           runtime: await testRuntimeOf(options.runtime ?? APPHOST_DEFAULTS.runtime),
-          ...(asRoot ? { voterGids: VOTER_GIDS } : {}),
         });
       } catch (err) {
         rmSync(stateDir, { recursive: true, force: true });
@@ -198,18 +201,8 @@ export class TestCluster {
       this.voters.map((v) => ({ name: v.name, httpUrl: v.httpUrl })),
       Date.now(),
     );
-    const excluded = new Set(options.excluding ?? []);
-    const claims = snapshot.voters
-      .filter((v) => v.health.role === "leader" && !excluded.has(v.name as VoterName))
-      .sort((a, b) => (b.health.term ?? 0) - (a.health.term ?? 0));
-    const quorum = Math.floor(VOTER_NAMES.length / 2) + 1;
-    for (const claim of claims) {
-      const followers = snapshot.voters.filter(
-        (v) => v.health.leader === claim.name && v.health.term === claim.health.term,
-      );
-      if (followers.length >= quorum) return this.voter(claim.name as VoterName);
-    }
-    return undefined;
+    const leader = majorityLeader(snapshot.voters, options.excluding);
+    return leader === undefined ? undefined : this.voter(leader as VoterName);
   }
 
   async waitForLeader(options: WaitForLeaderOptions = {}): Promise<TestVoter> {
@@ -347,10 +340,21 @@ export class TestCluster {
   }
 
   /** Heals any partition, kills the voters, closes the clients and removes the state dir. Idempotent. */
+  /**
+   * Serves the AppHost's dashboard for this cluster, as `up` does, on a free loopback port; its actions
+   * act on this cluster. Close it, or dispose does.
+   */
+  async dashboard(): Promise<Dashboard> {
+    const dashboard = await serveDashboard(dashboardSourceOf(this.cluster), { port: 0 });
+    this.dashboards.push(dashboard);
+    return dashboard;
+  }
+
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
     try {
+      await Promise.allSettled(this.dashboards.splice(0).map((d) => d.close()));
       await this.partitionRules.heal();
     } finally {
       try {

@@ -81,6 +81,7 @@ const SAMPLES: Record<string, Sample> = {
     url: "/v1/admin/cluster/members/voter3",
     params: { clusterMemberId: "voter3" },
   },
+  "cluster.transferLeader": { url: "/v1/admin/cluster/leader", body: { memberId: "voter2" }, params: {} },
   "catalog.bulkGet": { url: "/v1/catalog/bulk-get", body: { keys: ["a", "b"] }, params: {} },
   query: {
     url: "/v1/query",

@@ -169,6 +169,10 @@ export const BODY_SCHEMAS = {
   ),
   "cluster.promote": noBodyNeeded,
   "cluster.remove": noBodyNeeded,
+  "cluster.transferLeader": object(
+    { memberId: clusterMemberId("The voter to lead: its member ID, or its name") },
+    ["memberId"],
+  ),
   "catalog.bulkGet": object({ keys: arrayOf(key("A catalog key"), READ_LIMITS.maxBulkKeys) }, ["keys"]),
   query: object({
     prefix: optionalString,

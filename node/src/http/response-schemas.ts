@@ -322,6 +322,13 @@ export const RESPONSE_SCHEMAS = {
   "cluster.addLearner": CLUSTER_CHANGE,
   "cluster.promote": CLUSTER_CHANGE,
   "cluster.remove": CLUSTER_CHANGE,
+  "cluster.transferLeader": object(
+    {
+      leader: { type: "string", description: "The member ID of the leader now" },
+      changed: { type: "boolean", description: "False when that voter already led" },
+    },
+    ["leader", "changed"],
+  ),
 } as const satisfies Readonly<Record<string, JsonSchema>>;
 
 export const HEALTH_SCHEMA: JsonSchema = object(

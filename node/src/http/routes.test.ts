@@ -47,8 +47,9 @@ const CLUSTER_ROUTES = [
   "POST /v1/admin/cluster/members",
   "POST /v1/admin/cluster/members/{clusterMemberId}/promote",
   "DELETE /v1/admin/cluster/members/{clusterMemberId}",
+  "POST /v1/admin/cluster/leader",
 ];
-/** What the project adds to the contract: the API document, and the cluster's membership. */
+/** What the project adds to the contract: the API document, the cluster's membership and leadership. */
 const ADDED_ROUTES = ["GET /openapi.json", ...CLUSTER_ROUTES];
 
 const HEAVY_READS = [

@@ -233,6 +233,12 @@ export const ROUTES: readonly RouteSpec[] = [
     "Promote a caught-up learner to voter",
   ),
   cluster("DELETE", "/v1/admin/cluster/members/{clusterMemberId}", "cluster.remove", "Remove a member"),
+  cluster(
+    "POST",
+    "/v1/admin/cluster/leader",
+    "cluster.transferLeader",
+    "Hand leadership to a voter; answered once it leads",
+  ),
   postRead("/v1/catalog/bulk-get", "catalog.bulkGet", "Read many documents"),
   postRead("/v1/query", "query", "Filter documents by key prefix and fields"),
   postRead("/v1/search", "search", "Full-text search"),

@@ -1,9 +1,11 @@
 import {
+  type ClusterLeaderTransfer,
   type ClusterMemberChange,
   type ClusterMembers,
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
+  UnavailableError,
   UnknownWriteOutcomeError,
 } from "@keyload/contract";
 import { isMemberId, memberName } from "../peer/member-name.js";
@@ -15,7 +17,10 @@ export interface ClusterMembershipOptions {
   readonly isKnownName: (name: string) => boolean;
   /** How far a learner's log may trail the leader's for it to be promoted. */
   readonly maxPromoteLagEntries: number;
-  /** How long a change may take to commit and apply before its outcome is reported unknown. */
+  /**
+   * How long a change may take to commit and apply before its outcome is reported unknown, and a
+   * leadership transfer to complete.
+   */
   readonly deadlineMs: number;
 }
 
@@ -88,6 +93,35 @@ export class ClusterMembership {
     }
     await this.change({ type: "remove", node: memberId });
     return { memberId, role: null, changed: true };
+  }
+
+  /**
+   * Hands leadership to a voter, named by its member ID or its name, through the leader (a follower
+   * answers Unavailable with the leader hint), and answers once this voter follows it. Asking for the
+   * voter that leads already answers `changed: false`.
+   */
+  async transferLeader(memberIdOrName: string): Promise<ClusterLeaderTransfer> {
+    this.checkMemberId(memberIdOrName);
+    const members = this.driver.members();
+    const target =
+      members.find((m) => m.id === memberIdOrName) ?? members.find((m) => m.name === memberIdOrName);
+    if (target === undefined) {
+      throw new NotFoundError(`${memberIdOrName} is not a member`, { reason: "MemberNotFound" });
+    }
+    if (target.role !== "voter") {
+      throw new FailedPreconditionError(`${target.id} is a learner: only a voter can lead`, {
+        reason: "NotAVoter",
+      });
+    }
+    const status = this.driver.status();
+    if (status.role === "leader" && status.id === target.id) return { leader: target.id, changed: false };
+    if (!(await this.driver.transferLeadershipTo(target.id, this.options.deadlineMs))) {
+      throw new UnavailableError(
+        `${target.id} did not take over leadership within ${this.options.deadlineMs} ms; asking again is safe`,
+        { reason: "LeaderTransferTimeout" },
+      );
+    }
+    return { leader: target.id, changed: true };
   }
 
   private checkMemberId(memberId: string): void {

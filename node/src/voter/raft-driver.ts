@@ -389,10 +389,30 @@ export class RaftDriver {
     if (best === null) return false;
     this.raft.transferLeadership(best);
     this.wake();
+    return this.waitUntil(() => this.raft.status().role !== "leader", timeoutMs);
+  }
+
+  /**
+   * Hands leadership to the voter `to` (leader only: Unavailable with the leader hint elsewhere) and
+   * resolves true once this node follows it, false when `timeoutMs` passed first.
+   */
+  async transferLeadershipTo(to: NodeId, timeoutMs: number): Promise<boolean> {
+    this.checkUsable();
+    try {
+      this.raft.transferLeadership(to);
+    } catch (err) {
+      if (err instanceof ProposalRefusedError) throw unavailable(err);
+      throw err;
+    }
+    this.wake();
+    return this.waitUntil(() => this.raft.status().leader === to, timeoutMs);
+  }
+
+  private async waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 10));
-      if (this.raft.status().role !== "leader") return true;
+      if (done()) return true;
     }
     return false;
   }

@@ -174,6 +174,8 @@ export class KeyLoadVoterService implements VoterService {
         return this.membership.promote(req.params.clusterMemberId!);
       case "cluster.remove":
         return this.membership.remove(req.params.clusterMemberId!);
+      case "cluster.transferLeader":
+        return this.membership.transferLeader(memberIdOf(req.body));
     }
   }
 

@@ -1,0 +1,33 @@
+import { ConnectionError, KeyLoadClient, KeyLoadClientError } from "@keyload/client";
+import { buildAppModel, httpUrlOf, stateDirPaths, type VoterName } from "./app-model.js";
+import { LeaderTransferError, NoClusterError, StateDirError } from "./apphost-errors.js";
+import { readState } from "./apphost-state.js";
+import { readKeptCredentials } from "./cluster-credentials.js";
+
+/**
+ * Hands the leadership of the cluster in `stateDir` to `voter` through the voters' admin route
+ * (`POST /v1/admin/cluster/leader`), and returns once that voter leads; for `transfer-leader` and
+ * the dashboard alike. Throws LeaderTransferError with what the voters answered.
+ */
+export async function transferLeader(stateDir: string, voter: VoterName): Promise<string> {
+  const state = readState(stateDirPaths(stateDir).stateFile);
+  if (!state) throw new NoClusterError(`there is no cluster in ${stateDir} (run \`up\` first)`);
+  const model = buildAppModel(stateDir, state.voters);
+  const credentials = readKeptCredentials(model);
+  if (!credentials) throw new StateDirError(`${model.stateDir} lacks the admin key; start over with --fresh`);
+  const client = new KeyLoadClient({ endpoints: model.voters.map(httpUrlOf), apiKey: credentials.adminKey });
+  try {
+    const answer = await client.transferLeader(voter);
+    return answer.changed ? `${voter} leads now (member ${answer.leader})` : `${voter} already leads`;
+  } catch (err) {
+    if (err instanceof KeyLoadClientError) {
+      throw new LeaderTransferError(`${voter} did not take over leadership: ${err.message} [${err.reason}]`);
+    }
+    if (err instanceof ConnectionError) {
+      throw new LeaderTransferError(`${voter} did not take over leadership: ${err.message}`);
+    }
+    throw err;
+  } finally {
+    await client.close();
+  }
+}
