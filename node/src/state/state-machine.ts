@@ -421,7 +421,17 @@ export class StateMachine {
       // A caller that may no longer send the command learns nothing of the ID's outcome, which stays.
       if (denied !== undefined) return this.unstoredRefusal(entry, tenant, commandId, denied);
       const previous = stored.outcome;
-      if (stored.digest.equals(digest) && previous.status === "expired") {
+      if (stored.digest.equals(digest)) {
+        if (previous.status !== "expired") {
+          return {
+            type: "command",
+            entryIndex: entry.index,
+            tenant,
+            commandId,
+            duplicate: true,
+            outcome: previous,
+          };
+        }
         // The result is gone but the command did apply: refused, so it never applies twice.
         const { index, failed, errorCode } = previous;
         const ended = failed ? `was refused (${errorCode})` : "committed";
@@ -430,16 +440,6 @@ export class StateMachine {
           { reason: "OutcomeExpired" },
         );
         return this.unstoredRefusal(entry, tenant, commandId, expired, index);
-      }
-      if (stored.digest.equals(digest) && previous.status !== "expired") {
-        return {
-          type: "command",
-          entryIndex: entry.index,
-          tenant,
-          commandId,
-          duplicate: true,
-          outcome: previous,
-        };
       }
       const conflict = new CommandIdConflictError(
         `command ${commandId} was committed with another route or body`,
