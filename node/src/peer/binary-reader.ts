@@ -47,6 +47,12 @@ export class BinaryReader {
     throw new PeerProtocolError("varint longer than 8 bytes");
   }
 
+  u32(): number {
+    const start = this.take(4);
+    const b = this.buf;
+    return ((b[start]! << 24) | (b[start + 1]! << 16) | (b[start + 2]! << 8) | b[start + 3]!) >>> 0;
+  }
+
   f64(): number {
     const start = this.take(8);
     return new DataView(this.buf.buffer, this.buf.byteOffset, this.buf.byteLength).getFloat64(start);

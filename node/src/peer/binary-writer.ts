@@ -41,6 +41,13 @@ export class BinaryWriter {
     this.pos = pos;
   }
 
+  /** Four bytes, big-endian: a checksum, whose bits are all significant. */
+  u32(value: number): void {
+    this.ensure(4);
+    this.buf.writeUInt32BE(value >>> 0, this.pos);
+    this.pos += 4;
+  }
+
   f64(value: number): void {
     this.ensure(8);
     this.buf.writeDoubleBE(value, this.pos);

@@ -1,5 +1,8 @@
 import type { Socket } from "node:net";
 import { encodeFrame, encodeFrameHeader, FRAME_HEADER_BYTES, FrameDecoder } from "./frame-codec.js";
+import { FrameOpener } from "./frame-opener.js";
+import { SEAL_TAG_BYTES } from "./frame-seal.js";
+import { FrameSealer } from "./frame-sealer.js";
 import { PeerConnectionClosedError, PeerProtocolError } from "./peer-errors.js";
 import type { PeerStats } from "./peer-stats.js";
 
@@ -27,9 +30,16 @@ export interface PeerConnectionOptions {
   readonly onClose: (error: Error) => void;
 }
 
+/** The keys of one side of a connection: what it sends, and what it receives. */
+export interface ConnectionKeys {
+  readonly send: Uint8Array;
+  readonly receive: Uint8Array;
+}
+
 /**
  * One framed TCP connection to a peer. During the handshake frames are pulled with `receive()`; once
- * the handshake has succeeded, `open()` switches to pushing each frame to a handler. Any invalid frame,
+ * the handshake has succeeded, `open()` switches to pushing each frame to a handler. From the moment the
+ * handshake calls `seal()`, every frame either way is sealed with the session keys. Any invalid frame,
  * and any error a handler throws, closes the connection: a peer that breaks the protocol once is not
  * trusted with the rest of the stream.
  */
@@ -40,6 +50,8 @@ export class PeerConnection {
   private waiter: { resolve(frame: Frame): void; reject(error: Error): void } | null = null;
   private handler: ((frame: Frame) => void) | null = null;
   private error: Error | null = null;
+  private sealer: FrameSealer | null = null;
+  private opener: FrameOpener | null = null;
 
   constructor(
     private readonly socket: Socket,
@@ -67,9 +79,23 @@ export class PeerConnection {
     });
   }
 
+  /**
+   * Seals every frame sent from now on and opens every frame received from now on. The handshake calls
+   * it at the one point both sides agree on: the acceptor right after sending Accept, the dialer right
+   * after reading it, before either sends or reads another frame.
+   */
+  seal(keys: ConnectionKeys): void {
+    this.sealer = new FrameSealer(keys.send);
+    this.opener = new FrameOpener(keys.receive);
+  }
+
+  get sealed(): boolean {
+    return this.sealer !== null;
+  }
+
   /** The handshake is over: deliver every frame, up to the full frame size, to `handler`. */
   open(handler: (frame: Frame) => void): void {
-    this.decoder.maxFrameBytes = this.options.maxFrameBytes;
+    this.decoder.maxFrameBytes = this.options.maxFrameBytes + (this.opener ? SEAL_TAG_BYTES : 0);
     this.handler = handler;
     while (!this.error) {
       const frame = this.early.shift();
@@ -92,7 +118,7 @@ export class PeerConnection {
   /** `written`, for a frame queued, is called once the socket is done with its bytes (or failed). */
   send(type: number, body: Uint8Array | readonly Uint8Array[], written?: () => void): boolean {
     if (this.error) return false;
-    const length = body instanceof Uint8Array ? body.length : body.reduce((n, part) => n + part.length, 0);
+    let length = body instanceof Uint8Array ? body.length : body.reduce((n, part) => n + part.length, 0);
     if (length > this.options.maxFrameBytes) {
       throw new PeerProtocolError(
         `a frame of ${length} bytes exceeds the limit of ${this.options.maxFrameBytes}`,
@@ -108,7 +134,12 @@ export class PeerConnection {
       setImmediate(this.uncork);
     }
     const done = written === undefined ? undefined : () => written();
-    if (body instanceof Uint8Array) {
+    if (this.sealer) {
+      const parts = this.sealer.seal(type, body instanceof Uint8Array ? [body] : body, length);
+      for (let i = 0; i < parts.length; i++)
+        this.socket.write(parts[i]!, i === parts.length - 1 ? done : undefined);
+      length += SEAL_TAG_BYTES;
+    } else if (body instanceof Uint8Array) {
       this.socket.write(encodeFrame(type, body), done);
     } else {
       // A body in parts (a snapshot chunk's bytes apart from its fields) is written as it is, not
@@ -164,7 +195,16 @@ export class PeerConnection {
   private readonly deliver = (type: number, body: Uint8Array): void => {
     if (this.error) return;
     this.options.stats.framesReceived++;
-    const frame: Frame = { type, body };
+    let opened = body;
+    if (this.opener) {
+      try {
+        opened = this.opener.open(type, body);
+      } catch (error) {
+        this.options.stats.unauthenticFrames++;
+        throw error;
+      }
+    }
+    const frame: Frame = { type, body: opened };
     if (this.handler) {
       this.dispatch(frame);
     } else if (this.waiter) {

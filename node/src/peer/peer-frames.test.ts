@@ -8,6 +8,7 @@ import {
   decodeRefusal,
   decodeRequest,
   decodeResponse,
+  encodeAnnouncement,
   encodeChallenge,
   encodeCredentials,
   encodeFailure,
@@ -18,17 +19,19 @@ import {
   NONCE_BYTES,
   PROOF_BYTES,
 } from "./peer-frames.js";
+import { EPHEMERAL_KEY_BYTES } from "./session-keys.js";
 
 const nonce = new Uint8Array(NONCE_BYTES).fill(7);
+const ephemeralKey = new Uint8Array(EPHEMERAL_KEY_BYTES).fill(9);
 
 describe("peer frames", () => {
   it("round-trip every handshake and request body", () => {
-    const hello = { dialerId: "voter1", acceptorId: "voter2", nonce };
+    const hello = { dialerId: "voter1", acceptorId: "voter2", nonce, ephemeralKey };
     expect(decodeHello(encodeHello(hello))).toEqual(hello);
-    const challenge = { acceptorId: "voter2", nonce };
+    const challenge = { acceptorId: "voter2", nonce, ephemeralKey };
     expect(decodeChallenge(encodeChallenge(challenge))).toEqual(challenge);
-    const credentials = {
-      proof: new Uint8Array(PROOF_BYTES).fill(1),
+    const proof = new Uint8Array(PROOF_BYTES).fill(1);
+    const announcement = {
       clusterId: "7f3c0a4e-cluster",
       httpUrl: "http://127.0.0.1:7101",
       limits: new Map([
@@ -36,7 +39,12 @@ describe("peer frames", () => {
         ["maxLeaseBatch", 256],
       ]),
     };
-    expect(decodeCredentials(encodeCredentials(credentials))).toEqual(credentials);
+    const announced = encodeAnnouncement(announcement);
+    expect(decodeCredentials(encodeCredentials(proof, announced))).toEqual({
+      proof,
+      ...announcement,
+      announcement: announced,
+    });
     const refusal = { reason: "BadProof", message: "voter9 failed to prove the cluster secret" };
     expect(decodeRefusal(encodeRefusal(refusal))).toEqual(refusal);
     const request = { id: 300, channel: "forward", body: Uint8Array.from([1, 2]) };
@@ -50,22 +58,20 @@ describe("peer frames", () => {
   it("refuses a stream that is not a KeyLoad peer, and names an unsupported version", () => {
     const http = Buffer.from("GET / HTTP/1.1\r\n\r\n");
     expect(() => decodeHello(http)).toThrow(PeerProtocolError);
-    const hello = Uint8Array.from(encodeHello({ dialerId: "a", acceptorId: "b", nonce }));
+    const hello = Uint8Array.from(encodeHello({ dialerId: "a", acceptorId: "b", nonce, ephemeralKey }));
     hello[4] = 1;
     expect(() => decodeHello(hello)).toThrow(PeerHandshakeError);
     expect(() => decodeHello(hello)).toThrow(/version 1 is not supported/);
   });
 
-  it("refuses a short nonce or proof and a limit announced twice", () => {
-    const hello = encodeHello({ dialerId: "a", acceptorId: "b", nonce });
+  it("refuses a short nonce, key or proof and a limit announced twice", () => {
+    const hello = encodeHello({ dialerId: "a", acceptorId: "b", nonce, ephemeralKey });
     expect(() => decodeHello(hello.subarray(0, hello.length - 1))).toThrow(PeerProtocolError);
     const proof = new Uint8Array(PROOF_BYTES);
-    const credentials = encodeCredentials({
+    const credentials = encodeCredentials(
       proof,
-      clusterId: "",
-      httpUrl: "u",
-      limits: new Map([["x", 1]]),
-    });
+      encodeAnnouncement({ clusterId: "", httpUrl: "u", limits: new Map([["x", 1]]) }),
+    );
     expect(() => decodeCredentials(credentials.subarray(0, 10))).toThrow(PeerProtocolError);
     // proof, cluster ID "", URL "u", two limits: the same one twice.
     const twice = Buffer.concat([

@@ -1,6 +1,7 @@
 import { BinaryReader } from "./binary-reader.js";
 import { BinaryWriter } from "./binary-writer.js";
 import { PeerHandshakeError, PeerProtocolError } from "./peer-errors.js";
+import { EPHEMERAL_KEY_BYTES } from "./session-keys.js";
 
 /**
  * The frame types of the peer protocol and the layout of every body but Raft messages (those are in
@@ -22,7 +23,9 @@ export const FrameType = {
 
 // 2: snapshot metadata names learners; credentials carry the cluster ID.
 // 3: snapshot chunks carry the whole snapshot's checksum.
-const PROTOCOL_VERSION = 3;
+// 4: ephemeral keys in Hello and Challenge, proofs over the whole transcript, frames sealed after the
+//    handshake, entries carry their checksum.
+const PROTOCOL_VERSION = 4;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 /** Tells a stray client (an HTTP request sent to the peer port, say) apart from a peer at once. */
@@ -33,11 +36,14 @@ export interface Hello {
   /** The voter the dialer meant to reach. */
   readonly acceptorId: string;
   readonly nonce: Uint8Array;
+  /** The dialer's ephemeral X25519 public key for this connection's session keys. */
+  readonly ephemeralKey: Uint8Array;
 }
 
 export interface Challenge {
   readonly acceptorId: string;
   readonly nonce: Uint8Array;
+  readonly ephemeralKey: Uint8Array;
 }
 
 /** Proof (dialer) and Accept (acceptor): the sender's proof and what it announces about itself. */
@@ -72,12 +78,13 @@ export interface Failure {
 }
 
 export function encodeHello(hello: Hello): Uint8Array {
-  const w = new BinaryWriter(64 + NONCE_BYTES);
+  const w = new BinaryWriter(64 + NONCE_BYTES + EPHEMERAL_KEY_BYTES);
   w.raw(MAGIC);
   w.u8(PROTOCOL_VERSION);
   w.string(hello.dialerId);
   w.string(hello.acceptorId);
   w.raw(hello.nonce);
+  w.raw(hello.ephemeralKey);
   return w.finish();
 }
 
@@ -96,14 +103,16 @@ export function decodeHello(body: Uint8Array): Hello {
   const dialerId = r.string();
   const acceptorId = r.string();
   const nonce = r.fixed(NONCE_BYTES);
+  const ephemeralKey = r.fixed(EPHEMERAL_KEY_BYTES);
   r.end();
-  return { dialerId, acceptorId, nonce };
+  return { dialerId, acceptorId, nonce, ephemeralKey };
 }
 
 export function encodeChallenge(challenge: Challenge): Uint8Array {
-  const w = new BinaryWriter(64 + NONCE_BYTES);
+  const w = new BinaryWriter(64 + NONCE_BYTES + EPHEMERAL_KEY_BYTES);
   w.string(challenge.acceptorId);
   w.raw(challenge.nonce);
+  w.raw(challenge.ephemeralKey);
   return w.finish();
 }
 
@@ -111,26 +120,37 @@ export function decodeChallenge(body: Uint8Array): Challenge {
   const r = new BinaryReader(body);
   const acceptorId = r.string();
   const nonce = r.fixed(NONCE_BYTES);
+  const ephemeralKey = r.fixed(EPHEMERAL_KEY_BYTES);
   r.end();
-  return { acceptorId, nonce };
+  return { acceptorId, nonce, ephemeralKey };
 }
 
-export function encodeCredentials(credentials: Credentials): Uint8Array {
+/** What a Proof or Accept announces about its sender. */
+export type Announcement = Omit<Credentials, "proof">;
+
+/** The announcement's bytes, as sent after the proof; the proof covers exactly these bytes. */
+export function encodeAnnouncement(announcement: Announcement): Uint8Array {
   const w = new BinaryWriter(256);
-  w.raw(credentials.proof);
-  w.string(credentials.clusterId);
-  w.string(credentials.httpUrl);
-  w.uint(credentials.limits.size);
-  for (const [name, value] of credentials.limits) {
+  w.string(announcement.clusterId);
+  w.string(announcement.httpUrl);
+  w.uint(announcement.limits.size);
+  for (const [name, value] of announcement.limits) {
     w.string(name);
     w.f64(value);
   }
   return w.finish();
 }
 
-export function decodeCredentials(body: Uint8Array): Credentials {
+/** A Proof or Accept body: the proof, then the announcement it covers. */
+export function encodeCredentials(proof: Uint8Array, announcement: Uint8Array): Uint8Array {
+  return Buffer.concat([proof, announcement]);
+}
+
+/** Decodes a Proof or Accept body; `announcement` holds the bytes the proof must cover. */
+export function decodeCredentials(body: Uint8Array): Credentials & { readonly announcement: Uint8Array } {
   const r = new BinaryReader(body);
   const proof = r.fixed(PROOF_BYTES);
+  const announcement = body.subarray(PROOF_BYTES);
   const clusterId = r.string();
   const httpUrl = r.string();
   const count = r.count(9);
@@ -141,7 +161,7 @@ export function decodeCredentials(body: Uint8Array): Credentials {
     limits.set(name, r.f64());
   }
   r.end();
-  return { proof, clusterId, httpUrl, limits };
+  return { proof, clusterId, httpUrl, limits, announcement };
 }
 
 export function encodeRefusal(refusal: Refusal): Uint8Array {

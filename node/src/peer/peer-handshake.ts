@@ -1,4 +1,4 @@
-import { createHmac, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, createHmac, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto";
 import { BinaryWriter } from "./binary-writer.js";
 import type { ClusterId } from "./cluster-id.js";
 import type { Frame, PeerConnection } from "./peer-connection.js";
@@ -9,6 +9,7 @@ import {
   decodeCredentials,
   decodeHello,
   decodeRefusal,
+  encodeAnnouncement,
   encodeChallenge,
   encodeCredentials,
   encodeHello,
@@ -16,25 +17,29 @@ import {
   FrameType,
   NONCE_BYTES,
 } from "./peer-frames.js";
+import { deriveSessionKeys, type EphemeralKey, newEphemeralKey } from "./session-keys.js";
 
 /*
  * Mutual challenge-response over the cluster secret, which never crosses the wire:
  *
- *   dialer   -> Hello     { dialerId, acceptorId, dialerNonce }
- *   acceptor -> Challenge { acceptorId, acceptorNonce }
- *   dialer   -> Proof     { HMAC(secret, "dialer"   | nonces | ids), clusterId, httpUrl, canonical limits }
- *   acceptor -> Accept    { HMAC(secret, "acceptor" | nonces | ids), clusterId, httpUrl, canonical limits }
+ *   dialer   -> Hello     { dialerId, acceptorId, dialerNonce, dialer's ephemeral key }
+ *   acceptor -> Challenge { acceptorId, acceptorNonce, acceptor's ephemeral key }
+ *   dialer   -> Proof     { HMAC(secret, "dialer" | H(Hello, Challenge) | its announcement),
+ *                          announcement: clusterId, httpUrl, canonical limits }
+ *   acceptor -> Accept    { HMAC(secret, "acceptor" | H(Hello, Challenge) | both announcements),
+ *                          announcement }
  *
  * Either side may answer Refuse { reason, message } instead and close. Fresh nonces from both sides
  * make every proof single-use; the direction label stops a proof from being reflected back as the
- * other side's. The dialer proves first because it only ever talks to configured addresses, whereas
- * anyone can connect to the acceptor: an unauthenticated stranger gets no MAC to attack offline.
- * This authenticates the handshake only; the stream after it is neither encrypted nor MACed, so the
- * peer network must be trusted against active attackers (or tunnelled).
+ * other side's; each proof covers every byte sent before it, so nothing in the handshake can be
+ * altered on the path. The dialer proves first because it only ever talks to configured addresses,
+ * whereas anyone can connect to the acceptor: an unauthenticated stranger gets no MAC to attack
+ * offline. Every frame after Accept is sealed with keys from the ephemeral keys and the secret
+ * (session-keys.ts): encrypted, and refused if forged, altered, replayed or reordered.
  */
 
-const DIALER_LABEL = "keyload-peer-v1 dialer";
-const ACCEPTOR_LABEL = "keyload-peer-v1 acceptor";
+const DIALER_LABEL = "keyload-peer-v4 dialer";
+const ACCEPTOR_LABEL = "keyload-peer-v4 acceptor";
 
 export interface HandshakeIdentity {
   readonly nodeId: string;
@@ -58,12 +63,16 @@ export async function dialHandshake(
   self: HandshakeIdentity,
   expectedPeerId: string,
 ): Promise<HandshakeResult> {
-  const dialerNonce = randomBytes(NONCE_BYTES);
-  connection.send(
-    FrameType.Hello,
-    encodeHello({ dialerId: self.nodeId, acceptorId: expectedPeerId, nonce: dialerNonce }),
-  );
-  const challenge = decodeChallenge(await nextFrame(connection, FrameType.Challenge, expectedPeerId));
+  const ephemeral = newEphemeralKey();
+  const hello = encodeHello({
+    dialerId: self.nodeId,
+    acceptorId: expectedPeerId,
+    nonce: randomBytes(NONCE_BYTES),
+    ephemeralKey: ephemeral.publicKey,
+  });
+  connection.send(FrameType.Hello, hello);
+  const challengeBody = await nextFrame(connection, FrameType.Challenge, expectedPeerId);
+  const challenge = decodeChallenge(challengeBody);
   if (challenge.acceptorId !== expectedPeerId) {
     refuse(
       connection,
@@ -72,17 +81,29 @@ export async function dialHandshake(
       `dialed ${expectedPeerId} at ${connection.remoteAddress} but reached ${challenge.acceptorId}`,
     );
   }
-  const transcript = {
-    dialerNonce,
-    acceptorNonce: challenge.nonce,
-    dialerId: self.nodeId,
-    acceptorId: expectedPeerId,
-  };
-  connection.send(FrameType.Proof, encodeCredentials(credentials(self, DIALER_LABEL, transcript)));
+  const opening = digestOf(hello, challengeBody);
+  const announcement = encodeAnnouncement(announce(self));
+  const proof = proofOf(self.secret, DIALER_LABEL, opening, announcement);
+  connection.send(FrameType.Proof, encodeCredentials(proof, announcement));
   const accept = decodeCredentials(await nextFrame(connection, FrameType.Accept, expectedPeerId));
-  if (!proofMatches(accept.proof, self.secret, ACCEPTOR_LABEL, transcript)) {
+  if (
+    !proofMatches(
+      accept.proof,
+      proofOf(self.secret, ACCEPTOR_LABEL, opening, announcement, accept.announcement),
+    )
+  ) {
     refuse(connection, "BadProof", expectedPeerId, `${expectedPeerId} failed to prove the cluster secret`);
   }
+  seal(
+    connection,
+    "dialer",
+    ephemeral,
+    challenge.ephemeralKey,
+    self.secret,
+    opening,
+    announcement,
+    accept.announcement,
+  );
   checkLimits(connection, self, expectedPeerId, accept);
   checkCluster(connection, self, expectedPeerId, accept);
   return { peerId: expectedPeerId, httpUrl: accept.httpUrl };
@@ -93,9 +114,11 @@ export async function acceptHandshake(
   connection: PeerConnection,
   self: HandshakeIdentity,
 ): Promise<HandshakeResult> {
+  let helloBody: Uint8Array;
   let hello: ReturnType<typeof decodeHello>;
   try {
-    hello = decodeHello(await nextFrame(connection, FrameType.Hello, null));
+    helloBody = await nextFrame(connection, FrameType.Hello, null);
+    hello = decodeHello(helloBody);
   } catch (error) {
     if (error instanceof PeerHandshakeError && error.reason === "VersionMismatch") {
       refuse(connection, error.reason, null, error.message);
@@ -114,16 +137,33 @@ export async function acceptHandshake(
       `${dialerId} dialed ${hello.acceptorId} at ${self.nodeId}'s address: check the voter list`,
     );
   }
-  const acceptorNonce = randomBytes(NONCE_BYTES);
-  connection.send(FrameType.Challenge, encodeChallenge({ acceptorId: self.nodeId, nonce: acceptorNonce }));
+  const ephemeral = newEphemeralKey();
+  const challenge = encodeChallenge({
+    acceptorId: self.nodeId,
+    nonce: randomBytes(NONCE_BYTES),
+    ephemeralKey: ephemeral.publicKey,
+  });
+  connection.send(FrameType.Challenge, challenge);
   const proof = decodeCredentials(await nextFrame(connection, FrameType.Proof, dialerId));
-  const transcript = { dialerNonce: hello.nonce, acceptorNonce, dialerId, acceptorId: self.nodeId };
-  if (!proofMatches(proof.proof, self.secret, DIALER_LABEL, transcript)) {
+  const opening = digestOf(helloBody, challenge);
+  if (!proofMatches(proof.proof, proofOf(self.secret, DIALER_LABEL, opening, proof.announcement))) {
     refuse(connection, "BadProof", dialerId, `${dialerId} failed to prove the cluster secret`);
   }
   checkLimits(connection, self, dialerId, proof);
   checkCluster(connection, self, dialerId, proof);
-  connection.send(FrameType.Accept, encodeCredentials(credentials(self, ACCEPTOR_LABEL, transcript)));
+  const announcement = encodeAnnouncement(announce(self));
+  const own = proofOf(self.secret, ACCEPTOR_LABEL, opening, proof.announcement, announcement);
+  connection.send(FrameType.Accept, encodeCredentials(own, announcement));
+  seal(
+    connection,
+    "acceptor",
+    ephemeral,
+    hello.ephemeralKey,
+    self.secret,
+    opening,
+    proof.announcement,
+    announcement,
+  );
   return { peerId: dialerId, httpUrl: proof.httpUrl };
 }
 
@@ -150,36 +190,57 @@ export function describeLimitDifferences(
   return `canonical limits differ between ${selfId} and ${peerId}: ${differences.join("; ")}`;
 }
 
-interface Transcript {
-  readonly dialerNonce: Uint8Array;
-  readonly acceptorNonce: Uint8Array;
-  readonly dialerId: string;
-  readonly acceptorId: string;
+/** The digest of Hello and Challenge, as sent: what both proofs and the session keys start from. */
+function digestOf(hello: Uint8Array, challenge: Uint8Array): Buffer {
+  // Length-prefixed, so no two different pairs of frames hash the same bytes.
+  const w = new BinaryWriter(hello.length + challenge.length + 16);
+  w.bytes(hello);
+  w.bytes(challenge);
+  return createHash("sha256").update(w.finish()).digest();
 }
 
-function proofOf(secret: KeyObject, label: string, t: Transcript): Buffer {
-  // Length-prefixed fields, so no two different transcripts serialise to the same bytes.
-  const w = new BinaryWriter(160);
+function proofOf(
+  secret: KeyObject,
+  label: string,
+  opening: Uint8Array,
+  ...announcements: Uint8Array[]
+): Buffer {
+  const w = new BinaryWriter(512);
   w.string(label);
-  w.bytes(t.dialerNonce);
-  w.bytes(t.acceptorNonce);
-  w.string(t.dialerId);
-  w.string(t.acceptorId);
+  w.bytes(opening);
+  for (const announcement of announcements) w.bytes(announcement);
   return createHmac("sha256", secret).update(w.finish()).digest();
 }
 
-function proofMatches(proof: Uint8Array, secret: KeyObject, label: string, t: Transcript): boolean {
-  const expected = proofOf(secret, label, t);
+function proofMatches(proof: Uint8Array, expected: Buffer): boolean {
   return proof.length === expected.length && timingSafeEqual(proof, expected);
 }
 
-function credentials(self: HandshakeIdentity, label: string, t: Transcript): Credentials {
-  return {
-    proof: proofOf(self.secret, label, t),
-    clusterId: self.clusterId.current() ?? "",
-    httpUrl: self.httpUrl,
-    limits: self.limits,
-  };
+function announce(self: HandshakeIdentity): Omit<Credentials, "proof"> {
+  return { clusterId: self.clusterId.current() ?? "", httpUrl: self.httpUrl, limits: self.limits };
+}
+
+/** Switches the connection to sealed frames with keys bound to the whole handshake. */
+function seal(
+  connection: PeerConnection,
+  side: "dialer" | "acceptor",
+  own: EphemeralKey,
+  theirKey: Uint8Array,
+  secret: KeyObject,
+  opening: Uint8Array,
+  dialerAnnouncement: Uint8Array,
+  acceptorAnnouncement: Uint8Array,
+): void {
+  const w = new BinaryWriter(512);
+  w.bytes(opening);
+  w.bytes(dialerAnnouncement);
+  w.bytes(acceptorAnnouncement);
+  const keys = deriveSessionKeys(own, theirKey, secret, createHash("sha256").update(w.finish()).digest());
+  connection.seal(
+    side === "dialer"
+      ? { send: keys.dialerToAcceptor, receive: keys.acceptorToDialer }
+      : { send: keys.acceptorToDialer, receive: keys.dialerToAcceptor },
+  );
 }
 
 /**

@@ -14,6 +14,10 @@ export interface PeerStats {
   authFailures: number;
   /** Connections closed because the other side sent bytes that are not valid frames or messages. */
   protocolErrors: number;
+  /** Frames that failed their authentication after the handshake (forged, altered or replayed). */
+  unauthenticFrames: number;
+  /** Connections closed at once because their source already had too many in the handshake. */
+  handshakesOverCap: number;
 }
 
 export function emptyPeerStats(): PeerStats {
@@ -27,5 +31,7 @@ export function emptyPeerStats(): PeerStats {
     reconnects: 0,
     authFailures: 0,
     protocolErrors: 0,
+    unauthenticFrames: 0,
+    handshakesOverCap: 0,
   };
 }

@@ -5,6 +5,7 @@ import { encodeFrame, FrameDecoder } from "./frame-codec.js";
 import { PeerInterruptedError, PeerRemoteError, PeerUnavailableError } from "./peer-errors.js";
 import {
   decodeHello,
+  encodeAnnouncement,
   encodeChallenge,
   encodeCredentials,
   FrameType,
@@ -12,6 +13,7 @@ import {
   PROOF_BYTES,
 } from "./peer-frames.js";
 import type { PeerTransport } from "./peer-transport.js";
+import { newEphemeralKey } from "./session-keys.js";
 import {
   allConnected,
   CLUSTER_ID,
@@ -377,7 +379,7 @@ describe("PeerTransport", () => {
       voter1.send(appendOf(1, 8192));
       await waitFor(() => voter2.stats().protocolErrors === 1);
       expect(find(fixture.log("voter2"), /peer connection closed/)?.err).toMatchObject({
-        message: expect.stringMatching(/exceeds the limit of 4096/),
+        message: expect.stringMatching(/exceeds the limit of 4\d{3}/),
       });
       await waitFor(() => find(fixture.log("voter1"), /connection to peer lost/) !== undefined);
       await allConnected({ voter1, voter2 });
@@ -408,6 +410,29 @@ describe("PeerTransport", () => {
       expect(find(fixture.log("voter1"), /handshake timed out/)).toBeDefined();
     });
 
+    it("closes at once a connection beyond the handshakes one source may hold open", async () => {
+      fixture = await PeerFixture.create(["voter1", "voter2"]);
+      const voter1 = await fixture.start("voter1", { maxHandshakesPerSource: 2, handshakeTimeoutMs: 60_000 });
+      const { port } = fixture.address("voter1");
+      const open = () => {
+        const socket = connect(port, "127.0.0.1");
+        socket.on("error", () => {});
+        cleanups.push(() => void socket.destroy());
+        return socket;
+      };
+      const closedAt = (socket: Socket) =>
+        new Promise<number>((resolve) => socket.on("close", () => resolve(Date.now())));
+      const silent = [open(), open()];
+      await Promise.all(silent.map((socket) => new Promise((resolve) => socket.on("connect", resolve))));
+      const started = Date.now();
+      expect((await closedAt(open())) - started).toBeLessThan(1_000);
+      expect(voter1.stats().handshakesOverCap).toBe(1);
+      // The silent ones give their places back when they go; a voter then gets through.
+      for (const socket of silent) socket.destroy();
+      const voter2 = await fixture.start("voter2");
+      await allConnected({ voter1, voter2 });
+    });
+
     it("never serves an impostor that answers the handshake without the secret", async () => {
       fixture = await PeerFixture.create(["voter1", "voter2"]);
       const seen: number[] = [];
@@ -425,18 +450,19 @@ describe("PeerTransport", () => {
             if (type === FrameType.Hello) {
               expect(decodeHello(body).acceptorId).toBe("voter2");
               const nonce = new Uint8Array(NONCE_BYTES);
+              const { publicKey: ephemeralKey } = newEphemeralKey();
               socket.write(
-                encodeFrame(FrameType.Challenge, encodeChallenge({ acceptorId: "voter2", nonce })),
+                encodeFrame(
+                  FrameType.Challenge,
+                  encodeChallenge({ acceptorId: "voter2", nonce, ephemeralKey }),
+                ),
               );
             } else if (type === FrameType.Proof) {
               const limits = new Map(Object.entries(LIMITS));
-              const forged = {
-                proof: new Uint8Array(PROOF_BYTES),
-                clusterId: "",
-                httpUrl: "http://evil",
-                limits,
-              };
-              socket.write(encodeFrame(FrameType.Accept, encodeCredentials(forged)));
+              const forged = encodeAnnouncement({ clusterId: "", httpUrl: "http://evil", limits });
+              socket.write(
+                encodeFrame(FrameType.Accept, encodeCredentials(new Uint8Array(PROOF_BYTES), forged)),
+              );
             }
           });
         });

@@ -46,8 +46,16 @@ export interface PeerTransportOptions {
   readonly maxFrameBytes?: number;
   /** Per connection: bytes waiting to be written beyond which sends are dropped. Default 32 MiB. */
   readonly highWaterMarkBytes?: number;
-  /** Default 5 s. */
+  /** How long an accepted connection may take to authenticate. Default 2 s. */
   readonly handshakeTimeoutMs?: number;
+  /**
+   * Accepted connections still in their handshake, in all and from one source address, beyond which a
+   * new connection is closed at once: a stranger cannot hold the acceptor's memory or sockets. A voter
+   * dials each peer once at a time, so a source that is a voter host needs one per voter on it.
+   * Defaults 64 and 8.
+   */
+  readonly maxHandshakes?: number;
+  readonly maxHandshakesPerSource?: number;
   /** Redial backoff, doubling from the initial delay up to the cap. Defaults 50 ms and 2 s. */
   readonly reconnectInitialMs?: number;
   readonly reconnectMaxMs?: number;
@@ -87,6 +95,11 @@ export class PeerTransport {
   private readonly maxFrameBytes: number;
   private readonly highWaterMarkBytes: number;
   private readonly handshakeTimeoutMs: number;
+  private readonly maxHandshakes: number;
+  private readonly maxHandshakesPerSource: number;
+  /** Accepted connections in their handshake, by source address. */
+  private readonly handshaking = new Map<string, number>();
+  private handshakingTotal = 0;
   private server: Server | null = null;
   private listening: Promise<void> | null = null;
   private state: "new" | "running" | "closed" = "new";
@@ -99,7 +112,9 @@ export class PeerTransport {
     );
     this.maxFrameBytes = options.maxFrameBytes ?? DEFAULT_MAX_FRAME_BYTES;
     this.highWaterMarkBytes = options.highWaterMarkBytes ?? 32 * 1024 * 1024;
-    this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? 5_000;
+    this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? 2_000;
+    this.maxHandshakes = options.maxHandshakes ?? 64;
+    this.maxHandshakesPerSource = options.maxHandshakesPerSource ?? 8;
     this.identity = {
       nodeId: options.nodeId,
       secret: createSecretKey(Buffer.from(options.secret, "utf8")),
@@ -244,6 +259,25 @@ export class PeerTransport {
       socket.destroy();
       return;
     }
+    const source = socket.remoteAddress ?? "unknown";
+    const fromSource = this.handshaking.get(source) ?? 0;
+    if (fromSource >= this.maxHandshakesPerSource || this.handshakingTotal >= this.maxHandshakes) {
+      // No log line per refusal: a flood of connections must not become a flood of log lines.
+      this.counters.handshakesOverCap++;
+      socket.destroy();
+      return;
+    }
+    this.handshaking.set(source, fromSource + 1);
+    this.handshakingTotal++;
+    let settled = false;
+    const settle = () => {
+      if (settled) return;
+      settled = true;
+      this.handshakingTotal--;
+      const left = (this.handshaking.get(source) ?? 1) - 1;
+      if (left === 0) this.handshaking.delete(source);
+      else this.handshaking.set(source, left);
+    };
     this.track(socket);
     const remoteAddress = `${socket.remoteAddress}:${socket.remotePort}`;
     let peerId: string | null = null;
@@ -262,6 +296,7 @@ export class PeerTransport {
     acceptHandshake(connection, this.identity).then(
       (result) => {
         clearTimeout(timeout);
+        settle();
         if (connection.closed) return;
         const id = result.peerId;
         this.inbound.get(id)?.close(new PeerConnectionClosedError("replaced by a newer connection"));
@@ -274,6 +309,7 @@ export class PeerTransport {
       },
       (error: unknown) => {
         clearTimeout(timeout);
+        settle();
         const reason = error instanceof Error ? error : new PeerProtocolError(String(error));
         connection.close(reason);
         if (this.state === "running") this.logInboundFailure(reason, remoteAddress);

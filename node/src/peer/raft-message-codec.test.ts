@@ -78,11 +78,22 @@ describe("raft message codec", () => {
     }
   });
 
+  it("refuses an entry whose bytes do not match the checksum it was sent with", () => {
+    const append = Buffer.from(encodeRaftMessage(appendOf(2, 64)));
+    expect(decodeRaftMessage(append)).toMatchObject({ entries: [{ index: 1001 }, { index: 1002 }] });
+    // A bit of the second entry's data, as a faulty sender's memory or a bad NIC could change it.
+    append[append.length - 10]! ^= 0x04;
+    expect(protocolError(() => decodeRaftMessage(append)).message).toMatch(
+      /entry 1002 does not match the checksum it was sent with/,
+    );
+  });
+
   it("is compact: a heartbeat takes a dozen bytes, an entry a few bytes beyond its data", () => {
     expect(encodeRaftMessage(samples[6]!).length).toBeLessThanOrEqual(12);
     const oneEntry = encodeRaftMessage(appendOf(1, 1024)).length;
     const twoEntries = encodeRaftMessage(appendOf(2, 1024)).length;
-    expect(twoEntries - oneEntry).toBeLessThanOrEqual(1024 + 8);
+    // Its term, index, type, length and checksum.
+    expect(twoEntries - oneEntry).toBeLessThanOrEqual(1024 + 12);
   });
 
   it("refuses to encode numbers that are not non-negative safe integers", () => {
@@ -121,8 +132,8 @@ describe("raft message codec", () => {
     const voteResponse = (flag: number) => Uint8Array.from([5, ...header, flag]);
     expect(decodeRaftMessage(voteResponse(1))).toMatchObject({ reject: true });
     expect(protocolError(() => decodeRaftMessage(voteResponse(2))).message).toMatch(/boolean/);
-    // append: index 0, logTerm 0, one entry (term 1, index 1, type 7, no data), commit 0
-    const badEntry = Uint8Array.from([1, ...header, 0, 0, 1, 1, 1, 7, 0, 0]);
+    // append: index 0, logTerm 0, one entry (term 1, index 1, type 7, no data, checksum), commit 0
+    const badEntry = Uint8Array.from([1, ...header, 0, 0, 1, 1, 1, 7, 0, 0, 0, 0, 0, 0]);
     expect(protocolError(() => decodeRaftMessage(badEntry)).message).toMatch(/entry type 7/);
     const heartbeat = (...term: number[]) => Uint8Array.from([7, 1, 97, 1, 98, ...term, 0, 0]);
     expect(decodeRaftMessage(heartbeat(0x81, 0x01)).term).toBe(129);

@@ -1,3 +1,4 @@
+import { acceptEntryChecksum, checksumOfEntry } from "../raft/entry-checksum.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { ConfState, Entry, EntryType, Message, SnapshotMeta } from "../raft/types.js";
 import { BinaryReader } from "./binary-reader.js";
@@ -30,10 +31,10 @@ const TAG = {
 
 /** Room for the header and fixed fields of any message with short ids; the writer grows if needed. */
 const FIXED_ESTIMATE = 96;
-/** term, index (up to 8 bytes each), type, and a length prefix of up to 8 bytes. */
-const ENTRY_OVERHEAD = 25;
-/** The smallest possible encoded entry: one-byte term, index, type and zero length. */
-const MIN_ENTRY_BYTES = 4;
+/** term, index (up to 8 bytes each), type, a length prefix of up to 8 bytes and the checksum. */
+const ENTRY_OVERHEAD = 29;
+/** The smallest possible encoded entry: one-byte term, index, type and zero length, and the checksum. */
+const MIN_ENTRY_BYTES = 8;
 
 export function encodeRaftMessage(message: Message): Uint8Array {
   const parts = encodeRaftMessageParts(message);
@@ -255,14 +256,20 @@ function writeEntry(w: BinaryWriter, entry: Entry): void {
   w.uint(entry.index);
   w.u8(entryTypeCode(entry.type));
   w.bytes(entry.data);
+  w.u32(checksumOfEntry(entry));
 }
 
+/** An entry whose bytes do not match the checksum it came with is refused, never stored. */
 function readEntry(r: BinaryReader): Entry {
   const term = r.uint();
   const index = r.uint();
   const type = readEntryType(r.u8());
   const data = r.bytes();
-  return { term, index, type, data };
+  const entry: Entry = { term, index, type, data };
+  if (!acceptEntryChecksum(entry, r.u32())) {
+    throw new PeerProtocolError(`entry ${index} does not match the checksum it was sent with`);
+  }
+  return entry;
 }
 
 function readEntryType(byte: number): EntryType {

@@ -1,4 +1,4 @@
-import { crc32c } from "../storage/crc32c.js";
+import { crc32c } from "../checksum/crc32c.js";
 import { RaftInvariantError } from "./errors.js";
 import type { MemoryStorage } from "./memory-storage.js";
 import type { SnapshotChunkSink } from "./snapshot-inbox.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { crc32c } from "../storage/crc32c.js";
+import { crc32c } from "../checksum/crc32c.js";
 import {
   LogCompactedError,
   LogUnavailableError,

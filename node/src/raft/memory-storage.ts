@@ -1,4 +1,4 @@
-import { crc32c } from "../storage/crc32c.js";
+import { crc32c } from "../checksum/crc32c.js";
 import {
   LogCompactedError,
   LogUnavailableError,

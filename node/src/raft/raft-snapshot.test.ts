@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { crc32c } from "../storage/crc32c.js";
+import { crc32c } from "../checksum/crc32c.js";
 import type { RaftOptions } from "./raft-config.js";
 import { SeededRandom } from "./seeded-random.js";
 import { appendResponse, ofType, Solo, snapshotChunk, storageWithLog } from "./testing/helpers.js";

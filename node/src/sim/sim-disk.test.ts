@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { crc32c } from "../checksum/crc32c.js";
 import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry } from "../raft/types.js";
-import { crc32c } from "../storage/crc32c.js";
 import { type DiskFaults, SimDisk } from "./sim-disk.js";
 
 const CONF = { voters: ["a", "b", "c"] };

@@ -1,7 +1,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, writeSync } from "node:fs";
 import { dirname } from "node:path";
+import { crc32c } from "../checksum/crc32c.js";
 import { fsyncPath } from "../fs/fsync.js";
-import { crc32c } from "./crc32c.js";
 import { StorageCorruptionError } from "./storage-errors.js";
 
 const MAGIC = 0x4b4c_4157; // "KLAW"

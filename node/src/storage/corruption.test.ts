@@ -2,6 +2,8 @@ import { cpSync, existsSync, readdirSync, readFileSync, rmSync, truncateSync, wr
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { acceptEntryChecksum, entryChecksum } from "../raft/entry-checksum.js";
+import { entryTypeCode } from "../raft/entry-type.js";
 import { LOG_FILE, SNAPSHOT_DIR, WATERMARK_FILE } from "./durable-log-store.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
 import { JOURNAL_FILES } from "./log-journal.js";
@@ -65,6 +67,21 @@ async function filledLog(dir: string, options = {}): Promise<DurableLogWriter> {
 }
 
 describe("corruption detection", () => {
+  it("stores an entry under the checksum it arrived with, so bytes changed after receipt are caught", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, { absorbIntervalMs: 0 });
+    const batch = entries(1, 10, 1, 200);
+    const received = batch[2]!;
+    const sent = entryChecksum(received.index, received.term, entryTypeCode(received.type), received.data);
+    expect(acceptEntryChecksum(received, sent)).toBe(true);
+    // Between the check on receipt and the write, a fault changes a bit of the entry in memory.
+    received.data[7]! ^= 0x10;
+    await w.write({ snapshot: null, entries: batch, hardState: hs(1, "n1", 10) });
+    await absorbed();
+    await w.close();
+    expect(openError(dir)).toMatchObject({ index: 3, message: expect.stringMatching(/checksum mismatch/) });
+  });
+
   it("reports flipped entry data at open, naming the file and the index", async () => {
     const dir = fx.dir();
     await (await filledLog(dir)).close();

@@ -2,13 +2,13 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { crc32c } from "../checksum/crc32c.js";
 import {
   LogCompactedError,
   LogUnavailableError,
   RaftInvariantError,
   SnapshotOutOfDateError,
 } from "../raft/errors.js";
-import { crc32c } from "./crc32c.js";
 import { LOG_FILE, SNAPSHOT_DIR } from "./durable-log-store.js";
 import {
   StorageArgumentError,

@@ -1,9 +1,9 @@
 import Database from "better-sqlite3";
+import { crc32c } from "../checksum/crc32c.js";
 import { applySqliteLimits, type SqliteLimits } from "../fs/sqlite-limits.js";
+import { checksumOfEntry, entryChecksum } from "../raft/entry-checksum.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
-import { crc32c } from "./crc32c.js";
-import { entryChecksum } from "./entry-checksum.js";
 import {
   StorageCorruptionError,
   StorageError,
@@ -142,9 +142,12 @@ function rowChecksum(row: readonly unknown[]): number {
   return crc32c(encoder.encode(JSON.stringify(row)));
 }
 
-/** An entry row's checksum: the entry's own, extended over the batch state the row carries. */
-function entryRowChecksum(entry: Entry, kind: number, batch: BatchState | null): number {
-  const crc = entryChecksum(entry.index, entry.term, kind, entry.data);
+/**
+ * An entry row's checksum: the entry's own, extended over the batch state the row carries. `crc` is
+ * the entry's own checksum: as it arrived with the entry when writing (checksumOfEntry), computed from
+ * the row when reading.
+ */
+function entryRowChecksum(crc: number, batch: BatchState | null): number {
   if (batch === null) return crc;
   const hs = batch.hardState;
   return crc32c(encoder.encode(JSON.stringify([batch.seq, hs.term, hs.vote, hs.commit])), crc);
@@ -293,7 +296,7 @@ export class LogDatabase {
 
   insert(entry: Entry): void {
     const kind = entryTypeCode(entry.type);
-    const crc = entryRowChecksum(entry, kind, null);
+    const crc = checksumOfEntry(entry);
     this.guard(() => this.insertEntry.run(entry.index, entry.term, kind, entry.data, crc));
   }
 
@@ -302,7 +305,7 @@ export class LogDatabase {
    * being written, where the state row would cost a second page in the WAL for every batch.
    */
   recordBatchState(entry: Entry, batch: BatchState): void {
-    const crc = entryRowChecksum(entry, entryTypeCode(entry.type), batch);
+    const crc = entryRowChecksum(checksumOfEntry(entry), batch);
     const hs = batch.hardState;
     this.guard(() => this.recordBatchStmt.run(batch.seq, hs.term, hs.vote, hs.commit, crc, entry.index));
   }
@@ -390,7 +393,7 @@ export class LogDatabase {
       }
       batch = { seq, hardState: { term: hsTerm, vote: hsVote, commit: hsCommit } };
     }
-    if (entryRowChecksum(entry, kind, batch) !== crc) {
+    if (entryRowChecksum(entryChecksum(index, term, kind, entry.data), batch) !== crc) {
       throw new StorageCorruptionError(this.path, index, "entry checksum mismatch");
     }
     return { entry, batch };

@@ -192,7 +192,7 @@ describe("LogJournal", () => {
     // Claim one op more than the record holds, and fix the checksum up as a buggy writer would.
     const payload = bytes.subarray(12, size);
     payload.writeUInt32LE(2, 8);
-    const { crc32c } = await import("./crc32c.js");
+    const { crc32c } = await import("../checksum/crc32c.js");
     bytes.writeUInt32LE(crc32c(payload, bytes.readUInt32LE(8)), 4);
     writeFileSync(path, bytes);
     expect(() => open(dir)).toThrow(StorageCorruptionError);

@@ -2,10 +2,10 @@ import { randomInt } from "node:crypto";
 import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { crc32c } from "../checksum/crc32c.js";
 import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { Entry, HardState } from "../raft/types.js";
-import { crc32c } from "./crc32c.js";
 import { StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
 
 /** The two journal files, used in turn. */

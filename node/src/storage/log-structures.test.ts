@@ -1,11 +1,11 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { crc32c } from "../checksum/crc32c.js";
+import { entryChecksum } from "../raft/entry-checksum.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import { entrySize } from "../raft/log-storage.js";
 import type { Entry } from "../raft/types.js";
-import { crc32c } from "./crc32c.js";
 import { EntryCache } from "./entry-cache.js";
-import { entryChecksum } from "./entry-checksum.js";
 import { LogIndex } from "./log-index.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
 import { StorageArgumentError } from "./storage-errors.js";

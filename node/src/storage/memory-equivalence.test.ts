@@ -1,9 +1,9 @@
 import { writeFileSync } from "node:fs";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { crc32c } from "../checksum/crc32c.js";
 import { MemoryStorage } from "../raft/memory-storage.js";
 import type { Entry, HardState, SnapshotMeta } from "../raft/types.js";
-import { crc32c } from "./crc32c.js";
 import type { DurableLogStore } from "./durable-log-store.js";
 import { DurableLogWriter, type LogWrite } from "./durable-log-writer.js";
 import { CONF, dataFor, storageFixture } from "./testing/storage-fixture.js";

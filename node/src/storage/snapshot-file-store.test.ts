@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { crc32c } from "./crc32c.js";
+import { crc32c } from "../checksum/crc32c.js";
 import { SnapshotFileStore } from "./snapshot-file-store.js";
 import {
   SnapshotChunkOutOfOrderError,

@@ -1,5 +1,5 @@
 import type { FileHandle } from "node:fs/promises";
-import { crc32c } from "./crc32c.js";
+import { crc32c } from "../checksum/crc32c.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
 import { StorageArgumentError, StorageCorruptionError } from "./storage-errors.js";
 

@@ -1,6 +1,6 @@
 import type { FileHandle } from "node:fs/promises";
+import { crc32c } from "../checksum/crc32c.js";
 import type { SnapshotMeta } from "../raft/types.js";
-import { crc32c } from "./crc32c.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
 import {
   SnapshotChunkOutOfOrderError,

@@ -282,7 +282,8 @@ function toOutcome(r: ApplyResult, commandId: string): CommandOutcome<CommandRes
   };
 }
 
-function parseWireOutcomes(answer: Uint8Array, expected: number): WireOutcome[] | null {
+/** The outcomes in a leader's answer to a forwarded batch, or null when the answer is malformed. */
+export function parseWireOutcomes(answer: Uint8Array, expected: number): WireOutcome[] | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(Buffer.from(answer.buffer, answer.byteOffset, answer.byteLength).toString("utf8"));

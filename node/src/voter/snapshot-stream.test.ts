@@ -1,12 +1,12 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { crc32c } from "../checksum/crc32c.js";
 import { decodeRaftMessage, encodeRaftMessage } from "../peer/raft-message-codec.js";
 import { RaftNode } from "../raft/raft-node.js";
 import { SeededRandom } from "../raft/seeded-random.js";
 import { SnapshotInbox } from "../raft/snapshot-inbox.js";
 import type { Message, NodeId, SnapshotChunkMessage } from "../raft/types.js";
-import { crc32c } from "../storage/crc32c.js";
 import { type DurableLogStore, SNAPSHOT_DIR } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
 import { SnapshotReader } from "../storage/snapshot-reader.js";

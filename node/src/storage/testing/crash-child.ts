@@ -6,8 +6,8 @@
  * Messages to the parent: { ready: true } once open, { acked: n } per acknowledged write, { done: true }.
  */
 import { writeFileSync } from "node:fs";
+import { crc32c } from "../../checksum/crc32c.js";
 import type { SnapshotMeta } from "../../raft/types.js";
-import { crc32c } from "../crc32c.js";
 import { DurableLogStore } from "../durable-log-store.js";
 import { DurableLogWriter } from "../durable-log-writer.js";
 import type { StorageFaultPoint } from "../fault-hook.js";
