@@ -4,6 +4,15 @@ import { normalizeEndpoint } from "./endpoint-set.js";
 import { InvalidArgumentError } from "./errors/invalid-argument-error.js";
 import type { RetryBudgetOptions } from "./retry-budget.js";
 
+/** How `https://` endpoints are trusted. */
+export interface ClientTlsOptions {
+  /**
+   * The certificate authorities to trust (PEM), in place of Node's default ones: the CA that signed the
+   * voters' certificates when it is a private one. Absent: Node's default CAs.
+   */
+  readonly ca?: string | Buffer | readonly (string | Buffer)[];
+}
+
 export interface KeyLoadClientOptions {
   /** Voter base URLs (e.g. `http://127.0.0.1:7101`). Any may be asked; the first is tried first. */
   readonly endpoints: readonly string[];
@@ -16,6 +25,7 @@ export interface KeyLoadClientOptions {
   readonly connectTimeoutMs?: number;
   /** Connections per voter. */
   readonly connections?: number;
+  readonly tls?: ClientTlsOptions;
   /** A call makes no new attempt once this long has passed since it started. */
   readonly deadlineMs?: number;
   /** Attempts per call, the first included. */
@@ -42,6 +52,7 @@ export interface ResolvedClientOptions {
   readonly bodyTimeoutMs: number;
   readonly connectTimeoutMs: number;
   readonly connections: number;
+  readonly tls: ClientTlsOptions;
   readonly deadlineMs: number;
   readonly maxAttempts: number;
   readonly backoff: BackoffOptions;
@@ -60,6 +71,7 @@ export const CLIENT_DEFAULTS = {
   bodyTimeoutMs: 30_000,
   connectTimeoutMs: 2_000,
   connections: 16,
+  tls: {},
   // Long enough to ride out an election (election timeout 1 s, each waiting up to 2 s) a few times over.
   deadlineMs: 30_000,
   // With full jitter the expected wait over 12 attempts is about 6 s: several elections.
@@ -85,6 +97,16 @@ function nonNegative(name: string, value: number): number {
   if (!(value >= 0) || !Number.isFinite(value))
     throw invalidOption(`${name} must be 0 or more, not ${value}`);
   return value;
+}
+
+function checkedTls(tls: ClientTlsOptions | undefined): ClientTlsOptions {
+  const ca = tls?.ca;
+  if (ca === undefined) return {};
+  const pems = typeof ca === "string" || Buffer.isBuffer(ca) ? [ca] : ca;
+  if (pems.length === 0 || pems.some((pem) => pem.length === 0)) {
+    throw invalidOption("tls.ca must be one or more PEM certificates, not empty");
+  }
+  return { ca };
 }
 
 export function resolveClientOptions(options: KeyLoadClientOptions): ResolvedClientOptions {
@@ -115,6 +137,7 @@ export function resolveClientOptions(options: KeyLoadClientOptions): ResolvedCli
       options.connectTimeoutMs ?? CLIENT_DEFAULTS.connectTimeoutMs,
     ),
     connections: positive("connections", options.connections ?? CLIENT_DEFAULTS.connections, true),
+    tls: { ...CLIENT_DEFAULTS.tls, ...checkedTls(options.tls) },
     deadlineMs: positive("deadlineMs", options.deadlineMs ?? CLIENT_DEFAULTS.deadlineMs),
     maxAttempts: positive("maxAttempts", options.maxAttempts ?? CLIENT_DEFAULTS.maxAttempts, true),
     backoff: {

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Readable } from "node:stream";
 import { Agent, type Dispatcher } from "undici";
+import type { ClientTlsOptions } from "./client-options.js";
 import { ConnectionError, type ConnectionFailure } from "./errors/connection-error.js";
 
 export type HttpMethod = "GET" | "PUT" | "POST" | "DELETE";
@@ -32,6 +33,7 @@ export interface TransportOptions {
   readonly requestTimeoutMs: number;
   readonly bodyTimeoutMs: number;
   readonly connections: number;
+  readonly tls: ClientTlsOptions;
 }
 
 /** Errors that mean no connection was made, so the request never left this process. */
@@ -45,6 +47,32 @@ const CONNECT_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+/**
+ * OpenSSL's certificate verification failures as Node names them; the handshake's other failures are
+ * `ERR_SSL_*` and `ERR_TLS_*` (a host name not in the certificate among them).
+ */
+const CERTIFICATE_CODES = new Set([
+  "UNABLE_TO_GET_ISSUER_CERT",
+  "UNABLE_TO_GET_ISSUER_CERT_LOCALLY",
+  "UNABLE_TO_VERIFY_LEAF_SIGNATURE",
+  "UNABLE_TO_DECRYPT_CERT_SIGNATURE",
+  "UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY",
+  "CERT_SIGNATURE_FAILURE",
+  "CERT_NOT_YET_VALID",
+  "CERT_HAS_EXPIRED",
+  "ERROR_IN_CERT_NOT_BEFORE_FIELD",
+  "ERROR_IN_CERT_NOT_AFTER_FIELD",
+  "DEPTH_ZERO_SELF_SIGNED_CERT",
+  "SELF_SIGNED_CERT_IN_CHAIN",
+  "CERT_CHAIN_TOO_LONG",
+  "CERT_REVOKED",
+  "INVALID_CA",
+  "PATH_LENGTH_EXCEEDED",
+  "INVALID_PURPOSE",
+  "CERT_UNTRUSTED",
+  "CERT_REJECTED",
+  "HOSTNAME_MISMATCH",
+]);
 
 function errorCode(error: unknown): string | undefined {
   if (typeof error !== "object" || error === null) return undefined;
@@ -58,6 +86,7 @@ function failureOf(error: unknown, signal: AbortSignal | undefined): ConnectionF
   if (signal?.aborted) return "Aborted";
   const code = errorCode(error);
   if (code !== undefined && CONNECT_CODES.has(code)) return "ConnectFailed";
+  if (code !== undefined && (CERTIFICATE_CODES.has(code) || /^ERR_(SSL|TLS)_/.test(code))) return "TlsFailed";
   if (code !== undefined && TIMEOUT_CODES.has(code)) return "Timeout";
   return "Interrupted";
 }
@@ -67,8 +96,12 @@ export class HttpTransport {
   private readonly agent: Agent;
 
   constructor(private readonly options: TransportOptions) {
+    const { ca } = options.tls;
     this.agent = new Agent({
-      connect: { timeout: options.connectTimeoutMs },
+      connect: {
+        timeout: options.connectTimeoutMs,
+        ...(ca === undefined ? {} : { ca: typeof ca === "string" || Buffer.isBuffer(ca) ? ca : [...ca] }),
+      },
       connections: options.connections,
     });
   }

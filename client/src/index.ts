@@ -1,7 +1,7 @@
 export type { AdaptiveThrottleOptions } from "./adaptive-throttle.js";
 export * from "./api-types.js";
 export type { BackoffOptions } from "./backoff.js";
-export { CLIENT_DEFAULTS, type KeyLoadClientOptions } from "./client-options.js";
+export { CLIENT_DEFAULTS, type ClientTlsOptions, type KeyLoadClientOptions } from "./client-options.js";
 export { CommandIdConflictError } from "./errors/command-id-conflict-error.js";
 export { ConnectionError, type ConnectionFailure } from "./errors/connection-error.js";
 export { FailedPreconditionError } from "./errors/failed-precondition-error.js";

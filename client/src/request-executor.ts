@@ -220,6 +220,11 @@ export class RequestExecutor {
     const backoff = backoffDelay(attempt, this.options.backoff, this.options.random);
     if (failure instanceof ConnectionError) {
       if (failure.reason === "Aborted") return undefined;
+      // Waiting will not make a certificate trusted: every voter is asked once, then the call ends.
+      if (failure.reason === "TlsFailed") {
+        const next = pinned ?? this.endpoints.failOver(endpoint);
+        return tried.has(next) ? undefined : { endpoint: next, delayMs: 0 };
+      }
       // A dead voter says nothing about the others: one not yet asked in this call is asked at once.
       const next = pinned ?? this.endpoints.failOver(endpoint);
       return { endpoint: next, delayMs: tried.has(next) ? backoff : 0 };

@@ -1,13 +1,22 @@
 import { spawnSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
 const NODE_DIR = fileURLToPath(new URL("..", import.meta.url));
 
-/** keyload-node from source with `args` and no KeyLoad settings at all. */
+/** keyload-node from source with `args` and no KeyLoad settings but `settings`. */
 function keyloadNode(...args: string[]) {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^keyload__/i.test(k)));
+  return keyloadNodeWith({}, ...args);
+}
+
+function keyloadNodeWith(settings: Record<string, string>, ...args: string[]) {
+  const env = {
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => !/^keyload__/i.test(k))),
+    ...settings,
+  };
   return spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", "src/main.ts", ...args], {
     cwd: NODE_DIR,
     env,
@@ -38,5 +47,25 @@ describe("keyload-node", () => {
     const run = keyloadNode("--verbose");
     expect(run.status).toBe(2);
     expect(run.stderr).toContain("invalid configuration: --verbose: unknown argument");
+  });
+
+  it("refuses TLS files it cannot read as invalid configuration, naming the setting", () => {
+    const dir = mkdtempSync(join(tmpdir(), "keyload-main-tls-"));
+    try {
+      const run = keyloadNodeWith({
+        KeyLoad__Node__Id: "voter1",
+        KeyLoad__Node__DataDir: join(dir, "voter1"),
+        KeyLoad__Cluster__Voters: "voter1@127.0.0.1:7201",
+        KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+        KeyLoad__Bootstrap__AdminKey: "admin-key-0123456789",
+        KeyLoad__Tls__HttpCertFile: join(dir, "absent.pem"),
+        KeyLoad__Tls__HttpKeyFile: join(dir, "absent.key"),
+      });
+      expect(run.status).toBe(2);
+      expect(run.stderr).toContain("invalid configuration: KeyLoad:Tls:HttpCertFile: cannot read");
+      expect(run.stderr).not.toContain("    at ");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -8,7 +8,7 @@ import { ConfigError } from "./config/config-error.js";
 import { configHelp } from "./config/config-help.js";
 import { loadVoterConfig, VOTER_CONFIG } from "./config/voter-config.js";
 import { DataDirLockedError } from "./voter/data-dir-lock.js";
-import { startVoter } from "./voter/voter.js";
+import { type RunningVoter, startVoter } from "./voter/voter.js";
 
 /**
  * The exit status of a voter that stopped because its storage or apply failed (fail-stop), apart
@@ -29,9 +29,10 @@ async function main(): Promise<void> {
     process.stdout.write(`keyload-node ${packageVersion()}\n`);
     return;
   }
-  let config: ReturnType<typeof loadVoterConfig>;
+  let voter: RunningVoter;
   try {
-    config = loadVoterConfig({ env: process.env, args });
+    // A setting may also prove unusable only as the voter starts (the TLS files): the same exit.
+    voter = await startVoter(loadVoterConfig({ env: process.env, args }));
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`keyload-node: invalid configuration: ${err.message}\n`);
@@ -39,7 +40,6 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const voter = await startVoter(config);
   // Fail-stop: the driver has stopped taking part in Raft and said why; the process ends once that
   // line is out, without the graceful steps, which would only wait on the failed storage. The restart
   // recovers from what is durable.

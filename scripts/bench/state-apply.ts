@@ -14,7 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Entry, SeededRandom } from "@keyload/node/raft";
-import { encodeCommand, StateMachine } from "@keyload/node/state";
+import { ApiKeyHasher, encodeCommand, StateMachine } from "@keyload/node/state";
 
 export interface StateApplyBenchResult {
   entries: number;
@@ -59,7 +59,10 @@ export async function runStateApplyBench(
   searched: boolean,
 ): Promise<StateApplyBenchResult> {
   const dir = mkdtempSync(join(tmpdir(), "keyload-bench-state-"));
-  const sm = StateMachine.open({ path: join(dir, "state.db") });
+  const sm = StateMachine.open({
+    path: join(dir, "state.db"),
+    keyHasher: new ApiKeyHasher("a bench cluster secret"),
+  });
   try {
     const random = new SeededRandom(42);
     const log: Entry[] = [];

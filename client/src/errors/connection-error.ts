@@ -1,9 +1,10 @@
 /**
- * Why the transport failed: the connection could not be made (`ConnectFailed`), the voter did not answer
- * in time (`Timeout`), the connection broke during the exchange (`Interrupted`), or the caller's signal
- * aborted the call (`Aborted`).
+ * Why the transport failed: the connection could not be made (`ConnectFailed`), its TLS handshake failed,
+ * most often on a certificate the client does not trust (`TlsFailed`), the voter did not answer in time
+ * (`Timeout`), the connection broke during the exchange (`Interrupted`), or the caller's signal aborted
+ * the call (`Aborted`).
  */
-export type ConnectionFailure = "ConnectFailed" | "Timeout" | "Interrupted" | "Aborted";
+export type ConnectionFailure = "ConnectFailed" | "TlsFailed" | "Timeout" | "Interrupted" | "Aborted";
 
 export interface ConnectionErrorOptions {
   readonly reason: ConnectionFailure;
@@ -33,6 +34,7 @@ export class ConnectionError extends Error {
 
   /** False only when the request certainly never left this process: the connection was never made. */
   get mayHaveReachedVoter(): boolean {
-    return this.reason !== "ConnectFailed";
+    // undici writes a request only once the TLS handshake has succeeded.
+    return this.reason !== "ConnectFailed" && this.reason !== "TlsFailed";
   }
 }

@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer, type Server as HttpsServer } from "node:https";
 import type { AddressInfo } from "node:net";
 
 export interface ReceivedRequest {
@@ -33,14 +34,29 @@ export class ScriptedVoter {
   private answers: ScriptedAnswer[] = [];
 
   private constructor(
-    private readonly server: Server,
+    private readonly server: Server | HttpsServer,
     readonly url: string,
   ) {}
 
-  static async start(...answers: ScriptedAnswer[]): Promise<ScriptedVoter> {
-    const server = createServer();
+  static start(...answers: ScriptedAnswer[]): Promise<ScriptedVoter> {
+    return ScriptedVoter.listen(createServer(), "http", answers);
+  }
+
+  /** The same over HTTPS with this certificate and key (PEM), for `127.0.0.1`. */
+  static startTls(tls: { cert: string; key: string }, ...answers: ScriptedAnswer[]): Promise<ScriptedVoter> {
+    return ScriptedVoter.listen(createHttpsServer(tls), "https", answers);
+  }
+
+  private static async listen(
+    server: Server | HttpsServer,
+    scheme: "http" | "https",
+    answers: ScriptedAnswer[],
+  ): Promise<ScriptedVoter> {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const voter = new ScriptedVoter(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+    const voter = new ScriptedVoter(
+      server,
+      `${scheme}://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    );
     voter.script(...answers);
     server.on("request", (request, response) => {
       const chunks: Buffer[] = [];

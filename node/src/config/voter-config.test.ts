@@ -36,6 +36,7 @@ describe("loadVoterConfig", () => {
       id: "voter1",
       httpHost: "127.0.0.1",
       httpPort: 7101,
+      httpAdvertisedUrl: "",
       peerHost: "127.0.0.1",
       peerPort: 7201,
       dataDir: "/tmp/v1",
@@ -50,6 +51,13 @@ describe("loadVoterConfig", () => {
     expect(c.commandAdmission.MaxRetainedBytes).toBe(134_217_728);
     expect(c.httpAdmission.MaxRequests).toBe(32);
     expect(c.canonical.maxMutationBytes).toBe(8 * 1024 * 1024);
+    expect(c.tls).toEqual({ httpCertFile: "", httpKeyFile: "" });
+    expect(c.connections).toEqual({
+      maxHttp: 4096,
+      maxPeerHandshakes: 64,
+      maxPeerHandshakesPerSource: 8,
+      peerHandshakeTimeoutMs: 2000,
+    });
     expect(c.cluster.voters.map((v) => `${v.id}@${v.port}`)).toEqual([
       "voter1@7201",
       "voter2@7202",
@@ -149,5 +157,81 @@ describe("loadVoterConfig", () => {
     expect(configError(() => loadVoterConfig({ env: tooSmall })).key).toBe(
       "KeyLoad:Storage:LogWalLimitBytes",
     );
+  });
+
+  it("reads the advertised HTTP URL as an origin and refuses one with a path, a query or another scheme", () => {
+    const advertised = (url: string) =>
+      loadVoterConfig({ env: { ...BASE, KeyLoad__Node__HttpAdvertisedUrl: url } }).node.httpAdvertisedUrl;
+    expect(advertised("http://voter1.example:7101")).toBe("http://voter1.example:7101");
+    expect(advertised("http://Voter1.Example:80/")).toBe("http://voter1.example");
+    expect(advertised("http://[fd00::1]:7101")).toBe("http://[fd00::1]:7101");
+    for (const bad of [
+      "voter1.example:7101",
+      "/v1",
+      "ftp://voter1.example",
+      "http://voter1.example:7101/keyload",
+      "http://voter1.example:7101/?a=1",
+      "http://voter1.example:7101#x",
+      "http://user:pw@voter1.example",
+      "http://voter1.example:99999",
+    ]) {
+      const err = configError(() =>
+        loadVoterConfig({ env: { ...BASE, KeyLoad__Node__HttpAdvertisedUrl: bad } }),
+      );
+      expect(err.key, bad).toBe("KeyLoad:Node:HttpAdvertisedUrl");
+      expect(err.message, bad).toContain("absolute http(s) URL");
+    }
+  });
+
+  it("refuses a wildcard HTTP bind without an advertised URL, which would be handed out as the leader's address", () => {
+    for (const host of ["0.0.0.0", "::", "0:0:0:0:0:0:0:0"]) {
+      const env = { ...BASE, KeyLoad__Node__HttpHost: host };
+      const err = configError(() => loadVoterConfig({ env }));
+      expect(err.key, host).toBe("KeyLoad:Node:HttpAdvertisedUrl");
+      expect(err.message, host).toContain(`wildcard address ${host}`);
+      const advertised = { ...env, KeyLoad__Node__HttpAdvertisedUrl: "http://voter1.example:7101" };
+      expect(loadVoterConfig({ env: advertised }).node).toMatchObject({
+        httpHost: host,
+        httpAdvertisedUrl: "http://voter1.example:7101",
+      });
+    }
+    // A specific address, the loopback included, is advertised as it is.
+    expect(loadVoterConfig({ env: { ...BASE, KeyLoad__Node__HttpHost: "::1" } }).node.httpHost).toBe("::1");
+  });
+
+  it("takes both TLS files or neither, and an advertised URL whose scheme says which", () => {
+    const tls = {
+      KeyLoad__Tls__HttpCertFile: "/etc/keyload/voter1.pem",
+      KeyLoad__Tls__HttpKeyFile: "/k.pem",
+    };
+    expect(loadVoterConfig({ env: { ...BASE, ...tls } }).tls).toEqual({
+      httpCertFile: "/etc/keyload/voter1.pem",
+      httpKeyFile: "/k.pem",
+    });
+    const onlyCert = { ...BASE, KeyLoad__Tls__HttpCertFile: "/etc/keyload/voter1.pem" };
+    expect(configError(() => loadVoterConfig({ env: onlyCert })).key).toBe("KeyLoad:Tls:HttpKeyFile");
+    const onlyKey = { ...BASE, KeyLoad__Tls__HttpKeyFile: "/k.pem" };
+    expect(configError(() => loadVoterConfig({ env: onlyKey })).key).toBe("KeyLoad:Tls:HttpCertFile");
+
+    const httpsOverPlain = { ...BASE, KeyLoad__Node__HttpAdvertisedUrl: "https://voter1.example:7101" };
+    expect(configError(() => loadVoterConfig({ env: httpsOverPlain })).message).toContain(
+      "must be an http URL",
+    );
+    const plainOverTls = { ...BASE, ...tls, KeyLoad__Node__HttpAdvertisedUrl: "http://voter1.example:7101" };
+    const err = configError(() => loadVoterConfig({ env: plainOverTls }));
+    expect(err.key).toBe("KeyLoad:Node:HttpAdvertisedUrl");
+    expect(err.message).toContain("must be an https URL");
+    const wildcard = { ...BASE, ...tls, KeyLoad__Node__HttpHost: "0.0.0.0", KeyLoad__Node__HttpPort: "443" };
+    expect(configError(() => loadVoterConfig({ env: wildcard })).message).toContain(
+      "e.g. https://voter1.example:443",
+    );
+  });
+
+  it("bounds the open HTTP connections", () => {
+    expect(
+      loadVoterConfig({ env: { ...BASE, KeyLoad__Connections__MaxHttp: "2" } }).connections.maxHttp,
+    ).toBe(2);
+    const none = { ...BASE, KeyLoad__Connections__MaxHttp: "0" };
+    expect(configError(() => loadVoterConfig({ env: none })).key).toBe("KeyLoad:Connections:MaxHttp");
   });
 });

@@ -1,3 +1,4 @@
+import { isIPv4, isIPv6 } from "node:net";
 import {
   COMMAND_ADMISSION_PROPERTIES,
   type CommandAdmissionLimits,
@@ -5,6 +6,7 @@ import {
 import type { DiskFloorSettings } from "../admission/disk-floor.js";
 import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
 import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
+import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
 import { type CanonicalLimits, DEFAULT_LIMITS } from "../state/limits.js";
 import { ConfigError } from "./config-error.js";
 import { type ConfigProperty, integer, oneOf, type RawValue, text } from "./config-property.js";
@@ -48,12 +50,38 @@ function voterList(name: "Voters"): ConfigProperty<"Voters", readonly PeerAddres
   };
 }
 
+function baseUrl(name: "HttpAdvertisedUrl"): ConfigProperty<"HttpAdvertisedUrl", string> {
+  return {
+    name,
+    default: "",
+    expected:
+      "empty, or an absolute http(s) URL with no path, query or credentials (https://voter1.example:7101)",
+    parse: (raw: RawValue) => {
+      if (typeof raw !== "string") return undefined;
+      if (raw === "") return "";
+      if (/[?#\s]/.test(raw)) return undefined;
+      let url: URL;
+      try {
+        url = new URL(raw);
+      } catch {
+        return undefined;
+      }
+      if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+      if (url.username !== "" || url.password !== "" || url.pathname !== "/") return undefined;
+      // As the client compares endpoints: `https://h:443/` and `https://h` are one voter.
+      return url.origin;
+    },
+  };
+}
+
 /** Every section and property a voter reads, with defaults and validation: declared once, here. */
 export const VOTER_CONFIG = {
   Node: [
     text("Id", undefined, ID, "1-64 characters of [A-Za-z0-9._-]"),
     text("HttpHost", "127.0.0.1", HOST, "a host name or IP address"),
     integer("HttpPort", 7101, 0, 65535),
+    // The base URL peers hand out as this voter's (leader hints); "": http(s)://HttpHost:HttpPort.
+    baseUrl("HttpAdvertisedUrl"),
     text("PeerHost", "127.0.0.1", HOST, "a host name or IP address"),
     integer("PeerPort", 7201, 0, 65535),
     text("DataDir", undefined, /^.+$/s, "a directory path"),
@@ -64,6 +92,12 @@ export const VOTER_CONFIG = {
     // Set only for a new cluster's first start: a voter on empty storage then bootstraps it with this ID;
     // otherwise it joins as a new member, to be added (member-identity.ts). Ignored once it holds data.
     text("BootstrapId", "", /^([A-Za-z0-9._-]{1,64})?$/, "empty, or 1-64 characters of [A-Za-z0-9._-]"),
+  ],
+  // The public HTTP port's certificate and key: both serve HTTPS, neither plain HTTP (checkConsistency).
+  // Read and checked when the voter starts (http-tls-files.ts).
+  Tls: [
+    text("HttpCertFile", "", /^.*$/s, "empty, or the path of a PEM certificate (chain) file"),
+    text("HttpKeyFile", "", /^.*$/s, "empty, or the path of the PEM private key of HttpCertFile"),
   ],
   Raft: [
     integer("ElectionTimeoutMs", 1000, 10, 600_000),
@@ -94,6 +128,15 @@ export const VOTER_CONFIG = {
   ],
   CommandAdmission: COMMAND_ADMISSION_PROPERTIES,
   HttpAdmission: HTTP_ADMISSION_PROPERTIES,
+  // Bounds on open connections, whatever they carry.
+  Connections: [
+    integer("MaxHttp", DEFAULT_MAX_HTTP_CONNECTIONS, 1, 1_000_000),
+    // Peer connections not yet authenticated, in all and from one source address: beyond them a new
+    // one is closed at once. Each voter dials a peer once at a time, so a voter host needs one per voter.
+    integer("MaxPeerHandshakes", 64, 1, 100_000),
+    integer("MaxPeerHandshakesPerSource", 8, 1, 100_000),
+    integer("PeerHandshakeTimeoutMs", 2_000, 100, 60_000),
+  ],
   Canonical: (Object.keys(DEFAULT_LIMITS) as (keyof CanonicalLimits)[]).map((key) =>
     integer(pascal(key), DEFAULT_LIMITS[key], 1),
   ),
@@ -122,6 +165,8 @@ export interface VoterConfig {
     readonly id: string;
     readonly httpHost: string;
     readonly httpPort: number;
+    /** The advertised base URL as given, normalized to its origin; "" derives it from HttpHost:HttpPort. */
+    readonly httpAdvertisedUrl: string;
     readonly peerHost: string;
     readonly peerPort: number;
     readonly dataDir: string;
@@ -131,6 +176,11 @@ export interface VoterConfig {
     readonly secret: string;
     /** The ID of the new cluster to bootstrap on empty storage, or "" to join an existing one. */
     readonly bootstrapId: string;
+  };
+  readonly tls: {
+    /** "" (and httpKeyFile ""): plain HTTP. */
+    readonly httpCertFile: string;
+    readonly httpKeyFile: string;
   };
   readonly raft: {
     readonly electionTimeoutMs: number;
@@ -146,6 +196,12 @@ export interface VoterConfig {
   };
   readonly commandAdmission: CommandAdmissionLimits;
   readonly httpAdmission: HttpAdmissionLimits;
+  readonly connections: {
+    readonly maxHttp: number;
+    readonly maxPeerHandshakes: number;
+    readonly maxPeerHandshakesPerSource: number;
+    readonly peerHandshakeTimeoutMs: number;
+  };
   readonly canonical: CanonicalLimits;
   readonly disk: DiskFloorSettings;
   readonly storage: StorageLimits;
@@ -177,9 +233,11 @@ export function loadVoterConfig(inputs: ConfigInputs = {}): VoterConfig {
 
   const node = section("Node", VOTER_CONFIG.Node);
   const cluster = section("Cluster", VOTER_CONFIG.Cluster);
+  const tls = section("Tls", VOTER_CONFIG.Tls);
   const raft = section("Raft", VOTER_CONFIG.Raft);
   const commandAdmission = section("CommandAdmission", VOTER_CONFIG.CommandAdmission);
   const httpAdmission = section("HttpAdmission", VOTER_CONFIG.HttpAdmission);
+  const connections = section("Connections", VOTER_CONFIG.Connections);
   const canonical = section("Canonical", VOTER_CONFIG.Canonical);
   const disk = section("Disk", VOTER_CONFIG.Disk);
   const storage = section("Storage", VOTER_CONFIG.Storage);
@@ -198,9 +256,11 @@ export function loadVoterConfig(inputs: ConfigInputs = {}): VoterConfig {
   const config: VoterConfig = {
     node: camel(node) as VoterConfig["node"],
     cluster: camel(cluster) as VoterConfig["cluster"],
+    tls: camel(tls) as VoterConfig["tls"],
     raft: camel(raft) as VoterConfig["raft"],
     commandAdmission: commandAdmission as unknown as CommandAdmissionLimits,
     httpAdmission: httpAdmission as unknown as HttpAdmissionLimits,
+    connections: camel(connections) as VoterConfig["connections"],
     canonical: camel(canonical) as unknown as CanonicalLimits,
     disk: camel(disk) as unknown as DiskFloorSettings,
     storage: storageLimits(storage),
@@ -250,6 +310,47 @@ function checkConsistency(config: VoterConfig): void {
   if (softFloorBytes !== 0 && softFloorBytes < hardFloorBytes) {
     throw new ConfigError("KeyLoad:Disk:SoftFloorBytes", "must be 0 (derived) or at least HardFloorBytes");
   }
+  checkHttpAddress(config);
+}
+
+/** TLS is on with both files or off with neither, and the advertised URL says which and where. */
+function checkHttpAddress(config: VoterConfig): void {
+  const { httpCertFile, httpKeyFile } = config.tls;
+  if ((httpCertFile === "") !== (httpKeyFile === "")) {
+    const [unset, set] =
+      httpCertFile === "" ? ["HttpCertFile", "HttpKeyFile"] : ["HttpKeyFile", "HttpCertFile"];
+    throw new ConfigError(
+      `KeyLoad:Tls:${unset}`,
+      `is required when KeyLoad:Tls:${set} is set (set both to serve HTTPS, neither for plain HTTP)`,
+    );
+  }
+  const scheme = httpCertFile === "" ? "http" : "https";
+  const { httpHost, httpPort, httpAdvertisedUrl } = config.node;
+  if (httpAdvertisedUrl === "") {
+    // Peers would hand clients 0.0.0.0 as the leader's address: it reaches no voter from elsewhere.
+    if (isWildcard(httpHost)) {
+      throw new ConfigError(
+        "KeyLoad:Node:HttpAdvertisedUrl",
+        `is required when KeyLoad:Node:HttpHost is the wildcard address ${httpHost}: set it to the URL ` +
+          `clients and peers reach this voter at, e.g. ${scheme}://voter1.example:${httpPort || 7101}`,
+      );
+    }
+    return;
+  }
+  if (!httpAdvertisedUrl.startsWith(`${scheme}:`)) {
+    throw new ConfigError(
+      "KeyLoad:Node:HttpAdvertisedUrl",
+      `must be an ${scheme} URL, not ${httpAdvertisedUrl}: the voter serves ` +
+        (scheme === "https" ? "HTTPS (KeyLoad:Tls is set)" : "plain HTTP (KeyLoad:Tls is not set)"),
+    );
+  }
+}
+
+/** An address that binds every interface: 0.0.0.0 or IPv6's unspecified address, in any spelling. */
+function isWildcard(host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, "$1");
+  if (isIPv4(bare)) return bare === "0.0.0.0";
+  return isIPv6(bare) && bare.split(":").every((group) => /^0*$/.test(group));
 }
 
 function storageLimits(record: Record<string, unknown>): StorageLimits {

@@ -11,6 +11,7 @@ import type { Logger } from "pino";
 import type { HttpAdmissionGovernor } from "../admission/index.js";
 import { edgeGate } from "./edge-gate.js";
 import { ErrorReplies } from "./error-replies.js";
+import { DEFAULT_MAX_HTTP_CONNECTIONS, HttpConnections } from "./http-connections.js";
 import { HttpMetrics } from "./http-metrics.js";
 import { parseJsonBody } from "./json-body-parser.js";
 import { openApiDocument } from "./openapi.js";
@@ -41,6 +42,8 @@ export interface HttpEdgeLimits {
   readonly refusedBodyDrainBytes: number;
   /** How long HTTP admission's 429s wait before they are written (refusal-pacing.ts); 0 answers at once. */
   readonly refusalDelayMs: number;
+  /** The most open connections (`KeyLoad:Connections:MaxHttp`); one past it is closed at once. */
+  readonly maxConnections: number;
 }
 
 export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
@@ -49,13 +52,22 @@ export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
   refusedBodyLingerMs: 2_000,
   refusedBodyDrainBytes: 256 * 1024,
   refusalDelayMs: 250,
+  maxConnections: DEFAULT_MAX_HTTP_CONNECTIONS,
 };
+
+/** The certificate (chain) and private key the public port serves HTTPS with, PEM. */
+export interface HttpTls {
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
+}
 
 export interface HttpServerOptions {
   readonly service: VoterService;
   readonly httpAdmission: HttpAdmissionGovernor;
   readonly logger: Logger;
   readonly limits?: Partial<HttpEdgeLimits>;
+  /** Absent: plain HTTP. */
+  readonly tls?: HttpTls;
 }
 
 /** The longest percent-encoded key: 512 code points of 4 UTF-8 bytes, each byte written as %XX. */
@@ -82,7 +94,8 @@ export const SCHEMA_VALIDATION = {
 export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
   const { service, httpAdmission: governor } = options;
   const limits = { ...HTTP_EDGE_DEFAULTS, ...options.limits };
-  const metrics = new HttpMetrics(service.metricsRegistry, governor);
+  const connections = new HttpConnections();
+  const metrics = new HttpMetrics(service.metricsRegistry, governor, connections);
   const replies = new ErrorReplies(service, metrics, limits);
   let closing = false;
 
@@ -111,7 +124,11 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
       replies.send(request, reply, error, true);
     },
     clientErrorHandler: (error, socket) => answerClientError(error, socket),
+    // An https.Server hands fastify the same IncomingMessage and ServerResponse as an http.Server, so
+    // the app is typed as the plain one either way.
+    ...(options.tls === undefined ? {} : { https: { cert: options.tls.cert, key: options.tls.key } }),
   });
+  connections.watch(app.server, limits.maxConnections);
 
   app.decorateRequest("keyloadEdge", null);
   app.removeAllContentTypeParsers();

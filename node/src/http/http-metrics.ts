@@ -1,6 +1,7 @@
 import type { Lane, ResourceExhaustedReason } from "@keyload/contract";
 import { Counter, Gauge, Histogram, type Registry } from "prom-client";
 import type { HttpAdmissionGovernor } from "../admission/index.js";
+import type { HttpConnections } from "./http-connections.js";
 
 const POOLS: readonly Lane[] = ["data", "control"];
 /** Why HTTP admission refuses; counted from zero so a dashboard sees every series before the first one. */
@@ -24,6 +25,7 @@ export class HttpMetrics {
   constructor(
     private readonly registry: Registry,
     governor: HttpAdmissionGovernor,
+    connections: HttpConnections,
   ) {
     this.duration = new Histogram({
       name: this.named("keyload_http_request_duration_seconds"),
@@ -54,6 +56,24 @@ export class HttpMetrics {
       "Requests holding a slot of the pool before their key is verified",
       (pool) => governor.ingress(pool),
     );
+    new Gauge({
+      name: this.named("keyload_http_connections"),
+      help: "Connections open to the public HTTP port, TLS handshakes in progress included",
+      registers: [registry],
+      collect() {
+        this.set(connections.open);
+      },
+    });
+    new Counter({
+      name: this.named("keyload_http_connections_refused_total"),
+      help: "Connections to the public HTTP port closed as soon as accepted, over Connections:MaxHttp",
+      registers: [registry],
+      collect() {
+        // The edge keeps the running total; a scrape copies it.
+        this.reset();
+        this.inc(connections.refused);
+      },
+    });
   }
 
   observe(method: string, route: string, status: string, seconds: number): void {

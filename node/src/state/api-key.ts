@@ -2,7 +2,10 @@ import { hash, randomBytes } from "node:crypto";
 
 const KEY_HASH = /^[0-9a-f]{64}$/;
 
-/** How every API key is stored and looked up: the lowercase hex SHA-256 of its UTF-8 text. */
+/**
+ * The plain digest of an API key: the lowercase hex SHA-256 of its UTF-8 text. The state stores it only
+ * keyed (ApiKeyHasher); commands proposed before keys were keyed carry it as it is.
+ */
 export function hashApiKey(apiKey: string): string {
   // The one-shot form: no Hash object per request.
   return hash("sha256", apiKey, "hex");
@@ -13,7 +16,7 @@ export function isApiKeyHash(value: string): boolean {
 }
 
 /**
- * A fresh API key, for the voter that accepts `POST .../keys`: it proposes only `hashApiKey(key)` and
+ * A fresh API key, for the voter that accepts `POST .../keys`: it proposes only the key's stored hash and
  * returns the key to the caller once. Never called while applying (that would break determinism).
  */
 export function generateApiKey(): string {

@@ -108,23 +108,27 @@ export interface CommandEnvelope {
   readonly params: RouteParams;
   /**
    * Material the voter supplied for this command, outside the digest so a retry that supplies it afresh
-   * still deduplicates. Only two kinds carry one: `admin.createKey`, the SHA-256 (hex) of the new API
-   * key, and `system.bootstrapAdmin`, that of the proposing leader's configured admin key (whichever
-   * leader's committed first is the cluster's). The plain keys never enter an entry.
+   * still deduplicates. Only two kinds carry one: `admin.createKey`, the stored hash (ApiKeyHasher) of
+   * the new API key, and `system.bootstrapAdmin`, that of the proposing leader's configured admin key
+   * (whichever leader's committed first is the cluster's). The plain keys never enter an entry.
+   * `unkeyed` marks an entry of envelope format 2, which carried the key's plain SHA-256 instead.
    */
-  readonly generated?: { readonly keyHash: string };
+  readonly generated?: { readonly keyHash: string; readonly unkeyed?: true };
   /** The request body text exactly as received; empty for a bodiless request. */
   readonly payload: string;
 }
 
 /**
- * Wire format: "KL", format version 2 (1 had no monotonicMs), the header length (uint32, big-endian), the
+ * Wire format: "KL", format version 3 (1 had no monotonicMs, 2 carried API keys' plain SHA-256 in
+ * `generated`; it is still read), the header length (uint32, big-endian), the
  * header as UTF-8 JSON (every field but the payload), then the payload's UTF-8 bytes unescaped, so a body
  * costs its own size.
  */
 const MAGIC_0 = 0x4b;
 const MAGIC_1 = 0x4c;
-const FORMAT_VERSION = 2;
+const FORMAT_VERSION = 3;
+/** Still decoded: committed entries written before format 3 may be applied after an upgrade. */
+const UNKEYED_FORMAT_VERSION = 2;
 const PREFIX_BYTES = 7;
 
 const encoder = new TextEncoder();
@@ -148,7 +152,8 @@ export function encodeCommand(envelope: CommandEnvelope): Uint8Array {
   const out = new Uint8Array(payloadStart + Buffer.byteLength(envelope.payload, "utf8"));
   out[0] = MAGIC_0;
   out[1] = MAGIC_1;
-  out[2] = FORMAT_VERSION;
+  // A format-2 command decoded from an old entry stays format 2 when encoded again.
+  out[2] = envelope.generated?.unkeyed ? UNKEYED_FORMAT_VERSION : FORMAT_VERSION;
   new DataView(out.buffer).setUint32(3, headerBytes);
   encoder.encodeInto(header, out.subarray(PREFIX_BYTES, payloadStart));
   encoder.encodeInto(envelope.payload, out.subarray(payloadStart));
@@ -164,7 +169,10 @@ export function decodeCommand(data: Uint8Array): CommandEnvelope {
   if (data.byteLength < PREFIX_BYTES || data[0] !== MAGIC_0 || data[1] !== MAGIC_1) {
     throw malformed("not a KeyLoad command envelope");
   }
-  if (data[2] !== FORMAT_VERSION) throw malformed(`unsupported envelope format ${data[2]}`);
+  const format = data[2];
+  if (format !== FORMAT_VERSION && format !== UNKEYED_FORMAT_VERSION) {
+    throw malformed(`unsupported envelope format ${format}`);
+  }
   const headerBytes = new DataView(data.buffer, data.byteOffset, data.byteLength).getUint32(3);
   if (headerBytes > data.byteLength - PREFIX_BYTES) throw malformed("header length beyond the entry");
   const header = parseHeader(data.subarray(PREFIX_BYTES, PREFIX_BYTES + headerBytes));
@@ -173,6 +181,9 @@ export function decodeCommand(data: Uint8Array): CommandEnvelope {
     payload = strictDecoder.decode(data.subarray(PREFIX_BYTES + headerBytes));
   } catch {
     throw malformed("payload is not valid UTF-8");
+  }
+  if (format === UNKEYED_FORMAT_VERSION && header.generated) {
+    return { ...header, generated: { keyHash: header.generated.keyHash, unkeyed: true }, payload };
   }
   return { ...header, payload };
 }

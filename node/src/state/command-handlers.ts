@@ -129,7 +129,7 @@ export const COMMAND_HANDLERS: Record<EntryKind, CommandHandler> = {
   "admin.createKey": (ctx, env, { principals }) => {
     parseBody(env.payload, true);
     // decodeCommand guarantees the hash on this kind.
-    return principals.createKey(ctx, routeParam(env, "principalId"), env.generated!.keyHash);
+    return principals.createKey(ctx, routeParam(env, "principalId"), env.generated!);
   },
   "admin.deleteKey": (ctx, env, { principals }) => {
     parseBody(env.payload, true);
@@ -138,7 +138,7 @@ export const COMMAND_HANDLERS: Record<EntryKind, CommandHandler> = {
   "system.bootstrapAdmin": (ctx, env, { principals }) => {
     parseBody(env.payload, true);
     // decodeCommand guarantees the hash on this kind.
-    return principals.bootstrapAdmin(ctx, env.generated!.keyHash);
+    return principals.bootstrapAdmin(ctx, env.generated!);
   },
 };
 

@@ -1,7 +1,7 @@
 import type { Member } from "@keyload/contract";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { generateApiKey, hashApiKey } from "./api-key.js";
-import { ADMIN_KEY, Harness, TempStates } from "./testing/state-fixtures.js";
+import { ADMIN_KEY, Harness, TEST_KEY_HASHER, TempStates } from "./testing/state-fixtures.js";
 
 let temp: TempStates;
 let h: Harness;
@@ -148,6 +148,20 @@ describe("principal catalog", () => {
     });
     expect(h.sm.authenticate(hashApiKey("wrong"))).toBeUndefined();
     expect(h.sm.dump()).not.toContain(ADMIN_KEY);
+  });
+
+  it("keys the plain SHA-256 a command proposed before keys were keyed carries, as it applies", () => {
+    h.ok("admin.putPrincipal", { principalId: "svc", tenantId: "t1", roles: ["reader"] }, asAdmin);
+    const apiKey = generateApiKey();
+    const { keyId } = h.ok<{ keyId: string }>("admin.createKey", "", {
+      ...asAdmin,
+      params: { principalId: "svc" },
+      keyHash: hashApiKey(apiKey),
+      unkeyed: true,
+    });
+    expect(h.sm.authenticate(TEST_KEY_HASHER.hash(apiKey))).toMatchObject({ keyId, principalId: "svc" });
+    expect(h.sm.authenticate(hashApiKey(apiKey))).toBeUndefined();
+    expect(h.sm.dump()).not.toContain(hashApiKey(apiKey));
   });
 
   it("creates principals and keys, whose plain text never reaches the state", () => {

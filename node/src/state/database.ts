@@ -1,8 +1,9 @@
 import { InternalError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { applySqliteLimits, DEFAULT_STORAGE_LIMITS, type SqliteLimits } from "../fs/sqlite-limits.js";
+import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { createSchema, isEmptyDatabase, SCHEMA_VERSION } from "./schema.js";
-import { MIGRATABLE_SCHEMA_VERSION, migrateSchema } from "./schema-migration.js";
+import { migrateSchema, OLDEST_MIGRATABLE_SCHEMA } from "./schema-migration.js";
 
 export interface AppliedPosition {
   /** The last applied entry's index (0 before any). */
@@ -37,6 +38,7 @@ export interface MetaRow {
 export function openDatabase(
   path: string,
   limits: SqliteLimits = DEFAULT_STORAGE_LIMITS.state,
+  keyHasher?: ApiKeyHasher,
 ): Database.Database {
   const db = new Database(path);
   try {
@@ -54,8 +56,11 @@ export function openDatabase(
     const stored = db
       .prepare<[], { schema_version: number }>("SELECT schema_version FROM meta WHERE id = 1")
       .get();
-    if (stored?.schema_version === MIGRATABLE_SCHEMA_VERSION) migrateSchema(db);
-    else if (stored?.schema_version !== SCHEMA_VERSION) {
+    const version = stored?.schema_version;
+    if (version !== undefined && version >= OLDEST_MIGRATABLE_SCHEMA && version < SCHEMA_VERSION) {
+      if (!keyHasher) throw new InternalError(`${path} holds state schema ${version} and needs migrating`);
+      migrateSchema(db, version, keyHasher);
+    } else if (version !== SCHEMA_VERSION) {
       throw new InternalError(
         `${path} holds state schema ${stored?.schema_version ?? "none"}, this voter reads ${SCHEMA_VERSION}: ` +
           "a data directory of another KeyLoad version; start this voter on an empty one",

@@ -1,5 +1,6 @@
 export type { Member, MemberStatus } from "@keyload/contract";
 export { generateApiKey, hashApiKey, isApiKeyHash } from "./api-key.js";
+export { ApiKeyHasher } from "./api-key-hasher.js";
 export type { ApplyResult } from "./apply-result.js";
 export { BOOTSTRAP_ADMIN_COMMAND_ID, bootstrapAdminCommand } from "./bootstrap-admin-command.js";
 export {

@@ -9,7 +9,7 @@ import { runCrashChild } from "./testing/crash-child.js";
 import { CRASH_CONF, CRASH_LIMITS, encodeLogLine } from "./testing/crash-log.js";
 import { replayCommitted } from "./testing/log-replay.js";
 import { randomLog } from "./testing/random-log.js";
-import { TempStates } from "./testing/state-fixtures.js";
+import { TEST_KEY_HASHER, TempStates } from "./testing/state-fixtures.js";
 
 interface ChildRun {
   /** The last index the child reported durable in its log (acknowledged), and held by its state. */
@@ -79,6 +79,7 @@ describe("crash recovery of the log and the state together", () => {
       );
       const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, journalBytes: 64 * 1024 });
       const sm = StateMachine.open({
+        keyHasher: TEST_KEY_HASHER,
         path: join(dir, "state.db"),
         limits: CRASH_LIMITS,
       });

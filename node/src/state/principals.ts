@@ -5,14 +5,16 @@ import {
   UnauthenticatedError,
 } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
-import { type CommandKind, type EntryKind, isSystemKind } from "./command-envelope.js";
+import { type CommandEnvelope, type CommandKind, type EntryKind, isSystemKind } from "./command-envelope.js";
 import { checkScopeId } from "./identifiers.js";
 import { invalid, type JsonObject, optionalArray, requireString } from "./json-body.js";
 
 export const ROLES = ["admin", "writer", "reader"] as const;
 export type Role = (typeof ROLES)[number];
 
+type GeneratedKey = NonNullable<CommandEnvelope["generated"]>;
 /** Who may call a route or send a command: any one of the roles listed. */
 export const ADMIN_ROLES: readonly Role[] = ["admin"];
 export const WRITE_ROLES: readonly Role[] = ["writer", "admin"];
@@ -152,7 +154,10 @@ export class Principals {
   private readonly keyHashTaken: Database.Statement<[string], { n: number }>;
   private readonly systemAdminKeys: Database.Statement<[], { n: number }>;
 
-  constructor(db: Database.Database) {
+  constructor(
+    db: Database.Database,
+    private readonly keyHasher: ApiKeyHasher,
+  ) {
     this.findPrincipal = db.prepare("SELECT tenant, roles FROM principals WHERE principal_id = ?");
     this.upsertPrincipal = db.prepare(
       `INSERT INTO principals (principal_id, tenant, roles, updated_index) VALUES (?, ?, ?, ?)
@@ -189,8 +194,9 @@ export class Principals {
    */
   bootstrapAdmin(
     ctx: ApplyContext,
-    keyHash: string,
+    generated: GeneratedKey,
   ): { principalId: string; tenantId: string; created: boolean } {
+    const keyHash = this.storedHash(generated);
     const result = { principalId: BOOTSTRAP_PRINCIPAL, tenantId: SYSTEM_TENANT };
     if (this.hasBootstrapPrincipal()) return { ...result, created: false };
     // Checked before writing: the table's unique constraints would otherwise fail the apply on every voter.
@@ -222,7 +228,12 @@ export class Principals {
   }
 
   /** Registers a key by its hash; the key ID is derived from the entry, the plain key never seen here. */
-  createKey(ctx: ApplyContext, principalId: string, keyHash: string): { principalId: string; keyId: string } {
+  createKey(
+    ctx: ApplyContext,
+    principalId: string,
+    generated: GeneratedKey,
+  ): { principalId: string; keyId: string } {
+    const keyHash = this.storedHash(generated);
     const principal = this.findPrincipal.get(principalId);
     this.requireOwnTenant(ctx, principal?.tenant ?? ctx.tenant);
     if (principal === undefined) throw notFound(principalId);
@@ -233,6 +244,11 @@ export class Principals {
     this.forget();
     this.insertKey.run(keyId, principalId, keyHash, ctx.index);
     return { principalId, keyId };
+  }
+
+  /** The hash to store for a command's key: as carried, or keyed now if the command carried it plain. */
+  private storedHash(generated: GeneratedKey): string {
+    return generated.unkeyed ? this.keyHasher.rekey(generated.keyHash) : generated.keyHash;
   }
 
   deleteKey(ctx: ApplyContext, principalId: string, keyId: string): { principalId: string; keyId: string } {

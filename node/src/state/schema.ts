@@ -1,10 +1,11 @@
 import type Database from "better-sqlite3";
 
 /**
- * Bumped whenever a table changes. A database of the previous version is migrated when it opens (see
- * migrateSchema); any other version is refused.
+ * Bumped whenever a table or what a column holds changes. A database of an older version is migrated
+ * when it opens (see migrateSchema) when it can be; any other version is refused. 4: API key hashes are
+ * keyed from the cluster secret (ApiKeyHasher).
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /**
  * What schema 3 added, shared by the DDL of a new database and the migration of a version-2 one: the

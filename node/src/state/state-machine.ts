@@ -2,6 +2,7 @@ import { CommandIdConflictError, InternalError, InvalidArgumentError, KeyLoadErr
 import type Database from "better-sqlite3";
 import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from "../fs/sqlite-limits.js";
 import type { Entry } from "../raft/types.js";
+import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { ApplyCommits } from "./apply-commits.js";
 import type { ApplyContext } from "./apply-context.js";
 import type { ApplyResult } from "./apply-result.js";
@@ -45,6 +46,11 @@ export interface StateMachineOptions {
   readonly checkpointFrames?: number;
   /** The state database's and the search index's page cache, mapping and WAL limit. */
   readonly sqlite?: Pick<StorageLimits, "state" | "search">;
+  /**
+   * Keys the stored API key hashes from the cluster secret; the state machine needs it for what was
+   * hashed before: a database of schema 3 or older, and format-2 commands.
+   */
+  readonly keyHasher: ApiKeyHasher;
 }
 
 /** A stored command outcome, or what remains of it, as `GET /v1/commands/{commandId}` answers it. */
@@ -244,7 +250,7 @@ export class StateMachine {
     );
   }
 
-  /** Who holds the API key with this hash (see hashApiKey), or undefined. */
+  /** Who holds the API key with this stored hash (ApiKeyHasher), or undefined. */
   authenticate(keyHash: string): VerifiedPrincipal | undefined {
     return this.session.stores.principals.authenticate(keyHash);
   }
@@ -362,8 +368,8 @@ export class StateMachine {
   }
 
   private openSession(): Session {
-    const db = openDatabase(this.options.path, this.sqlite.state);
-    const stores = createStores(db, this.searchedTenants);
+    const db = openDatabase(this.options.path, this.sqlite.state, this.options.keyHasher);
+    const stores = createStores(db, this.searchedTenants, this.options.keyHasher);
     const writeMeta = db.prepare<[number, number, number, number, number]>(
       "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ?, clock_term = ?, clock_monotonic_ms = ? WHERE id = 1",
     );

@@ -1,4 +1,5 @@
 import type Database from "better-sqlite3";
+import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { ChangeFeed } from "./change-feed.js";
 import { CommandOutcomes } from "./command-outcomes.js";
 import { Dispatch } from "./dispatch.js";
@@ -25,7 +26,11 @@ export interface Stores {
 }
 
 /** `searchedTenants`: the tenants whose documents the search index follows (see SearchChanges). */
-export function createStores(db: Database.Database, searchedTenants: ReadonlySet<string>): Stores {
+export function createStores(
+  db: Database.Database,
+  searchedTenants: ReadonlySet<string>,
+  keyHasher: ApiKeyHasher,
+): Stores {
   const feed = new ChangeFeed(db);
   const searchChanges = new SearchChanges(searchedTenants);
   const documents = new Documents(db, feed, searchChanges);
@@ -39,6 +44,6 @@ export function createStores(db: Database.Database, searchedTenants: ReadonlySet
     subscriptions: new Subscriptions(db, feed),
     membership: new Membership(db),
     dispatch: new Dispatch(db),
-    principals: new Principals(db),
+    principals: new Principals(db, keyHasher),
   };
 }

@@ -1,10 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Identity, ReadRequest } from "../http/voter-service.js";
 import type { Entry } from "../raft/types.js";
-import { generateApiKey, hashApiKey } from "../state/api-key.js";
+import { generateApiKey } from "../state/api-key.js";
 import { ADMIN_ROLES, READ_ROLES, type Role } from "../state/principals.js";
 import type { StateMachine } from "../state/state-machine.js";
-import { committed, LogBuilder, TempStates } from "../state/testing/state-fixtures.js";
+import { committed, LogBuilder, TEST_KEY_HASHER, TempStates } from "../state/testing/state-fixtures.js";
 import { KeyLoadVoterService, type VoterServiceParts } from "./voter-service-impl.js";
 
 const BOOTSTRAP = { tenant: "system", principal: "admin", keyId: "bootstrap" };
@@ -24,7 +24,11 @@ class LaggingVoter {
         this.sm.applyBatch(this.unapplied.splice(0));
       },
     };
-    this.service = new KeyLoadVoterService({ driver, stateMachine: sm } as unknown as VoterServiceParts);
+    this.service = new KeyLoadVoterService({
+      driver,
+      stateMachine: sm,
+      keyHasher: TEST_KEY_HASHER,
+    } as unknown as VoterServiceParts);
   }
 
   apply(...args: Parameters<LogBuilder["command"]>): Record<string, unknown> {
@@ -62,7 +66,7 @@ beforeEach(() => {
   const { keyId } = voter.apply("admin.createKey", "", {
     ...BOOTSTRAP,
     params: { principalId: "svc" },
-    keyHash: hashApiKey(apiKey),
+    keyHash: TEST_KEY_HASHER.hash(apiKey),
   });
   voter.apply(
     "catalog.put",

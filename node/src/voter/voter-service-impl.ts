@@ -20,7 +20,8 @@ import type {
 } from "../http/voter-service.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { ConfState } from "../raft/types.js";
-import { generateApiKey, hashApiKey } from "../state/api-key.js";
+import { generateApiKey } from "../state/api-key.js";
+import type { ApiKeyHasher } from "../state/api-key-hasher.js";
 import { parseBulkGetRequest, parseQueryRequest } from "../state/catalog-query.js";
 import { parseTraverseRequest } from "../state/graph.js";
 import { parseSearchRequest } from "../state/search-query.js";
@@ -35,6 +36,8 @@ export interface VoterServiceParts {
   readonly httpUrl: string;
   readonly driver: RaftDriver;
   readonly stateMachine: StateMachine;
+  /** Hashes API keys as the state stores them: the keys a request presents and the keys made here. */
+  readonly keyHasher: ApiKeyHasher;
   readonly transport: PeerTransport;
   readonly commandGovernor: CommandAdmissionGovernor;
   readonly httpGovernor: HttpAdmissionGovernor;
@@ -71,9 +74,9 @@ export class KeyLoadVoterService implements VoterService {
   }
 
   authenticate(apiKey: string): Identity | null {
-    // The catalog is looked up by the key's SHA-256, so no comparison of the key itself can leak timing.
-    // The principal is returned as the catalog holds it (frozen, shared by that key's requests).
-    return this.parts.stateMachine.authenticate(hashApiKey(apiKey)) ?? null;
+    // The catalog is looked up by the key's keyed hash, so no comparison of the key itself can leak
+    // timing. The principal is returned as the catalog holds it (frozen, shared by that key's requests).
+    return this.parts.stateMachine.authenticate(this.parts.keyHasher.hash(apiKey)) ?? null;
   }
 
   catchUp(): Promise<void> {
@@ -103,7 +106,7 @@ export class KeyLoadVoterService implements VoterService {
       tenant: cmd.identity.tenantId,
       principal: cmd.identity.principalId,
       keyId: cmd.identity.keyId,
-      ...(apiKey ? { generated: { keyHash: hashApiKey(apiKey) } } : {}),
+      ...(apiKey ? { generated: { keyHash: this.parts.keyHasher.hash(apiKey) } } : {}),
     };
     const outcome = await worker.submit(admitted, command);
     if (!outcome.ok) throw outcome.error.withCommandId(cmd.commandId);

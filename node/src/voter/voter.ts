@@ -8,13 +8,14 @@ import { CommandStageMetrics } from "../admission/command-stages.js";
 import { DiskFloor } from "../admission/disk-floor.js";
 import { DiskWatcher, type FreeSpaceProbe } from "../admission/disk-watcher.js";
 import { HttpAdmissionGovernor } from "../admission/http-admission-governor.js";
+import { type HttpTlsFiles, readHttpTlsFiles } from "../config/http-tls-files.js";
 import type { VoterConfig } from "../config/voter-config.js";
 import { ensurePrivateDir } from "../fs/private-dir.js";
 import { createHttpServer, type HttpServer } from "../http/http-server.js";
 import { pickFreePort } from "../net/free-ports.js";
 import { PeerTransport } from "../peer/peer-transport.js";
 import { SeededRandom } from "../raft/seeded-random.js";
-import { hashApiKey } from "../state/api-key.js";
+import { ApiKeyHasher } from "../state/api-key-hasher.js";
 import { snapshotReserveBytes } from "../state/snapshot-reserve.js";
 import { StateMachine } from "../state/state-machine.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
@@ -39,6 +40,7 @@ import { KeyLoadVoterService } from "./voter-service-impl.js";
 
 export interface RunningVoter {
   readonly nodeId: string;
+  /** The base URL it advertises to peers and clients (`KeyLoad:Node:HttpAdvertisedUrl` or derived). */
   readonly httpUrl: string;
   readonly peerAddress: string;
   readonly driver: RaftDriver;
@@ -76,6 +78,8 @@ export async function startVoter(
   faults: VoterFaults = {},
 ): Promise<RunningVoter> {
   const log = logger ?? pino({ level: config.log.level, base: { nodeId: config.node.id } });
+  // Unusable TLS files stop the start before anything is opened or created.
+  const tls = readHttpTlsFiles(config.tls);
   ensurePrivateDir(config.node.dataDir, log);
   ensurePrivateDir(join(config.node.dataDir, "raft"), log);
   ensurePrivateDir(join(config.node.dataDir, "state"), log);
@@ -85,7 +89,7 @@ export async function startVoter(
   const unlock = lockDataDir(config.node.dataDir);
   const opened: (() => unknown)[] = [unlock];
   try {
-    return await wireVoter(config, log, unlock, opened, faults);
+    return await wireVoter(config, log, tls, unlock, opened, faults);
   } catch (err) {
     // The start's own error is the one to report.
     await runEach(opened.reverse());
@@ -97,6 +101,7 @@ export async function startVoter(
 async function wireVoter(
   config: VoterConfig,
   log: Logger,
+  tls: HttpTlsFiles | null,
   unlock: () => void,
   opened: (() => unknown)[],
   faults: VoterFaults,
@@ -129,8 +134,10 @@ async function wireVoter(
     }),
   );
   const statePath = join(node.dataDir, "state", "state.sqlite");
+  const keyHasher = new ApiKeyHasher(config.cluster.secret);
   const stateMachine = StateMachine.open({
     path: statePath,
+    keyHasher,
     limits: config.canonical,
     sqlite: config.storage,
   });
@@ -149,7 +156,8 @@ async function wireVoter(
   }
 
   const httpPort = node.httpPort === 0 ? await pickFreePort(node.httpHost) : node.httpPort;
-  const httpUrl = `http://${urlHost(node.httpHost)}:${httpPort}`;
+  const httpUrl =
+    node.httpAdvertisedUrl || `${tls === null ? "http" : "https"}://${urlHost(node.httpHost)}:${httpPort}`;
   const transport = new PeerTransport({
     nodeId: node.id,
     host: node.peerHost,
@@ -160,6 +168,9 @@ async function wireVoter(
     canonicalLimits: { ...config.canonical },
     clusterId: identity,
     logger: log,
+    maxHandshakes: config.connections.maxPeerHandshakes,
+    maxHandshakesPerSource: config.connections.maxPeerHandshakesPerSource,
+    handshakeTimeoutMs: config.connections.peerHandshakeTimeoutMs,
   });
   const driver = new RaftDriver({
     id: identity.memberId,
@@ -180,7 +191,7 @@ async function wireVoter(
     nodeId: node.id,
     driver,
     stateMachine,
-    adminKeyHash: hashApiKey(config.bootstrap.adminKey),
+    adminKeyHash: keyHasher.hash(config.bootstrap.adminKey),
     logger: log.child({ component: "bootstrap-admin" }),
     checkIntervalMs: raft.heartbeatIntervalMs,
     proposeTimeoutMs: raft.replicationDeadlineMs,
@@ -224,6 +235,7 @@ async function wireVoter(
     httpUrl,
     driver,
     stateMachine,
+    keyHasher,
     transport,
     commandGovernor,
     httpGovernor,
@@ -240,6 +252,8 @@ async function wireVoter(
     service,
     httpAdmission: httpGovernor,
     logger: log,
+    limits: { maxConnections: config.connections.maxHttp },
+    ...(tls === null ? {} : { tls }),
   });
 
   opened.push(() => diskWatcher.stop());
@@ -251,7 +265,10 @@ async function wireVoter(
   opened.push(() => bootstrapAdmin.stop());
   bootstrapAdmin.start();
   await http.listen(node.httpHost, httpPort);
-  log.info({ httpUrl, peer: `${node.peerHost}:${node.peerPort}`, voters }, "voter started");
+  log.info(
+    { httpUrl, http: `${node.httpHost}:${httpPort}`, peer: `${node.peerHost}:${node.peerPort}`, voters },
+    "voter started",
+  );
 
   let stopping: Promise<void> | undefined;
   const shutdown = (): Promise<void> => {

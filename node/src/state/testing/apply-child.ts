@@ -9,10 +9,12 @@ import { SeededRandom } from "../../raft/seeded-random.js";
 import type { Entry } from "../../raft/types.js";
 import { StateMachine } from "../state-machine.js";
 import { CRASH_CHECKPOINT_FRAMES, CRASH_LIMITS, decodeLogLine } from "./crash-log.js";
+import { TEST_KEY_HASHER } from "./state-fixtures.js";
 
 const [path, logPath, seed] = process.argv.slice(2) as [string, string, string];
 const entries: Entry[] = readFileSync(logPath, "utf8").trim().split("\n").map(decodeLogLine);
 const sm = StateMachine.open({
+  keyHasher: TEST_KEY_HASHER,
   path,
   limits: CRASH_LIMITS,
   checkpointFrames: CRASH_CHECKPOINT_FRAMES,

@@ -6,9 +6,10 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import { StateMachine } from "../state-machine.js";
 import { CRASH_LIMITS } from "./crash-log.js";
+import { TEST_KEY_HASHER } from "./state-fixtures.js";
 
 const [path, ...snapshots] = process.argv.slice(2) as [string, string, string];
-const sm = StateMachine.open({ path, limits: CRASH_LIMITS });
+const sm = StateMachine.open({ path, limits: CRASH_LIMITS, keyHasher: TEST_KEY_HASHER });
 process.stdout.write("ready\n");
 for (let round = 0; ; round++) {
   const which = (round % snapshots.length) + 1;

@@ -23,12 +23,14 @@ import {
   decodeLogLine,
 } from "./crash-log.js";
 import { replayCommitted } from "./log-replay.js";
+import { TEST_KEY_HASHER } from "./state-fixtures.js";
 
 const [dir, logPath, seed, killAfter] = process.argv.slice(2) as [string, string, string, string?];
 const planned: Entry[] = readFileSync(logPath, "utf8").trim().split("\n").map(decodeLogLine);
 const store = DurableLogStore.open(join(dir, "log"), { conf: CRASH_CONF, journalBytes: 64 * 1024 });
 const writer = new DurableLogWriter(store, new SnapshotPolicy(CRASH_SNAPSHOT_POLICY));
 const sm = StateMachine.open({
+  keyHasher: TEST_KEY_HASHER,
   path: join(dir, "state.db"),
   limits: CRASH_LIMITS,
   checkpointFrames: CRASH_CHECKPOINT_FRAMES,

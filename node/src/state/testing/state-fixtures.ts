@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Entry } from "../../raft/types.js";
 import { hashApiKey } from "../api-key.js";
+import { ApiKeyHasher } from "../api-key-hasher.js";
 import type { ApplyResult } from "../apply-result.js";
 import { bootstrapAdminCommand } from "../bootstrap-admin-command.js";
 import { type EntryKind, encodeCommand, type RouteParams } from "../command-envelope.js";
@@ -12,6 +13,8 @@ import { StateMachine } from "../state-machine.js";
 
 export const ADMIN_KEY = "bootstrap-admin-key-for-tests";
 export const ADMIN_KEY_HASH = hashApiKey(ADMIN_KEY);
+/** The hasher of every test state machine: what stored hashes would be under a test cluster secret. */
+export const TEST_KEY_HASHER = new ApiKeyHasher("a test cluster secret");
 
 /** State machines in a temporary directory that `cleanup` closes and removes. */
 export class TempStates {
@@ -25,6 +28,7 @@ export class TempStates {
   create(name: string, limits?: Partial<CanonicalLimits>): StateMachine {
     const sm = StateMachine.open({
       path: this.path(`${name}.db`),
+      keyHasher: TEST_KEY_HASHER,
       ...(limits === undefined ? {} : { limits }),
     });
     this.open.push(sm);
@@ -51,6 +55,8 @@ export interface CommandOptions {
    */
   readonly timestampMs?: number;
   readonly keyHash?: string;
+  /** Proposes the key hash as a format-2 command did: its plain SHA-256, to be keyed at apply. */
+  readonly unkeyed?: true;
   readonly params?: RouteParams;
 }
 
@@ -75,7 +81,11 @@ export class LogBuilder {
       timestampMs: options.timestampMs ?? this.nowMs,
       monotonicMs: this.monotonicMs,
       params: options.params ?? {},
-      ...(options.keyHash === undefined ? {} : { generated: { keyHash: options.keyHash } }),
+      ...(options.keyHash === undefined
+        ? {}
+        : {
+            generated: { keyHash: options.keyHash, ...(options.unkeyed ? { unkeyed: true as const } : {}) },
+          }),
       payload: typeof payload === "string" ? payload : JSON.stringify(payload),
     });
     return this.raw(data);

@@ -1,0 +1,79 @@
+import type { Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
+import { afterEach, describe, expect, it } from "vitest";
+import { type HttpFixture, httpFixture } from "./testing/http-fixture.js";
+import { open, parseResponse, waitFor } from "./testing/raw-http.js";
+
+let fx: HttpFixture | undefined;
+const sockets: Socket[] = [];
+afterEach(async () => {
+  for (const socket of sockets.splice(0)) socket.destroy();
+  await fx?.close();
+  fx = undefined;
+});
+
+/** The value of an unlabelled series in the fixture's `/metrics`, read without a connection. */
+async function metric(name: string): Promise<number> {
+  const text = (await fx!.app.inject({ method: "GET", url: "/metrics" })).body;
+  const line = text.split("\n").find((l) => l.startsWith(`${name} `));
+  if (line === undefined) throw new Error(`no ${name} in /metrics`);
+  return Number(line.slice(name.length + 1));
+}
+
+/** A connection, and whether the server has closed it and what it sent before. */
+async function connect(
+  port: number,
+): Promise<{ socket: Socket; received: () => string; closed: () => boolean }> {
+  const socket = await open(port);
+  sockets.push(socket);
+  let received = "";
+  let closed = false;
+  socket.on("data", (chunk: Buffer) => {
+    received += chunk.toString("utf8");
+  });
+  socket.on("close", () => {
+    closed = true;
+  });
+  socket.on("error", () => undefined);
+  return { socket, received: () => received, closed: () => closed };
+}
+
+const LIVE = "GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n";
+
+describe("the HTTP connection cap", () => {
+  it("closes a connection past MaxHttp at once, counts it, and accepts one again once another closed", async () => {
+    fx = httpFixture({ limits: { maxConnections: 2 } });
+    const { port } = await fx.listen();
+    const first = await connect(port);
+    const second = await connect(port);
+    // Both are served: each answers a request, kept alive.
+    for (const c of [first, second]) {
+      c.socket.write(LIVE);
+      await waitFor(() => c.received().includes("\r\n\r\n"), "an answer");
+      expect(parseResponse(c.received()).statusCode).toBe(200);
+    }
+    expect(await metric("keyload_http_connections")).toBe(2);
+    expect(await metric("keyload_http_connections_refused_total")).toBe(0);
+
+    const third = await connect(port);
+    third.socket.write(LIVE);
+    await waitFor(third.closed, "the third connection closed by the voter");
+    expect(third.received()).toBe("");
+    expect(await metric("keyload_http_connections_refused_total")).toBe(1);
+    expect(await metric("keyload_http_connections")).toBe(2);
+    expect(first.closed() || second.closed()).toBe(false);
+
+    first.socket.destroy();
+    const deadline = Date.now() + 5000;
+    while ((await metric("keyload_http_connections")) !== 1) {
+      if (Date.now() > deadline) throw new Error("the voter never saw the first connection closed");
+      await sleep(5);
+    }
+    const fourth = await connect(port);
+    fourth.socket.write(LIVE);
+    await waitFor(() => fourth.received().includes("\r\n\r\n"), "an answer on a new connection");
+    expect(parseResponse(fourth.received()).statusCode).toBe(200);
+    expect(await metric("keyload_http_connections")).toBe(2);
+    expect(await metric("keyload_http_connections_refused_total")).toBe(1);
+  });
+});
