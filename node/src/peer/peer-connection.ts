@@ -1,7 +1,7 @@
 import type { Socket } from "node:net";
 import { encodeFrame, encodeFrameHeader, FRAME_HEADER_BYTES, FrameDecoder } from "./frame-codec.js";
 import { FrameOpener } from "./frame-opener.js";
-import { SEAL_TAG_BYTES } from "./frame-seal.js";
+import { SEAL_TAG_BYTES, SEALED_RECORD_BYTES, SEALED_RECORD_TYPE } from "./frame-seal.js";
 import { FrameSealer } from "./frame-sealer.js";
 import { PeerConnectionClosedError, PeerProtocolError } from "./peer-errors.js";
 import type { PeerStats } from "./peer-stats.js";
@@ -39,9 +39,9 @@ export interface ConnectionKeys {
 /**
  * One framed TCP connection to a peer. During the handshake frames are pulled with `receive()`; once
  * the handshake has succeeded, `open()` switches to pushing each frame to a handler. From the moment the
- * handshake calls `seal()`, every frame either way is sealed with the session keys. Any invalid frame,
- * and any error a handler throws, closes the connection: a peer that breaks the protocol once is not
- * trusted with the rest of the stream.
+ * handshake calls `seal()`, frames either way travel in sealed records (frame-seal.ts). Any invalid
+ * frame or record, and any error a handler throws, closes the connection: a peer that breaks the
+ * protocol once is not trusted with the rest of the stream.
  */
 export class PeerConnection {
   readonly remoteAddress: string;
@@ -52,12 +52,19 @@ export class PeerConnection {
   private error: Error | null = null;
   private sealer: FrameSealer | null = null;
   private opener: FrameOpener | null = null;
+  /** The frames inside the records received, once opened. */
+  private readonly unsealed: FrameDecoder;
+  /** Frames queued for the next record, their bytes, and the `written` callbacks of its frames. */
+  private record: Uint8Array[] = [];
+  private recordBytes = 0;
+  private recordWritten: (() => void)[] = [];
 
   constructor(
     private readonly socket: Socket,
     private readonly options: PeerConnectionOptions,
   ) {
     this.remoteAddress = options.remoteAddress;
+    this.unsealed = new FrameDecoder(options.maxFrameBytes);
     socket.setNoDelay(true);
     socket.setKeepAlive(true, KEEPALIVE_DELAY_MS);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
@@ -95,7 +102,10 @@ export class PeerConnection {
 
   /** The handshake is over: deliver every frame, up to the full frame size, to `handler`. */
   open(handler: (frame: Frame) => void): void {
-    this.decoder.maxFrameBytes = this.options.maxFrameBytes + (this.opener ? SEAL_TAG_BYTES : 0);
+    // A record holds frames up to SEALED_RECORD_BYTES, and more when one frame alone is larger.
+    this.decoder.maxFrameBytes = this.opener
+      ? SEALED_RECORD_BYTES + FRAME_HEADER_BYTES + this.options.maxFrameBytes + SEAL_TAG_BYTES
+      : this.options.maxFrameBytes;
     this.handler = handler;
     while (!this.error) {
       const frame = this.early.shift();
@@ -110,6 +120,7 @@ export class PeerConnection {
    */
   private corked = false;
   private readonly uncork = (): void => {
+    this.sealRecord();
     if (!this.corked) return;
     this.corked = false;
     this.socket.uncork();
@@ -118,13 +129,13 @@ export class PeerConnection {
   /** `written`, for a frame queued, is called once the socket is done with its bytes (or failed). */
   send(type: number, body: Uint8Array | readonly Uint8Array[], written?: () => void): boolean {
     if (this.error) return false;
-    let length = body instanceof Uint8Array ? body.length : body.reduce((n, part) => n + part.length, 0);
+    const length = body instanceof Uint8Array ? body.length : body.reduce((n, part) => n + part.length, 0);
     if (length > this.options.maxFrameBytes) {
       throw new PeerProtocolError(
         `a frame of ${length} bytes exceeds the limit of ${this.options.maxFrameBytes}`,
       );
     }
-    if (this.socket.writableLength > this.options.highWaterMarkBytes) return false;
+    if (this.socket.writableLength + this.recordBytes > this.options.highWaterMarkBytes) return false;
     // Frames queued in one turn of the event loop (a Ready's messages) leave in one write, at the end
     // of that turn unless flushed sooner: after the client answers the same turn produced, so that a
     // leader's commit notices (two socket writes, about 0.25 ms here) do not hold up the answers.
@@ -135,10 +146,12 @@ export class PeerConnection {
     }
     const done = written === undefined ? undefined : () => written();
     if (this.sealer) {
-      const parts = this.sealer.seal(type, body instanceof Uint8Array ? [body] : body, length);
-      for (let i = 0; i < parts.length; i++)
-        this.socket.write(parts[i]!, i === parts.length - 1 ? done : undefined);
-      length += SEAL_TAG_BYTES;
+      this.record.push(encodeFrameHeader(type, length));
+      if (body instanceof Uint8Array) this.record.push(body);
+      else for (const part of body) this.record.push(part);
+      this.recordBytes += FRAME_HEADER_BYTES + length;
+      if (done) this.recordWritten.push(done);
+      if (this.recordBytes >= SEALED_RECORD_BYTES) this.sealRecord();
     } else if (body instanceof Uint8Array) {
       this.socket.write(encodeFrame(type, body), done);
     } else {
@@ -158,10 +171,25 @@ export class PeerConnection {
     this.uncork();
   }
 
+  /** Seals the frames queued for the record and writes it. */
+  private sealRecord(): void {
+    if (this.recordBytes === 0 || this.sealer === null) return;
+    const parts = this.sealer.seal(SEALED_RECORD_TYPE, this.record, this.recordBytes);
+    const written = this.recordWritten;
+    const done = written.length === 0 ? undefined : () => runAll(written);
+    this.record = [];
+    this.recordBytes = 0;
+    this.recordWritten = [];
+    for (let i = 0; i < parts.length; i++)
+      this.socket.write(parts[i]!, i === parts.length - 1 ? done : undefined);
+    this.options.stats.bytesSent += FRAME_HEADER_BYTES + SEAL_TAG_BYTES;
+  }
+
   /** Sends a last frame (a refusal) and closes once it is flushed, so the other side can read why. */
   sendAndClose(type: number, body: Uint8Array, reason: Error): void {
     if (this.error) return;
     this.send(type, body);
+    this.sealRecord();
     this.finish(reason);
     this.socket.end(() => this.socket.destroy());
   }
@@ -174,6 +202,12 @@ export class PeerConnection {
 
   private finish(reason: Error): void {
     this.error = reason;
+    // Frames that will never be sealed are done with: whoever lent their bytes may have them back.
+    const unsent = this.recordWritten;
+    this.record = [];
+    this.recordBytes = 0;
+    this.recordWritten = [];
+    runAll(unsent);
     if (reason instanceof PeerProtocolError) this.options.stats.protocolErrors++;
     this.early.length = 0;
     const waiter = this.waiter;
@@ -194,17 +228,27 @@ export class PeerConnection {
 
   private readonly deliver = (type: number, body: Uint8Array): void => {
     if (this.error) return;
-    this.options.stats.framesReceived++;
-    let opened = body;
-    if (this.opener) {
-      try {
-        opened = this.opener.open(type, body);
-      } catch (error) {
-        this.options.stats.unauthenticFrames++;
-        throw error;
-      }
+    if (this.opener === null) {
+      this.accept(type, body);
+      return;
     }
-    const frame: Frame = { type, body: opened };
+    let record: Uint8Array;
+    try {
+      if (type !== SEALED_RECORD_TYPE) {
+        throw new PeerProtocolError(`an unsealed frame of type ${type} after the handshake`);
+      }
+      record = this.opener.open(type, body);
+    } catch (error) {
+      this.options.stats.unauthenticFrames++;
+      throw error;
+    }
+    this.unsealed.push(record, this.accept);
+  };
+
+  private readonly accept = (type: number, body: Uint8Array): void => {
+    if (this.error) return;
+    this.options.stats.framesReceived++;
+    const frame: Frame = { type, body };
     if (this.handler) {
       this.dispatch(frame);
     } else if (this.waiter) {
@@ -225,4 +269,8 @@ export class PeerConnection {
       this.close(error instanceof Error ? error : new PeerProtocolError(String(error)));
     }
   }
+}
+
+function runAll(callbacks: readonly (() => void)[]): void {
+  for (const callback of callbacks) callback();
 }

@@ -14,7 +14,7 @@ export interface PeerStats {
   authFailures: number;
   /** Connections closed because the other side sent bytes that are not valid frames or messages. */
   protocolErrors: number;
-  /** Frames that failed their authentication after the handshake (forged, altered or replayed). */
+  /** Sealed records (or unsealed frames) after the handshake that failed their authentication. */
   unauthenticFrames: number;
   /** Connections closed at once because their source already had too many in the handshake. */
   handshakesOverCap: number;
