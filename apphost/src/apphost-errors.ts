@@ -187,3 +187,13 @@ export class AdmissionUnavailableError extends AppHostError {
 export class DashboardAssetsError extends AppHostError {
   readonly code = "AppHostDashboardAssets";
 }
+
+/** `publish` cannot write its output where it was asked to; the message says why and what to do. */
+export class PublishOutputError extends AppHostError {
+  readonly code = "AppHostPublishOutput";
+}
+
+/** The voter image's build context could not be staged, or `docker build` failed. */
+export class ImageBuildError extends AppHostError {
+  readonly code = "AppHostImageBuild";
+}

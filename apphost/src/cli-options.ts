@@ -7,6 +7,9 @@ import { parseGroups, parseVoterTarget } from "./cli-targets.js";
 import type { VoterTarget } from "./cluster-leader.js";
 import { VOTER_OPERATIONS, type VoterOperation } from "./control-channel.js";
 import { parseDashboardPort } from "./dashboard-port.js";
+import type { PublishRequest } from "./publish-command.js";
+import { defaultImageName } from "./publish-image.js";
+import { DEFAULT_PUBLISH_PORTS, isPublishTarget, PUBLISH_TARGETS } from "./publish-model.js";
 import { REPO_ROOT } from "./repo-layout.js";
 import { parseRuntimeKind, type RuntimeKind } from "./runtime-kind.js";
 
@@ -31,6 +34,11 @@ Commands:
   replace voterN                         replace a voter whose data is lost (or suspect): remove it from the
                                          configuration, empty its data dir, start it as a new member, add it
                                          as a learner and promote it once it has caught up
+  publish --target compose|kubernetes    write a deployment of the three voters to DIR: compose.yaml or
+          --out DIR [--build]            kubernetes/*.yaml, the voter image's build context (image/,
+          [--image NAME:TAG]             FROM scratch) and build-image.sh, and secrets/ (docs/publish.md);
+          [--http-port N] [--peer-port N]  --build also builds the image (default keyload-voter:VERSION);
+                                         the ports are voter1's (compose: voterN's are N - 1 above)
 
 Options:
   --state-dir DIR        the cluster's state dir (default .keyload in the repository root)
@@ -40,6 +48,7 @@ Options:
   --env-file FILE        the dotenv file to read (default .env in the repository root)
   --dashboard-port N     up: serve the dashboard on 127.0.0.1:N (default 18888, with --isolated a free
                          port; 0: no dashboard)
+  --out DIR              publish: where to write (new, empty, or an earlier publish's output)
   -h, --help             this text
 
 A voter may be named \`leader\`: the voter that leads when the command runs.
@@ -57,6 +66,7 @@ export type CommandName =
   | "transfer-leader"
   | "partition"
   | "heal"
+  | "publish"
   | "help"
   | VoterOperation;
 
@@ -81,6 +91,8 @@ export interface CliOptions {
   readonly sinceMs?: number;
   /** `up --dashboard-port`, when given (dashboard-port.ts). */
   readonly dashboardPort?: number;
+  /** `publish`'s request: set for that command only. */
+  readonly publish?: PublishRequest;
 }
 
 const OPTIONS = {
@@ -97,6 +109,12 @@ const OPTIONS = {
   tail: { type: "string" },
   since: { type: "string" },
   "dashboard-port": { type: "string" },
+  target: { type: "string" },
+  out: { type: "string" },
+  build: { type: "boolean", default: false },
+  image: { type: "string" },
+  "http-port": { type: "string" },
+  "peer-port": { type: "string" },
   help: { type: "boolean", short: "h", default: false },
 } as const;
 
@@ -112,6 +130,7 @@ const COMMAND_OPTIONS: Record<Exclude<CommandName, "help">, readonly OptionName[
   "transfer-leader": [],
   partition: [],
   heal: [],
+  publish: ["target", "out", "build", "image", "env-file", "http-port", "peer-port"],
   start: [],
   stop: [],
   kill: [],
@@ -177,6 +196,10 @@ export function parseCli(argv: readonly string[], cwd: string = process.cwd()): 
     throw new UsageError("status --watch redraws a table; --json prints once");
   }
   if (name === "partition") return { ...base, command: name, groups: parseGroups(rest) };
+  if (name === "publish") {
+    if (rest.length > 0) throw new UsageError(`publish takes no arguments, but got ${rest.join(" ")}`);
+    return { ...base, command: name, publish: parsePublish(values, cwd) };
+  }
   const needsVoter = name === "transfer-leader" || (VOTER_OPERATIONS as readonly string[]).includes(name);
   const mayTakeVoter = name === "logs" || name === "admission";
   if (needsVoter && rest.length !== 1)
@@ -187,4 +210,50 @@ export function parseCli(argv: readonly string[], cwd: string = process.cwd()): 
   }
   const voter = rest[0] === undefined ? undefined : parseVoterTarget(rest[0]);
   return voter === undefined ? { ...base, command: name } : { ...base, command: name, voter };
+}
+
+/** voter1's port for publish; compose gives voter3 two above it, so that must be a port too. */
+function parsePublishPort(option: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const port = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isInteger(port) || port < 1 || port > 65_533) {
+    throw new UsageError(`--${option} takes a port from 1 to 65533 (voter1's), not ${JSON.stringify(text)}`);
+  }
+  return port;
+}
+
+function parsePublish(
+  values: {
+    target?: string;
+    out?: string;
+    build: boolean;
+    image?: string;
+    "http-port"?: string;
+    "peer-port"?: string;
+  },
+  cwd: string,
+): PublishRequest {
+  const { target, out } = values;
+  if (target === undefined) throw new UsageError(`publish needs --target ${PUBLISH_TARGETS.join("|")}`);
+  if (!isPublishTarget(target)) {
+    throw new UsageError(`--target takes ${PUBLISH_TARGETS.join(" or ")}, not ${JSON.stringify(target)}`);
+  }
+  if (out === undefined || out === "") throw new UsageError("publish needs --out DIR, the dir to write to");
+  const image = values.image ?? defaultImageName();
+  // Docker's reference grammar, loosely: [registry[:port]/]name[:tag], lower case.
+  if (!/^[a-z0-9]([a-z0-9._/:-]*[a-z0-9_])?(:[\w][\w.-]{0,127})?$/.test(image)) {
+    throw new UsageError(
+      `--image takes an image reference such as keyload-voter:1.0, not ${JSON.stringify(image)}`,
+    );
+  }
+  const ports = {
+    httpPort: parsePublishPort("http-port", values["http-port"], DEFAULT_PUBLISH_PORTS.httpPort),
+    peerPort: parsePublishPort("peer-port", values["peer-port"], DEFAULT_PUBLISH_PORTS.peerPort),
+  };
+  if (Math.abs(ports.httpPort - ports.peerPort) < 3) {
+    throw new UsageError(
+      "--http-port and --peer-port overlap: compose gives each of the three voters one of each",
+    );
+  }
+  return { target, outDir: resolve(cwd, out), build: values.build, image, ports };
 }

@@ -61,6 +61,12 @@ async function run(argv: readonly string[], output: TerminalOutput): Promise<num
         return await partitionCommand(options, output);
       case "heal":
         return await healCommand(options, output);
+      case "publish": {
+        // Loaded on demand: the Kubernetes models are many modules that no other command needs.
+        const { publishCommand } = await import("./publish-command.js");
+        // parseCli sets the request for publish.
+        return await publishCommand(options.publish!, options.envFile, output);
+      }
       default:
         // parseCli guarantees a voter for every voter operation.
         return await voterCommand(options.command, options.voter!, options, output);

@@ -28,7 +28,7 @@ function generate(): string {
  * in `KeyLoad__Bootstrap__AdminKey` is used instead of the kept one; `adminKeyFromEnvironment` says so.
  */
 export function loadCredentials(
-  model: AppModel,
+  model: Pick<AppModel, "secretFile" | "adminKeyFile">,
   adminKeyFromEnvironment?: string,
 ): ClusterCredentials & { readonly adminKeyIsKept: boolean } {
   let secret = readTrimmed(model.secretFile);
