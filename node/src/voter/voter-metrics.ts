@@ -25,7 +25,10 @@ const PEER_COUNTERS: readonly (readonly [keyof PeerStats, string])[] = [
   ["reconnects", "Dials to peers after a failed dial or a lost connection"],
   ["authFailures", "Peer handshakes refused, by either side (wrong secret, unknown voter, differing limits)"],
   ["protocolErrors", "Peer connections closed for bytes that are not valid frames or messages"],
-  ["unauthenticFrames", "Peer records or frames that failed their authentication (forged, altered or replayed)"],
+  [
+    "unauthenticFrames",
+    "Peer records or frames that failed their authentication (forged, altered or replayed)",
+  ],
   [
     "handshakesOverCap",
     "Peer connections closed at once: too many handshakes open, from one source or in all",
