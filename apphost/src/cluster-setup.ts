@@ -4,7 +4,7 @@ import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { ClusterRunningError, StateDirError } from "./apphost-errors.js";
 import { isStateRunning, readState } from "./apphost-state.js";
 import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
-import { forwardConfig } from "./config-forwarding.js";
+import { forwardConfig, refuseLocalTls } from "./config-forwarding.js";
 import { LocalCluster } from "./local-cluster.js";
 import { pickVoterPorts } from "./port-allocation.js";
 import { voterGidsHere } from "./voter-groups.js";
@@ -60,6 +60,7 @@ export async function prepareCluster(setup: ClusterSetup): Promise<PreparedClust
   }
   if (setup.fresh) wipeStateDir(probe.stateDir);
   const forwarded = forwardConfig(setup.variables);
+  refuseLocalTls(forwarded.voters);
   const ports = setup.isolated ? await pickVoterPorts(APPHOST_DEFAULTS.host) : defaultPorts();
   const model = buildAppModel(setup.stateDir, ports);
   const credentials = loadCredentials(model, forwarded.adminKey);

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { InvalidSettingError, UnknownVoterError } from "./apphost-errors.js";
-import { forwardConfig, readForwardedConfig } from "./config-forwarding.js";
+import { forwardConfig, readForwardedConfig, refuseLocalTls } from "./config-forwarding.js";
 
 const settings = (env: Record<string, string>) =>
   Object.entries(env).map(([name, value]) => ({ name, value }));
@@ -57,6 +57,18 @@ describe("configuration forwarding", () => {
       expect(() => forwardConfig(settings({ [name]: "x" }))).toThrow(InvalidSettingError);
       expect(() => forwardConfig(settings({ [name]: "x" }))).toThrow(name);
     }
+  });
+
+  it("refuses TLS for the voters the AppHost runs, and forwards it for publishing", () => {
+    for (const name of ["KeyLoad__Tls__HttpCertFile", "AppHost__Voters__voter2__KeyLoad__tls__HttpKeyFile"]) {
+      const forwarded = forwardConfig(settings({ [name]: "/etc/keyload/x.pem" }));
+      expect(Object.values(forwarded.voters).some((env) => Object.keys(env).length > 0)).toBe(true);
+      expect(() => refuseLocalTls(forwarded.voters)).toThrow(InvalidSettingError);
+      expect(() => refuseLocalTls(forwarded.voters)).toThrow(/TLS is for a published deployment/);
+    }
+    expect(() =>
+      refuseLocalTls(forwardConfig(settings({ KeyLoad__Log__Level: "debug" })).voters),
+    ).not.toThrow();
   });
 
   it("refuses an unknown voter and a malformed AppHost variable", () => {

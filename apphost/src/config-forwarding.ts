@@ -114,6 +114,23 @@ export function forwardConfig(variables: Iterable<Setting>): ForwardedConfig {
 }
 
 /**
+ * Refuses TLS settings for voters the AppHost runs itself: they serve plain HTTP on loopback, which its
+ * readiness checks, status, dashboard and testing API use. TLS is for a deployment `publish` writes.
+ */
+export function refuseLocalTls(voters: ForwardedConfig["voters"]): void {
+  for (const env of Object.values(voters)) {
+    for (const name of Object.keys(env)) {
+      if (name.toLowerCase().startsWith("keyload__tls__")) {
+        throw new InvalidSettingError(
+          name,
+          "cannot be set for `up`: its voters serve plain HTTP on loopback to the AppHost; TLS is for a published deployment (`publish`)",
+        );
+      }
+    }
+  }
+}
+
+/**
  * The case-insensitive `section:property` key of a `KeyLoad__Section__Property` name (`parts` is the
  * name split at `__`, starting at `KeyLoad`). A malformed name is forwarded under its own name so the
  * voter refuses it with its own message naming the key.
