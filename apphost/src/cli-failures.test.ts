@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AppHostState } from "./apphost-state.js";
-import { runCli, spawnCli, survivors } from "./test-support/cli-process.js";
+import { runCli, spawnCli, survivors } from "./test-fixtures/cli-process.js";
 
 let dirs: string[] = [];
 let leftovers: number[] = [];

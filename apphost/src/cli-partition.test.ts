@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterStatus } from "./cluster-status.js";
-import { runCli, survivors } from "./test-support/cli-process.js";
+import { runCli, survivors } from "./test-fixtures/cli-process.js";
 import { partitionUnavailableReason } from "./testing/network-partition.js";
 
 // Partitions need root and iptables; elsewhere this is skipped, and says why.

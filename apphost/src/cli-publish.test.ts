@@ -6,7 +6,7 @@ import { PublishOutputError, UsageError } from "./apphost-errors.js";
 import { parseCli } from "./cli-options.js";
 import { PUBLISH_MARKER, prepareOutDir } from "./publish-command.js";
 import { defaultImageName } from "./publish-image.js";
-import { runCli } from "./test-support/cli-process.js";
+import { runCli } from "./test-fixtures/cli-process.js";
 
 describe("publish on the command line", () => {
   it("reads the target, the output dir (from the working dir), the image and voter1's ports", () => {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { type AdmissionStatus, KeyLoadClient } from "@keyload/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterStatus } from "./cluster-status.js";
-import { runCli, spawnCli, survivors } from "./test-support/cli-process.js";
+import { runCli, spawnCli, survivors } from "./test-fixtures/cli-process.js";
 
 // One detached cluster, driven through the command line the way a script would.
 let dir: string;

@@ -1,5 +1,6 @@
 import { formatAdmission } from "./admission-format.js";
 import { buildAppModel, defaultPorts, stateDirPaths } from "./app-model.js";
+import { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { AdmissionUnavailableError, NoClusterError } from "./apphost-errors.js";
 import { type OwnerRecord, readState } from "./apphost-state.js";
@@ -10,7 +11,6 @@ import { clusterStatus, formatStatus } from "./cluster-status.js";
 import { sendControl, type VoterOperation } from "./control-channel.js";
 import { pause, untilInterrupted } from "./interruption.js";
 import { transferLeader } from "./leader-transfer.js";
-import { LocalCluster } from "./local-cluster.js";
 import { followLogs } from "./log-follower.js";
 import { formatLogLine, isProbeLine } from "./log-line-format.js";
 import { type LogSelection, mergedLines, selectLog } from "./log-selection.js";
@@ -43,7 +43,7 @@ export async function downCommand(options: CliOptions, output: TerminalOutput): 
     output.line(`No cluster is running in ${options.stateDir}.`);
     return 0;
   }
-  const { cluster } = await LocalCluster.load(options.stateDir);
+  const { cluster } = await AppHostCluster.load(options.stateDir);
   await cluster.stopAll();
   output.line("The cluster stopped.");
   return 0;
@@ -139,7 +139,7 @@ export async function voterCommand(
     output.line(await sendControl(owner.controlSocket, { op: operation, voter }, timeoutMs));
     return 0;
   }
-  const { cluster } = await LocalCluster.load(options.stateDir);
+  const { cluster } = await AppHostCluster.load(options.stateDir);
   output.line(await cluster.operate(operation, voter, (line) => output.line(line)));
   return 0;
 }

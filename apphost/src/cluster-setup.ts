@@ -1,11 +1,11 @@
 import { existsSync, readdirSync, rmSync } from "node:fs";
 import { buildAppModel, defaultPorts, stateDirPaths } from "./app-model.js";
+import { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { ClusterRunningError, StateDirError } from "./apphost-errors.js";
 import { isStateRunning, readState } from "./apphost-state.js";
 import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
 import { forwardConfig, refuseLocalTls } from "./config-forwarding.js";
-import { LocalCluster } from "./local-cluster.js";
 import { pickVoterPorts } from "./port-allocation.js";
 import { voterGidsHere } from "./voter-groups.js";
 import type { VoterRuntime } from "./voter-runtime.js";
@@ -24,7 +24,7 @@ export interface ClusterSetup {
 }
 
 export interface PreparedCluster {
-  readonly cluster: LocalCluster;
+  readonly cluster: AppHostCluster;
   /**
    * Records the admin key in the state dir once the voters accepted it. An admin key from the
    * environment is only recorded then, so a key the voters refused never replaces the kept one.
@@ -65,7 +65,7 @@ export async function prepareCluster(setup: ClusterSetup): Promise<PreparedClust
   const model = buildAppModel(setup.stateDir, ports);
   const credentials = loadCredentials(model, forwarded.adminKey);
   const voterGids = voterGidsHere();
-  const cluster = new LocalCluster({
+  const cluster = new AppHostCluster({
     model,
     runtime: setup.runtime,
     credentials,

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { AppHostState } from "./apphost-state.js";
 import type { ClusterStatus } from "./cluster-status.js";
 import { engineUnavailableReason } from "./container-engine.js";
-import { runCli, spawnCli, survivors } from "./test-support/cli-process.js";
+import { runCli, spawnCli, survivors } from "./test-fixtures/cli-process.js";
 
 // CI starts a Docker engine and sets this, so there the tests fail rather than skip without one.
 const required = process.env.KEYLOAD_REQUIRE_CONTAINER_RUNTIME === "1";

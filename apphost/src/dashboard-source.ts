@@ -1,8 +1,8 @@
 import type { VoterName } from "./app-model.js";
+import type { AppHostCluster } from "./apphost-cluster.js";
 import type { DashboardAction } from "./dashboard-messages.js";
 import type { DashboardSource } from "./dashboard-server.js";
 import { transferLeader } from "./leader-transfer.js";
-import type { LocalCluster } from "./local-cluster.js";
 
 const ACTIONS = [
   "stop",
@@ -15,7 +15,7 @@ const ACTIONS = [
 ] as const satisfies readonly DashboardAction[];
 
 /** The dashboard of a cluster this process runs: its actions are the CLI's voter commands, done here. */
-export function dashboardSourceOf(cluster: LocalCluster): DashboardSource {
+export function dashboardSourceOf(cluster: AppHostCluster): DashboardSource {
   return {
     stateDir: cluster.model.stateDir,
     adminKeyFile: cluster.model.adminKeyFile,

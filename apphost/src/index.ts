@@ -10,6 +10,7 @@ export {
   type VoterName,
   type VoterResource,
 } from "./app-model.js";
+export { AppHostCluster } from "./apphost-cluster.js";
 export { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 export * from "./apphost-errors.js";
 export { currentLeader, type VoterTarget } from "./cluster-leader.js";
@@ -18,6 +19,5 @@ export { type ClusterSetup, prepareCluster } from "./cluster-setup.js";
 export { type ClusterStatus, clusterStatus, type VoterStatus } from "./cluster-status.js";
 export { type ForwardedConfig, forwardConfig, readForwardedConfig } from "./config-forwarding.js";
 export { transferLeader } from "./leader-transfer.js";
-export { LocalCluster } from "./local-cluster.js";
 export { clusterAdmission, type VoterAdmission } from "./voter-admission.js";
 export { type VoterRuntime, voterRuntimeOf } from "./voter-runtime.js";

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { httpUrlOf, peerAddressOf, VOTER_NAMES } from "./app-model.js";
+import type { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { DashboardAssetsError, InterruptedError } from "./apphost-errors.js";
 import type { CliOptions } from "./cli-options.js";
@@ -10,7 +11,6 @@ import { type ControlRequest, controlSocketPath, serveControl } from "./control-
 import { dashboardPortFor } from "./dashboard-port.js";
 import { type Dashboard, serveDashboard } from "./dashboard-server.js";
 import { dashboardSourceOf } from "./dashboard-source.js";
-import type { LocalCluster } from "./local-cluster.js";
 import { followLogs } from "./log-follower.js";
 import { formatLogLine, isProbeLine, paint } from "./log-line-format.js";
 import { recordOf } from "./process-table.js";
@@ -20,7 +20,7 @@ import type { TerminalOutput } from "./terminal-output.js";
 import { describeExit, voterRuntimeOf } from "./voter-runtime.js";
 
 function endpoints(
-  cluster: LocalCluster,
+  cluster: AppHostCluster,
   snapshot: ClusterSnapshot,
   output: TerminalOutput,
   dashboard: Dashboard | null = null,
@@ -65,7 +65,7 @@ export async function upCommand(options: CliOptions, output: TerminalOutput): Pr
 
 /** The dashboard on `port` (0: any free port); without its built page the cluster runs without it. */
 async function startDashboard(
-  cluster: LocalCluster,
+  cluster: AppHostCluster,
   port: number | null,
   output: TerminalOutput,
 ): Promise<Dashboard | null> {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import type { AppHostState } from "./apphost-state.js";
 import type { ClusterStatus } from "./cluster-status.js";
-import { runCli, spawnCli, survivors } from "./test-support/cli-process.js";
+import { runCli, spawnCli, survivors } from "./test-fixtures/cli-process.js";
 
 let dir: string | undefined;
 let leftovers: number[] = [];

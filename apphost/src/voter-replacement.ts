@@ -2,9 +2,9 @@ import { rmSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { ConnectionError, KeyLoadClient, KeyLoadClientError } from "@keyload/client";
 import { httpUrlOf, VOTER_NAMES, type VoterName } from "./app-model.js";
+import type { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { VoterReplaceError } from "./apphost-errors.js";
-import type { LocalCluster } from "./local-cluster.js";
 import { probeVoter } from "./voter-health.js";
 
 export interface ReplaceOptions {
@@ -22,7 +22,7 @@ export interface ReplaceOptions {
  * hold. Each step is safe to repeat, so after a failure running it again resumes.
  */
 export async function replaceVoter(
-  cluster: LocalCluster,
+  cluster: AppHostCluster,
   name: VoterName,
   options: ReplaceOptions = {},
 ): Promise<string> {
@@ -74,7 +74,7 @@ export async function replaceVoter(
  * With the old member removed, the other two voters are the whole quorum until the new one is
  * promoted: both must be ready voters before anything changes.
  */
-async function waitForOtherVoters(cluster: LocalCluster, name: VoterName): Promise<void> {
+async function waitForOtherVoters(cluster: AppHostCluster, name: VoterName): Promise<void> {
   const others = VOTER_NAMES.filter((other) => other !== name);
   const deadline = Date.now() + APPHOST_DEFAULTS.replaceQuorumWaitMs;
   for (;;) {

@@ -1,7 +1,7 @@
+import { InvalidArgumentError } from "@keyload/contract";
 import type { AdaptiveThrottleOptions } from "./adaptive-throttle.js";
 import type { BackoffOptions } from "./backoff.js";
 import { normalizeEndpoint } from "./endpoint-set.js";
-import { InvalidArgumentError } from "./errors/invalid-argument-error.js";
 import type { RetryBudgetOptions } from "./retry-budget.js";
 
 /** How `https://` endpoints are trusted. */

@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from "./errors/invalid-argument-error.js";
+import { InvalidArgumentError } from "@keyload/contract";
 import type { LeaderHint } from "./leader-hint.js";
 
 /** A voter base URL as compared and joined with paths: origin and path, without a trailing slash. */

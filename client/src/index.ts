@@ -1,20 +1,29 @@
+// The error classes are the contract's, the very ones the voter throws, so `instanceof` holds across.
+// KeyLoadClientError and ClientErrorOptions are the names this package used before it shared them.
+export {
+  type ClientGovernor,
+  CommandIdConflictError,
+  FailedPreconditionError,
+  InternalError,
+  InvalidArgumentError,
+  KeyLoadError,
+  KeyLoadError as KeyLoadClientError,
+  type KeyLoadErrorOptions as ClientErrorOptions,
+  type KeyLoadErrorOptions,
+  LeaseLostError,
+  NotFoundError,
+  PermissionDeniedError,
+  ResourceExhaustedError,
+  type ResourceExhaustedOptions,
+  UnauthenticatedError,
+  UnavailableError,
+  UnknownWriteOutcomeError,
+} from "@keyload/contract";
 export type { AdaptiveThrottleOptions } from "./adaptive-throttle.js";
 export * from "./api-types.js";
 export type { BackoffOptions } from "./backoff.js";
 export { CLIENT_DEFAULTS, type ClientTlsOptions, type KeyLoadClientOptions } from "./client-options.js";
-export { CommandIdConflictError } from "./errors/command-id-conflict-error.js";
 export { ConnectionError, type ConnectionFailure } from "./errors/connection-error.js";
-export { FailedPreconditionError } from "./errors/failed-precondition-error.js";
-export { InternalError } from "./errors/internal-error.js";
-export { InvalidArgumentError } from "./errors/invalid-argument-error.js";
-export { type ClientErrorOptions, KeyLoadClientError } from "./errors/keyload-client-error.js";
-export { LeaseLostError } from "./errors/lease-lost-error.js";
-export { NotFoundError } from "./errors/not-found-error.js";
-export { PermissionDeniedError } from "./errors/permission-denied-error.js";
-export { type ClientGovernor, ResourceExhaustedError } from "./errors/resource-exhausted-error.js";
-export { UnauthenticatedError } from "./errors/unauthenticated-error.js";
-export { UnavailableError } from "./errors/unavailable-error.js";
-export { UnknownWriteOutcomeError } from "./errors/unknown-write-outcome-error.js";
 export type { HttpMethod } from "./http-transport.js";
 export {
   type ChunkedBody,
@@ -31,4 +40,4 @@ export {
 export { type LeaderHint, parseLeaderHint } from "./leader-hint.js";
 export { type CallOptions, COMMAND_ID_HEADER, type WriteOptions } from "./request-executor.js";
 export type { RetryBudgetOptions } from "./retry-budget.js";
-export { uuidV7 } from "./uuid-v7.js";
+export { UuidV7Generator, uuidV7 } from "./uuid-v7.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { KeyLoadClient } from "./index.js";
-import { ScriptedVoter } from "./testing/scripted-voter.js";
+import { ScriptedVoter } from "./test-fixtures/scripted-voter.js";
 
 const opened: { close(): Promise<void> }[] = [];
 afterEach(async () => {

@@ -11,8 +11,8 @@ import {
   UnavailableError,
   UnknownWriteOutcomeError,
 } from "./index.js";
-import { closedPort } from "./testing/closed-port.js";
-import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./testing/scripted-voter.js";
+import { closedPort } from "./test-fixtures/closed-port.js";
+import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
 
 const OK_PUT = { status: 200, body: { commandId: "from-voter", key: "k", version: 1 } };
 const UNAVAILABLE: ScriptedAnswer = { status: 503, body: errorBody("Unavailable", "NoLeader") };

@@ -1,3 +1,4 @@
+import { KeyLoadError, ResourceExhaustedError } from "@keyload/contract";
 import type {
   AckDeliveryResult,
   AdmissionStatus,
@@ -50,8 +51,6 @@ import {
   resolveClientOptions,
 } from "./client-options.js";
 import { ConnectionError } from "./errors/connection-error.js";
-import { KeyLoadClientError } from "./errors/keyload-client-error.js";
-import { ResourceExhaustedError } from "./errors/resource-exhausted-error.js";
 import { type HttpMethod, HttpTransport, type IncomingAnswer } from "./http-transport.js";
 import { type CallOptions, type Exchange, RequestExecutor, type WriteOptions } from "./request-executor.js";
 
@@ -120,13 +119,12 @@ function text(body: string): string {
 }
 
 /** Whether a failed submission still leaves the command's durable outcome unknown (so resubmitting helps). */
-function outcomeUnknown(error: unknown): error is KeyLoadClientError | ConnectionError {
+function outcomeUnknown(error: unknown): error is KeyLoadError | ConnectionError {
   if (error instanceof ConnectionError) return error.reason !== "Aborted";
   if (error instanceof ResourceExhaustedError)
     return error.reason !== "BodyTooLarge" && error.reason !== "ControlPayloadTooLarge";
   return (
-    error instanceof KeyLoadClientError &&
-    (error.code === "UnknownWriteOutcome" || error.code === "Unavailable")
+    error instanceof KeyLoadError && (error.code === "UnknownWriteOutcome" || error.code === "Unavailable")
   );
 }
 
@@ -463,7 +461,7 @@ export class KeyLoadClient {
       } catch (error) {
         if (!outcomeUnknown(error)) throw error;
         const wait = Math.max(
-          error instanceof KeyLoadClientError ? (error.retryAfter ?? 0) : 0,
+          error instanceof KeyLoadError ? (error.retryAfter ?? 0) : 0,
           backoffDelay(round, this.options.backoff, this.options.random),
         );
         if (this.options.now() - started + wait > deadlineMs) throw error;

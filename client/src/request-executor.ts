@@ -1,14 +1,16 @@
 import { setTimeout as sleep } from "node:timers/promises";
+import {
+  InternalError,
+  KeyLoadError,
+  ResourceExhaustedError,
+  UnknownWriteOutcomeError,
+} from "@keyload/contract";
 import { AdaptiveThrottle } from "./adaptive-throttle.js";
 import { backoffDelay } from "./backoff.js";
 import type { ResolvedClientOptions } from "./client-options.js";
 import { EndpointSet, normalizeEndpoint } from "./endpoint-set.js";
 import { ConnectionError } from "./errors/connection-error.js";
 import { errorFromAnswer } from "./errors/error-from-answer.js";
-import { InternalError } from "./errors/internal-error.js";
-import { KeyLoadClientError } from "./errors/keyload-client-error.js";
-import { ResourceExhaustedError } from "./errors/resource-exhausted-error.js";
-import { UnknownWriteOutcomeError } from "./errors/unknown-write-outcome-error.js";
 import type {
   HttpMethod,
   HttpTransport,
@@ -19,7 +21,7 @@ import type {
 import { LEADER_HEADER, parseLeaderHint } from "./leader-hint.js";
 import { parseRetryAfter } from "./retry-after.js";
 import { RetryBudget } from "./retry-budget.js";
-import { uuidV7 } from "./uuid-v7.js";
+import { UuidV7Generator } from "./uuid-v7.js";
 
 export const COMMAND_ID_HEADER = "keyload-command-id";
 
@@ -54,7 +56,7 @@ export interface WriteOptions extends CallOptions {
   readonly commandId?: string;
 }
 
-type Failure = KeyLoadClientError | ConnectionError;
+type Failure = KeyLoadError | ConnectionError;
 
 type Attempt<T> =
   | { readonly ok: true; readonly value: T }
@@ -76,6 +78,7 @@ export class RequestExecutor {
   readonly endpoints: EndpointSet;
   private readonly budget: RetryBudget;
   private readonly throttle: AdaptiveThrottle | undefined;
+  private readonly commandIds: UuidV7Generator;
 
   constructor(
     private readonly options: ResolvedClientOptions,
@@ -87,11 +90,12 @@ export class RequestExecutor {
       options.adaptiveThrottle === false
         ? undefined
         : new AdaptiveThrottle(options.adaptiveThrottle, options.now, options.random);
+    this.commandIds = new UuidV7Generator(options.now);
   }
 
-  /** A new command ID: a UUIDv7 on the client's clock. */
+  /** A new command ID: a UUIDv7 on the client's clock, greater than every one this client made before. */
   newCommandId(): string {
-    return uuidV7(this.options.now());
+    return this.commandIds.next();
   }
 
   /**
@@ -267,12 +271,10 @@ export class RequestExecutor {
   private throttled(commandId: string | undefined): ResourceExhaustedError {
     const probability = this.throttle?.rejectProbability() ?? 0;
     return new ResourceExhaustedError(
+      "ClientThrottled",
       "the client's adaptive throttle rejected the request locally: the cluster has been refusing requests",
-      {
-        reason: "ClientThrottled",
-        commandId,
-        details: { governor: "client", rejectProbability: probability },
-      },
+      { governor: "client", rejectProbability: probability },
+      { commandId },
     );
   }
 }
@@ -282,7 +284,7 @@ function pinnedEndpoint(endpoint: string, commandId: string | undefined): string
   try {
     return normalizeEndpoint(endpoint);
   } catch (error) {
-    if (commandId !== undefined && error instanceof KeyLoadClientError) throw error.withCommandId(commandId);
+    if (commandId !== undefined && error instanceof KeyLoadError) throw error.withCommandId(commandId);
     throw error;
   }
 }
@@ -339,7 +341,7 @@ function finalError(
       },
     );
   }
-  if (failure instanceof KeyLoadClientError && commandId !== undefined && failure.commandId === undefined) {
+  if (failure instanceof KeyLoadError && commandId !== undefined && failure.commandId === undefined) {
     return failure.withCommandId(commandId);
   }
   return failure;

@@ -32,3 +32,48 @@ export function uuidV7(
   const hex = Array.from(bytes, (byte) => HEX[byte]).join("");
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
+
+/** The largest value of the 12-bit counter in `rand_a`. */
+const MAX_COUNTER = 0xfff;
+
+/**
+ * Makes UUIDv7s that strictly increase (as strings too) from one generator, however fast they are asked
+ * for and whatever the clock does: RFC 9562 section 6.2, method 1. `rand_a` holds a 12-bit counter,
+ * seeded randomly (its top bit clear, leaving at least 2048 steps) at each new millisecond and
+ * incremented within one; `rand_b` stays random. A clock that stands still or steps back keeps the last
+ * timestamp, and a counter that runs out moves the timestamp one millisecond ahead of the clock, so
+ * order never depends on the clock. One per client keeps its command IDs, and so a voter's
+ * command-outcome index, in creation order.
+ */
+export class UuidV7Generator {
+  private lastMs = -1;
+  private counter = 0;
+
+  constructor(
+    private readonly now: () => number = Date.now,
+    private readonly fillRandom: (bytes: Uint8Array) => Uint8Array = (bytes) => getRandomValues(bytes),
+  ) {}
+
+  next(): string {
+    const random = this.fillRandom(new Uint8Array(16));
+    const nowMs = Math.floor(this.now());
+    if (nowMs > this.lastMs) {
+      this.lastMs = nowMs;
+      this.counter = seedCounter(random);
+    } else if (this.counter < MAX_COUNTER) {
+      this.counter++;
+    } else {
+      this.lastMs++;
+      this.counter = seedCounter(random);
+    }
+    // rand_a is the low nibble of byte 6 and all of byte 7; uuidV7 sets the version nibble above it.
+    random[6] = this.counter >>> 8;
+    random[7] = this.counter & 0xff;
+    return uuidV7(this.lastMs, random);
+  }
+}
+
+/** A random start for a millisecond's counter, below 2^11 so at least 2048 IDs fit before it runs out. */
+function seedCounter(random: Uint8Array): number {
+  return ((random[6]! & 0x07) << 8) | random[7]!;
+}

@@ -33,14 +33,19 @@ export type ResourceExhaustedReason =
   | "PrincipalRequests"
   | "BodyTooLarge"
   /** The voter's free disk is below its floor (contract section 8). */
-  | "DiskFloor";
+  | "DiskFloor"
+  /** A client's adaptive throttle refused locally (governor `client`); no voter sends it. */
+  | "ClientThrottled";
 
 export type Governor = "command" | "http";
+/** Who refused: a voter's command or HTTP admission, or (`client`) a client's own adaptive throttle. */
+export type ClientGovernor = Governor | "client";
 export type Lane = "data" | "control";
 
 /** `details` of a ResourceExhausted error: which governor, lane or pool, and the limit that refused. */
 export interface ResourceExhaustedDetails {
-  readonly governor: Governor;
+  /** A voter sends `command` or `http`; `client` only names a client's own throttle. */
+  readonly governor: ClientGovernor;
   readonly lane?: Lane;
   readonly pool?: Lane;
   /** The configuration property that refused, e.g. `MaxRetainedBytes`. */

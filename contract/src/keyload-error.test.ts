@@ -2,7 +2,11 @@ import { describe, expect, it } from "vitest";
 import { ERROR_CODES, ERROR_STATUS } from "./error-codes.js";
 import {
   CommandIdConflictError,
+  errorForCode,
+  errorFromBody,
+  InternalError,
   KeyLoadError,
+  NotFoundError,
   ResourceExhaustedError,
   UnknownWriteOutcomeError,
 } from "./keyload-error.js";
@@ -46,6 +50,53 @@ describe("KeyLoadError", () => {
     expect([big.status, big.retryAfterSeconds]).toEqual([413, undefined]);
     expect([busy.status, busy.retryAfterSeconds]).toEqual([429, 1]);
     expect(busy.toBody().error.details).toEqual({ governor: "command", lane: "data" });
+  });
+
+  it("carries what a client read from an answer: the answered status, the endpoint, Retry-After", () => {
+    const answered = new InternalError("m", { httpStatus: 502, endpoint: "http://v1:1", retryAfter: 5 });
+    expect([answered.status, answered.endpoint, answered.retryAfter]).toEqual([502, "http://v1:1", 5]);
+    expect(answered.withCommandId("c").status).toBe(502);
+    const local = new InternalError("m");
+    expect([local.status, local.endpoint, local.retryAfter]).toEqual([500, undefined, undefined]);
+    const refused = new ResourceExhaustedError(
+      "TenantRequests",
+      "m",
+      { governor: "http", pool: "data" },
+      {
+        httpStatus: 429,
+        retryAfter: 2_000,
+        retryAfterSeconds: 2,
+      },
+    );
+    expect(refused).toMatchObject({ status: 429, governor: "http", pool: "data", lane: undefined });
+    expect([refused.retryAfter, refused.retryAfterSeconds]).toEqual([2_000, 2]);
+  });
+
+  it("names a client's own throttle as the refusing governor, without a Retry-After", () => {
+    const throttled = new ResourceExhaustedError("ClientThrottled", "m", { governor: "client" });
+    expect(throttled).toMatchObject({ status: 429, governor: "client", retryAfterSeconds: undefined });
+  });
+
+  it("gives every code its own class, keeping the contract's status", () => {
+    const names = new Set<string>();
+    for (const code of ERROR_CODES) {
+      const error = errorForCode(code, "m");
+      expect(error).toBeInstanceOf(KeyLoadError);
+      expect(error.code).toBe(code);
+      expect(error.name).toBe(`${code}Error`);
+      expect(error.status).toBe(ERROR_STATUS[code]);
+      names.add(error.name);
+    }
+    expect(names.size).toBe(ERROR_CODES.length);
+  });
+
+  it("rebuilds a relayed body as its code's own class", () => {
+    const relayed = errorFromBody({ code: "NotFound", reason: "NoSuchKey", message: "m" }, "c-1");
+    expect(relayed).toBeInstanceOf(NotFoundError);
+    expect(relayed).toMatchObject({ reason: "NoSuchKey", commandId: "c-1", status: 404 });
+    const refused = errorFromBody({ code: "ResourceExhausted", reason: "CommandCount", message: "m" });
+    expect(refused).toBeInstanceOf(ResourceExhaustedError);
+    expect(refused).toMatchObject({ governor: "command", status: 429 });
   });
 
   it("maps every registered code onto an HTTP error status", () => {

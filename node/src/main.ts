@@ -3,10 +3,10 @@
  * `keyload-node`: runs one voter. Configuration comes from `KeyLoad__Section__Property` environment
  * variables, `--KeyLoad:Section:Property=V` arguments and an optional `--config FILE`.
  */
-import { readFileSync } from "node:fs";
 import { ConfigError } from "./config/config-error.js";
 import { configHelp } from "./config/config-help.js";
 import { loadVoterConfig, VOTER_CONFIG } from "./config/voter-config.js";
+import { packageVersion } from "./package-version.js";
 import { DataDirLockedError } from "./voter/data-dir-lock.js";
 import { type RunningVoter, startVoter } from "./voter/voter.js";
 
@@ -72,14 +72,6 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
-}
-
-/** The version in this package's package.json, one level above both src/ and dist/. */
-function packageVersion(): string {
-  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
-    version: string;
-  };
-  return pkg.version;
 }
 
 /**

@@ -1,17 +1,17 @@
 /**
  * Command admission throughput: admit + release pairs per second on one thread with 1,000 tenants x 10
- * principals, the cost of a refusal next to an admission, and the apply worker's per-command cost with
- * a replication target that answers at once. Rates are per CPU second, as the machine may be shared.
+ * principals, the cost of a refusal next to an admission, and the command scheduler's per-command cost
+ * with a replication target that answers at once. Rates are per CPU second, as the machine may be shared.
  *
  *   pnpm --filter @keyload/scripts exec tsx --conditions=source bench/admission-command.ts [--pairs N] [--commands N]
  */
 import { parseArgs } from "node:util";
 import {
   AdmissionRefusal,
-  ApplyWorker,
   CommandAdmissionGovernor,
   type CommandOutcome,
   type CommandReservation,
+  CommandScheduler,
 } from "@keyload/node/admission";
 import {
   type PerOperation,
@@ -40,9 +40,9 @@ export interface CommandAdmissionBenchResult {
   countRefusal: PerOperation;
   principalRefusal: PerOperation;
   refusalError: PerOperation;
-  workerCommands: number;
-  worker: PerOperation;
-  workerUnbatched: PerOperation;
+  schedulerCommands: number;
+  scheduler: PerOperation;
+  schedulerUnbatched: PerOperation;
 }
 
 function admitOrThrow(
@@ -117,8 +117,11 @@ interface BenchCommand {
   readonly n: number;
 }
 
-/** Pushes `commands` through admission, the worker and release, in rounds that fill both lanes. */
-async function measureWorker(
+/**
+ * Pushes `commands` through admission, the command scheduler and release, in rounds that fill both
+ * lanes.
+ */
+async function measureScheduler(
   commands: number,
   all: Scope[],
   maxBatchCommands: number,
@@ -127,7 +130,7 @@ async function measureWorker(
   const answers: (readonly CommandOutcome<number>[])[] = [];
   for (let n = 0; n <= maxBatchCommands; n++) answers.push(new Array(n).fill(outcome));
   const governor = new CommandAdmissionGovernor();
-  const worker = new ApplyWorker<BenchCommand, number>(
+  const scheduler = new CommandScheduler<BenchCommand, number>(
     { replicate: (batch) => Promise.resolve(answers[batch.length]!) },
     { maxBatchCommands },
   );
@@ -146,12 +149,12 @@ async function measureWorker(
       for (let i = 0; i < perRound; i++) {
         const lane = i < dataPerRound ? "data" : "control";
         const scope = all[order[submitted++ & 0xffff]!]!;
-        worker.submit(admitOrThrow(governor, lane, scope, PAYLOADS[i & 3]!), { n: i }).then(done);
+        scheduler.submit(admitOrThrow(governor, lane, scope, PAYLOADS[i & 3]!), { n: i }).then(done);
       }
     });
   }
   const perCommand = stop(submitted);
-  await worker.shutdown();
+  await scheduler.shutdown();
   return perCommand;
 }
 
@@ -162,10 +165,10 @@ export async function runCommandAdmissionBench(
   const all = scopes();
   const pair = measurePairs(pairs, all);
   const refusals = measureRefusals(Math.max(1, Math.floor(pairs / 4)), all);
-  const workerCommands = Math.ceil(commands / 272) * 272;
-  const worker = await measureWorker(workerCommands, all, 64);
-  const workerUnbatched = await measureWorker(workerCommands, all, 1);
-  return { pairs, pair, ...refusals, workerCommands, worker, workerUnbatched };
+  const schedulerCommands = Math.ceil(commands / 272) * 272;
+  const scheduler = await measureScheduler(schedulerCommands, all, 64);
+  const schedulerUnbatched = await measureScheduler(schedulerCommands, all, 1);
+  return { pairs, pair, ...refusals, schedulerCommands, scheduler, schedulerUnbatched };
 }
 
 const ns = (n: number) => `${n.toFixed(0)} ns`;
@@ -177,7 +180,7 @@ export function formatCommandAdmissionBench(r: CommandAdmissionBenchResult): str
     `admission-command: ${r.pairs} admit+release pairs over ${TENANTS} tenants x ${PRINCIPALS_PER_TENANT} principals, ${WINDOW} held at once`,
     `  pairs per CPU second: ${Math.round(perCpuSecond)} (target >= 3000000, ratio ${(perCpuSecond / 3_000_000).toFixed(2)}); ${ns(r.pair.cpuNs)} CPU, ${ns(r.pair.wallNs)} wall per pair`,
     `  refusal: ${ns(r.countRefusal.cpuNs)} at the count check, ${ns(r.principalRefusal.cpuNs)} at the principal check (worst/pair ${(worstRefusal / r.pair.cpuNs).toFixed(2)}, target <= 1); building its ResourceExhaustedError ${ns(r.refusalError.cpuNs)}`,
-    `  apply worker, ${r.workerCommands} commands admitted, scheduled, answered and released: ${ns(r.worker.cpuNs)} CPU per command in units of up to 64, of which ${ns(r.worker.cpuNs - r.pair.cpuNs)} beyond admit+release (target <= 1000); ${ns(r.workerUnbatched.cpuNs)} with one command per unit`,
+    `  command scheduler, ${r.schedulerCommands} commands admitted, scheduled, answered and released: ${ns(r.scheduler.cpuNs)} CPU per command in units of up to 64, of which ${ns(r.scheduler.cpuNs - r.pair.cpuNs)} beyond admit+release (target <= 1000); ${ns(r.schedulerUnbatched.cpuNs)} with one command per unit`,
   ].join("\n");
 }
 

@@ -25,10 +25,11 @@
  * cluster's first seconds are its cold start (JIT compilation in the voters and in this load
  * generator, data files growing from empty, every key written for the first time), which falls on one
  * pass of each system and not evenly. The voters' JIT reaches its steady state after a number of
- * writes, not of seconds: on a slow 2-core machine 10 s at one writer (about 3,000 writes) left
- * KeyLoad's first pass 10–25 % slower than its second, 40 s (about 16,000) did not. The two systems
- * warm up in alternating slices, the one measured first taking the last, so that neither sits idle
- * before its first pass longer than the ABBA order makes it wait at any other level.
+ * writes, not of seconds: on a slow 2-core machine a 10 s warm-up at one writer left KeyLoad's first
+ * pass slower than its second, one of 40 s did not (docs/benchmarks.md, "Writes side by side with
+ * etcd"). The two systems warm up in alternating slices, the one measured first taking the last, so
+ * that neither sits idle before its first pass longer than the ABBA order makes it wait at any other
+ * level.
  * --start-warmup 0 --start-warmup-writes 0 measures the cold start.
  *
  * The voters run what the `keyload-node` bin runs, the compiled `node/dist/main.js`, built at the start

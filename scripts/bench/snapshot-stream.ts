@@ -19,8 +19,8 @@ import { monitorEventLoopDelay } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { loadVoterConfig } from "../../node/src/config/voter-config.js";
-import { clusterEnvs } from "../../node/src/voter/testing/cluster-envs.js";
-import { killProcess, startVoterProcess } from "../../node/src/voter/testing/voter-process.js";
+import { clusterEnvs } from "../../node/src/voter/test-fixtures/cluster-envs.js";
+import { killProcess, startVoterProcess } from "../../node/src/voter/test-fixtures/voter-process.js";
 import { type RunningVoter, startVoter } from "../../node/src/voter/voter.js";
 import { NODE_PACKAGE_DIR } from "./keyload-cluster.js";
 

@@ -7,13 +7,13 @@ import {
   type WriteOptions,
 } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { closeAll, holdDataSlot } from "./support/held-data-slots.js";
-import { waitForDataCommands, waitForMetric } from "./support/metric-wait.js";
-import { PausedLeader } from "./support/paused-leader.js";
-import type { RawRequest } from "./support/raw-request.js";
-import { ensureFollower } from "./support/voter-roles.js";
-import { waitUntil } from "./support/wait-until.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { closeAll, holdDataSlot } from "./test-fixtures/held-data-slots.js";
+import { waitForDataCommands, waitForMetric } from "./test-fixtures/metric-wait.js";
+import { PausedLeader } from "./test-fixtures/paused-leader.js";
+import type { RawRequest } from "./test-fixtures/raw-request.js";
+import { ensureFollower } from "./test-fixtures/voter-roles.js";
+import { waitUntil } from "./test-fixtures/wait-until.js";
 
 const startCluster = clusterPerTest();
 

@@ -1,9 +1,9 @@
 import type { TestCluster, VoterName } from "@keyload/apphost/testing";
 import { NotFoundError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { RawRequest, type RawResponse } from "./support/raw-request.js";
-import { bodyOfSize } from "./support/sized-bodies.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { RawRequest, type RawResponse } from "./test-fixtures/raw-request.js";
+import { bodyOfSize } from "./test-fixtures/sized-bodies.js";
 
 /**
  * The seed's body-limit regression on three voter processes: public data bodies are capped at 8 MiB

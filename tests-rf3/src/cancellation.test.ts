@@ -1,12 +1,12 @@
 import type { CommandOutcome, KeyLoadClient } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { waitForDataCommands } from "./support/metric-wait.js";
-import { PausedLeader } from "./support/paused-leader.js";
-import { RawRequest } from "./support/raw-request.js";
-import { sawHangUp } from "./support/request-log.js";
-import { metricOf } from "./support/voter-metrics.js";
-import { errorLine, waitUntil } from "./support/wait-until.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { waitForDataCommands } from "./test-fixtures/metric-wait.js";
+import { PausedLeader } from "./test-fixtures/paused-leader.js";
+import { RawRequest } from "./test-fixtures/raw-request.js";
+import { sawHangUp } from "./test-fixtures/request-log.js";
+import { metricOf } from "./test-fixtures/voter-metrics.js";
+import { errorLine, waitUntil } from "./test-fixtures/wait-until.js";
 
 const startCluster = clusterPerTest();
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { clientsPerTest } from "./support/clients-per-test.js";
-import { clusterPerTest } from "./support/cluster-per-test.js";
+import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 
 const startCluster = clusterPerTest();
 const connect = clientsPerTest();

@@ -12,9 +12,9 @@ import {
   type Written,
 } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { failure } from "./support/failure.js";
-import { SentCommandIds } from "./support/sent-command-ids.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { failure } from "./test-fixtures/failure.js";
+import { SentCommandIds } from "./test-fixtures/sent-command-ids.js";
 
 /**
  * Command admission keeps 64 KiB per node and a data body is capped at 256 KiB, so one large write is

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { VOTER_NAMES } from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { RegisterWorkload } from "./support/register-workload.js";
-import { SeededRandom } from "./support/seeded-random.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { RegisterWorkload } from "./test-fixtures/register-workload.js";
+import { SeededRandom } from "./test-fixtures/seeded-random.js";
 
 const ROUNDS = 5;
 

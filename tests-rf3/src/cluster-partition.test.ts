@@ -1,10 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { linksBetween, VOTER_NAMES, type VoterLink, type VoterName } from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { partitionsUnavailable } from "./support/partitions-required.js";
-import { RegisterWorkload } from "./support/register-workload.js";
-import { SeededRandom } from "./support/seeded-random.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
+import { RegisterWorkload } from "./test-fixtures/register-workload.js";
+import { SeededRandom } from "./test-fixtures/seeded-random.js";
 
 const ROUNDS = 6;
 

@@ -1,7 +1,7 @@
 import { ResourceExhaustedError as RefusedError, type ResourceExhaustedError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { payloadRetaining, retainedBytesOf } from "./support/sized-bodies.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { payloadRetaining, retainedBytesOf } from "./test-fixtures/sized-bodies.js";
 
 /**
  * The command accounting formula at the byte, on three voter processes: with `MaxRetainedBytes` = B,

@@ -7,9 +7,9 @@ import {
   type VoterName,
 } from "@keyload/apphost/testing";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { partitionsUnavailable } from "./support/partitions-required.js";
-import { waitUntil } from "./support/wait-until.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
+import { waitUntil } from "./test-fixtures/wait-until.js";
 
 // CI starts a Docker engine and sets this, so there the test fails rather than skips without one.
 const required = process.env.KEYLOAD_REQUIRE_CONTAINER_RUNTIME === "1";

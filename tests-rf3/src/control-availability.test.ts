@@ -1,14 +1,14 @@
 import { type KeyLoadClient, ResourceExhaustedError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { metricOf } from "./support/voter-metrics.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { metricOf } from "./test-fixtures/voter-metrics.js";
 
 /**
  * Control stays available while the data lane is full, on three voter processes: a flood of catalog
  * writes keeps every voter's data lane at its cap (refusing with CommandCount or CommandBytes), and
  * meanwhile queue leases with ACK/NACK/renew, subscription deliveries and their acks, membership
  * writes and dispatch are each admitted on the first attempt and commit. Control work has its own
- * reserve and goes first at the apply worker, so a data flood cannot starve it.
+ * reserve and goes first at the command scheduler, so a data flood cannot starve it.
  */
 const DATA_LANE_COMMANDS = { voter1: 4, voter2: 5, voter3: 6 } as const;
 const FLOODERS = 24;

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { TestCluster, TestVoter } from "@keyload/apphost/testing";
 import { type KeyLoadClient, ResourceExhaustedError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 
 /**
  * A regression guard, not a benchmark: on three voters with the shipped admission settings, a sustained
@@ -12,7 +12,7 @@ import { clusterPerTest } from "./support/cluster-per-test.js";
  * leadership. Queue leases and acks and dispatch appends, sent one after another throughout, each
  * commit on their first attempt within a bound far above what they take, and the voter that led
  * before the flood leads after it, in the same term. Control work has its own HTTP pool, its own
- * command lane and goes first at the apply worker; a change that lets data work crowd it out (or stall
+ * command lane and goes first at the command scheduler; a change that lets data work crowd it out (or stall
  * the leader's heartbeats into an election) fails here.
  */
 const FLOODERS = 64;

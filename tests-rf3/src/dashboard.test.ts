@@ -4,8 +4,8 @@ import { fileURLToPath } from "node:url";
 import type { VoterName } from "@keyload/apphost/testing";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { SteadyWriteLoad } from "./support/steady-write-load.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { SteadyWriteLoad } from "./test-fixtures/steady-write-load.js";
 
 /** Debian's chromium, which .ci/run installs as root. */
 const CHROMIUM = "/usr/bin/chromium";

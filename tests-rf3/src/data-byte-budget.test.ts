@@ -7,11 +7,11 @@ import {
   UnknownWriteOutcomeError,
 } from "@keyload/client";
 import { describe, expect, it, vi } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { waitForDataCommands } from "./support/metric-wait.js";
-import { partitionsUnavailable } from "./support/partitions-required.js";
-import { retainedBytesOf } from "./support/sized-bodies.js";
-import { metricOf } from "./support/voter-metrics.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { waitForDataCommands } from "./test-fixtures/metric-wait.js";
+import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
+import { retainedBytesOf } from "./test-fixtures/sized-bodies.js";
+import { metricOf } from "./test-fixtures/voter-metrics.js";
 
 /**
  * The seed's data-byte-budget regression on three voter processes: with replication held, catalog

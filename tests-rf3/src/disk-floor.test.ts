@@ -1,7 +1,7 @@
 import type { TestCluster } from "@keyload/apphost/testing";
 import { type KeyLoadClient, NotFoundError, ResourceExhaustedError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 
 /**
  * The disk floor on three voter processes measuring their real data dirs: a floor above any disk's

@@ -3,9 +3,9 @@ import { statSync } from "node:fs";
 import { promisify } from "node:util";
 import type { TestCluster, TestVoter } from "@keyload/apphost/testing";
 import { describe, expect, it } from "vitest";
-import { clientsPerTest } from "./support/clients-per-test.js";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { waitUntil } from "./support/wait-until.js";
+import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { waitUntil } from "./test-fixtures/wait-until.js";
 
 const run = promisify(execFile);
 const startCluster = clusterPerTest();

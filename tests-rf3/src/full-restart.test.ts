@@ -1,7 +1,7 @@
 import type { TestCluster } from "@keyload/apphost/testing";
 import type { KeyLoadClient } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 
 /**
  * A whole cluster restarted, on three voter processes: every voter stopped (gracefully, then with

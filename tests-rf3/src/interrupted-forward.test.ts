@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 
 const startCluster = clusterPerTest();
 

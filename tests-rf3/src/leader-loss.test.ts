@@ -1,11 +1,11 @@
 import type { TestCluster } from "@keyload/apphost/testing";
 import { type Document, NotFoundError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clientsPerTest } from "./support/clients-per-test.js";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { failure } from "./support/failure.js";
-import { SteadyWriteLoad } from "./support/steady-write-load.js";
-import { writeThroughLeaderLoss } from "./support/writes-through-leader-loss.js";
+import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { failure } from "./test-fixtures/failure.js";
+import { SteadyWriteLoad } from "./test-fixtures/steady-write-load.js";
+import { writeThroughLeaderLoss } from "./test-fixtures/writes-through-leader-loss.js";
 
 const ELECTION_TIMEOUT_MS = 500;
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { clientsPerTest } from "./support/clients-per-test.js";
-import { clusterPerTest } from "./support/cluster-per-test.js";
+import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 
 const FAST_RAFT = { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" };
 

@@ -1,9 +1,9 @@
 import { NotFoundError, UnavailableError, UnknownWriteOutcomeError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clientsPerTest } from "./support/clients-per-test.js";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { failure } from "./support/failure.js";
-import { SentCommandIds } from "./support/sent-command-ids.js";
+import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { failure } from "./test-fixtures/failure.js";
+import { SentCommandIds } from "./test-fixtures/sent-command-ids.js";
 
 /**
  * The election timeout is long enough that killing both followers leaves the leader in office for the

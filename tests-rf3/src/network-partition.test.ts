@@ -7,10 +7,10 @@ import {
   UnknownWriteOutcomeError,
 } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clientsPerTest } from "./support/clients-per-test.js";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { failure } from "./support/failure.js";
-import { partitionsUnavailable } from "./support/partitions-required.js";
+import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { failure } from "./test-fixtures/failure.js";
+import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 
 const ELECTION_TIMEOUT_MS = 500;
 /** How many writes the isolated old leader is sent once it has stepped down. */

@@ -1,14 +1,14 @@
 import type { TestCluster, TestVoter } from "@keyload/apphost/testing";
 import type { KeyLoadClient } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { closeAll, holdDataSlot } from "./support/held-data-slots.js";
-import { waitForMetric } from "./support/metric-wait.js";
-import { partitionsUnavailable } from "./support/partitions-required.js";
-import type { RawRequest } from "./support/raw-request.js";
-import { metricOf } from "./support/voter-metrics.js";
-import { ensureFollower, ensureLeader } from "./support/voter-roles.js";
-import { waitUntil } from "./support/wait-until.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { closeAll, holdDataSlot } from "./test-fixtures/held-data-slots.js";
+import { waitForMetric } from "./test-fixtures/metric-wait.js";
+import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
+import type { RawRequest } from "./test-fixtures/raw-request.js";
+import { metricOf } from "./test-fixtures/voter-metrics.js";
+import { ensureFollower, ensureLeader } from "./test-fixtures/voter-roles.js";
+import { waitUntil } from "./test-fixtures/wait-until.js";
 
 const startCluster = clusterPerTest();
 // Making a chosen voter the leader cuts one voter off for a moment (voter-roles.ts).

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { VOTER_NAMES, type VoterName } from "@keyload/apphost/testing";
 import { KeyLoadClient } from "@keyload/client";
 import { describe, expect, it, onTestFinished } from "vitest";
-import { waitUntil } from "./support/wait-until.js";
+import { waitUntil } from "./test-fixtures/wait-until.js";
 
 /**
  * `pnpm apphost publish --target compose`, deployed: the image built from the published context on the

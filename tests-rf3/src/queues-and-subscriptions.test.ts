@@ -9,8 +9,8 @@ import {
   type WriteOptions,
 } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { errorLine, waitUntil } from "./support/wait-until.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { errorLine, waitUntil } from "./test-fixtures/wait-until.js";
 
 const startCluster = clusterPerTest();
 

@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { NotFoundError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { failure } from "./support/failure.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { failure } from "./test-fixtures/failure.js";
 
 /**
  * A voter that lost its data never votes with what it no longer holds. Follower B misses writes

@@ -3,8 +3,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { VOTER_NAMES, VoterStateError } from "@keyload/apphost/testing";
 import { UnauthenticatedError, UnavailableError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
-import { clusterPerTest } from "./support/cluster-per-test.js";
-import { failure } from "./support/failure.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { failure } from "./test-fixtures/failure.js";
 
 const startCluster = clusterPerTest();
 

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type CreateKeyResult, KeyLoadClient, type KeyLoadClientOptions, type Role } from "@keyload/client";
 import { httpUrlOf, peerAddressOf, VOTER_NAMES, type VoterName } from "../app-model.js";
+import type { AppHostCluster } from "../apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "../apphost-defaults.js";
 import {
   PortInUseError,
@@ -17,7 +18,6 @@ import { prepareCluster } from "../cluster-setup.js";
 import type { VoterState } from "../cluster-status.js";
 import { type Dashboard, serveDashboard } from "../dashboard-server.js";
 import { dashboardSourceOf } from "../dashboard-source.js";
-import type { LocalCluster } from "../local-cluster.js";
 import { processState, signalProcess } from "../process-table.js";
 import type { RuntimeKind } from "../runtime-kind.js";
 import type { VoterFailure } from "../voter-failure.js";
@@ -108,7 +108,7 @@ export class TestCluster {
   private retainedLogs: Readonly<Record<VoterName, string>> | undefined;
 
   private constructor(
-    private readonly cluster: LocalCluster,
+    private readonly cluster: AppHostCluster,
     stateDir: string,
   ) {
     this.stateDir = stateDir;

@@ -1,41 +1,11 @@
-import { type ErrorCode, isErrorCode } from "@keyload/contract";
-import { CommandIdConflictError } from "./command-id-conflict-error.js";
-import { FailedPreconditionError } from "./failed-precondition-error.js";
-import { InternalError } from "./internal-error.js";
-import { InvalidArgumentError } from "./invalid-argument-error.js";
-import type { ClientErrorOptions, KeyLoadClientError } from "./keyload-client-error.js";
-import { LeaseLostError } from "./lease-lost-error.js";
-import { NotFoundError } from "./not-found-error.js";
-import { PermissionDeniedError } from "./permission-denied-error.js";
-import { ResourceExhaustedError } from "./resource-exhausted-error.js";
-import { UnauthenticatedError } from "./unauthenticated-error.js";
-import { UnavailableError } from "./unavailable-error.js";
-import { UnknownWriteOutcomeError } from "./unknown-write-outcome-error.js";
-
-type ErrorClass = new (message: string, options?: ClientErrorOptions) => KeyLoadClientError;
-
-const ERROR_CLASSES: Readonly<Record<ErrorCode, ErrorClass>> = {
-  ResourceExhausted: ResourceExhaustedError,
-  UnknownWriteOutcome: UnknownWriteOutcomeError,
-  Unavailable: UnavailableError,
-  InvalidArgument: InvalidArgumentError,
-  Unauthenticated: UnauthenticatedError,
-  PermissionDenied: PermissionDeniedError,
-  NotFound: NotFoundError,
-  CommandIdConflict: CommandIdConflictError,
-  LeaseLost: LeaseLostError,
-  FailedPrecondition: FailedPreconditionError,
-  Internal: InternalError,
-};
-
-/** The typed error for a contract code. */
-export function errorForCode(
-  code: ErrorCode,
-  message: string,
-  options: ClientErrorOptions = {},
-): KeyLoadClientError {
-  return new ERROR_CLASSES[code](message, options);
-}
+import {
+  type ErrorCode,
+  errorForCode,
+  InternalError,
+  isErrorCode,
+  type KeyLoadError,
+  UnknownWriteOutcomeError,
+} from "@keyload/contract";
 
 /** What an error answer carried, beyond the body text. */
 export interface ErrorAnswer {
@@ -53,7 +23,7 @@ export interface ErrorAnswer {
  * page, a truncated body) becomes InternalError, or UnknownWriteOutcomeError for a write answered with
  * a 5xx, since then nobody said whether it committed.
  */
-export function errorFromAnswer(answer: ErrorAnswer): KeyLoadClientError {
+export function errorFromAnswer(answer: ErrorAnswer): KeyLoadError {
   const common = {
     endpoint: answer.endpoint,
     httpStatus: answer.status,
@@ -63,6 +33,8 @@ export function errorFromAnswer(answer: ErrorAnswer): KeyLoadClientError {
   if (error !== undefined) {
     return errorForCode(error.code, error.message, {
       ...common,
+      // So a received refusal's retryAfterSeconds is what the voter sent, not the contract's default.
+      ...(answer.retryAfter === undefined ? {} : { retryAfterSeconds: Math.ceil(answer.retryAfter / 1000) }),
       reason: error.reason,
       commandId: error.commandId ?? answer.commandId,
       details: error.details,

@@ -4,7 +4,7 @@ import { Histogram, type Registry } from "prom-client";
 /**
  * Where a command's time goes on the voter that received it, in order:
  * - `edge`: from the request's first hook (HTTP admission, key, body read and parse) to its submission;
- * - `queue`: waiting in its lane for the apply worker to take it into a unit;
+ * - `queue`: waiting in its lane for the command scheduler to take it into a unit;
  * - `replicate`: its unit proposed until committed (on a follower: forwarded until the leader answered);
  * - `apply`: committed until its outcome was known;
  * - `respond`: the outcome known until the response was written.

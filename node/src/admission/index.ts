@@ -7,15 +7,6 @@ export type {
 } from "./admission-property.js";
 export { AdmissionRefusal } from "./admission-refusal.js";
 export { type AdmissionStatus, admissionStatus } from "./admission-status.js";
-export { ApplyWorker } from "./apply-worker.js";
-export {
-  APPLY_WORKER_DEFAULTS,
-  type ApplyWorkerOptions,
-  type ResolvedApplyWorkerOptions,
-  resolveApplyWorkerOptions,
-  SYSTEM_CLOCK,
-  type WorkerClock,
-} from "./apply-worker-options.js";
 export { BodyGuard } from "./body-guard.js";
 export {
   CommandAdmissionGovernor,
@@ -36,6 +27,15 @@ export {
 } from "./command-admission-options.js";
 export type { CommandLaneUsage } from "./command-lane.js";
 export { CommandReservation } from "./command-reservation.js";
+export { CommandScheduler } from "./command-scheduler.js";
+export {
+  COMMAND_SCHEDULER_DEFAULTS,
+  type CommandSchedulerOptions,
+  type ResolvedCommandSchedulerOptions,
+  resolveCommandSchedulerOptions,
+  type SchedulerClock,
+  SYSTEM_CLOCK,
+} from "./command-scheduler-options.js";
 export {
   COMMAND_STAGES,
   type CommandStage,

@@ -6,20 +6,20 @@ export type CommandOutcome<R> =
   | { readonly ok: false; readonly error: KeyLoadError };
 
 /**
- * Where the apply worker hands each unit: the leader replicates it through Raft and applies it, a
- * follower forwards it to the leader. This is the worker's only dependency on the rest of the voter.
+ * Where the command scheduler hands each unit: the leader replicates it through Raft and applies it, a
+ * follower forwards it to the leader. This is the scheduler's only dependency on the rest of the voter.
  */
 export interface ReplicationTarget<C, R> {
   /**
    * Replicates or forwards `batch` as one unit and resolves with one outcome per command, in the same
    * order. A rejection applies to every command of the unit: a KeyLoadError as it is (for instance an
    * explicit leader admission rejection, or Unavailable when nothing was submitted), anything else as
-   * UnknownWriteOutcome. `signal` aborts when the replication deadline passes; the worker has then
+   * UnknownWriteOutcome. `signal` aborts when the replication deadline passes; the scheduler has then
    * already answered the unit with UnknownWriteOutcome and the target should stop waiting.
    *
    * A target that learns of the commit before the outcomes (the leader, which applies the entries
    * after its quorum acknowledged them) calls `committed` then: the unit's replication is over, so the
-   * worker starts the next one while this one's outcomes are still being worked out. It returns
+   * scheduler starts the next one while this one's outcomes are still being worked out. It returns
    * whether a next unit is about to start, which the leader then sends before it applies this one.
    */
   replicate(

@@ -7,6 +7,7 @@ import type { DiskFloorSettings } from "../admission/disk-floor.js";
 import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
 import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
+import type { PeerAddress } from "../peer/peer-address.js";
 import { type CanonicalLimits, DEFAULT_LIMITS } from "../state/limits.js";
 import { ConfigError } from "./config-error.js";
 import { type ConfigProperty, integer, oneOf, type RawValue, text } from "./config-property.js";
@@ -17,12 +18,6 @@ import {
   readJsonFile,
   settingKey,
 } from "./config-sources.js";
-
-export interface PeerAddress {
-  readonly id: string;
-  readonly host: string;
-  readonly port: number;
-}
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 const HOST = /^[A-Za-z0-9.:_-]{1,253}$/;
@@ -103,17 +98,16 @@ export const VOTER_CONFIG = {
     integer("ElectionTimeoutMs", 1000, 10, 600_000),
     integer("HeartbeatIntervalMs", 100, 1, 60_000),
     integer("ReplicationDeadlineMs", 10_000, 1, 3_600_000),
-    // A snapshot copies the whole state database, so its cost per entry grows with the state: every
-    // 10,000 entries it took about a quarter of the cluster's CPU at concurrency 16 in the etcd
-    // comparison (0.46 against 0.35 CPU-seconds per 1,000 writes). 100,000 is etcd 3.4's
-    // snapshot-count; SnapshotIntervalBytes still bounds the log in between.
+    // A snapshot copies the whole state database, so its cost per entry grows with the state: at
+    // 10,000 entries it was a large share of the cluster's CPU under load. 100,000 is etcd 3.4's
+    // snapshot-count; SnapshotIntervalBytes still bounds the log in between
+    // (docs/decisions/0014-snapshot-intervals.md).
     integer("SnapshotIntervalEntries", 100_000, 1),
     integer("SnapshotIntervalBytes", 64 * MiB, 1),
     // ...and either way only once the log since the last snapshot holds this many times its size (or
     // ten times SnapshotIntervalEntries), so that snapshots of a large state do not come every
     // SnapshotIntervalBytes (0: no such bound).
-    // Snapshots every 64 MiB of a ~100 MB state cost 5 % of the throughput at 256 writers and doubled
-    // the p99 (docs/benchmarks.md).
+    // Those cost throughput and lengthened the p99 (docs/decisions/0014-snapshot-intervals.md).
     integer("SnapshotSizeRatio", 2, 0, 1000),
     integer("MaxUncommittedBytes", 64 * MiB, 1),
     // How far the applied index may trail the commit index for `/health/ready` to report ready.

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ensurePrivateDir, makePrivateDir } from "./private-dir.js";
-import { modeOf, withUsualUmask } from "./testing/usual-umask.js";
+import { modeOf, withUsualUmask } from "./test-fixtures/usual-umask.js";
 
 withUsualUmask();
 

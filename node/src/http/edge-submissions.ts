@@ -1,6 +1,6 @@
 import type { Lane } from "@keyload/contract";
-import type { CommandKind, RouteParams } from "../state/command-envelope.js";
-import type { Role } from "../state/principals.js";
+import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
+import type { Role } from "../requests/roles.js";
 import type { ClusterKind, ClusterParams } from "./cluster-kinds.js";
 import type { ReadKind, ReadParams } from "./read-kinds.js";
 import type { RequestEdge } from "./request-edge.js";
@@ -12,8 +12,8 @@ import type { ClusterChangeRequest, CommandSubmission, Identity, ReadRequest } f
  * the garbage collector: an object literal with its own getter (Node 20 and 24), and an AbortSignal
  * made for every request (Node 20), each survive the young generation's collections although nothing
  * reaches them, and keep everything they point to alive with them (the request, its body and
- * headers), until a full collection. On the write path that was about 4 KB promoted per write,
- * scavenges pausing 3-4 ms and a mark-compact every few seconds (docs/benchmarks.md).
+ * headers), until a full collection: longer scavenges and more mark-compacts on the write path
+ * (docs/decisions/0018-lazy-request-signals.md).
  */
 
 /** The part of a submission that comes from the request's edge: who sent it and the lazy signal. */

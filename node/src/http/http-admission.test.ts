@@ -1,10 +1,10 @@
 import { request as httpRequest } from "node:http";
 import type { InjectOptions } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
-import { expectContractError } from "./testing/contract-error.js";
-import { bearer, type KEYS } from "./testing/fake-voter-service.js";
-import { type HttpFixture, httpFixture, idleStatus } from "./testing/http-fixture.js";
-import { exchange, open, parseResponse, waitFor } from "./testing/raw-http.js";
+import { expectContractError } from "./test-fixtures/contract-error.js";
+import { bearer, type KEYS } from "./test-fixtures/fake-voter-service.js";
+import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
+import { exchange, open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
 
 const MiB = 1024 * 1024;
 

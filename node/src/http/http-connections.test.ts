@@ -1,8 +1,8 @@
 import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
-import { type HttpFixture, httpFixture } from "./testing/http-fixture.js";
-import { open, parseResponse, waitFor } from "./testing/raw-http.js";
+import { type HttpFixture, httpFixture } from "./test-fixtures/http-fixture.js";
+import { open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
 
 let fx: HttpFixture | undefined;
 const sockets: Socket[] = [];

@@ -13,9 +13,9 @@ import {
 } from "@keyload/contract";
 import type { InjectOptions } from "fastify";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { expectContractError } from "./testing/contract-error.js";
-import { bearer, KEYS } from "./testing/fake-voter-service.js";
-import { type HttpFixture, httpFixture, idleStatus } from "./testing/http-fixture.js";
+import { expectContractError } from "./test-fixtures/contract-error.js";
+import { bearer, KEYS } from "./test-fixtures/fake-voter-service.js";
+import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
 
 let fx: HttpFixture;
 beforeEach(() => {

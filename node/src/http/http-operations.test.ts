@@ -4,10 +4,10 @@ import { afterEach, describe, expect, it } from "vitest";
 import { HttpAdmissionGovernor } from "../admission/index.js";
 import { buildHttpApp } from "./http-app.js";
 import { createHttpServer } from "./http-server.js";
-import { expectContractError } from "./testing/contract-error.js";
-import { bearer, FakeVoterService, KEYS } from "./testing/fake-voter-service.js";
-import { type HttpFixture, httpFixture, idleStatus } from "./testing/http-fixture.js";
-import { exchange, waitFor } from "./testing/raw-http.js";
+import { expectContractError } from "./test-fixtures/contract-error.js";
+import { bearer, FakeVoterService, KEYS } from "./test-fixtures/fake-voter-service.js";
+import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
+import { exchange, waitFor } from "./test-fixtures/raw-http.js";
 
 let fx: HttpFixture;
 afterEach(async () => {

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { ApiRoute } from "./routes.js";
 import { ROUTES } from "./routes.js";
-import { bearer, KEYS } from "./testing/fake-voter-service.js";
-import { type HttpFixture, httpFixture, idleStatus } from "./testing/http-fixture.js";
+import { bearer, KEYS } from "./test-fixtures/fake-voter-service.js";
+import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
 
 interface Sample {
   readonly url: string;

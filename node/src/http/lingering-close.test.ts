@@ -1,9 +1,9 @@
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { bearer } from "./testing/fake-voter-service.js";
-import { type HttpFixture, httpFixture } from "./testing/http-fixture.js";
-import { parseResponse, waitFor } from "./testing/raw-http.js";
+import { bearer } from "./test-fixtures/fake-voter-service.js";
+import { type HttpFixture, httpFixture } from "./test-fixtures/http-fixture.js";
+import { parseResponse, waitFor } from "./test-fixtures/raw-http.js";
 
 const CAP = 1024;
 let fx: HttpFixture | undefined;

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { resolveHttpAdmissionOptions } from "../admission/index.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
-import { httpFixture } from "./testing/http-fixture.js";
+import { httpFixture } from "./test-fixtures/http-fixture.js";
+import { openApiSchemaProblems } from "./test-fixtures/openapi-schema-validator.js";
 
 type Doc = {
   openapi: string;
@@ -77,6 +78,21 @@ describe("the OpenAPI document", () => {
     expect(doc.paths["/v1/dispatch/{channel}"]?.get?.parameters).toEqual(
       expect.arrayContaining([expect.objectContaining({ name: "after", in: "query" })]),
     );
+  });
+
+  it("conforms to the official OpenAPI 3.1 schema (2022-10-07)", () => {
+    expect(openApiSchemaProblems(doc)).toEqual([]);
+  });
+
+  it("fails that check for a broken document, so a pass means something", () => {
+    const broken = structuredClone(doc);
+    (broken.paths["/v1/catalog/{key}"] as Record<string, unknown>).fetch = { responses: {} };
+    expect(openApiSchemaProblems(broken)).toContainEqual(expect.stringContaining("fetch"));
+    // OpenAPI 2's body parameter is no longer an `in` of 3.x.
+    const bodyParameter = structuredClone(doc);
+    const put = bodyParameter.paths["/v1/catalog/{key}"]?.put as { parameters: Record<string, unknown>[] };
+    put.parameters[0] = { ...put.parameters[0], in: "body" };
+    expect(openApiSchemaProblems(bodyParameter).join("\n")).toMatch(/put\/parameters\/0\/in/);
   });
 
   it("is served at /openapi.json without a key", async () => {

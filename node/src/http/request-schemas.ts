@@ -1,8 +1,8 @@
 import { MEMBER_STATUSES } from "@keyload/contract";
-import type { ParamName } from "../state/command-envelope.js";
-import { MAX_EDGE_TYPE_CHARS, MAX_KEY_CHARS } from "../state/identifiers.js";
-import { ROLES } from "../state/principals.js";
-import { READ_LIMITS } from "../state/read-limits.js";
+import type { ParamName } from "../requests/command-kinds.js";
+import { MAX_EDGE_TYPE_CHARS, MAX_KEY_CHARS } from "../requests/identifiers.js";
+import { READ_LIMITS } from "../requests/read-limits.js";
+import { ROLES } from "../requests/roles.js";
 import type { ClusterParamName } from "./cluster-kinds.js";
 import { anyJson, arrayOf, integer, type JsonSchema, object, orNull, text } from "./json-schema.js";
 import type { ReadParamName } from "./read-kinds.js";
@@ -15,7 +15,7 @@ import type { ReadParamName } from "./read-kinds.js";
  * in a body are ignored rather than refused.
  */
 
-// The identifier alphabets of node/src/state/identifiers.ts; routes.test.ts checks they agree.
+// The identifier alphabets of node/src/requests/identifiers.ts; routes.test.ts checks they agree.
 export const COMMAND_ID_PATTERN = "^[A-Za-z0-9._:-]{1,128}$";
 const NAME_PATTERN = "^[A-Za-z0-9._:@-]{1,256}$";
 const SCOPE_ID_PATTERN = "^[A-Za-z0-9._:@-]{1,128}$";

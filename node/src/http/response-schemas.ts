@@ -1,6 +1,6 @@
 import { ERROR_CODES, MEMBER_STATUSES } from "@keyload/contract";
-import { MAX_KEY_CHARS } from "../state/identifiers.js";
-import { ROLES } from "../state/principals.js";
+import { MAX_KEY_CHARS } from "../requests/identifiers.js";
+import { ROLES } from "../requests/roles.js";
 import { anyJson, arrayOf, integer, type JsonSchema, object, orNull, text } from "./json-schema.js";
 import { COMMAND_ID_PATTERN } from "./request-schemas.js";
 

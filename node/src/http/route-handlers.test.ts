@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { JsonText } from "../state/json-text.js";
-import { bearer } from "./testing/fake-voter-service.js";
-import { type HttpFixture, httpFixture } from "./testing/http-fixture.js";
+import { JsonText } from "../requests/json-text.js";
+import { bearer } from "./test-fixtures/fake-voter-service.js";
+import { type HttpFixture, httpFixture } from "./test-fixtures/http-fixture.js";
 
 let fx: HttpFixture;
 afterEach(async () => {

@@ -1,6 +1,6 @@
 import { UnavailableError } from "@keyload/contract";
 import type { FastifyReply, FastifyRequest, RouteHandlerMethod } from "fastify";
-import { JsonText } from "../state/json-text.js";
+import { JsonText } from "../requests/json-text.js";
 import { EdgeClusterChange, EdgeCommandSubmission, EdgeReadRequest } from "./edge-submissions.js";
 import { edgeOf } from "./request-edge.js";
 import type { ClusterRoute, CommandRoute, OpsRoute, ReadRoute } from "./routes.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { COMMAND_KINDS } from "../state/command-envelope.js";
-import { checkCommandId, checkName, checkScopeId } from "../state/identifiers.js";
+import { COMMAND_KINDS } from "../requests/command-kinds.js";
+import { checkCommandId, checkName, checkScopeId } from "../requests/identifiers.js";
 import { CLUSTER_KINDS } from "./cluster-kinds.js";
 import { READ_KINDS } from "./read-kinds.js";
 import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS } from "./request-schemas.js";

@@ -1,7 +1,7 @@
 import type { Lane } from "@keyload/contract";
 import type { HttpAdmissionProperty, HttpRequestKind } from "../admission/index.js";
-import type { CommandKind } from "../state/command-envelope.js";
-import { ADMIN_ROLES, COMMAND_ROLES, READ_ROLES, type Role } from "../state/principals.js";
+import type { CommandKind } from "../requests/command-kinds.js";
+import { ADMIN_ROLES, COMMAND_ROLES, READ_ROLES, type Role } from "../requests/roles.js";
 import type { ClusterKind } from "./cluster-kinds.js";
 import type { JsonSchema } from "./json-schema.js";
 import type { ReadKind } from "./read-kinds.js";

@@ -1,8 +1,8 @@
 import type { Lane } from "@keyload/contract";
 import type { Registry } from "prom-client";
 import type { CommandStageObserver } from "../admission/index.js";
-import type { CommandKind, RouteParams } from "../state/command-envelope.js";
-import type { Role } from "../state/principals.js";
+import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
+import type { Role } from "../requests/roles.js";
 import type { ClusterKind, ClusterParams } from "./cluster-kinds.js";
 import type { ReadKind, ReadParams } from "./read-kinds.js";
 

@@ -1,3 +1,4 @@
+export type { PeerAddress } from "./peer-address.js";
 export * from "./peer-errors.js";
 export type { RequestOptions } from "./peer-link.js";
 export type { PeerStats } from "./peer-stats.js";

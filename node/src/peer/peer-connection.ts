@@ -138,7 +138,7 @@ export class PeerConnection {
     if (this.socket.writableLength + this.recordBytes > this.options.highWaterMarkBytes) return false;
     // Frames queued in one turn of the event loop (a Ready's messages) leave in one write, at the end
     // of that turn unless flushed sooner: after the client answers the same turn produced, so that a
-    // leader's commit notices (two socket writes, about 0.25 ms here) do not hold up the answers.
+    // leader's commit notices (two socket writes) do not hold up the answers.
     if (!this.corked) {
       this.corked = true;
       this.socket.cork();

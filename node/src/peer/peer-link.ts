@@ -1,6 +1,6 @@
 import { connect, type Socket } from "node:net";
 import type { Logger } from "pino";
-import type { PeerAddress } from "../config/voter-config.js";
+import type { PeerAddress } from "./peer-address.js";
 import { type Frame, PeerConnection } from "./peer-connection.js";
 import {
   PeerConnectionClosedError,

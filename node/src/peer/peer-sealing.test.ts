@@ -6,7 +6,7 @@ import { SEALED_RECORD_TYPE } from "./frame-seal.js";
 import { FrameType } from "./peer-frames.js";
 import type { PeerTransport } from "./peer-transport.js";
 import { encodeRaftMessage } from "./raft-message-codec.js";
-import { PeerFixture, reservePorts, waitFor } from "./testing/peer-fixture.js";
+import { PeerFixture, reservePorts, waitFor } from "./test-fixtures/peer-fixture.js";
 
 /** What the path between voter1 and voter2 does to the frames voter1 sends after the handshake. */
 type Tamper = "none" | "flip" | "inject" | "replay" | "drop" | "announcement";

@@ -24,8 +24,8 @@ import {
   reservePorts,
   SECRET,
   waitFor,
-} from "./testing/peer-fixture.js";
-import { appendOf } from "./testing/raft-message-arbitrary.js";
+} from "./test-fixtures/peer-fixture.js";
+import { appendOf } from "./test-fixtures/raft-message-arbitrary.js";
 
 let fixture: PeerFixture;
 const cleanups: (() => void | Promise<void>)[] = [];

@@ -1,11 +1,11 @@
 import { createSecretKey } from "node:crypto";
 import { createServer, type Server, type Socket } from "node:net";
 import type { Logger } from "pino";
-import type { PeerAddress } from "../config/voter-config.js";
 import type { Message } from "../raft/types.js";
 import type { ClusterId } from "./cluster-id.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame-codec.js";
 import { memberName } from "./member-name.js";
+import type { PeerAddress } from "./peer-address.js";
 import { type Frame, PeerConnection } from "./peer-connection.js";
 import {
   PeerConnectionClosedError,
@@ -90,7 +90,13 @@ export class PeerTransport {
   private readonly sockets = new Set<Socket>();
   private readonly handlers = new Map<string, RequestHandler>();
   private messageHandler: ((message: Message) => void) | null = null;
-  private readonly counters = emptyPeerStats();
+  /**
+   * What no authenticated peer can be charged with: accepted connections until they authenticate
+   * (a stranger's, a refused handshake's), handshakes over the cap, messages to no configured peer.
+   */
+  private readonly unattributed = emptyPeerStats();
+  /** The counters per peer, by voter name, with `unattributed` under "" (see peerStats). */
+  private readonly counters = new Map<string, PeerStats>([["", this.unattributed]]);
   private readonly log: Logger;
   private readonly maxFrameBytes: number;
   private readonly highWaterMarkBytes: number;
@@ -125,7 +131,6 @@ export class PeerTransport {
     };
     const settings = {
       identity: this.identity,
-      stats: this.counters,
       logger: this.log,
       maxFrameBytes: this.maxFrameBytes,
       highWaterMarkBytes: this.highWaterMarkBytes,
@@ -135,7 +140,9 @@ export class PeerTransport {
       track: (socket: Socket) => this.track(socket),
     };
     for (const peer of options.voters) {
-      if (peer.id !== options.nodeId) this.links.set(peer.id, new PeerLink(peer, settings));
+      // A link charges its peer with all it counts, from the first dial on.
+      if (peer.id !== options.nodeId)
+        this.links.set(peer.id, new PeerLink(peer, { ...settings, stats: this.countersOf(peer.id) }));
     }
   }
 
@@ -192,7 +199,8 @@ export class PeerTransport {
    * the socket, or dropped (a snapshot chunk's buffer can then be reused).
    */
   send(message: Message, released?: () => void): void {
-    const link = this.links.get(memberName(message.to));
+    const peerId = memberName(message.to);
+    const link = this.links.get(peerId);
     let sent = false;
     try {
       sent = link?.connected === true && link.send(FrameType.Raft, encodeRaftMessageParts(message), released);
@@ -200,7 +208,7 @@ export class PeerTransport {
       this.log.error({ err: error, peerId: message.to, type: message.type }, "cannot send a Raft message");
     }
     if (!sent) {
-      this.counters.sendDrops++;
+      (link ? this.countersOf(peerId) : this.unattributed).sendDrops++;
       released?.();
     }
   }
@@ -245,8 +253,33 @@ export class PeerTransport {
     return link ? { connected: link.connected, httpUrl: link.httpUrl } : null;
   }
 
+  /** The counters summed over every peer and what no peer is charged with. */
   stats(): PeerStats {
-    return { ...this.counters };
+    const total = emptyPeerStats();
+    for (const counters of this.counters.values()) {
+      for (const field of Object.keys(total) as (keyof PeerStats)[]) total[field] += counters[field];
+    }
+    return total;
+  }
+
+  /**
+   * The counters per peer, by voter name. Under "" is what no authenticated peer can be charged with:
+   * an accepted connection's frames and bytes until it authenticates (its handshake, or a stranger's
+   * whole connection), refused inbound handshakes, handshakes over the cap.
+   */
+  peerStats(): ReadonlyMap<string, PeerStats> {
+    const copies = new Map<string, PeerStats>();
+    for (const [peerId, counters] of this.counters) copies.set(peerId, { ...counters });
+    return copies;
+  }
+
+  private countersOf(peerId: string): PeerStats {
+    let counters = this.counters.get(peerId);
+    if (counters === undefined) {
+      counters = emptyPeerStats();
+      this.counters.set(peerId, counters);
+    }
+    return counters;
   }
 
   private track(socket: Socket): void {
@@ -263,7 +296,7 @@ export class PeerTransport {
     const fromSource = this.handshaking.get(source) ?? 0;
     if (fromSource >= this.maxHandshakesPerSource || this.handshakingTotal >= this.maxHandshakes) {
       // No log line per refusal: a flood of connections must not become a flood of log lines.
-      this.counters.handshakesOverCap++;
+      this.unattributed.handshakesOverCap++;
       socket.destroy();
       return;
     }
@@ -281,11 +314,16 @@ export class PeerTransport {
     this.track(socket);
     const remoteAddress = `${socket.remoteAddress}:${socket.remotePort}`;
     let peerId: string | null = null;
+    // The connection reads `stats` at every count: its peer is charged from the moment it has
+    // authenticated, no one before.
+    let charged = this.unattributed;
     const connection = new PeerConnection(socket, {
       remoteAddress,
       maxFrameBytes: this.maxFrameBytes,
       highWaterMarkBytes: this.highWaterMarkBytes,
-      stats: this.counters,
+      get stats() {
+        return charged;
+      },
       onClose: (reason) => this.onInboundClose(connection, peerId, reason),
     });
     this.accepted.add(connection);
@@ -301,6 +339,7 @@ export class PeerTransport {
         const id = result.peerId;
         this.inbound.get(id)?.close(new PeerConnectionClosedError("replaced by a newer connection"));
         peerId = id;
+        charged = this.countersOf(id);
         this.inbound.set(id, connection);
         const link = this.links.get(id);
         if (link) link.httpUrl = result.httpUrl;
@@ -341,7 +380,8 @@ export class PeerTransport {
       this.log.warn(fields, `peer handshake failed: ${reason.message}`);
       return;
     }
-    this.counters.authFailures++;
+    // Not the peer it claims to be, as far as anyone knows: charged to no peer.
+    this.unattributed.authFailures++;
     this.log.error(fields, `peer handshake refused: ${reason.message}`);
   }
 
@@ -366,7 +406,7 @@ export class PeerTransport {
 
   private deliver(peerId: string, message: Message): void {
     if (memberName(message.from) !== peerId || memberName(message.to) !== this.options.nodeId) {
-      this.counters.receiveDrops++;
+      this.countersOf(peerId).receiveDrops++;
       this.log.warn(
         { peerId, from: message.from, to: message.to, type: message.type },
         "dropped a Raft message not sent by the authenticated peer to this node",
@@ -375,7 +415,7 @@ export class PeerTransport {
     }
     const handler = this.messageHandler;
     if (!handler) {
-      this.counters.receiveDrops++;
+      this.countersOf(peerId).receiveDrops++;
       return;
     }
     try {
@@ -391,30 +431,30 @@ export class PeerTransport {
       ? Promise.resolve().then(() => handler(peerId, request.body))
       : Promise.reject(new PeerError("PeerNoHandler", `no handler for channel ${request.channel}`));
     answer.then(
-      (body) => this.answer(connection, request, body),
-      (error: unknown) => this.fail(connection, request, error),
+      (body) => this.answer(peerId, connection, request, body),
+      (error: unknown) => this.fail(peerId, connection, request, error),
     );
   }
 
-  private answer(connection: PeerConnection, request: Request, body: Uint8Array): void {
+  private answer(peerId: string, connection: PeerConnection, request: Request, body: Uint8Array): void {
     try {
       if (!connection.send(FrameType.Response, encodeResponse({ id: request.id, body })))
-        this.counters.sendDrops++;
+        this.countersOf(peerId).sendDrops++;
     } catch (error) {
       // Too large to send: tell the requester now rather than let it wait for its timeout.
-      this.fail(connection, request, error);
+      this.fail(peerId, connection, request, error);
     }
   }
 
-  private fail(connection: PeerConnection, request: Request, error: unknown): void {
+  private fail(peerId: string, connection: PeerConnection, request: Request, error: unknown): void {
     const code = errorCode(error);
     const message = (error instanceof Error ? error.message : String(error)).slice(0, MAX_ERROR_MESSAGE);
     try {
       if (!connection.send(FrameType.Failure, encodeFailure({ id: request.id, code, message }))) {
-        this.counters.sendDrops++;
+        this.countersOf(peerId).sendDrops++;
       }
     } catch (sendError) {
-      this.counters.sendDrops++;
+      this.countersOf(peerId).sendDrops++;
       this.log.error({ err: sendError, channel: request.channel }, "cannot answer a peer request");
     }
   }

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Message } from "../raft/types.js";
 import { PeerProtocolError } from "./peer-errors.js";
 import { decodeRaftMessage, encodeRaftMessage } from "./raft-message-codec.js";
-import { anyMessage, appendOf, messageArbitraries } from "./testing/raft-message-arbitrary.js";
+import { anyMessage, appendOf, messageArbitraries } from "./test-fixtures/raft-message-arbitrary.js";
 
 const samples: Message[] = [
   appendOf(3, 5),

@@ -9,7 +9,7 @@ import {
 } from "./errors.js";
 import { entrySize, limitSize } from "./log-storage.js";
 import { MemoryStorage } from "./memory-storage.js";
-import { entriesWithTerms, entry } from "./testing/helpers.js";
+import { entriesWithTerms, entry } from "./test-fixtures/helpers.js";
 
 const conf = { voters: ["a", "b", "c"] };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ProposalRefusedError } from "./errors.js";
-import { heartbeat, ofType, ScriptedRandom, Solo, vote } from "./testing/helpers.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { heartbeat, ofType, ScriptedRandom, Solo, vote } from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
 const T = 10;
@@ -18,7 +18,7 @@ function refusal(f: () => unknown): ProposalRefusedError {
 
 describe("check-quorum", () => {
   it("an isolated leader steps down within two election timeouts (not before one) and then refuses work", () => {
-    const c = new LocalCluster(VOTERS, { electionTicks: T });
+    const c = new InMemoryRaftCluster(VOTERS, { electionTicks: T });
     c.elect("a");
     c.tickAll(3);
     c.isolate("a");
@@ -36,7 +36,7 @@ describe("check-quorum", () => {
   });
 
   it("a freshly elected leader that is cut off at once also steps down", () => {
-    const c = new LocalCluster(VOTERS, { electionTicks: T });
+    const c = new InMemoryRaftCluster(VOTERS, { electionTicks: T });
     c.elect("a");
     c.isolate("a");
     c.tick("a", 2 * T);
@@ -45,7 +45,7 @@ describe("check-quorum", () => {
   });
 
   it("a leader that hears from a quorum keeps leading indefinitely, even with one follower down", () => {
-    const c = new LocalCluster(VOTERS, { electionTicks: T });
+    const c = new InMemoryRaftCluster(VOTERS, { electionTicks: T });
     c.elect("a");
     c.isolate("c");
     for (let i = 0; i < 20; i++) {
@@ -56,7 +56,7 @@ describe("check-quorum", () => {
 
   it("a leader whose followers all went silent steps down (5 voters, 3 down)", () => {
     const ids = ["a", "b", "c", "d", "e"];
-    const c = new LocalCluster(ids, { electionTicks: T });
+    const c = new InMemoryRaftCluster(ids, { electionTicks: T });
     c.elect("a");
     for (const id of ["c", "d", "e"]) c.isolate(id);
     c.tickAll(2 * T, ["a", "b"]);
@@ -102,7 +102,7 @@ describe("check-quorum", () => {
     });
 
     it("a follower that campaigns by hand while the leader is healthy does not disrupt it", () => {
-      const c = new LocalCluster(VOTERS);
+      const c = new InMemoryRaftCluster(VOTERS);
       c.elect("a");
       c.node("a").propose(text("x"));
       c.settle();
@@ -118,7 +118,7 @@ describe("check-quorum", () => {
     });
 
     it("a leader ignores higher-term vote requests while it has a quorum", () => {
-      const c = new LocalCluster(VOTERS);
+      const c = new InMemoryRaftCluster(VOTERS);
       c.elect("a");
       c.node("a").step(vote("b", "a", 9, 100, 9));
       expect(c.node("a").status()).toMatchObject({ role: "leader", term: 1 });

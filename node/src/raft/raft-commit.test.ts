@@ -4,9 +4,9 @@ import type { MemoryStorage } from "./memory-storage.js";
 import type { RaftOptions } from "./raft-config.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
-import { append, drain, entriesWithTerms, Solo, storageWithLog } from "./testing/helpers.js";
-import { InvariantChecker } from "./testing/invariants.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { append, drain, entriesWithTerms, Solo, storageWithLog } from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
+import { InvariantChecker } from "./test-fixtures/invariants.js";
 import type { Message } from "./types.js";
 
 const VOTERS = ["a", "b", "c"];
@@ -19,7 +19,7 @@ class CountingCore extends RaftNode {
 }
 const broken = (o: RaftOptions): RaftNode => new CountingCore(o);
 
-function termAt(c: LocalCluster, id: string, index: number): number | null {
+function termAt(c: InMemoryRaftCluster, id: string, index: number): number | null {
   const s = c.member(id).storage;
   if (index > s.lastIndex() || index < s.firstIndex() - 1) return null;
   return s.term(index);
@@ -31,8 +31,8 @@ describe("commitment", () => {
      * 3 voters, one entry per message. a (term 1) gets entry 2 onto b only, then dies; b wins term 2
      * and replicates entry 2 to c but not its own no-op (entry 3). Entry 2 is on a majority.
      */
-    function scenario(createNode?: (o: RaftOptions) => RaftNode): LocalCluster {
-      const c = new LocalCluster(VOTERS, { maxSizePerMsg: 1 }, 1, createNode ? { createNode } : {});
+    function scenario(createNode?: (o: RaftOptions) => RaftNode): InMemoryRaftCluster {
+      const c = new InMemoryRaftCluster(VOTERS, { maxSizePerMsg: 1 }, 1, createNode ? { createNode } : {});
       c.elect("a");
       c.cut.add("a->c");
       c.filter = (m) => !(m.type === "append-response" && m.from === "b");
@@ -80,10 +80,13 @@ describe("commitment", () => {
      * own entry 2 nowhere else; s1 wins term 3 and spreads its entry 2 to a majority (but not its
      * no-op 3); s1 dies; s5 can still win term 4 and overwrite entry 2 everywhere.
      */
-    function figure8(createNode?: (o: RaftOptions) => RaftNode): { c: LocalCluster; s1CommitAtPeak: number } {
+    function figure8(createNode?: (o: RaftOptions) => RaftNode): {
+      c: InMemoryRaftCluster;
+      s1CommitAtPeak: number;
+    } {
       const ids = ["s1", "s2", "s3", "s4", "s5"];
       const checker = new InvariantChecker();
-      const c = new LocalCluster(ids, { maxSizePerMsg: 1 }, 1, {
+      const c = new InMemoryRaftCluster(ids, { maxSizePerMsg: 1 }, 1, {
         onReady: checker.hook,
         ...(createNode ? { createNode } : {}),
       });
@@ -151,7 +154,7 @@ describe("commitment", () => {
   });
 
   it("a new leader appends a no-op of its term, which commits and is applied everywhere", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.node("a").propose(text("x"));
     c.settle();
@@ -175,7 +178,7 @@ describe("commitment", () => {
   });
 
   it("entries of earlier terms commit with the new leader's no-op", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.filter = (m) => !(m.type === "append-response" && m.to === "a");
     c.node("a").propose(text("old"));
@@ -192,7 +195,7 @@ describe("commitment", () => {
 
   it("a leader needs a majority: one follower of four is not enough", () => {
     const ids = ["a", "b", "c", "d", "e"];
-    const c = new LocalCluster(ids);
+    const c = new InMemoryRaftCluster(ids);
     c.elect("a");
     for (const id of ["c", "d", "e"]) c.isolate(id);
     c.node("a").propose(text("x"));
@@ -226,7 +229,7 @@ describe("commitment", () => {
     });
 
     it("two voters need each other: one alone neither commits nor keeps leading", () => {
-      const c = new LocalCluster(["a", "b"]);
+      const c = new InMemoryRaftCluster(["a", "b"]);
       c.elect("a");
       c.isolate("b");
       c.node("a").propose(text("x"));
@@ -242,7 +245,7 @@ describe("commitment", () => {
 
     it("four voters need three", () => {
       const ids = ["a", "b", "c", "d"];
-      const c = new LocalCluster(ids);
+      const c = new InMemoryRaftCluster(ids);
       c.elect("a");
       c.isolate("c");
       c.isolate("d");
@@ -258,7 +261,7 @@ describe("commitment", () => {
 
   it("commit and applied never go backwards and each entry is applied once, in order", () => {
     const checker = new InvariantChecker();
-    const c = new LocalCluster(["a", "b", "c", "d", "e"], {}, 4, { onReady: checker.hook });
+    const c = new InMemoryRaftCluster(["a", "b", "c", "d", "e"], {}, 4, { onReady: checker.hook });
     c.tickUntil(() => c.leader() !== null, 200);
     for (let round = 0; round < 6; round++) {
       const l = c.ids.find((id) => c.node(id).status().role === "leader")!;
@@ -297,7 +300,7 @@ describe("commitment", () => {
 
   describe("restart from storage", () => {
     function persisted(): MemoryStorage {
-      const c = new LocalCluster(VOTERS);
+      const c = new InMemoryRaftCluster(VOTERS);
       c.elect("a");
       for (let i = 0; i < 5; i++) c.node("a").propose(text(`v${i}`));
       c.settle();

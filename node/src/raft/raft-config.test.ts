@@ -3,7 +3,7 @@ import { MemoryStorage } from "./memory-storage.js";
 import { RAFT_DEFAULTS, type RaftOptions, resolveRaftOptions } from "./raft-config.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
-import { append, drain, entriesWithTerms } from "./testing/helpers.js";
+import { append, drain, entriesWithTerms } from "./test-fixtures/helpers.js";
 
 const base = (over: Partial<RaftOptions> = {}): RaftOptions => ({
   id: "a",

@@ -14,9 +14,9 @@ import {
   storageWithLog,
   vote,
   voteResponse,
-} from "./testing/helpers.js";
-import { InvariantChecker } from "./testing/invariants.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+} from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
+import { InvariantChecker } from "./test-fixtures/invariants.js";
 import type { Message } from "./types.js";
 
 const VOTERS = ["a", "b", "c"];
@@ -35,7 +35,7 @@ function candidate(storage?: MemoryStorage): Solo {
 
 describe("elections", () => {
   it("a campaign that wins increments the term and every node records its vote", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     expect(c.node("a").status().term).toBe(0);
     c.elect("a");
     for (const id of VOTERS) {
@@ -227,7 +227,7 @@ describe("elections", () => {
     it.each(higher.filter(([n]) => !["append", "heartbeat", "snapshot-chunk"].includes(n)))(
       "a leader seeing a higher term in %s steps down",
       (_n, make) => {
-        const c = new LocalCluster(VOTERS);
+        const c = new InMemoryRaftCluster(VOTERS);
         c.elect("a");
         c.node("a").step(make(5));
         expect(c.node("a").status()).toMatchObject({ role: "follower", term: 5, vote: null, leader: null });
@@ -294,7 +294,7 @@ describe("elections", () => {
 
     it("a stale leader steps down on the answer to its append, and its entry is overwritten", () => {
       const checker = new InvariantChecker();
-      const c = new LocalCluster(VOTERS, {}, 1, { onReady: checker.hook });
+      const c = new InMemoryRaftCluster(VOTERS, {}, 1, { onReady: checker.hook });
       c.elect("a");
       c.node("a").propose(text("x"));
       c.settle();
@@ -401,7 +401,7 @@ describe("elections", () => {
 
     it("never come from Math.random", () => {
       const spy = vi.spyOn(Math, "random");
-      const c = new LocalCluster(["a", "b", "c", "d", "e"], {}, 3);
+      const c = new InMemoryRaftCluster(["a", "b", "c", "d", "e"], {}, 3);
       c.tickUntil(() => c.leader() !== null, 200);
       c.isolate(c.leader()!);
       c.tickAll(60);
@@ -409,7 +409,7 @@ describe("elections", () => {
     });
 
     it("a follower that hears from its leader never times out", () => {
-      const c = new LocalCluster(VOTERS);
+      const c = new InMemoryRaftCluster(VOTERS);
       c.elect("a");
       c.tickAll(200);
       expect(c.node("a").status()).toMatchObject({ role: "leader", term: 1 });
@@ -461,7 +461,7 @@ describe("elections", () => {
     });
 
     it("a leader heartbeats every heartbeatTicks ticks", () => {
-      const c = new LocalCluster(VOTERS, { heartbeatTicks: 3, electionTicks: 12 });
+      const c = new InMemoryRaftCluster(VOTERS, { heartbeatTicks: 3, electionTicks: 12 });
       c.elect("a");
       const before = c.sent.length;
       c.tickAll(9);
@@ -480,7 +480,7 @@ describe("elections", () => {
   it("elects exactly one leader per term over many seeded elections", () => {
     for (let seed = 1; seed <= 20; seed++) {
       const checker = new InvariantChecker();
-      const c = new LocalCluster(["a", "b", "c", "d", "e"], {}, seed * 10, { onReady: checker.hook });
+      const c = new InMemoryRaftCluster(["a", "b", "c", "d", "e"], {}, seed * 10, { onReady: checker.hook });
       c.tickUntil(() => c.leader() !== null, 300);
       // Crash the leader twice more; a new one must emerge each time.
       for (let k = 0; k < 2; k++) {
@@ -496,7 +496,7 @@ describe("elections", () => {
   });
 
   it("a restarted node resumes its term and vote and forgets the leader", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("b");
     c.restart("c");
     expect(c.node("c").status()).toMatchObject({ term: 1, vote: "b", leader: null, role: "follower" });

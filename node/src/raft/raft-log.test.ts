@@ -3,7 +3,7 @@ import { LogCompactedError, LogUnavailableError, RaftInvariantError } from "./er
 import { entrySize } from "./log-storage.js";
 import { MemoryStorage } from "./memory-storage.js";
 import { RaftLog } from "./raft-log.js";
-import { entriesWithTerms, entry } from "./testing/helpers.js";
+import { entriesWithTerms, entry } from "./test-fixtures/helpers.js";
 import type { Entry } from "./types.js";
 
 const conf = { voters: ["a", "b", "c"] };

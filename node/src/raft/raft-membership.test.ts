@@ -3,20 +3,20 @@ import type { ConfChange } from "./conf-change.js";
 import { ProposalRefusedError } from "./errors.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
 
 /** A cluster of a, b, c led by a, with d started empty (not bootstrapped) and added as a learner. */
-function withLearner(): LocalCluster {
-  const c = LocalCluster.bootstrapped(VOTERS);
+function withLearner(): InMemoryRaftCluster {
+  const c = InMemoryRaftCluster.bootstrapped(VOTERS);
   c.elect("a");
   c.join("d");
   change(c, "a", { type: "add-learner", node: "d" });
   return c;
 }
 
-function change(c: LocalCluster, leader: string, conf: ConfChange): void {
+function change(c: InMemoryRaftCluster, leader: string, conf: ConfChange): void {
   c.node(leader).proposeConfChange(conf);
   c.settle();
 }
@@ -79,7 +79,7 @@ describe("membership changes", () => {
 
   it("never lets a node without a configuration vote: a stale voter cannot win with it", () => {
     // c misses acknowledged writes; then b loses its data and starts empty, not told to bootstrap.
-    const c = LocalCluster.bootstrapped(VOTERS);
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS);
     c.elect("a");
     c.isolate("c");
     for (let i = 0; i < 5; i++) c.node("a").propose(text(`w${i}`));
@@ -101,7 +101,7 @@ describe("membership changes", () => {
   });
 
   it("proposes one change at a time, and none before the leader's own term has an applied entry", () => {
-    const c = LocalCluster.bootstrapped(VOTERS);
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS);
     c.node("a").campaign();
     // Elected, with its no-op not yet committed: no change yet.
     for (let i = 0; i < 10 && c.node("a").status().role !== "leader"; i++) c.deliverRound();
@@ -127,14 +127,14 @@ describe("membership changes", () => {
   });
 
   it("refuses a change that does not apply, and a change from a follower", () => {
-    const c = LocalCluster.bootstrapped(VOTERS);
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS);
     c.elect("a");
     const a = c.node("a");
     expect(refusal(() => a.proposeConfChange({ type: "add-learner", node: "b" }))).toBe("InvalidConfChange");
     expect(refusal(() => a.proposeConfChange({ type: "promote", node: "b" }))).toBe("InvalidConfChange");
     expect(refusal(() => a.proposeConfChange({ type: "remove", node: "z" }))).toBe("InvalidConfChange");
     expect(refusal(() => c.node("b").proposeConfChange({ type: "remove", node: "c" }))).toBe("NotLeader");
-    const solo = new LocalCluster(["a"]);
+    const solo = new InMemoryRaftCluster(["a"]);
     solo.elect("a");
     expect(refusal(() => solo.node("a").proposeConfChange({ type: "remove", node: "a" }))).toBe(
       "InvalidConfChange",
@@ -142,7 +142,7 @@ describe("membership changes", () => {
   });
 
   it("removes a voter: the rest commit on their own and the removed node stays quiet", () => {
-    const c = LocalCluster.bootstrapped(VOTERS);
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS);
     c.elect("a");
     change(c, "a", { type: "remove", node: "c" });
     expect(c.node("a").status().conf).toEqual({ voters: ["a", "b"], learners: [] });
@@ -158,7 +158,7 @@ describe("membership changes", () => {
   });
 
   it("a leader that removes itself hands leadership to the most caught-up voter at once", () => {
-    const c = LocalCluster.bootstrapped(VOTERS);
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS);
     c.elect("a");
     c.isolate("c");
     c.node("a").propose(text("only-b-has-it"));
@@ -177,7 +177,7 @@ describe("membership changes", () => {
   });
 
   it("a learner that has not learnt of its promotion still grants the vote a committed one needs", () => {
-    const c = LocalCluster.bootstrapped(["a"]);
+    const c = InMemoryRaftCluster.bootstrapped(["a"]);
     c.elect("a");
     c.join("l");
     change(c, "a", { type: "add-learner", node: "l" });
@@ -193,7 +193,7 @@ describe("membership changes", () => {
   });
 
   it("a leader that removed itself still grants its successor the vote it needs", () => {
-    const c = LocalCluster.bootstrapped(["a", "b"]);
+    const c = InMemoryRaftCluster.bootstrapped(["a", "b"]);
     c.elect("a");
     let removal = Number.POSITIVE_INFINITY;
     // b never learns that the removal committed, so it still counts a as a voter.
@@ -220,7 +220,7 @@ describe("membership changes", () => {
   });
 
   it("brings a learner that joins after compaction up by snapshot, configuration included", () => {
-    const c = LocalCluster.bootstrapped(VOTERS);
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS);
     c.elect("a");
     for (let i = 0; i < 4; i++) c.node("a").propose(text(`s${i}`));
     c.settle();

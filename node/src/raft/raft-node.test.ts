@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 describe("RaftNode smoke", () => {
   it("elects a leader and replicates a proposal", () => {
-    const c = new LocalCluster(["a", "b", "c"]);
+    const c = new InMemoryRaftCluster(["a", "b", "c"]);
     c.elect("a");
     expect(c.leader()).toBe("a");
     c.node("a").propose(text("x"));

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ofType, Solo, storageWithLog, vote, voteResponse } from "./testing/helpers.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { ofType, Solo, storageWithLog, vote, voteResponse } from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
 
@@ -82,7 +82,7 @@ describe("pre-vote", () => {
   });
 
   it("a partitioned node that keeps timing out does not inflate its term, and rejoins without disruption", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.isolate("c");
     c.node("a").propose(text("while-away"));
@@ -102,7 +102,7 @@ describe("pre-vote", () => {
   });
 
   it("a partitioned node with a stale log cannot win even once the leader is gone", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.isolate("c");
     c.node("a").propose(text("x"));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ProposalRefusedError, RaftError } from "./errors.js";
-import { Solo } from "./testing/helpers.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { Solo } from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
 
@@ -19,7 +19,7 @@ const payload = (n: number): Uint8Array => new Uint8Array(n).fill(1);
 
 describe("proposals", () => {
   it("returns where the entry was appended, and the batch form returns the first index", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     expect(c.node("a").propose(text("x"))).toEqual({ index: 2, term: 1 });
     expect(c.node("a").proposeBatch([text("y"), text("z")])).toEqual({ firstIndex: 3, term: 1 });
@@ -54,7 +54,7 @@ describe("proposals", () => {
   });
 
   it("are refused with NotLeader and a leader hint by a follower", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("b");
     const err = refusal(() => c.node("a").propose(text("x")));
     expect(err.reason).toBe("NotLeader");
@@ -64,7 +64,7 @@ describe("proposals", () => {
   });
 
   it("are refused with TransferInProgress during a leadership transfer", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.isolate("c");
     c.node("a").transferLeadership("c");
@@ -77,7 +77,7 @@ describe("proposals", () => {
     const opts = { maxUncommittedEntriesBytes: 250 };
 
     it("refuses once the uncommitted tail would exceed the bound, and frees it on commit", () => {
-      const c = new LocalCluster(VOTERS, opts);
+      const c = new InMemoryRaftCluster(VOTERS, opts);
       c.elect("a");
       c.isolate("b");
       c.isolate("c");
@@ -102,7 +102,7 @@ describe("proposals", () => {
     });
 
     it("entries committed earlier no longer count toward the bound", () => {
-      const c = new LocalCluster(VOTERS, opts);
+      const c = new InMemoryRaftCluster(VOTERS, opts);
       c.elect("a");
       const a = c.node("a");
       a.propose(payload(76));
@@ -115,7 +115,7 @@ describe("proposals", () => {
     });
 
     it("does not count the leader's no-op", () => {
-      const c = new LocalCluster(VOTERS, { maxUncommittedEntriesBytes: 200 });
+      const c = new InMemoryRaftCluster(VOTERS, { maxUncommittedEntriesBytes: 200 });
       // No acknowledgement reaches a: its no-op stays uncommitted.
       c.filter = (m) => m.type !== "append-response";
       c.elect("a");
@@ -127,7 +127,7 @@ describe("proposals", () => {
     });
 
     it("proposeBatch is all-or-nothing", () => {
-      const c = new LocalCluster(VOTERS, opts);
+      const c = new InMemoryRaftCluster(VOTERS, opts);
       c.elect("a");
       c.isolate("b");
       c.isolate("c");
@@ -145,7 +145,7 @@ describe("proposals", () => {
     });
 
     it("a bound of 0 means unbounded", () => {
-      const c = new LocalCluster(VOTERS, { maxUncommittedEntriesBytes: 0 });
+      const c = new InMemoryRaftCluster(VOTERS, { maxUncommittedEntriesBytes: 0 });
       c.elect("a");
       c.isolate("b");
       c.isolate("c");
@@ -154,7 +154,7 @@ describe("proposals", () => {
     });
 
     it("a new leader starts with an empty budget", () => {
-      const c = new LocalCluster(VOTERS, opts);
+      const c = new InMemoryRaftCluster(VOTERS, opts);
       c.elect("a");
       c.isolate("a");
       c.node("a").propose(payload(76));
@@ -172,7 +172,7 @@ describe("proposals", () => {
   });
 
   it("a batch is appended contiguously in one term and applied in order", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("c");
     const batch = ["p", "q", "r", "s"].map(text);
     const { firstIndex, term } = c.node("c").proposeBatch(batch);

@@ -1,13 +1,20 @@
 import { describe, expect, it } from "vitest";
 import { ProposalRefusedError } from "./errors.js";
-import { heartbeat, heartbeatResponse, ofType, ScriptedRandom, Solo, soloLeader } from "./testing/helpers.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import {
+  heartbeat,
+  heartbeatResponse,
+  ofType,
+  ScriptedRandom,
+  Solo,
+  soloLeader,
+} from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
 const T = 10;
 
-function ready(): LocalCluster {
-  const c = new LocalCluster(VOTERS, { electionTicks: T });
+function ready(): InMemoryRaftCluster {
+  const c = new InMemoryRaftCluster(VOTERS, { electionTicks: T });
   c.elect("a");
   c.node("a").propose(text("x"));
   c.settle();
@@ -44,7 +51,7 @@ describe("ReadIndex", () => {
 
     it("needs a quorum, not everyone: 5 voters, 2 followers suffice", () => {
       const ids = ["a", "b", "c", "d", "e"];
-      const c = new LocalCluster(ids);
+      const c = new InMemoryRaftCluster(ids);
       c.elect("a");
       for (const id of ["b", "c", "d"]) c.isolate(id);
       c.node("a").readIndex("r");

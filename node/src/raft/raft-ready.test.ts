@@ -5,9 +5,13 @@ import { MemoryStorage } from "./memory-storage.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
 import { SnapshotInbox } from "./snapshot-inbox.js";
-import { append, entriesWithTerms, entry, ofType, readyOf, Solo, vote } from "./testing/helpers.js";
-import { InvariantChecker } from "./testing/invariants.js";
-import { LocalCluster, type LocalMember, text } from "./testing/local-cluster.js";
+import { append, entriesWithTerms, entry, ofType, readyOf, Solo, vote } from "./test-fixtures/helpers.js";
+import {
+  InMemoryRaftCluster,
+  type InMemoryRaftMember,
+  text,
+} from "./test-fixtures/in-memory-raft-cluster.js";
+import { InvariantChecker } from "./test-fixtures/invariants.js";
 
 const VOTERS = ["a", "b", "c"];
 
@@ -61,7 +65,7 @@ describe("the Ready contract", () => {
   });
 
   it("a leader's new entries and the appends carrying them come in the same Ready", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.node("a").propose(text("x"));
     const rd = c.node("a").ready();
@@ -133,7 +137,7 @@ describe("the Ready contract", () => {
 
   it("committed entries are handed out once and only after they are in a Ready or storage", () => {
     const checker = new InvariantChecker();
-    const c = new LocalCluster(VOTERS, { maxCommittedSizePerReady: 30 }, 1, { onReady: checker.hook });
+    const c = new InMemoryRaftCluster(VOTERS, { maxCommittedSizePerReady: 30 }, 1, { onReady: checker.hook });
     c.elect("a");
     for (let i = 0; i < 10; i++) c.node("a").propose(text(`v${i}`));
     c.settle();
@@ -151,7 +155,7 @@ describe("the Ready contract", () => {
     (_name, asyncPersist) => {
       const checker = new InvariantChecker();
       const ids = ["a", "b", "c", "d", "e"];
-      const c = new LocalCluster(ids, { maxSizePerMsg: 64 }, 2, { onReady: checker.hook });
+      const c = new InMemoryRaftCluster(ids, { maxSizePerMsg: 64 }, 2, { onReady: checker.hook });
       c.asyncPersist = asyncPersist;
       c.elect("a");
       for (let round = 0; round < 8; round++) {
@@ -177,7 +181,7 @@ describe("the Ready contract", () => {
   );
 
   describe("the invariant checker itself (so the properties above can fail)", () => {
-    const member = (storage: MemoryStorage): LocalMember => ({
+    const member = (storage: MemoryStorage): InMemoryRaftMember => ({
       raft: new RaftNode({ id: "a", storage, random: new SeededRandom(1) }),
       storage,
       applied: [],

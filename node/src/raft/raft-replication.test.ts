@@ -10,9 +10,9 @@ import {
   Solo,
   soloLeader,
   storageWithLog,
-} from "./testing/helpers.js";
-import { checkLogMatching, InvariantChecker } from "./testing/invariants.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+} from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
+import { checkLogMatching, InvariantChecker } from "./test-fixtures/invariants.js";
 import type { AppendMessage, Message } from "./types.js";
 
 const VOTERS = ["a", "b", "c"];
@@ -122,7 +122,7 @@ describe("AppendEntries on the follower", () => {
 describe("replication from the leader", () => {
   it("replicates and applies proposals on every node in order", () => {
     const checker = new InvariantChecker();
-    const c = new LocalCluster(VOTERS, {}, 1, { onReady: checker.hook });
+    const c = new InMemoryRaftCluster(VOTERS, {}, 1, { onReady: checker.hook });
     c.elect("a");
     for (let i = 0; i < 20; i++) c.node("a").propose(text(`v${i}`));
     c.settle();
@@ -133,7 +133,7 @@ describe("replication from the leader", () => {
   });
 
   it("heartbeats never tell a follower to commit past what it is known to hold", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.filter = (m) => !(m.type === "append" && m.to === "c");
     for (let i = 0; i < 3; i++) c.node("a").propose(text(`v${i}`));
@@ -149,7 +149,7 @@ describe("replication from the leader", () => {
 
   it("batches a backlog into messages of at most maxSizePerMsg (one oversized entry alone)", () => {
     const maxSizePerMsg = 250;
-    const c = new LocalCluster(VOTERS, { maxSizePerMsg });
+    const c = new InMemoryRaftCluster(VOTERS, { maxSizePerMsg });
     c.elect("a");
     c.isolate("c");
     for (let i = 0; i < 10; i++) c.node("a").propose(payload(76)); // 100 bytes each
@@ -172,7 +172,7 @@ describe("replication from the leader", () => {
   });
 
   it("pipelines at most maxInflightMsgs appends to a follower that does not answer", () => {
-    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 3, maxInflightBytes: 0 });
+    const c = new InMemoryRaftCluster(VOTERS, { maxInflightMsgs: 3, maxInflightBytes: 0 });
     c.elect("a");
     expect(c.node("a").status().progress.c!.state).toBe("replicate");
     c.filter = (m) => m.from !== "c";
@@ -192,7 +192,7 @@ describe("replication from the leader", () => {
   });
 
   it("pipelines at most maxInflightBytes of entries to a follower that does not answer", () => {
-    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 100, maxInflightBytes: 250 });
+    const c = new InMemoryRaftCluster(VOTERS, { maxInflightMsgs: 100, maxInflightBytes: 250 });
     c.elect("a");
     c.filter = (m) => m.from !== "c";
     const before = c.sent.length;
@@ -208,7 +208,7 @@ describe("replication from the leader", () => {
   });
 
   it("an acknowledgement frees the window: with answers, everything flows", () => {
-    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 2 });
+    const c = new InMemoryRaftCluster(VOTERS, { maxInflightMsgs: 2 });
     c.elect("a");
     for (let i = 0; i < 30; i++) c.node("a").propose(text(`v${i}`));
     c.settle();
@@ -217,7 +217,7 @@ describe("replication from the leader", () => {
   });
 
   it("probe state sends one append at a time until the follower answers", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     // c never answers appends: a never learns where c's log stands.
     c.filter = (m) => !(m.from === "c" && m.type === "append-response");
     c.elect("a");
@@ -237,7 +237,7 @@ describe("replication from the leader", () => {
   });
 
   it("appends lost in flight are resent after a heartbeat, without new proposals", () => {
-    const c = new LocalCluster(VOTERS);
+    const c = new InMemoryRaftCluster(VOTERS);
     c.elect("a");
     c.filter = (m) => !(m.type === "append" && m.to === "c");
     for (let i = 0; i < 3; i++) c.node("a").propose(text(`v${i}`));
@@ -250,7 +250,7 @@ describe("replication from the leader", () => {
   });
 
   it("a follower whose whole inflight window was lost during a partition catches up after it heals", () => {
-    const c = new LocalCluster(VOTERS, { maxInflightMsgs: 2 });
+    const c = new InMemoryRaftCluster(VOTERS, { maxInflightMsgs: 2 });
     c.elect("a");
     c.isolate("c");
     for (let i = 0; i < 8; i++) {
@@ -298,7 +298,7 @@ describe("replication from the leader", () => {
   it("fast backtracking: a long divergent tail is repaired in a few round trips", () => {
     const ids = ["a", "b", "c", "d", "e"];
     const checker = new InvariantChecker();
-    const c = new LocalCluster(ids, {}, 1, { onReady: checker.hook });
+    const c = new InMemoryRaftCluster(ids, {}, 1, { onReady: checker.hook });
     c.elect("a");
     // a, cut off, keeps accepting proposals it can never commit: 100 divergent entries.
     c.isolate("a");
@@ -360,7 +360,7 @@ describe("replication from the leader", () => {
 
 describe("a follower that lost its data", () => {
   it("is brought back from scratch instead of being probed above what it holds", () => {
-    const c = new LocalCluster(["a", "b", "c"]);
+    const c = new InMemoryRaftCluster(["a", "b", "c"]);
     c.elect("a");
     for (let i = 0; i < 5; i++) c.node("a").propose(text(`v${i}`));
     c.settle();

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { ProposalRefusedError } from "./errors.js";
 import { SeededRandom } from "./seeded-random.js";
-import { checkLogMatching, InvariantChecker } from "./testing/invariants.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
+import { checkLogMatching, InvariantChecker } from "./test-fixtures/invariants.js";
 import type { Message, NodeId } from "./types.js";
 
 interface Profile {
@@ -42,7 +42,7 @@ function run(seed: number, rounds: number, profile: Profile = FIVE): Outcome {
   let reads = 0;
   let snapshotsInstalled = 0;
   const maxApplied = (): number => Math.max(0, ...checker.applied.keys());
-  const c = new LocalCluster(
+  const c = new InMemoryRaftCluster(
     IDS,
     {
       electionTicks: 10,

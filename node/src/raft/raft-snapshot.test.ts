@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { crc32c } from "../checksum/crc32c.js";
 import type { RaftOptions } from "./raft-config.js";
 import { SeededRandom } from "./seeded-random.js";
-import { appendResponse, ofType, Solo, snapshotChunk, storageWithLog } from "./testing/helpers.js";
-import { checkLogMatching, InvariantChecker } from "./testing/invariants.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { appendResponse, ofType, Solo, snapshotChunk, storageWithLog } from "./test-fixtures/helpers.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
+import { checkLogMatching, InvariantChecker } from "./test-fixtures/invariants.js";
 import type { Message, Ready, Snapshot, SnapshotChunkMessage, SnapshotMeta } from "./types.js";
 
 const VOTERS = ["a", "b", "c"];
@@ -13,7 +13,7 @@ const WINDOW = 2;
 const SNAP_DATA = Uint8Array.from({ length: 100 }, (_, i) => (i * 7) % 251);
 
 interface Lagging {
-  c: LocalCluster;
+  c: InMemoryRaftCluster;
   readys: Map<string, Ready[]>;
   snapIndex: number;
 }
@@ -25,7 +25,7 @@ interface Lagging {
 function lagging(extra: Partial<RaftOptions> = {}): Lagging {
   const readys = new Map<string, Ready[]>(VOTERS.map((id) => [id, []]));
   const checker = new InvariantChecker();
-  const c = new LocalCluster(
+  const c = new InMemoryRaftCluster(
     VOTERS,
     { snapshotChunkBytes: CHUNK, maxInflightSnapshotChunks: WINDOW, ...extra },
     1,
@@ -307,7 +307,7 @@ describe("snapshots", () => {
   });
 
   it("an up-to-date follower is never sent a snapshot after the leader compacts", () => {
-    const c = new LocalCluster(VOTERS, { snapshotChunkBytes: CHUNK });
+    const c = new InMemoryRaftCluster(VOTERS, { snapshotChunkBytes: CHUNK });
     c.elect("a");
     for (let i = 0; i < 5; i++) c.node("a").propose(text(`v${i}`));
     c.settle();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ProposalRefusedError } from "./errors.js";
-import { InvariantChecker } from "./testing/invariants.js";
-import { LocalCluster, text } from "./testing/local-cluster.js";
+import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
+import { InvariantChecker } from "./test-fixtures/invariants.js";
 
 const VOTERS = ["a", "b", "c"];
 const T = 10;
@@ -16,9 +16,9 @@ function refusal(f: () => unknown): ProposalRefusedError {
   throw new Error("expected a refusal");
 }
 
-function cluster(): LocalCluster {
+function cluster(): InMemoryRaftCluster {
   const checker = new InvariantChecker();
-  const c = new LocalCluster(VOTERS, { electionTicks: T }, 1, { onReady: checker.hook });
+  const c = new InMemoryRaftCluster(VOTERS, { electionTicks: T }, 1, { onReady: checker.hook });
   c.elect("a");
   c.node("a").propose(text("x"));
   c.settle();

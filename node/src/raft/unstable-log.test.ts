@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { RaftInvariantError } from "./errors.js";
-import { entriesWithTerms, entry } from "./testing/helpers.js";
+import { entriesWithTerms, entry } from "./test-fixtures/helpers.js";
 import type { Snapshot } from "./types.js";
 import { UnstableLog } from "./unstable-log.js";
 

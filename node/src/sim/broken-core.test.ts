@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { FIGURE_EIGHT_PROFILE } from "./fault-profile.js";
 import { SAFETY_INVARIANTS } from "./invariants.js";
 import { runSeed, type SimOptions, type SimResult } from "./simulator.js";
-import { BROKEN_COMMIT_RULE } from "./testing/counting-commit-node.js";
+import { BROKEN_COMMIT_RULE } from "./test-fixtures/counting-commit-node.js";
 
 const SEARCH_BUDGET = 300;
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { Entry } from "../raft/types.js";
 import { chainDigest, entryDigest } from "./digest.js";
 import { COMPACTED, SafetyChecker } from "./invariants.js";
-import { violation } from "./testing/violation.js";
+import { violation } from "./test-fixtures/violation.js";
 
 function entry(index: number, term: number, byte = index): Entry {
   return { index, term, type: "normal", data: new Uint8Array([byte]) };

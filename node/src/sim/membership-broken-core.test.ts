@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { InvariantName } from "./invariants.js";
 import { runSeed, type SimOptions, type SimResult } from "./simulator.js";
-import { EAGER_CONF_CHANGE } from "./testing/eager-conf-change-node.js";
-import { LEARNER_VOTING } from "./testing/learner-voting-node.js";
+import { EAGER_CONF_CHANGE } from "./test-fixtures/eager-conf-change-node.js";
+import { LEARNER_VOTING } from "./test-fixtures/learner-voting-node.js";
 
 const SEARCH_BUDGET = 50;
 

@@ -9,7 +9,7 @@ import {
   type VoteMessage,
 } from "../raft/index.js";
 import { changesAfter, MembershipChecker } from "./membership-invariants.js";
-import { violation } from "./testing/violation.js";
+import { violation } from "./test-fixtures/violation.js";
 
 const CONF: ConfState = { voters: ["a", "b", "c"], learners: ["d"] };
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runSeed, type SimResult } from "./simulator.js";
-import { OWN_ENTRY_COUNTING } from "./testing/own-entry-counting-node.js";
+import { OWN_ENTRY_COUNTING } from "./test-fixtures/own-entry-counting-node.js";
 
 const SEARCH_BUDGET = 20;
 

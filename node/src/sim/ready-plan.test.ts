@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Entry, HardState, Message } from "../raft/index.js";
-import { readyOf } from "../raft/testing/helpers.js";
+import { readyOf } from "../raft/test-fixtures/helpers.js";
 import { type HeldHardState, planReady } from "./ready-plan.js";
 
 function entries(from: number, to: number, term: number): Entry[] {

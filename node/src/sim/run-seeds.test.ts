@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { formatFailures, runSeeds, type SeedsSummary } from "./run-seeds.js";
 import { runSeed, type SimResult } from "./simulator.js";
-import { BROKEN_COMMIT_RULE } from "./testing/counting-commit-node.js";
+import { BROKEN_COMMIT_RULE } from "./test-fixtures/counting-commit-node.js";
 
 /** A trace line: time, step, node, then what happened (see trace.ts). */
 const TRACE_LINE = /^ *\d+ #\d+ +\S+ +(tick|deliver|drop|ready|sync|apply|client|member|fault|role|phase)\b/;

@@ -3,7 +3,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { COMMIT_INTERVAL_MS } from "./apply-commits.js";
 import { COMMAND_HANDLERS } from "./command-handlers.js";
 import type { StateMachine } from "./state-machine.js";
-import { LogBuilder, TempStates } from "./testing/state-fixtures.js";
+import { LogBuilder, TempStates } from "./test-fixtures/state-fixtures.js";
 
 let temp: TempStates;
 let sm: StateMachine;

@@ -3,9 +3,8 @@ import type Database from "better-sqlite3";
 
 /**
  * How long applied batches wait in the open transaction before the next batch commits it. 30 ms
- * rather than 10: at one writer, three voters sent 12 % fewer bytes to the disk per write (52 against
- * 59–61 KB) and the etcd comparison's one-writer passes came out 3 % faster; the same at 256 writers
- * (docs/benchmarks.md).
+ * rather than 10: fewer bytes to the disk per write at one writer, no loss at 256 writers; longer
+ * gained nothing (docs/decisions/0007-grouped-apply-commits.md).
  */
 export const COMMIT_INTERVAL_MS = 30;
 /** Entries after which the open transaction commits even sooner, bounding the pages it holds. */

@@ -1,9 +1,10 @@
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { COMMAND_KINDS } from "../requests/command-kinds.js";
 import { hashApiKey } from "./api-key.js";
 import { BOOTSTRAP_ADMIN_COMMAND_ID } from "./bootstrap-admin-command.js";
-import { COMMAND_KINDS, decodeCommand } from "./command-envelope.js";
-import { committed, Harness, LogBuilder, TempStates } from "./testing/state-fixtures.js";
+import { decodeCommand } from "./command-envelope.js";
+import { committed, Harness, LogBuilder, TempStates } from "./test-fixtures/state-fixtures.js";
 
 const FIRST = hashApiKey("first-voter-admin-key");
 const SECOND = hashApiKey("second-voter-admin-key");

@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { PageBounds } from "../requests/read-limits.js";
 import { CatalogQueries, parseQueryRequest } from "./catalog-query.js";
 import { openDatabase } from "./database.js";
-import type { PageBounds } from "./read-limits.js";
-import type { BulkGetPage, QueryPage, SearchPage } from "./testing/read-pages.js";
+import type { BulkGetPage, QueryPage, SearchPage } from "./test-fixtures/read-pages.js";
 
 let dir: string;
 let db: Database.Database;

@@ -1,9 +1,9 @@
 import type Database from "better-sqlite3";
-import { checkKey } from "./identifiers.js";
+import { checkKey } from "../requests/identifiers.js";
+import { type PageBounds, READ_LIMITS } from "../requests/read-limits.js";
 import { invalid, isJsonObject, optionalArray, optionalInteger, optionalString } from "./json-body.js";
 import { JsonPage } from "./json-page.js";
 import { prefixRange } from "./key-range.js";
-import { type PageBounds, READ_LIMITS } from "./read-limits.js";
 import type { IndexHit } from "./search-protocol.js";
 
 export type FilterOp = "eq" | "ne" | "lt" | "lte" | "gt" | "gte" | "exists";

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseBulkGetRequest, parseQueryRequest } from "./catalog-query.js";
 import { parseTraverseRequest } from "./graph.js";
-import { type BulkGetPage, json, type QueryPage, type Traversal } from "./testing/read-pages.js";
-import { Harness, TempStates } from "./testing/state-fixtures.js";
+import { type BulkGetPage, json, type QueryPage, type Traversal } from "./test-fixtures/read-pages.js";
+import { Harness, TempStates } from "./test-fixtures/state-fixtures.js";
 
 let temp: TempStates;
 let h: Harness;

@@ -1,12 +1,12 @@
 import { InternalError } from "@keyload/contract";
 import type { SqliteLimits } from "../fs/sqlite-limits.js";
+import { JsonText } from "../requests/json-text.js";
 import type {
   CatalogRead,
   CatalogReadWorkerData,
   FromCatalogReader,
   ToCatalogReader,
 } from "./catalog-read-protocol.js";
-import { JsonText } from "./json-text.js";
 import { WorkerCalls } from "./worker-calls.js";
 import { siblingModule } from "./worker-thread.js";
 

@@ -9,8 +9,8 @@ import {
   type QueryPage,
   type SearchPage,
   type Traversal,
-} from "./testing/read-pages.js";
-import { Harness, TempStates } from "./testing/state-fixtures.js";
+} from "./test-fixtures/read-pages.js";
+import { Harness, TempStates } from "./test-fixtures/state-fixtures.js";
 
 let temp: TempStates;
 let h: Harness;

@@ -1,14 +1,8 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import { COMMAND_KINDS, type CommandKind } from "../requests/command-kinds.js";
 import { hashApiKey } from "./api-key.js";
-import {
-  COMMAND_KINDS,
-  type CommandEnvelope,
-  type CommandKind,
-  commandDigest,
-  decodeCommand,
-  encodeCommand,
-} from "./command-envelope.js";
+import { type CommandEnvelope, commandDigest, decodeCommand, encodeCommand } from "./command-envelope.js";
 
 const BASE: CommandEnvelope = {
   commandId: "cmd-1",

@@ -1,42 +1,20 @@
 import { hash } from "node:crypto";
 import { InvalidArgumentError } from "@keyload/contract";
+import {
+  COMMAND_KINDS,
+  type CommandKind,
+  type ParamName,
+  type RouteParams,
+} from "../requests/command-kinds.js";
+import { checkCommandId, checkKey, checkName, checkScopeId } from "../requests/identifiers.js";
 import { isApiKeyHash } from "./api-key.js";
-import { checkCommandId, checkKey, checkName, checkScopeId } from "./identifiers.js";
 import { checkQueueName } from "./queue-names.js";
 
 /**
- * The route parameters each command kind carries (from the URL path), one kind per write route of the
- * contract. The body travels separately, as the payload.
- */
-export const COMMAND_KINDS = {
-  "catalog.put": ["key"], // PUT /v1/catalog/{key}
-  "catalog.delete": ["key"], // DELETE /v1/catalog/{key}
-  transaction: [], // POST /v1/transactions
-  "graph.putEdge": [], // PUT /v1/graph/edges
-  "graph.deleteEdge": [], // DELETE /v1/graph/edges
-  "queue.enqueue": ["queue"], // POST /v1/queues/{queue}/messages
-  "queue.lease": ["queue"], // POST /v1/queues/{queue}/leases
-  "queue.ack": ["queue", "messageId"], // POST .../messages/{messageId}/ack
-  "queue.nack": ["queue", "messageId"], // POST .../messages/{messageId}/nack
-  "queue.renew": ["queue", "messageId"], // POST .../messages/{messageId}/renew
-  "queue.complete": ["queue", "messageId"], // POST .../messages/{messageId}/complete (processing effect)
-  "subscription.put": ["name"], // PUT /v1/subscriptions/{name}
-  "subscription.deliver": ["name"], // POST /v1/subscriptions/{name}/deliveries
-  "subscription.ack": ["name", "deliveryId"], // POST .../deliveries/{deliveryId}/ack
-  "subscription.complete": ["name", "deliveryId"], // POST .../deliveries/{deliveryId}/complete (projection)
-  "membership.put": ["memberId"], // PUT /v1/membership/{memberId}
-  "dispatch.append": ["channel"], // POST /v1/dispatch/{channel}
-  "admin.putPrincipal": [], // POST /v1/admin/principals
-  "admin.createKey": ["principalId"], // POST /v1/admin/principals/{principalId}/keys
-  "admin.deleteKey": ["principalId", "keyId"], // DELETE /v1/admin/principals/{principalId}/keys/{keyId}
-} as const satisfies Record<string, readonly ParamName[]>;
-
-export type CommandKind = keyof typeof COMMAND_KINDS;
-
-/**
  * The kinds no request carries: a voter proposes them itself, under the system submitter (see
- * Principals.commandRefusal), never through a route. Kept apart from COMMAND_KINDS so that nothing
- * typed for a request (a route, a forwarded command) can name one.
+ * Principals.commandRefusal), never through a route. Kept apart from COMMAND_KINDS (which the HTTP
+ * edge shares, in requests/) so that nothing typed for a request (a route, a forwarded command) can
+ * name one.
  */
 export const SYSTEM_COMMAND_KINDS = {
   "system.bootstrapAdmin": [], // the cluster's first admin, from the proposing leader's configuration
@@ -55,19 +33,6 @@ const ENTRY_KINDS: Readonly<Record<EntryKind, readonly ParamName[]>> = {
 export function isSystemKind(kind: EntryKind): kind is SystemCommandKind {
   return Object.hasOwn(SYSTEM_COMMAND_KINDS, kind);
 }
-
-export type ParamName =
-  | "key"
-  | "queue"
-  | "messageId"
-  | "name"
-  | "deliveryId"
-  | "memberId"
-  | "channel"
-  | "principalId"
-  | "keyId";
-
-export type RouteParams = Readonly<Partial<Record<ParamName, string>>>;
 
 const PARAM_CHECKS: Record<ParamName, (value: string) => string> = {
   key: (v) => checkKey("key", v),

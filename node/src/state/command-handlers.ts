@@ -1,8 +1,8 @@
+import { checkText, MAX_KEY_CHARS } from "../requests/identifiers.js";
 import type { ApplyContext } from "./apply-context.js";
 import { type CommandEnvelope, type EntryKind, routeParam } from "./command-envelope.js";
 import { parseDirective } from "./dispatch.js";
 import { parseEdge } from "./graph.js";
-import { checkText, MAX_KEY_CHARS } from "./identifiers.js";
 import {
   invalid,
   type JsonObject,

@@ -1,7 +1,7 @@
 import type { Member } from "@keyload/contract";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { generateApiKey, hashApiKey } from "./api-key.js";
-import { ADMIN_KEY, Harness, TEST_KEY_HASHER, TempStates } from "./testing/state-fixtures.js";
+import { ADMIN_KEY, Harness, TEST_KEY_HASHER, TempStates } from "./test-fixtures/state-fixtures.js";
 
 let temp: TempStates;
 let h: Harness;

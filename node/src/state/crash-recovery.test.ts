@@ -3,10 +3,10 @@ import { afterAll, describe, expect, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry } from "../raft/types.js";
 import { parseSearchRequest } from "./search-query.js";
-import { runCrashChild } from "./testing/crash-child.js";
-import { CRASH_LIMITS, encodeLogLine } from "./testing/crash-log.js";
-import { randomLog } from "./testing/random-log.js";
-import { TempStates } from "./testing/state-fixtures.js";
+import { CRASH_LIMITS, encodeLogLine } from "./test-fixtures/crash-log.js";
+import { randomLog } from "./test-fixtures/random-log.js";
+import { TempStates } from "./test-fixtures/state-fixtures.js";
+import { runStateMachineCrashChild } from "./test-fixtures/state-machine-crash-runner.js";
 
 /** Runs the apply child until it reports an applied index of at least `killAt`, then kills it (-9). */
 async function applyUntilKilled(
@@ -16,7 +16,7 @@ async function applyUntilKilled(
   killAt: number,
 ): Promise<number> {
   let reported = 0;
-  await runCrashChild("apply-child.ts", [path, logPath, String(seed)], (line, child) => {
+  await runStateMachineCrashChild("apply-child.ts", [path, logPath, String(seed)], (line, child) => {
     reported = Number(line);
     if (reported >= killAt) child.kill("SIGKILL");
   });

@@ -9,8 +9,8 @@ import { openDatabase } from "./database.js";
 import { SCHEMA_VERSION } from "./schema.js";
 import { OLDEST_MIGRATABLE_SCHEMA } from "./schema-migration.js";
 import { StateMachine } from "./state-machine.js";
-import { SCHEMA_V2_DDL } from "./testing/schema-v2.js";
-import { Harness, TEST_KEY_HASHER } from "./testing/state-fixtures.js";
+import { SCHEMA_V2_DDL } from "./test-fixtures/schema-v2.js";
+import { Harness, TEST_KEY_HASHER } from "./test-fixtures/state-fixtures.js";
 
 let dir: string | undefined;
 afterEach(() => {

@@ -5,8 +5,8 @@ import type { Entry } from "../raft/types.js";
 import type { ApplyResult } from "./apply-result.js";
 import type { CanonicalLimits } from "./limits.js";
 import type { StateMachine } from "./state-machine.js";
-import { randomLog } from "./testing/random-log.js";
-import { TempStates } from "./testing/state-fixtures.js";
+import { randomLog } from "./test-fixtures/random-log.js";
+import { TempStates } from "./test-fixtures/state-fixtures.js";
 
 /** Tight limits, so the log also runs outcome expiry, dead-lettering and lease-batch refusals. */
 const LIMITS: Partial<CanonicalLimits> = {

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
+import { checkText } from "../requests/identifiers.js";
 import type { ApplyContext } from "./apply-context.js";
-import { checkText } from "./identifiers.js";
 import { invalid, type JsonObject, requireString } from "./json-body.js";
 import { checkJsonValue } from "./json-value.js";
 

@@ -3,11 +3,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { PageBounds } from "../requests/read-limits.js";
 import { openDatabase } from "./database.js";
 import { parseTraverseRequest } from "./graph.js";
 import { GraphTraversal } from "./graph-traversal.js";
-import type { PageBounds } from "./read-limits.js";
-import type { Traversal } from "./testing/read-pages.js";
+import type { Traversal } from "./test-fixtures/read-pages.js";
 
 let dir: string;
 let db: Database.Database;

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
+import { type PageBounds, READ_LIMITS } from "../requests/read-limits.js";
 import type { Direction, Edge, TraverseRequest } from "./graph.js";
 import { JsonPage } from "./json-page.js";
-import { type PageBounds, READ_LIMITS } from "./read-limits.js";
 
 export interface TraversedNode {
   readonly id: string;

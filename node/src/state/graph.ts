@@ -1,8 +1,9 @@
 import { NotFoundError } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import { checkKey, checkText, MAX_EDGE_TYPE_CHARS } from "../requests/identifiers.js";
+import { READ_LIMITS } from "../requests/read-limits.js";
 import type { ApplyContext } from "./apply-context.js";
 import type { ChangeFeed } from "./change-feed.js";
-import { checkKey, checkText, MAX_EDGE_TYPE_CHARS } from "./identifiers.js";
 import {
   invalid,
   isJsonObject,
@@ -11,7 +12,6 @@ import {
   optionalString,
   requireString,
 } from "./json-body.js";
-import { READ_LIMITS } from "./read-limits.js";
 
 export interface Edge {
   readonly from: string;

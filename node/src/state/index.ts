@@ -1,4 +1,14 @@
 export type { Member, MemberStatus } from "@keyload/contract";
+// What the HTTP edge names too, defined in requests/ and re-exported for the package's users.
+export {
+  COMMAND_KINDS,
+  type CommandKind,
+  type ParamName,
+  type RouteParams,
+} from "../requests/command-kinds.js";
+export { JsonText } from "../requests/json-text.js";
+export { READ_LIMITS } from "../requests/read-limits.js";
+export { ROLES, type Role } from "../requests/roles.js";
 export { generateApiKey, hashApiKey, isApiKeyHash } from "./api-key.js";
 export { ApiKeyHasher } from "./api-key-hasher.js";
 export type { ApplyResult } from "./apply-result.js";
@@ -12,15 +22,11 @@ export {
 } from "./catalog-query.js";
 export type { Change, ChangeKind } from "./change-feed.js";
 export {
-  COMMAND_KINDS,
   type CommandEnvelope,
-  type CommandKind,
   commandDigest,
   decodeCommand,
   type EntryKind,
   encodeCommand,
-  type ParamName,
-  type RouteParams,
   SYSTEM_COMMAND_KINDS,
   type SystemCommandKind,
 } from "./command-envelope.js";
@@ -30,17 +36,9 @@ export type { Directive } from "./dispatch.js";
 export type { StoredDocument, WriteResult } from "./documents.js";
 export { type Edge, parseTraverseRequest, type TraverseRequest } from "./graph.js";
 export type { TraversedNode } from "./graph-traversal.js";
-export { JsonText } from "./json-text.js";
 export { type CanonicalLimits, DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
 export type { MembershipTable } from "./membership.js";
-export {
-  BOOTSTRAP_PRINCIPAL,
-  ROLES,
-  type Role,
-  SYSTEM_TENANT,
-  type VerifiedPrincipal,
-} from "./principals.js";
+export { BOOTSTRAP_PRINCIPAL, SYSTEM_TENANT, type VerifiedPrincipal } from "./principals.js";
 export { DEAD_LETTER_SUFFIX } from "./queue-names.js";
-export { READ_LIMITS } from "./read-limits.js";
 export { parseSearchRequest, type SearchCursor, type SearchRequest } from "./search-query.js";
 export { type CommandOutcomeView, StateMachine, type StateMachineOptions } from "./state-machine.js";

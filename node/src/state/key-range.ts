@@ -1,4 +1,4 @@
-import { MAX_KEY_CHARS } from "./identifiers.js";
+import { MAX_KEY_CHARS } from "../requests/identifiers.js";
 
 /** A half-open key range [low, high) in SQLite's BINARY order (UTF-8 bytes, i.e. code point order). */
 export interface KeyRange {

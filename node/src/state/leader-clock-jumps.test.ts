@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { LeaseResult } from "./queues.js";
 import { LEADER_CHANGE_MAX_STEP_MS } from "./replicated-clock.js";
 import type { Delivery } from "./subscriptions.js";
-import { type CommandOptions, Harness, TempStates } from "./testing/state-fixtures.js";
+import { type CommandOptions, Harness, TempStates } from "./test-fixtures/state-fixtures.js";
 
 const HOUR = 60 * 60 * 1000;
 const VISIBILITY_MS = 30_000;

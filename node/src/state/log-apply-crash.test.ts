@@ -5,11 +5,11 @@ import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry } from "../raft/types.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
 import { StateMachine } from "./state-machine.js";
-import { runCrashChild } from "./testing/crash-child.js";
-import { CRASH_CONF, CRASH_LIMITS, encodeLogLine } from "./testing/crash-log.js";
-import { replayCommitted } from "./testing/log-replay.js";
-import { randomLog } from "./testing/random-log.js";
-import { TEST_KEY_HASHER, TempStates } from "./testing/state-fixtures.js";
+import { CRASH_CONF, CRASH_LIMITS, encodeLogLine } from "./test-fixtures/crash-log.js";
+import { replayCommitted } from "./test-fixtures/log-replay.js";
+import { randomLog } from "./test-fixtures/random-log.js";
+import { TEST_KEY_HASHER, TempStates } from "./test-fixtures/state-fixtures.js";
+import { runStateMachineCrashChild } from "./test-fixtures/state-machine-crash-runner.js";
 
 interface ChildRun {
   /** The last index the child reported durable in its log (acknowledged), and held by its state. */
@@ -32,7 +32,7 @@ async function runChild(
   const args = [dir, logPath, String(seed), ...("batch" in kill ? [String(kill.batch)] : [])];
   let acked = 0;
   let applied = 0;
-  const exit = await runCrashChild("log-apply-child.ts", args, (line, child) => {
+  const exit = await runStateMachineCrashChild("log-apply-child.ts", args, (line, child) => {
     const [what, at] = line.split(" ");
     if (what === "ready" && "afterMs" in kill) setTimeout(() => child.kill("SIGKILL"), kill.afterMs);
     else if (what === "acked") acked = Number(at);

@@ -6,8 +6,8 @@ import {
   NotFoundError,
 } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import { checkText } from "../requests/identifiers.js";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
-import { checkText } from "./identifiers.js";
 import { invalid, type JsonObject, optionalInteger, optionalString } from "./json-body.js";
 
 export interface MembershipTable {

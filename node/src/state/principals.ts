@@ -1,48 +1,20 @@
-import {
-  FailedPreconditionError,
-  NotFoundError,
-  PermissionDeniedError,
-  UnauthenticatedError,
-} from "@keyload/contract";
+import { FailedPreconditionError, NotFoundError, PermissionDeniedError } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import { checkScopeId } from "../requests/identifiers.js";
+import {
+  type AuthorizationRefusal,
+  COMMAND_ROLES,
+  invalidCredentials,
+  ROLES,
+  type Role,
+  roleRefusal,
+} from "../requests/roles.js";
 import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
-import { type CommandEnvelope, type CommandKind, type EntryKind, isSystemKind } from "./command-envelope.js";
-import { checkScopeId } from "./identifiers.js";
+import { type CommandEnvelope, type EntryKind, isSystemKind } from "./command-envelope.js";
 import { invalid, type JsonObject, optionalArray, requireString } from "./json-body.js";
 
-export const ROLES = ["admin", "writer", "reader"] as const;
-export type Role = (typeof ROLES)[number];
-
 type GeneratedKey = NonNullable<CommandEnvelope["generated"]>;
-/** Who may call a route or send a command: any one of the roles listed. */
-export const ADMIN_ROLES: readonly Role[] = ["admin"];
-export const WRITE_ROLES: readonly Role[] = ["writer", "admin"];
-export const READ_ROLES: readonly Role[] = ["reader", "writer", "admin"];
-
-/** The roles each command kind needs: the edge checks them on the route, the state machine at apply. */
-export const COMMAND_ROLES: Readonly<Record<CommandKind, readonly Role[]>> = {
-  "catalog.put": WRITE_ROLES,
-  "catalog.delete": WRITE_ROLES,
-  transaction: WRITE_ROLES,
-  "graph.putEdge": WRITE_ROLES,
-  "graph.deleteEdge": WRITE_ROLES,
-  "queue.enqueue": WRITE_ROLES,
-  "queue.lease": WRITE_ROLES,
-  "queue.ack": WRITE_ROLES,
-  "queue.nack": WRITE_ROLES,
-  "queue.renew": WRITE_ROLES,
-  "queue.complete": WRITE_ROLES,
-  "subscription.put": WRITE_ROLES,
-  "subscription.deliver": WRITE_ROLES,
-  "subscription.ack": WRITE_ROLES,
-  "subscription.complete": WRITE_ROLES,
-  "membership.put": WRITE_ROLES,
-  "dispatch.append": WRITE_ROLES,
-  "admin.putPrincipal": ADMIN_ROLES,
-  "admin.createKey": ADMIN_ROLES,
-  "admin.deleteKey": ADMIN_ROLES,
-};
 
 /** Contract section 3: the bootstrap admin is principal `admin` of tenant `system`. */
 export const SYSTEM_TENANT = "system";
@@ -70,26 +42,6 @@ export interface Caller {
 /** Who an API key authenticates. */
 export interface VerifiedPrincipal extends Caller {
   readonly roles: readonly Role[];
-}
-
-/** What authorizing a request or a command can answer, wherever it is checked. */
-export type AuthorizationRefusal = UnauthenticatedError | PermissionDeniedError;
-
-/** The refusal of a key that is unknown, or no longer belongs to the principal it was verified for. */
-export function invalidCredentials(): UnauthenticatedError {
-  return new UnauthenticatedError("the API key is not valid", { reason: "InvalidCredentials" });
-}
-
-/** Refuses `action` (a route, a command or read kind) unless `holder` has one of `roles`. */
-export function roleRefusal(
-  holder: { readonly roles: readonly Role[] },
-  roles: readonly Role[],
-  action: string,
-): PermissionDeniedError | undefined {
-  if (roles.some((role) => holder.roles.includes(role))) return undefined;
-  return new PermissionDeniedError(`${action} needs one of the roles ${roles.join(", ")}`, {
-    reason: "MissingRole",
-  });
 }
 
 /** Validates a `POST /v1/admin/principals` body: `{"principalId","tenantId","roles":[...]}`. */

@@ -1,4 +1,4 @@
-import { checkName } from "./identifiers.js";
+import { checkName } from "../requests/identifiers.js";
 import { invalid } from "./json-body.js";
 
 /** A message that exhausts its attempts moves to the queue of this name; that queue never dead-letters. */

@@ -3,7 +3,7 @@ import type { Entry } from "../raft/types.js";
 import { DEFAULT_LIMITS, resolveLimits } from "./limits.js";
 import type { StateMachine } from "./state-machine.js";
 import type { Delivery } from "./subscriptions.js";
-import { Harness, LogBuilder, outcomeOf, refused, TempStates } from "./testing/state-fixtures.js";
+import { Harness, LogBuilder, outcomeOf, refused, TempStates } from "./test-fixtures/state-fixtures.js";
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;

@@ -2,8 +2,8 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSearchRequest } from "./search-query.js";
 import type { StateMachine } from "./state-machine.js";
-import { json, type SearchPage } from "./testing/read-pages.js";
-import { Harness, TempStates } from "./testing/state-fixtures.js";
+import { json, type SearchPage } from "./test-fixtures/read-pages.js";
+import { Harness, TempStates } from "./test-fixtures/state-fixtures.js";
 
 let temp: TempStates;
 let h: Harness;

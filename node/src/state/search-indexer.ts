@@ -124,8 +124,8 @@ export class SearchIndexer {
     this.heldThrough = through;
     if (this.held.length >= HOLD_CHANGES) this.sendHeld();
     // A batch that changed nothing indexed (no tenant that searched wrote) only moves `through`, which
-    // goes with the next changes, query or close: a message for it alone cost a busy leader 1 % of its
-    // event loop, 50 a second, to move a number nothing read in between.
+    // goes with the next changes, query or close: a message for it alone cost a busy leader a share of
+    // its event loop to move a number nothing read in between (docs/decisions/0008-lazy-search-indexing.md).
     else if (this.holdTimer === null && this.held.length > 0) {
       this.holdTimer = setTimeout(this.sendHeldCallback, HOLD_MS);
       this.holdTimer.unref();

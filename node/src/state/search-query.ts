@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { checkKey } from "./identifiers.js";
+import { checkKey } from "../requests/identifiers.js";
+import { READ_LIMITS } from "../requests/read-limits.js";
 import { invalid, isJsonObject, optionalInteger, optionalString } from "./json-body.js";
-import { READ_LIMITS } from "./read-limits.js";
 
 export interface SearchRequest {
   /** Words to find, all of them; a word ending in `*` matches as a prefix. */

@@ -6,9 +6,10 @@ import { siblingModule } from "./worker-thread.js";
 
 /**
  * Copies the state database for a snapshot on a worker thread, so the applying thread spends nothing
- * on it: the SQLite online backup (one step, from the worker's own read-only connection), the fsyncs
- * and the integrity check of the copy took 8 to 9 % of a busy leader's event loop there, in bursts
- * long enough to show in its p99. The worker starts with the first snapshot and stays for the next.
+ * on it: the SQLite online backup (from the worker's own read-only connection) and the fsyncs took a
+ * busy leader's event loop in bursts long enough to show in its p99
+ * (docs/decisions/0015-background-snapshot-copies.md). The worker starts with the first snapshot and
+ * stays for the next.
  */
 export class SnapshotCopier {
   private readonly calls = new WorkerCalls<SnapshotCopyRequest, SnapshotCopyReply>(

@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { afterAll, describe, expect, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
-import { runCrashChild } from "./testing/crash-child.js";
-import { CRASH_LIMITS } from "./testing/crash-log.js";
-import { randomLog } from "./testing/random-log.js";
-import { TempStates } from "./testing/state-fixtures.js";
+import { CRASH_LIMITS } from "./test-fixtures/crash-log.js";
+import { randomLog } from "./test-fixtures/random-log.js";
+import { TempStates } from "./test-fixtures/state-fixtures.js";
+import { runStateMachineCrashChild } from "./test-fixtures/state-machine-crash-runner.js";
 
 /**
  * Runs the install child on `path` and kills it `afterMs` after it is ready. Resolves with the last
@@ -16,7 +16,7 @@ async function installUntilKilled(
   afterMs: number,
 ): Promise<string> {
   let last = "";
-  const exit = await runCrashChild("install-child.ts", [path, ...snapshots], (line, child) => {
+  const exit = await runStateMachineCrashChild("install-child.ts", [path, ...snapshots], (line, child) => {
     if (line === "ready") setTimeout(() => child.kill("SIGKILL"), afterMs);
     last = line;
   });

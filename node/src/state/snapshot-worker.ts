@@ -16,9 +16,9 @@ lowerThreadPriority();
 
 /**
  * Pages per backup step: 512, 2 MiB at SQLite's 4 KiB pages. After each step the copy written so far
- * is fdatasynced, so the disk takes it in small pieces. In one step, the whole copy (90 MB after a
- * benchmark's run) reached the disk in the backup's final commit, and every other fsync on the disk
- * (each voter's log journal) waited behind it: 23 to 68 ms, against 6 to 10 ms in 2 MiB steps.
+ * is fdatasynced, so the disk takes it in small pieces. In one step, the whole copy reached the disk in
+ * the backup's final commit, and every other fsync on the disk (each voter's log journal) waited
+ * behind it (docs/decisions/0015-background-snapshot-copies.md).
  */
 const STEP_PAGES = 512;
 

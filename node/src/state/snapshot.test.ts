@@ -3,8 +3,8 @@ import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSearchRequest } from "./search-query.js";
 import { ownSnapshotPosition } from "./snapshot-files.js";
-import { json, type SearchPage } from "./testing/read-pages.js";
-import { Harness, TempStates } from "./testing/state-fixtures.js";
+import { json, type SearchPage } from "./test-fixtures/read-pages.js";
+import { Harness, TempStates } from "./test-fixtures/state-fixtures.js";
 
 let temp: TempStates;
 beforeEach(() => {

@@ -13,7 +13,7 @@ import {
   outcomeOf,
   refused,
   TempStates,
-} from "./testing/state-fixtures.js";
+} from "./test-fixtures/state-fixtures.js";
 
 describe("canonical limits", () => {
   it("fills defaults and fingerprints the values, not their order", () => {

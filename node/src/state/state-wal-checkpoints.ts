@@ -7,7 +7,7 @@ import { WalCheckpointer } from "../fs/wal-checkpointer.js";
  * WAL frames (4 KiB pages, ~8 MiB) a cycle aims to checkpoint. Applies commit in groups
  * (ApplyCommits), which already writes a page many applies rewrite once per group; a larger WAL (~40
  * MiB was tried, as SQLite's autocheckpoint) made each checkpoint's fsync long enough to show in the
- * p99 at 256 writers (123-144 ms against 105-124 ms at 8 MiB, with the same throughput).
+ * p99 under load, with the same throughput (docs/decisions/0016-state-checkpoints-off-the-apply-path.md).
  */
 const TARGET_FRAMES = 2000;
 /**
@@ -38,8 +38,8 @@ interface CheckpointRow {
 /**
  * Checkpoints the state database's WAL in cycles, the bulk of each on a worker thread. SQLite's own
  * autocheckpoint ran inside a commit on the event loop: copying ~2,000 pages and fsyncing the WAL and
- * the database held the applying thread 11 ms at the median and up to 27 ms, every ~2 s at one writer,
- * and every request waited behind it (docs/benchmarks.md).
+ * the database held the applying thread for milliseconds every few seconds, and every request waited
+ * behind it (docs/decisions/0016-state-checkpoints-off-the-apply-path.md).
  *
  * A cycle: after `commitsPerCycle` commits, a worker copies what the WAL holds while applies carry on.
  * Then, right after the next commit, the applying thread copies the few frames committed meanwhile

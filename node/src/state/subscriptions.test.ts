@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Delivery } from "./subscriptions.js";
-import { Harness, TempStates } from "./testing/state-fixtures.js";
+import { Harness, TempStates } from "./test-fixtures/state-fixtures.js";
 
 let temp: TempStates;
 let h: Harness;

@@ -1,7 +1,7 @@
 import type { Operation } from "@keyload/contract";
+import { checkKey } from "../requests/identifiers.js";
 import type { ApplyContext } from "./apply-context.js";
 import type { Documents, WriteResult } from "./documents.js";
-import { checkKey } from "./identifiers.js";
 import {
   invalid,
   isJsonObject,

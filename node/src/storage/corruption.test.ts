@@ -8,7 +8,7 @@ import { LOG_FILE, SNAPSHOT_DIR, WATERMARK_FILE } from "./durable-log-store.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
 import { JOURNAL_FILES } from "./log-journal.js";
 import { StorageCorruptionError } from "./storage-errors.js";
-import { CONF, dataFor, entries, hs, storageFixture } from "./testing/storage-fixture.js";
+import { CONF, dataFor, entries, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 /** Batches stay in the journal only: the database takes none in while the test runs. */

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry, HardState } from "../raft/types.js";
-import { runCrashChild } from "./testing/crash-runner.js";
-import { crashWorkload, type LogPosition } from "./testing/crash-workload.js";
-import { hs, storageFixture } from "./testing/storage-fixture.js";
+import { crashWorkload, type LogPosition } from "./test-fixtures/crash-workload.js";
+import { runLogStoreCrashChild } from "./test-fixtures/log-store-crash-runner.js";
+import { hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 function sameLog(a: readonly Entry[], b: readonly Entry[]): boolean {
@@ -32,7 +32,7 @@ describe("crash recovery", () => {
       const seed = 100 + round;
       const from: LogPosition = { lastIndex: log.length, hardState };
       const early = round % 4 === 3;
-      const run = await runCrashChild(["append", dir, String(seed)], {
+      const run = await runLogStoreCrashChild(["append", dir, String(seed)], {
         early,
         afterMs: early ? rng.nextInt(400) : 20 + rng.nextInt(250),
       });

@@ -16,7 +16,7 @@ import {
   StorageCorruptionError,
   StorageFormatError,
 } from "./storage-errors.js";
-import { CONF, dataFor, entries, entry, hs, storageFixture } from "./testing/storage-fixture.js";
+import { CONF, dataFor, entries, entry, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 const none = { snapshot: null, hardState: null };
@@ -48,6 +48,18 @@ describe("DurableLogStore", () => {
     expect(store.term(5)).toBe(1);
     expect(store.term(6)).toBe(2);
     expect(store.entries(4, 7, 1e9)).toEqual([entry(4, 1, 100), entry(5, 1, 100), entry(6, 2, 100)]);
+  });
+
+  it("tells its sync listeners how long each sync's fsyncs took", async () => {
+    const w = fx.openWriter(fx.dir());
+    const synced: number[] = [];
+    w.store.onSynced((seconds) => synced.push(seconds));
+    await w.write({ snapshot: null, entries: entries(1, 3, 1, 100), hardState: hs(1, "n1", 0) });
+    await w.write({ snapshot: null, entries: entries(4, 4, 1, 100), hardState: null });
+    expect(synced).toHaveLength(w.store.stats.syncs);
+    expect(synced.length).toBeGreaterThanOrEqual(1);
+    for (const seconds of synced) expect(seconds).toBeGreaterThan(0);
+    await w.close();
   });
 
   it("answers reads from SQLite and the cache identically, honouring maxBytes", async () => {

@@ -60,11 +60,12 @@ export interface DurableLogStoreOptions {
   readonly gcStepIntervalMs?: number;
   /**
    * Where the journal's fdatasync runs at first (setFsyncSite changes it). "event-loop" (the default)
-   * blocks the event loop for exactly one fsync per group commit, and measured 20 to 45 % more
-   * single-entry batches per second here, where an fsync takes ~0.1 ms and the two thread hand-offs
-   * of "thread-pool" cost tens of microseconds each. "thread-pool" frees the event loop during every
-   * fsync: the better choice on a disk whose fsync takes milliseconds, and for a caller with work to
-   * overlap with it (a leader applies committed entries meanwhile, see DurableLogWriter.syncStarted).
+   * blocks the event loop for exactly one fsync per group commit, and runs more single-entry batches
+   * per second where an fsync takes a fraction of a millisecond, since the two thread hand-offs of
+   * "thread-pool" add to each. "thread-pool" frees the event loop during every fsync: the better
+   * choice on a disk whose fsync takes milliseconds, and for a caller with work to overlap with it (a
+   * leader applies committed entries meanwhile, see DurableLogWriter.syncStarted; the figures are in
+   * docs/decisions/0011-leader-applies-during-its-fsync.md).
    */
   readonly fsync?: FsyncSite;
   /** Crash tests only: called between the durable steps of a write. */
@@ -75,14 +76,13 @@ const DEFAULTS = {
   cacheEntries: 8192,
   cacheBytes: 32 * 1024 * 1024,
   // Smaller checkpoints, more often: a checkpoint's page copy and fsyncs load the disk that every
-  // voter's next fsync waits on. Three voters sharing a disk wrote 3-4 % more single writes per second
-  // with 4 or 8 MiB than with 32 MiB, and the same at 256 writers. The log alone pays a little: at
-  // 256-entry batches 174,777 entries/s against 182,617 (docs/benchmarks.md).
+  // voter's next fsync waits on. Three voters sharing a disk wrote a little faster with 8 MiB than
+  // with 32, and the log alone pays a little (docs/decisions/0017-log-database-background-work.md).
   checkpointBytes: 8 * 1024 * 1024,
   // Deleting rows writes WAL frames that the next append's fdatasync must flush too. Behind a
-  // snapshot of ~100,000 entries, steps of 2,048 rows back to back took 3-15 ms each for 0.4 s,
-  // then held the next fsync of every voter 50-136 ms; paced, the deletions ride along with the
-  // appends' fsyncs a few pages at a time, still ~25,000 rows a second, several times any append rate.
+  // snapshot, large steps back to back held the next fsync of every voter at once; paced, the
+  // deletions ride along with the appends' fsyncs a few pages at a time, still several times any
+  // append rate (docs/decisions/0017-log-database-background-work.md).
   gcStepEntries: 256,
   gcStepIntervalMs: 10,
   // Switching files every 16 MiB costs one database commit and one background fsync of its WAL.
@@ -93,8 +93,9 @@ const DEFAULTS = {
 /** Journaled bytes past which the database takes the batches in at once rather than on the timer. */
 const ABSORB_MAX_BYTES = 8 * 1024 * 1024;
 /**
- * Entries the timer's absorb takes in one transaction before yielding to the event loop: 2,560 1 KiB
- * entries at once held it ~17 ms; the rest follows in the next turns.
+ * Entries the timer's absorb takes in one transaction before yielding to the event loop, which a few
+ * thousand at once held for many milliseconds; the rest follows in the next turns
+ * (docs/decisions/0017-log-database-background-work.md).
  */
 const ABSORB_STEP_ENTRIES = 512;
 
@@ -210,6 +211,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private syncSite: FsyncSite;
   /** Told once, when a failure stops the store (see onFailure). */
   private readonly failureListeners: ((err: StorageError) => void)[] = [];
+  /** Told after every `sync` (see onSynced). */
+  private readonly syncListeners: ((seconds: number) => void)[] = [];
 
   private constructor(
     readonly dir: string,
@@ -588,7 +591,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    * An fdatasync of the database's WAL on the thread pool, awaited by `close`; a failure stops the
    * store. After each absorb (unless one is still running), so that the pages reach the disk
    * steadily: left to the switch of journal files, megabytes went at once, and every voter's next
-   * journal fsync on the shared disk waited behind them (256 writers: p99 ~108 ms against ~80-100 ms).
+   * journal fsync on the shared disk waited behind them
+   * (docs/decisions/0017-log-database-background-work.md).
    */
   private syncWalInBackground(): Promise<void> {
     const done = fdatasyncAsync(this.walFd).catch((err: unknown) => {
@@ -645,8 +649,10 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     } finally {
       this.syncing = null;
     }
+    const took = micros(started);
     this.stats.syncs++;
-    this.stats.syncMicros.record(micros(started));
+    this.stats.syncMicros.record(took);
+    for (const listener of this.syncListeners) listener(took / 1e6);
     this.options.faultHook?.("log-synced");
     if (seq > this.ackedSeq) {
       this.ackedSeq = seq;
@@ -1010,6 +1016,15 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    */
   onFailure(listener: (err: StorageError) => void): void {
     this.failureListeners.push(listener);
+  }
+
+  /**
+   * Calls `listener` after every successful `sync` with the seconds its fsyncs took (on the thread
+   * pool, with the hand-offs there and back), which every write acknowledged pays for durability.
+   * For metrics, which the storage itself knows nothing of.
+   */
+  onSynced(listener: (seconds: number) => void): void {
+    this.syncListeners.push(listener);
   }
 
   private checkUsable(): void {

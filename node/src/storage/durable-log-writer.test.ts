@@ -7,7 +7,7 @@ import type { DurableLogWriter } from "./durable-log-writer.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
 import type { SnapshotSource } from "./snapshot-source.js";
 import { StorageFailedError } from "./storage-errors.js";
-import { CONF, dataFor, entries, entry, hs, storageFixture } from "./testing/storage-fixture.js";
+import { CONF, dataFor, entries, entry, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 const none = { snapshot: null, hardState: null };

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import type { Entry } from "../raft/types.js";
 import { JOURNAL_FILES, type JournalBatch, LogJournal } from "./log-journal.js";
 import { StorageCorruptionError } from "./storage-errors.js";
-import { entries, hs, storageFixture } from "./testing/storage-fixture.js";
+import { entries, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 const opened: LogJournal[] = [];

@@ -408,7 +408,8 @@ function writeAll(fd: number, data: Uint8Array, position: number): void {
 
 /**
  * Zeros up to `bytes`, so that appends overwrite allocated blocks: an fdatasync after growing a file
- * must also commit its new size through the filesystem journal, which costs about 40 % more here.
+ * must also commit its new size through the filesystem journal, which makes it dearer
+ * (docs/decisions/0006-log-journal.md).
  */
 function preallocate(fd: number, bytes: number): void {
   const zeros = new Uint8Array(1024 * 1024);

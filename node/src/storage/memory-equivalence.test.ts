@@ -6,7 +6,7 @@ import { MemoryStorage } from "../raft/memory-storage.js";
 import type { Entry, HardState, SnapshotMeta } from "../raft/types.js";
 import type { DurableLogStore } from "./durable-log-store.js";
 import { DurableLogWriter, type LogWrite } from "./durable-log-writer.js";
-import { CONF, dataFor, storageFixture } from "./testing/storage-fixture.js";
+import { CONF, dataFor, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 

@@ -3,8 +3,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { type DurableLogStore, SNAPSHOT_DIR } from "./durable-log-store.js";
 import type { StorageFaultPoint } from "./fault-hook.js";
-import { runCrashChild } from "./testing/crash-runner.js";
-import { dataFor, hs, storageFixture } from "./testing/storage-fixture.js";
+import { runLogStoreCrashChild } from "./test-fixtures/log-store-crash-runner.js";
+import { dataFor, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 
@@ -25,7 +25,7 @@ describe("snapshot crash safety", () => {
     "installs a leader's snapshot atomically: crash at %s",
     async (point) => {
       const dir = fx.dir();
-      const run = await runCrashChild(["install", dir, "1", point]);
+      const run = await runLogStoreCrashChild(["install", dir, "1", point]);
       expect(run.done).toBe(false);
       const store = fx.open(dir);
       const isNew = store.snapshotIndex() === 80;
@@ -51,7 +51,7 @@ describe("snapshot crash safety", () => {
     "records a local snapshot atomically: crash at %s",
     async (point) => {
       const dir = fx.dir();
-      const run = await runCrashChild(["create", dir, "1", point]);
+      const run = await runLogStoreCrashChild(["create", dir, "1", point]);
       expect(run.done).toBe(false);
       const store = fx.open(dir);
       const at = store.snapshotIndex();

@@ -9,7 +9,7 @@ import {
   StorageArgumentError,
   StorageCorruptionError,
 } from "./storage-errors.js";
-import { CONF, dataFor, storageFixture } from "./testing/storage-fixture.js";
+import { CONF, dataFor, storageFixture } from "./test-fixtures/storage-fixture.js";
 
 const fx = storageFixture();
 const meta = { index: 7, term: 2, conf: CONF };

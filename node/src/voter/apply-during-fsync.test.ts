@@ -1,9 +1,9 @@
 import { describe, expect, it, vi } from "vitest";
 import type { FsyncSite } from "../fs/fsync.js";
-import { waitFor } from "../http/testing/raw-http.js";
+import { waitFor } from "../http/test-fixtures/raw-http.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
-import { call } from "./testing/voter-cluster.js";
+import { clusterPerTest, driverParts, entry } from "./test-fixtures/cluster-per-test.js";
+import { call } from "./test-fixtures/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 

@@ -1,9 +1,9 @@
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
-import { ADMIN_KEY } from "./testing/cluster-envs.js";
-import { stateDump } from "./testing/storage-faults.js";
-import { call, VoterCluster } from "./testing/voter-cluster.js";
-import { waitFor } from "./testing/wait-for.js";
+import { ADMIN_KEY } from "./test-fixtures/cluster-envs.js";
+import { stateDump } from "./test-fixtures/storage-faults.js";
+import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
+import { waitFor } from "./test-fixtures/wait-for.js";
 
 const KEYS = ["voter1-admin-key-0123456789", "voter2-admin-key-0123456789", "voter3-admin-key-0123456789"];
 const JOINER_KEY = "joiner-admin-key-0123456789";

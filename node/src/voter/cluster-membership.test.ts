@@ -1,8 +1,8 @@
 import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { LEADER_HEADER } from "../http/leader-header.js";
-import { call, VoterCluster } from "./testing/voter-cluster.js";
-import { waitFor } from "./testing/wait-for.js";
+import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
+import { waitFor } from "./test-fixtures/wait-for.js";
 
 const MEMBERS = "/v1/admin/cluster/members";
 

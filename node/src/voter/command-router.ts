@@ -9,13 +9,14 @@ import {
 } from "@keyload/contract";
 import type { Logger } from "pino";
 import { AdmissionRefusal } from "../admission/admission-refusal.js";
-import type { ApplyWorker } from "../admission/apply-worker.js";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import type { CommandScheduler } from "../admission/command-scheduler.js";
 import type { CommandOutcome, ReplicationTarget } from "../admission/replication-target.js";
 import { PeerInterruptedError, PeerUnavailableError } from "../peer/peer-errors.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
+import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
 import type { ApplyResult } from "../state/apply-result.js";
-import { type CommandKind, encodeCommand, type RouteParams } from "../state/command-envelope.js";
+import { encodeCommand } from "../state/command-envelope.js";
 import { type LeaderClock, SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
 import type { RaftDriver } from "./raft-driver.js";
 import type { CommandRejections } from "./voter-metrics.js";
@@ -52,7 +53,7 @@ const LEADER_POLL_MS = 20;
 type WireOutcome = { ok: true; value: CommandResult } | { ok: false; error: ErrorBody["error"] };
 
 /**
- * Where the apply worker's units go: on the leader they are proposed to Raft and answered from the
+ * Where the command scheduler's units go: on the leader they are proposed to Raft and answered from the
  * state machine's apply results; on a follower they are forwarded to the leader over the peer
  * transport, whose explicit answers (including an admission rejection) are returned unchanged. An
  * interrupted or malformed answer is UnknownWriteOutcome: the leader may have committed the command.
@@ -213,12 +214,12 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
 
 /**
  * The leader's side of forwarding: each forwarded command is admitted into this voter's own governor
- * under the verified scope the follower forwarded, then queued on this voter's apply worker. An
+ * under the verified scope the follower forwarded, then queued on this voter's command scheduler. An
  * admission refusal is answered explicitly, so the follower can return it unchanged.
  */
 export function forwardHandler(
   governor: CommandAdmissionGovernor,
-  worker: ApplyWorker<VoterCommand, CommandResult>,
+  scheduler: CommandScheduler<VoterCommand, CommandResult>,
   driver: RaftDriver,
   rejections: CommandRejections,
 ): (from: string, body: Uint8Array) => Promise<Uint8Array> {
@@ -246,7 +247,7 @@ export function forwardHandler(
           rejections.inc({ lane: c.lane, reason: admitted.reason });
           return { ok: false, error: admitted.toError(c.commandId).toBody().error };
         }
-        const outcome = await worker.submit(admitted, { ...c, forwarded: true });
+        const outcome = await scheduler.submit(admitted, { ...c, forwarded: true });
         return outcome.ok
           ? outcome
           : { ok: false, error: outcome.error.withCommandId(c.commandId).toBody().error };

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterEach, describe, expect, it } from "vitest";
 import { DataDirLockedError, lockDataDir } from "./data-dir-lock.js";
-import { killProcess } from "./testing/voter-process.js";
+import { killProcess } from "./test-fixtures/voter-process.js";
 
 let dir: string | undefined;
 let holder: ChildProcess | undefined;

@@ -4,9 +4,9 @@ import { join } from "node:path";
 import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadVoterConfig } from "../config/voter-config.js";
-import { modeOf, withUsualUmask } from "../fs/testing/usual-umask.js";
+import { modeOf, withUsualUmask } from "../fs/test-fixtures/usual-umask.js";
 import { pickFreePorts } from "../net/free-ports.js";
-import { singleVoterEnv } from "./testing/cluster-envs.js";
+import { singleVoterEnv } from "./test-fixtures/cluster-envs.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
 withUsualUmask();

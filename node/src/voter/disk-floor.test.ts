@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
-import { clusterPerTest } from "./testing/cluster-per-test.js";
-import { restartWithFaults } from "./testing/storage-faults.js";
-import { call, type VoterCluster } from "./testing/voter-cluster.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { restartWithFaults } from "./test-fixtures/storage-faults.js";
+import { call, type VoterCluster } from "./test-fixtures/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 30_000 });
 

@@ -1,7 +1,7 @@
 import { InternalError } from "@keyload/contract";
 import { describe, expect, it, vi } from "vitest";
 import { StorageFailedError } from "../storage/storage-errors.js";
-import { clusterPerTest } from "./testing/cluster-per-test.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import {
   capStateDatabase,
   type IoErrorCode,
@@ -9,8 +9,8 @@ import {
   StorageFault,
   sendsAfterFailure,
   stateDump,
-} from "./testing/storage-faults.js";
-import { call, type VoterCluster } from "./testing/voter-cluster.js";
+} from "./test-fixtures/storage-faults.js";
+import { call, type VoterCluster } from "./test-fixtures/voter-cluster.js";
 import type { VoterFailedError } from "./voter-failed-error.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 30_000 });

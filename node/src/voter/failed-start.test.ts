@@ -7,9 +7,9 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadVoterConfig } from "../config/voter-config.js";
 import { pickFreePorts } from "../net/free-ports.js";
-import { singleVoterEnv } from "./testing/cluster-envs.js";
-import { writeThroughSingleVoter } from "./testing/voter-cluster.js";
-import { killProcess, startVoterProcess } from "./testing/voter-process.js";
+import { singleVoterEnv } from "./test-fixtures/cluster-envs.js";
+import { writeThroughSingleVoter } from "./test-fixtures/voter-cluster.js";
+import { killProcess, startVoterProcess } from "./test-fixtures/voter-process.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
 let dir: string | undefined;

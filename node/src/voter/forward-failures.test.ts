@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { TcpProxy } from "./testing/tcp-proxy.js";
-import { call, VoterCluster } from "./testing/voter-cluster.js";
+import { TcpProxy } from "./test-fixtures/tcp-proxy.js";
+import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 

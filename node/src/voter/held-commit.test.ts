@@ -1,8 +1,8 @@
 import { describe, expect, it, vi } from "vitest";
-import { waitFor } from "../http/testing/raw-http.js";
+import { waitFor } from "../http/test-fixtures/raw-http.js";
 import type { Message, NodeId } from "../raft/types.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, driverParts, entry } from "./testing/cluster-per-test.js";
+import { clusterPerTest, driverParts, entry } from "./test-fixtures/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 

@@ -8,9 +8,9 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { ConfigError } from "../config/config-error.js";
 import { loadVoterConfig } from "../config/voter-config.js";
 import { LEADER_HEADER } from "../http/leader-header.js";
-import { makeTestCertificates, type TestCertificates } from "../http/testing/test-certificates.js";
-import { ADMIN_KEY, singleVoterEnv } from "./testing/cluster-envs.js";
-import { VoterCluster } from "./testing/voter-cluster.js";
+import { makeTestCertificates, type TestCertificates } from "../http/test-fixtures/test-certificates.js";
+import { ADMIN_KEY, singleVoterEnv } from "./test-fixtures/cluster-envs.js";
+import { VoterCluster } from "./test-fixtures/voter-cluster.js";
 import { startVoter } from "./voter.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 30_000 });

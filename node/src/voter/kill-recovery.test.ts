@@ -5,9 +5,9 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { pickFreePorts } from "../net/free-ports.js";
 import { SeededRandom } from "../raft/seeded-random.js";
-import { singleVoterEnv } from "./testing/cluster-envs.js";
-import { call } from "./testing/voter-cluster.js";
-import { killProcess, startVoterProcess, waitFor200 } from "./testing/voter-process.js";
+import { singleVoterEnv } from "./test-fixtures/cluster-envs.js";
+import { call } from "./test-fixtures/voter-cluster.js";
+import { killProcess, startVoterProcess, waitFor200 } from "./test-fixtures/voter-process.js";
 
 let dir: string | undefined;
 let child: ChildProcess | undefined;

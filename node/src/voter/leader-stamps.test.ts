@@ -7,7 +7,7 @@ import { bootstrapAdminCommand } from "../state/bootstrap-admin-command.js";
 import { decodeCommand, encodeCommand } from "../state/command-envelope.js";
 import type { LeaseResult } from "../state/queues.js";
 import type { StateMachine } from "../state/state-machine.js";
-import { ADMIN_KEY_HASH, committed, TempStates } from "../state/testing/state-fixtures.js";
+import { ADMIN_KEY_HASH, committed, TempStates } from "../state/test-fixtures/state-fixtures.js";
 import { type CommandResult, CommandRouter, type VoterCommand } from "./command-router.js";
 import type { LeaderClock } from "./leader-clock.js";
 import type { RaftDriver } from "./raft-driver.js";

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { LEADER_HEADER } from "../http/leader-header.js";
-import { call, VoterCluster } from "./testing/voter-cluster.js";
+import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
 
 const LEADER = "/v1/admin/cluster/leader";
 

@@ -1,8 +1,8 @@
 import { rmSync } from "node:fs";
 import { FailedPreconditionError, InvalidArgumentError } from "@keyload/contract";
 import { afterEach, describe, expect, it } from "vitest";
-import { call, VoterCluster } from "./testing/voter-cluster.js";
-import { failure, waitFor } from "./testing/wait-for.js";
+import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
+import { failure, waitFor } from "./test-fixtures/wait-for.js";
 
 let cluster: VoterCluster | undefined;
 afterEach(async () => {

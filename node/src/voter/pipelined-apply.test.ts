@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import type { ApplyResult } from "../state/apply-result.js";
 import type { RaftDriver } from "./raft-driver.js";
-import { clusterPerTest, entry, sendsAndApplies } from "./testing/cluster-per-test.js";
+import { clusterPerTest, entry, sendsAndApplies } from "./test-fixtures/cluster-per-test.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 

@@ -166,6 +166,11 @@ export class RaftDriver {
   private readonly applyPhase: number;
   /** Applies what a follower held back once no append has come to carry it (see holdsBack). */
   private heldApplyTimer: NodeJS.Timeout | undefined;
+  /** The leader this voter last knew of, and the changes to another one it has seen (leaderChanges). */
+  private lastLeader: NodeId | null = null;
+  private leaderChangesSeen = 0;
+  /** Told after each batch applied to the state machine (see onBatchApplied). */
+  private readonly applyListeners: ((seconds: number, entries: number) => void)[] = [];
 
   constructor(options: RaftDriverOptions) {
     this.opts = options;
@@ -247,6 +252,23 @@ export class RaftDriver {
 
   isLeader(): boolean {
     return this.failure === null && this.raft.status().role === "leader";
+  }
+
+  /**
+   * How many times this voter has seen the leader change to another member (or the same one again
+   * after a spell without a leader) since it started, its first leader included, as etcd's
+   * leader_changes_seen counts them.
+   */
+  leaderChanges(): number {
+    return this.leaderChangesSeen;
+  }
+
+  /**
+   * Calls `listener` after each batch of committed entries applied to the state machine, with the
+   * seconds the state machine took and the batch's entries. For metrics.
+   */
+  onBatchApplied(listener: (seconds: number, entries: number) => void): void {
+    this.applyListeners.push(listener);
   }
 
   /**
@@ -580,7 +602,7 @@ export class RaftDriver {
    * follower's next append does not wait for a long apply after it. Those entries are durable here
    * already: each Ready is persisted before the next one is handled. Returns the committed entries
    * left to apply after the write. The replication traffic is flushed first, so the followers get the
-   * new entries before the answers go out.
+   * new entries before the answers go out (docs/decisions/0011-leader-applies-during-its-fsync.md).
    */
   private async applyWhileSyncing(rd: Ready): Promise<readonly Entry[]> {
     const committed = rd.committedEntries;
@@ -603,7 +625,8 @@ export class RaftDriver {
    * replaces it; anything else (a heartbeat at the latest, a read's confirmation) goes after it. A
    * follower so applies what committed at most one heartbeat late, which nothing waits for: reads
    * through it get their confirmation after the held commit index, and the answer to a command it
-   * forwarded goes after it (releaseHeldAppend). Dropping it is safe, as losing any message is.
+   * forwarded goes after it (releaseHeldAppend). Dropping it is safe, as losing any message is
+   * (docs/decisions/0010-commit-index-rides-along.md).
    */
   private send(m: Message): void {
     // A failed voter acknowledges nothing, whatever a Ready still in hand holds.
@@ -680,7 +703,10 @@ export class RaftDriver {
       entries = deferred;
     }
     if (entries.length === 0) return;
+    const started = performance.now();
     const results = this.opts.stateMachine.applyBatch(entries);
+    const seconds = (performance.now() - started) / 1000;
+    for (const listener of this.applyListeners) listener(seconds, entries.length);
     for (let i = 0; i < entries.length; i++) {
       const entry = entries[i]!;
       const w = this.proposals.get(entry.index);
@@ -794,6 +820,8 @@ export class RaftDriver {
 
   private onSoftState(rd: Ready): void {
     const soft = rd.softState!;
+    if (soft.leader !== null && soft.leader !== this.lastLeader) this.leaderChangesSeen++;
+    this.lastLeader = soft.leader;
     if (soft.role !== this.lastRole) {
       this.opts.logger.info({ term: soft.term, role: soft.role, leader: soft.leader }, "raft role changed");
       // Held appends of a term this node no longer leads would only be refused.
@@ -806,11 +834,11 @@ export class RaftDriver {
    * Where this Ready's log fsync runs. A leader's on the thread pool: its event loop serves requests
    * and acknowledgements meanwhile and applies what committed (applyWhileSyncing). Anyone else's on
    * its event loop, so that its acknowledgement leaves as soon as the fsync returns, without the two
-   * thread hand-offs (~0.15 ms here), and what committed is held back (holdsBack); except when the
-   * append reaches this voter's phase of FOLLOWER_APPLY_STRIDE with something to apply, or there is
-   * more to apply than a follower holds: then on the thread pool, applying meanwhile. The phases keep
-   * the two followers from paying the hand-offs on the same append, so one of them acknowledges each
-   * append at full speed. docs/benchmarks.md has the measurements.
+   * thread hand-offs, and what committed is held back (holdsBack); except when the append reaches this
+   * voter's phase of FOLLOWER_APPLY_STRIDE with something to apply, or there is more to apply than a
+   * follower holds: then on the thread pool, applying meanwhile. The phases keep the two followers from
+   * paying the hand-offs on the same append, so one of them acknowledges each append at full speed
+   * (docs/decisions/0012-held-follower-applies.md).
    */
   private fsyncSiteFor(rd: Ready): FsyncSite {
     if (this.lastRole === "leader") return "thread-pool";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { entries, hs, storageFixture } from "../storage/testing/storage-fixture.js";
+import { entries, hs, storageFixture } from "../storage/test-fixtures/storage-fixture.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
 
 const fx = storageFixture();

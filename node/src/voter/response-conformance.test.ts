@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SCHEMA_VALIDATION } from "../http/http-app.js";
 import { ERROR_BODY_SCHEMA } from "../http/response-schemas.js";
 import { ROUTES, type RouteSpec } from "../http/routes.js";
-import { call, VoterCluster } from "./testing/voter-cluster.js";
+import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 

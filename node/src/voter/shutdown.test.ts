@@ -7,8 +7,8 @@ import { loadVoterConfig } from "../config/voter-config.js";
 import { pickFreePorts } from "../net/free-ports.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
 import { StorageFailedError } from "../storage/storage-errors.js";
-import { singleVoterEnv } from "./testing/cluster-envs.js";
-import { writeThroughSingleVoter } from "./testing/voter-cluster.js";
+import { singleVoterEnv } from "./test-fixtures/cluster-envs.js";
+import { writeThroughSingleVoter } from "./test-fixtures/voter-cluster.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
 let dir: string | undefined;

@@ -26,7 +26,8 @@ export class SnapshotSender {
   private readonly streams = new Map<NodeId, Stream>();
   /**
    * Chunk buffers the transport is done with, reused: a new buffer per chunk made V8 collect its
-   * whole heap every few dozen chunks, for the memory outside it (docs/benchmarks.md).
+   * whole heap every few dozen chunks, for the memory outside it
+   * (docs/decisions/0001-streamed-snapshots.md).
    */
   private readonly spare: Uint8Array[] = [];
 

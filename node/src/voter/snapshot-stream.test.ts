@@ -10,7 +10,7 @@ import type { Message, NodeId, SnapshotChunkMessage } from "../raft/types.js";
 import { type DurableLogStore, SNAPSHOT_DIR } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
 import { SnapshotReader } from "../storage/snapshot-reader.js";
-import { CONF, dataFor, entries, hs, storageFixture } from "../storage/testing/storage-fixture.js";
+import { CONF, dataFor, entries, hs, storageFixture } from "../storage/test-fixtures/storage-fixture.js";
 import { FileSnapshotSink } from "./file-snapshot-sink.js";
 import { SnapshotSender } from "./snapshot-sender.js";
 

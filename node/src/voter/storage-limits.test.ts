@@ -8,8 +8,8 @@ import { loadVoterConfig } from "../config/voter-config.js";
 import type { SqliteLimits } from "../fs/sqlite-limits.js";
 import { pickFreePorts } from "../net/free-ports.js";
 import { SearchIndexStore } from "../state/search-index-store.js";
-import { singleVoterEnv } from "./testing/cluster-envs.js";
-import { driverParts } from "./testing/cluster-per-test.js";
+import { singleVoterEnv } from "./test-fixtures/cluster-envs.js";
+import { driverParts } from "./test-fixtures/cluster-per-test.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
 const MiB = 1024 * 1024;

@@ -1,6 +1,7 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
-import { clusterPerTest } from "./testing/cluster-per-test.js";
-import { call } from "./testing/voter-cluster.js";
+import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { call } from "./test-fixtures/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
@@ -195,26 +196,76 @@ describe("three voters on loopback", () => {
     expect(text).toContain("nodejs_gc_duration_seconds");
   });
 
-  it("exports the peer transport's counters, a refused handshake among them", async () => {
+  it("exports the peer transport's counters per peer, a refused handshake among them", async () => {
     const cluster = await startCluster();
     await cluster.waitForLeader();
-    const metric = async (name: string): Promise<number> => {
-      const text = await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text();
-      const line = text.split("\n").find((l) => l.startsWith(`${name} `));
-      if (line === undefined) throw new Error(`no ${name} in /metrics`);
-      return Number(line.slice(name.length + 1));
-    };
-    expect(await metric("keyload_peer_frames_sent_total")).toBeGreaterThan(0);
-    expect(await metric("keyload_peer_bytes_received_total")).toBeGreaterThan(0);
-    expect(await metric("keyload_peer_auth_failures_total")).toBe(0);
+    const scrape = async () =>
+      metricSamples(await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text());
+    const traffic = ["sent_frames", "sent_bytes", "received_frames", "received_bytes"].flatMap((counter) =>
+      ["voter2", "voter3"].map((peer) => `keyload_peer_${counter}_total{peer="${peer}"}`),
+    );
+    let samples = await scrape();
+    for (let deadline = Date.now() + 5_000; Date.now() < deadline; samples = await scrape()) {
+      if (traffic.every((sample) => (samples.get(sample) ?? 0) > 0)) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    for (const sample of traffic) expect(samples.get(sample), sample).toBeGreaterThan(0);
+    expect(samples.has('keyload_peer_reconnects_total{peer="voter2"}')).toBe(true);
+    expect(samples.get("keyload_peer_handshakes_over_cap_total")).toBe(0);
+    expect(total(samples, "keyload_peer_auth_failures_total")).toBe(0);
     // voter3 comes back without the cluster secret: voter1 refuses its handshakes and counts them.
     cluster.envs[2]!.KeyLoad__Cluster__Secret = "not-the-cluster-secret-0123";
     await cluster.restart(2);
     const deadline = Date.now() + 10_000;
-    while ((await metric("keyload_peer_auth_failures_total")) === 0 && Date.now() < deadline) {
+    while (total(await scrape(), "keyload_peer_auth_failures_total") === 0 && Date.now() < deadline) {
       await new Promise((r) => setTimeout(r, 50));
     }
-    expect(await metric("keyload_peer_auth_failures_total")).toBeGreaterThan(0);
+    expect(total(await scrape(), "keyload_peer_auth_failures_total")).toBeGreaterThan(0);
+  });
+
+  it("exports its build, the leader changes it saw, and fsync and apply latencies", async () => {
+    const cluster = await startCluster();
+    const leader = await cluster.waitForLeader();
+    const put = await call(cluster.voter(leader).httpUrl, "PUT", "/v1/catalog/m", {
+      body: { value: 1 },
+      commandId: "m1",
+    });
+    expect(put.status).toBe(200);
+    const text = await (await fetch(`${cluster.voter(leader).httpUrl}/metrics`)).text();
+    for (const [name, type] of [
+      ["keyload_build_info", "gauge"],
+      ["keyload_log_fsync_duration_seconds", "histogram"],
+      ["keyload_apply_duration_seconds", "histogram"],
+      ["keyload_raft_leader_changes_total", "counter"],
+    ]) {
+      expect(text).toContain(`# TYPE ${name} ${type}\n`);
+    }
+    const samples = metricSamples(text);
+    expect(samples.get("keyload_log_fsync_duration_seconds_count")).toBeGreaterThan(0);
+    expect(samples.get("keyload_log_fsync_duration_seconds_sum")).toBeGreaterThan(0);
+    expect(samples.get("keyload_apply_duration_seconds_count")).toBeGreaterThan(0);
+    expect(samples.get('keyload_apply_duration_seconds_bucket{le="+Inf"}')).toBe(
+      samples.get("keyload_apply_duration_seconds_count"),
+    );
+    const { version } = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+      version: string;
+    };
+    expect(samples.get(`keyload_build_info{version="${version}",node_version="${process.version}"}`)).toBe(1);
+    // Every voter saw its first leader; the old leader sees the one it hands over to.
+    const changes = async (i: number) =>
+      metricSamples(await (await fetch(`${cluster.voter(i).httpUrl}/metrics`)).text()).get(
+        "keyload_raft_leader_changes_total",
+      ) ?? 0;
+    const until = async (done: () => Promise<boolean>) => {
+      for (const deadline = Date.now() + 5_000; !(await done()) && Date.now() < deadline; )
+        await new Promise((r) => setTimeout(r, 20));
+    };
+    await until(async () => (await Promise.all([0, 1, 2].map(changes))).every((n) => n >= 1));
+    for (let i = 0; i < 3; i++) expect(await changes(i)).toBeGreaterThanOrEqual(1);
+    const before = await changes(leader);
+    cluster.voter(leader).driver.raft.transferLeadership(`voter${((leader + 1) % 3) + 1}`);
+    await until(async () => (await changes(leader)) > before);
+    expect(await changes(leader)).toBeGreaterThan(before);
   });
 
   it("refuses to join a voter whose canonical limits differ", async () => {
@@ -240,3 +291,21 @@ describe("three voters on loopback", () => {
     expect(cluster.voter(2).driver.status().commit).toBe(1);
   });
 });
+
+/** Every sample of a `/metrics` text, by its name and labels as written: `name{peer="voter2"}`. */
+function metricSamples(text: string): Map<string, number> {
+  const samples = new Map<string, number>();
+  for (const line of text.split("\n")) {
+    if (line === "" || line.startsWith("#")) continue;
+    const at = line.lastIndexOf(" ");
+    samples.set(line.slice(0, at), Number(line.slice(at + 1)));
+  }
+  return samples;
+}
+
+/** A metric's samples summed over all their labels. */
+function total(samples: ReadonlyMap<string, number>, name: string): number {
+  let sum = 0;
+  for (const [sample, value] of samples) if (sample === name || sample.startsWith(`${name}{`)) sum += value;
+  return sum;
+}

@@ -2,8 +2,8 @@ import { randomInt } from "node:crypto";
 import { join } from "node:path";
 import pino, { type Logger } from "pino";
 import { Registry } from "prom-client";
-import { ApplyWorker } from "../admission/apply-worker.js";
 import { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
+import { CommandScheduler } from "../admission/command-scheduler.js";
 import { CommandStageMetrics } from "../admission/command-stages.js";
 import { DiskFloor } from "../admission/disk-floor.js";
 import { DiskWatcher, type FreeSpaceProbe } from "../admission/disk-watcher.js";
@@ -31,12 +31,12 @@ import {
   type VoterCommand,
 } from "./command-router.js";
 import { lockDataDir } from "./data-dir-lock.js";
+import { KeyLoadVoterService } from "./keyload-voter-service.js";
 import { MemberIdentity } from "./member-identity.js";
 import { RaftDriver } from "./raft-driver.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
 import type { VoterFailedError } from "./voter-failed-error.js";
 import { registerVoterMetrics } from "./voter-metrics.js";
-import { KeyLoadVoterService } from "./voter-service-impl.js";
 
 export interface RunningVoter {
   readonly nodeId: string;
@@ -70,7 +70,7 @@ export interface VoterFaults {
 
 /**
  * The composition root: storage, the state machine, the Raft driver, the peer transport, both
- * admission governors, the apply worker and the HTTP edge, wired and started in that order.
+ * admission governors, the command scheduler and the HTTP edge, wired and started in that order.
  */
 export async function startVoter(
   config: VoterConfig,
@@ -211,13 +211,13 @@ async function wireVoter(
     transport,
     log.child({ component: "router" }),
     raft.replicationDeadlineMs,
-    // Half the deadline at most: the apply worker's deadline answers UnknownWriteOutcome, which must
+    // Half the deadline at most: the command scheduler's deadline answers UnknownWriteOutcome, which must
     // not overtake the Unavailable of a unit that found no leader and so submitted nothing.
     Math.min(Math.floor(raft.replicationDeadlineMs / 2), 3 * raft.electionTimeoutMs),
   );
   const metricsRegistry = new Registry();
   const commandStages = new CommandStageMetrics(metricsRegistry);
-  const worker = new ApplyWorker<VoterCommand, CommandResult>(router, {
+  const scheduler = new CommandScheduler<VoterCommand, CommandResult>(router, {
     maxConsecutiveControl: config.commandAdmission.MaxConsecutiveControl,
     replicationDeadlineMs: raft.replicationDeadlineMs,
     stages: commandStages,
@@ -228,8 +228,9 @@ async function wireVoter(
     commandGovernor,
     diskFloor,
     transport,
+    store,
   });
-  transport.handle(FORWARD_CHANNEL, forwardHandler(commandGovernor, worker, driver, rejections));
+  transport.handle(FORWARD_CHANNEL, forwardHandler(commandGovernor, scheduler, driver, rejections));
   const service = new KeyLoadVoterService({
     nodeId: node.id,
     httpUrl,
@@ -241,7 +242,7 @@ async function wireVoter(
     httpGovernor,
     diskFloor,
     storageLimits: config.storage,
-    worker,
+    scheduler,
     metricsRegistry,
     commandStages,
     rejections,
@@ -280,7 +281,7 @@ async function wireVoter(
       // A storage that failed to close must not keep the state database open or the data directory
       // locked: every step runs, and the first failure is reported.
       const failures = await runEach([
-        () => worker.shutdown(),
+        () => scheduler.shutdown(),
         () => bootstrapAdmin.stop(),
         () => diskWatcher.stop(),
         async () => {
