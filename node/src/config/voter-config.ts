@@ -113,7 +113,7 @@ export const VOTER_CONFIG = {
     // How far the applied index may trail the commit index for `/health/ready` to report ready.
     integer("ReadyLagEntries", 1000, 0),
     // How long a follower holds committed entries back, to apply them together, when no append comes
-    // to carry their apply (RaftDriver.holdsBack); neither a read through it nor the answer to a command
+    // to carry their apply (FollowerApplyPolicy.holdsBack); neither a read through it nor the answer to a command
     // it forwarded waits for them.
     integer("FollowerApplyHoldMs", 10, 1, 60_000),
     // One chunk of a snapshot sent to a follower; four are in flight at once. Well under the peer

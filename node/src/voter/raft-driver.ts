@@ -1,13 +1,5 @@
-import {
-  FailedPreconditionError,
-  InternalError,
-  InvalidArgumentError,
-  type KeyLoadError,
-  UnavailableError,
-  UnknownWriteOutcomeError,
-} from "@keyload/contract";
+import { InternalError, UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
 import type { Logger } from "pino";
-import type { FsyncSite } from "../fs/fsync.js";
 import { memberName } from "../peer/member-name.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { ConfChange } from "../raft/conf-change.js";
@@ -29,18 +21,16 @@ import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
 import type { SnapshotFile } from "../storage/snapshot-file-store.js";
+import { ApplyWaiters } from "./apply-waiters.js";
 import { FileSnapshotSink } from "./file-snapshot-sink.js";
+import { FollowerApplyPolicy } from "./follower-apply-policy.js";
+import { HeldAppendOutbox } from "./held-append-outbox.js";
+import { confChangeRefusal, unavailable } from "./proposal-errors.js";
+import { ProposalWaiters } from "./proposal-waiters.js";
+import { ReadWaiters } from "./read-waiters.js";
 import { SnapshotBackoff } from "./snapshot-backoff.js";
 import { SnapshotSender } from "./snapshot-sender.js";
 import { VoterFailedError } from "./voter-failed-error.js";
-
-/**
- * Log indexes between a follower's applies while it keeps up (see fsyncSiteFor): each voter applies
- * during the fsync of the append that reaches its own phase of this stride.
- */
-const FOLLOWER_APPLY_STRIDE = 8;
-/** Committed entries a follower holds back at most; beyond them it applies during its next fsync. */
-const FOLLOWER_MAX_HELD = 4 * FOLLOWER_APPLY_STRIDE;
 
 export interface RaftDriverOptions {
   readonly id: NodeId;
@@ -58,36 +48,6 @@ export interface RaftDriverOptions {
   readonly followerApplyHoldMs: number;
   /** One chunk of a snapshot this voter sends; the core's default when absent. */
   readonly snapshotChunkBytes?: number;
-}
-
-interface ProposalWaiter {
-  readonly term: number;
-  readonly resolve: (result: ApplyResult) => void;
-  readonly reject: (error: Error) => void;
-}
-
-/** Who is told when the last entry of a proposed batch commits (see propose). */
-interface CommitNotice {
-  readonly lastIndex: number;
-  readonly term: number;
-  /** True when the proposer is about to propose more, which the leader then sends before applying. */
-  readonly notify: () => boolean;
-  /** Stops listening to the proposal's abort signal. */
-  readonly detach: () => void;
-}
-
-interface ReadWaiter {
-  index: number;
-  readonly resolve: () => void;
-  readonly reject: (error: Error) => void;
-  readonly timer: NodeJS.Timeout;
-}
-
-/** A forwarded command's answer waiting for this voter to apply the command's entry (see waitApplied). */
-interface ApplyWaiter {
-  readonly index: number;
-  readonly resolve: () => void;
-  readonly timer: NodeJS.Timeout;
 }
 
 /** Applied-index listeners, e.g. readiness checks waiting to catch up. */
@@ -117,21 +77,18 @@ export interface Member {
 export class RaftDriver {
   readonly raft: RaftNode;
   private readonly opts: RaftDriverOptions;
-  private readonly proposals = new Map<number, ProposalWaiter>();
-  /** In proposal order, so in index order. */
-  private commitNotices: CommitNotice[] = [];
+  private readonly proposals = new ProposalWaiters();
   /**
    * Committed entries not applied yet. A leader's go after its next Ready's messages are sent: a unit
    * the worker learns is committed lets it propose the next one, whose entries then reach the
-   * followers first. A follower's are held back to be applied together (holdsBack).
+   * followers first. A follower's are held back to be applied together (FollowerApplyPolicy): during a
+   * later fsync, `followerApplyHoldMs` later (armHeldApply), or at once for a read or a forwarded
+   * command's answer waiting for them (serveReads).
    */
   private deferredApply: Entry[] = [];
-  private readonly reads = new Map<string, ReadWaiter>();
-  /** Confirmed reads waiting for the state machine to apply their index. */
-  private confirmedReads: ReadWaiter[] = [];
+  private readonly reads: ReadWaiters;
   /** Answers to forwarded commands waiting for the state machine to apply their entries. */
-  private applyWaiters: ApplyWaiter[] = [];
-  private nextReadId = 1;
+  private readonly applyWaiters = new ApplyWaiters();
   private ticker: NodeJS.Timeout | undefined;
   private running = false;
   private looping = false;
@@ -160,11 +117,10 @@ export class RaftDriver {
   private unsavedCommit: HardState | null = null;
   /** The hard state of the last Ready handed to the writer (the stored one at start). */
   private lastHard: HardState;
-  /** Per follower, a leader's latest append that carries no entries (see send). */
-  private readonly heldAppends = new Map<NodeId, Message>();
-  /** Where this voter's phase of FOLLOWER_APPLY_STRIDE lies: voters in sorted order spread over it. */
-  private readonly applyPhase: number;
-  /** Applies what a follower held back once no append has come to carry it (see holdsBack). */
+  /** A leader's entry-less appends, held until the next message to their follower (see send). */
+  private readonly heldAppends: HeldAppendOutbox;
+  private readonly followerApply: FollowerApplyPolicy;
+  /** Applies what a follower held back once no append has come to carry it (see deferredApply). */
   private heldApplyTimer: NodeJS.Timeout | undefined;
   /** The leader this voter last knew of, and the changes to another one it has seen (leaderChanges). */
   private lastLeader: NodeId | null = null;
@@ -175,8 +131,9 @@ export class RaftDriver {
   constructor(options: RaftDriverOptions) {
     this.opts = options;
     this.lastHard = options.store.initialState().hardState;
-    const position = [...options.voters].sort().indexOf(options.id);
-    this.applyPhase = Math.floor((Math.max(0, position) * FOLLOWER_APPLY_STRIDE) / options.voters.length);
+    this.reads = new ReadWaiters(options.id);
+    this.heldAppends = new HeldAppendOutbox((m) => this.opts.transport.send(m));
+    this.followerApply = new FollowerApplyPolicy(options.id, options.voters);
     const electionTicks = Math.max(2, Math.round(options.electionTimeoutMs / options.heartbeatIntervalMs));
     this.raft = new RaftNode({
       id: options.id,
@@ -294,42 +251,7 @@ export class RaftDriver {
       throw err;
     }
     this.wake();
-    const all = Promise.all(
-      data.map(
-        (_, i) =>
-          new Promise<ApplyResult>((resolve, reject) => {
-            this.proposals.set(first + i, { term, resolve, reject });
-          }),
-      ),
-    );
-    let detach = (): void => undefined;
-    if (signal) {
-      const onAbort = (): void => {
-        for (let i = 0; i < data.length; i++) {
-          const w = this.proposals.get(first + i);
-          if (w && w.term === term) {
-            this.proposals.delete(first + i);
-            w.reject(
-              new UnknownWriteOutcomeError("the replication deadline passed", {
-                reason: "ReplicationDeadline",
-              }),
-            );
-          }
-        }
-      };
-      if (signal.aborted) onAbort();
-      else {
-        signal.addEventListener("abort", onAbort, { once: true });
-        // Removed once settled, or committed (the deadline is over then), so the caller can reuse a
-        // signal nobody listens to any more.
-        detach = (): void => signal.removeEventListener("abort", onAbort);
-        all.then(detach, detach);
-      }
-    }
-    if (committed && data.length > 0) {
-      this.commitNotices.push({ lastIndex: first + data.length - 1, term, notify: committed, detach });
-    }
-    return all;
+    return this.proposals.add(first, data.length, term, signal, committed);
   }
 
   /**
@@ -338,7 +260,7 @@ export class RaftDriver {
    */
   readBarrier(timeoutMs = this.opts.electionTimeoutMs * 2): Promise<void> {
     this.checkUsable();
-    const requestId = `${this.opts.id}-${this.nextReadId++}`;
+    const requestId = this.reads.nextRequestId();
     try {
       this.raft.readIndex(requestId);
     } catch (err) {
@@ -346,14 +268,7 @@ export class RaftDriver {
       throw err;
     }
     this.wake();
-    return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.reads.delete(requestId);
-        this.confirmedReads = this.confirmedReads.filter((w) => w.timer !== timer);
-        reject(new UnavailableError("no leader confirmed the read in time", { reason: "ReadIndexTimeout" }));
-      }, timeoutMs);
-      this.reads.set(requestId, { index: 0, resolve, reject, timer });
-    });
+    return this.reads.wait(requestId, timeoutMs);
   }
 
   /**
@@ -374,9 +289,7 @@ export class RaftDriver {
       throw err;
     }
     this.wake();
-    await new Promise<ApplyResult>((resolve, reject) => {
-      this.proposals.set(index, { term, resolve, reject });
-    });
+    await this.proposals.addOne(index, term);
   }
 
   /**
@@ -457,16 +370,11 @@ export class RaftDriver {
     const err = new UnknownWriteOutcomeError("the voter stopped before the outcome was known", {
       reason: "ShuttingDown",
     });
-    for (const w of this.proposals.values()) w.reject(err);
-    this.proposals.clear();
-    this.commitNotices = [];
-    for (const w of this.reads.values()) {
-      clearTimeout(w.timer);
-      w.reject(new UnavailableError("the voter is stopping", { reason: "ShuttingDown" }));
-    }
-    this.reads.clear();
-    this.confirmedReads = [];
-    this.releaseApplyWaiters();
+    this.proposals.rejectAll(err);
+    this.proposals.dropNotices();
+    // A confirmed read waits for an apply that will no longer come: it fails now, not at its timeout.
+    this.reads.rejectAll(new UnavailableError("the voter is stopping", { reason: "ShuttingDown" }));
+    this.applyWaiters.releaseAll();
   }
 
   private checkUsable(): void {
@@ -514,7 +422,7 @@ export class RaftDriver {
 
   private async handle(rd: Ready): Promise<void> {
     if (rd.softState) this.onSoftState(rd);
-    const moreToPropose = this.noticeCommits(rd.committedEntries);
+    const moreToPropose = this.proposals.noticeCommits(rd.committedEntries);
     // A leader's replication traffic goes out while its own copy is written (the core counts that
     // copy toward a quorum only after advance()); everything else waits for the fsync.
     for (const m of rd.messages) if (canSendBeforePersist(m)) this.send(m);
@@ -527,7 +435,7 @@ export class RaftDriver {
       // A received snapshot is sealed (checked against its checksum, fsynced, named) before the write
       // that switches the log to it; only after both does anything acknowledge it.
       const snapshot = rd.snapshot ? await this.sealReceived(rd.snapshot) : null;
-      const site = this.fsyncSiteFor(rd);
+      const site = this.followerApply.fsyncSite(this.lastRole, this.deferredApply.length, rd);
       this.opts.store.setFsyncSite(site);
       const written = this.opts.writer.write({ snapshot, entries: rd.entries, hardState });
       // Awaited only after the apply below; a failure meanwhile must not count as unhandled.
@@ -562,7 +470,7 @@ export class RaftDriver {
       const path = this.opts.store.currentSnapshotPath();
       if (path === null) throw new Error("a persisted snapshot has no file");
       sm.restoreFromSnapshot(path);
-      this.failOverwrittenProposals(rd.snapshot.meta.index);
+      this.proposals.failUpTo(rd.snapshot.meta.index);
       this.opts.logger.info(
         { index: rd.snapshot.meta.index, term: rd.snapshot.meta.term },
         "installed snapshot from the leader",
@@ -570,26 +478,17 @@ export class RaftDriver {
     }
     if (moreToPropose && this.lastRole === "leader" && rd.entries.length === 0 && rd.snapshot === null) {
       for (const entry of committed) this.deferredApply.push(entry);
-    } else if (rd.snapshot === null && this.holdsBack(committed.length)) {
+    } else if (
+      rd.snapshot === null &&
+      this.followerApply.holdsBack(this.lastRole, this.deferredApply.length, committed.length)
+    ) {
       for (const entry of committed) this.deferredApply.push(entry);
       this.armHeldApply();
     } else {
       this.apply(committed);
     }
-    for (const rs of rd.readStates) {
-      const w = this.reads.get(rs.requestId);
-      if (!w) continue;
-      this.reads.delete(rs.requestId);
-      w.index = rs.index;
-      this.confirmedReads.push(w);
-    }
-    for (const rf of rd.readFailures) {
-      const w = this.reads.get(rf.requestId);
-      if (!w) continue;
-      this.reads.delete(rf.requestId);
-      clearTimeout(w.timer);
-      w.reject(new UnavailableError(`the read could not be confirmed: ${rf.reason}`, { reason: rf.reason }));
-    }
+    this.reads.confirm(rd.readStates);
+    this.reads.refuse(rd.readFailures);
     this.serveReads();
     this.raft.advance();
     this.maybeSnapshot();
@@ -618,15 +517,10 @@ export class RaftDriver {
   }
 
   /**
-   * Sends one message, holding a leader's entry-less append, which only moves a follower's commit
-   * index, until the next message to that follower: at one writer every commit would otherwise wake
-   * both followers a second time (and the leader's socket write that wakes one can hand it the
-   * leader's CPU) to tell them what the next request's append tells them anyway. The next append
-   * replaces it; anything else (a heartbeat at the latest, a read's confirmation) goes after it. A
-   * follower so applies what committed at most one heartbeat late, which nothing waits for: reads
-   * through it get their confirmation after the held commit index, and the answer to a command it
-   * forwarded goes after it (releaseHeldAppend). Dropping it is safe, as losing any message is
-   * (docs/decisions/0010-commit-index-rides-along.md).
+   * Sends one message; a leader's entry-less append is held until the next message to its follower
+   * (HeldAppendOutbox). A follower so applies what committed at most one heartbeat late, which nothing
+   * waits for: reads through it get their confirmation after the held commit index, and the answer to
+   * a command it forwarded goes after it (releaseHeldAppend).
    */
   private send(m: Message): void {
     // A failed voter acknowledges nothing, whatever a Ready still in hand holds.
@@ -635,14 +529,7 @@ export class RaftDriver {
       this.snapshotSender.send(m);
       return;
     }
-    if (m.type === "append" && m.entries.length === 0 && this.lastRole === "leader") {
-      this.heldAppends.set(m.to, m);
-      return;
-    }
-    // A newer append supersedes the held one; anything else goes after it.
-    if (m.type === "append") this.heldAppends.delete(m.to);
-    else this.releaseHeldAppend(m.to);
-    this.opts.transport.send(m);
+    this.heldAppends.send(m, this.lastRole === "leader");
   }
 
   /** Seals the snapshot the leader streamed into a temporary file, once its bytes match. */
@@ -671,28 +558,6 @@ export class RaftDriver {
     return hard.term === this.lastHard.term && hard.vote === this.lastHard.vote;
   }
 
-  /**
-   * Tells the proposers whose batches `committed` completes, in order; true when one of them has more
-   * to propose at once. A batch whose last entry committed with another term was overwritten: its
-   * proposer hears nothing here.
-   */
-  private noticeCommits(committed: readonly Entry[]): boolean {
-    const last = committed[committed.length - 1];
-    if (last === undefined) return false;
-    const first = committed[0]!.index;
-    let more = false;
-    let taken = 0;
-    for (const notice of this.commitNotices) {
-      if (notice.lastIndex > last.index) break;
-      taken++;
-      if (notice.lastIndex < first || committed[notice.lastIndex - first]!.term !== notice.term) continue;
-      notice.detach();
-      if (notice.notify()) more = true;
-    }
-    if (taken > 0) this.commitNotices = this.commitNotices.slice(taken);
-    return more;
-  }
-
   /** Applies what an earlier Ready deferred, then `entries`. */
   private apply(entries: readonly Entry[]): void {
     if (this.failure !== null) return;
@@ -707,35 +572,7 @@ export class RaftDriver {
     const results = this.opts.stateMachine.applyBatch(entries);
     const seconds = (performance.now() - started) / 1000;
     for (const listener of this.applyListeners) listener(seconds, entries.length);
-    for (let i = 0; i < entries.length; i++) {
-      const entry = entries[i]!;
-      const w = this.proposals.get(entry.index);
-      if (!w) continue;
-      this.proposals.delete(entry.index);
-      if (w.term === entry.term) w.resolve(results[i]!);
-      else w.reject(overwritten());
-    }
-  }
-
-  /** Proposals at or below an installed snapshot: whether they made it is known only by their ID. */
-  private failOverwrittenProposals(upTo: number): void {
-    for (const [index, w] of this.proposals) {
-      if (index <= upTo) {
-        this.proposals.delete(index);
-        w.reject(overwritten());
-      }
-    }
-  }
-
-  /**
-   * Whether a follower holds `committed` back rather than applying it now: an apply right after an
-   * acknowledgement runs just when the leader commits, applies and answers, on the same two CPUs, and
-   * one entry at a time. Held, the entries are applied together during a later fsync (fsyncSiteFor),
-   * when this voter only waits, or `followerApplyHoldMs` later. A read or a forwarded command's
-   * answer waiting for them applies them at once (serveReads).
-   */
-  private holdsBack(committed: number): boolean {
-    return this.lastRole !== "leader" && this.deferredApply.length + committed <= FOLLOWER_MAX_HELD;
+    this.proposals.settle(entries, results);
   }
 
   /**
@@ -750,14 +587,14 @@ export class RaftDriver {
     if (!this.running || this.failure !== null || this.opts.stateMachine.applied().index >= index) {
       return Promise.resolve();
     }
-    return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
-        this.applyWaiters = this.applyWaiters.filter((w) => w.timer !== timer);
-        resolve();
-      }, this.opts.heartbeatIntervalMs);
-      this.applyWaiters.push({ index, resolve, timer });
+    const applied = this.applyWaiters.wait(index, this.opts.heartbeatIntervalMs);
+    // A throw rejects the wait rather than reaching the caller, as one inside a promise's executor would.
+    try {
       this.applyHeld();
-    });
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    return applied;
   }
 
   /**
@@ -766,10 +603,7 @@ export class RaftDriver {
    */
   releaseHeldAppend(to: NodeId): void {
     if (this.failure !== null) return;
-    const held = this.heldAppends.get(to);
-    if (held === undefined) return;
-    this.heldAppends.delete(to);
-    this.opts.transport.send(held);
+    this.heldAppends.release(to);
   }
 
   /** Applies at once what this follower holds back. */
@@ -785,7 +619,7 @@ export class RaftDriver {
 
   /** Whether this voter, not leading, holds committed entries back. */
   private holding(): boolean {
-    return this.lastRole !== "leader" && this.deferredApply.length > 0;
+    return this.followerApply.holding(this.lastRole, this.deferredApply.length);
   }
 
   private armHeldApply(): void {
@@ -801,21 +635,15 @@ export class RaftDriver {
   }
 
   private serveReads(): void {
-    if (this.confirmedReads.length === 0 && this.applyWaiters.length === 0) return;
+    if (this.reads.noneConfirmed() && this.applyWaiters.isEmpty()) return;
     let applied = this.opts.stateMachine.applied().index;
-    // A read or a forwarded answer waits for nothing a follower holds back (holdsBack).
-    const beyond = (w: { readonly index: number }): boolean => w.index > applied;
-    if (this.holding() && (this.confirmedReads.some(beyond) || this.applyWaiters.some(beyond))) {
+    // A read or a forwarded answer waits for nothing a follower holds back (FollowerApplyPolicy).
+    if (this.holding() && (this.reads.waitsBeyond(applied) || this.applyWaiters.waitsBeyond(applied))) {
       this.apply([]);
       applied = this.opts.stateMachine.applied().index;
     }
-    this.confirmedReads = settleApplied(this.confirmedReads, applied);
-    this.applyWaiters = settleApplied(this.applyWaiters, applied);
-  }
-
-  /** Answers every forwarded command still waiting for its apply here: its outcome is known. */
-  private releaseApplyWaiters(): void {
-    this.applyWaiters = settleApplied(this.applyWaiters, Number.POSITIVE_INFINITY);
+    this.reads.settle(applied);
+    this.applyWaiters.settle(applied);
   }
 
   private onSoftState(rd: Ready): void {
@@ -828,30 +656,6 @@ export class RaftDriver {
       if (this.lastRole === "leader") this.heldAppends.clear();
       this.lastRole = soft.role;
     }
-  }
-
-  /**
-   * Where this Ready's log fsync runs. A leader's on the thread pool: its event loop serves requests
-   * and acknowledgements meanwhile and applies what committed (applyWhileSyncing). Anyone else's on
-   * its event loop, so that its acknowledgement leaves as soon as the fsync returns, without the two
-   * thread hand-offs, and what committed is held back (holdsBack); except when the append reaches this
-   * voter's phase of FOLLOWER_APPLY_STRIDE with something to apply, or there is more to apply than a
-   * follower holds: then on the thread pool, applying meanwhile. The phases keep the two followers from
-   * paying the hand-offs on the same append, so one of them acknowledges each append at full speed
-   * (docs/decisions/0012-held-follower-applies.md).
-   */
-  private fsyncSiteFor(rd: Ready): FsyncSite {
-    if (this.lastRole === "leader") return "thread-pool";
-    const toApply = this.deferredApply.length + rd.committedEntries.length;
-    if (toApply === 0) return "event-loop";
-    if (toApply > FOLLOWER_MAX_HELD) return "thread-pool";
-    if (rd.entries.length === 0) return "event-loop";
-    const first = rd.entries[0]!.index;
-    const last = rd.entries[rd.entries.length - 1]!.index;
-    const lastInPhase =
-      last -
-      ((((last - this.applyPhase) % FOLLOWER_APPLY_STRIDE) + FOLLOWER_APPLY_STRIDE) % FOLLOWER_APPLY_STRIDE);
-    return lastInPhase >= first ? "thread-pool" : "event-loop";
   }
 
   /**
@@ -922,25 +726,15 @@ export class RaftDriver {
     const error = new UnknownWriteOutcomeError("this voter failed before the outcome was known", {
       reason: "StorageFailed",
     });
-    for (const w of this.proposals.values()) w.reject(error);
-    this.proposals.clear();
-    for (const notice of this.commitNotices) notice.detach();
-    this.commitNotices = [];
+    this.proposals.rejectAll(error);
+    this.proposals.detachNotices();
     this.deferredApply = [];
-    const unavailable = new UnavailableError("this voter's storage or apply failed; it must restart", {
-      reason: "StorageFailed",
-    });
-    for (const w of this.reads.values()) {
-      clearTimeout(w.timer);
-      w.reject(unavailable);
-    }
-    this.reads.clear();
-    for (const w of this.confirmedReads) {
-      clearTimeout(w.timer);
-      w.reject(unavailable);
-    }
-    this.confirmedReads = [];
-    this.releaseApplyWaiters();
+    this.reads.rejectAll(
+      new UnavailableError("this voter's storage or apply failed; it must restart", {
+        reason: "StorageFailed",
+      }),
+    );
+    this.applyWaiters.releaseAll();
     this.reportFailure(failure);
   }
 
@@ -971,41 +765,4 @@ export class RaftDriver {
     }
     return { ...status, leader: null, transferee: null, progress: {} };
   }
-}
-
-/** Resolves the waiters whose index the state machine has applied; returns the others. */
-function settleApplied<W extends ReadWaiter | ApplyWaiter>(waiters: W[], applied: number): W[] {
-  if (waiters.length === 0) return waiters;
-  const waiting: W[] = [];
-  for (const w of waiters) {
-    if (w.index <= applied) {
-      clearTimeout(w.timer);
-      w.resolve();
-    } else {
-      waiting.push(w);
-    }
-  }
-  return waiting;
-}
-
-function confChangeRefusal(err: ProposalRefusedError): KeyLoadError {
-  if (err.reason === "ConfChangePending")
-    return new FailedPreconditionError(err.message, { reason: "ConfChangePending" });
-  if (err.reason === "InvalidConfChange")
-    return new InvalidArgumentError(err.message, { reason: "InvalidConfChange" });
-  return unavailable(err);
-}
-
-function unavailable(err: ProposalRefusedError): UnavailableError {
-  return new UnavailableError(`nothing was submitted: ${err.message}`, {
-    reason: err.reason,
-    details: err.leaderHint === null ? {} : { leaderId: memberName(err.leaderHint) },
-  });
-}
-
-function overwritten(): UnknownWriteOutcomeError {
-  return new UnknownWriteOutcomeError(
-    "leadership changed before this entry was confirmed; retry with the same command ID to learn its outcome",
-    { reason: "LeadershipChanged" },
-  );
 }

@@ -108,7 +108,7 @@ async function wireVoter(
 ): Promise<RunningVoter> {
   const { node, cluster, raft } = config;
   const voters = cluster.voters.map((v) => v.id);
-  // Where each of the log's fsyncs runs is the driver's choice (RaftDriver.fsyncSiteFor). A new log
+  // Where each of the log's fsyncs runs is the driver's choice (FollowerApplyPolicy.fsyncSite). A new log
   // holds no configuration: a bootstrap writes it as the first entry, or the cluster sends it.
   const raftDir = join(node.dataDir, "raft");
   const store = DurableLogStore.open(raftDir, {

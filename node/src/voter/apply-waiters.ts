@@ -1,0 +1,60 @@
+/** Someone waiting for the state machine to apply `index`, given up on when `timer` fires. */
+export interface IndexWaiter {
+  readonly index: number;
+  readonly resolve: () => void;
+  readonly timer: NodeJS.Timeout;
+}
+
+/** Resolves the waiters whose index the state machine has applied; returns the others. */
+export function settleApplied<W extends IndexWaiter>(waiters: W[], applied: number): W[] {
+  if (waiters.length === 0) return waiters;
+  const waiting: W[] = [];
+  for (const w of waiters) {
+    if (w.index <= applied) {
+      clearTimeout(w.timer);
+      w.resolve();
+    } else {
+      waiting.push(w);
+    }
+  }
+  return waiting;
+}
+
+/**
+ * Answers to forwarded commands waiting for this voter to apply the command's entry, so that the
+ * client's next request here sees it. Each is answered after a bounded wait whatever happens: the
+ * command's outcome is known, only its local apply may be late. Never rejected.
+ */
+export class ApplyWaiters {
+  private waiters: IndexWaiter[] = [];
+
+  /** Resolves once `settle` reaches `index`, or after `timeoutMs`, whichever comes first. */
+  wait(index: number, timeoutMs: number): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.timer !== timer);
+        resolve();
+      }, timeoutMs);
+      this.waiters.push({ index, resolve, timer });
+    });
+  }
+
+  isEmpty(): boolean {
+    return this.waiters.length === 0;
+  }
+
+  /** Whether one of them waits for an index beyond `applied`. */
+  waitsBeyond(applied: number): boolean {
+    return this.waiters.some((w) => w.index > applied);
+  }
+
+  /** Answers those whose index is applied. */
+  settle(applied: number): void {
+    this.waiters = settleApplied(this.waiters, applied);
+  }
+
+  /** Answers every one still waiting: their outcome is known. */
+  releaseAll(): void {
+    this.settle(Number.POSITIVE_INFINITY);
+  }
+}

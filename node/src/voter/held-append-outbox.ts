@@ -1,0 +1,41 @@
+import type { Message, NodeId } from "../raft/types.js";
+
+/**
+ * A leader's outbox that holds its entry-less appends, which only move a follower's commit index,
+ * until the next message to that follower: at one writer every commit would otherwise wake both
+ * followers a second time (and the leader's socket write that wakes one can hand it the leader's CPU)
+ * to tell them what the next request's append tells them anyway. The next append replaces a held
+ * one; anything else (a heartbeat at the latest, a read's confirmation) goes after it. Dropping a
+ * held append is safe, as losing any message is (docs/decisions/0010-commit-index-rides-along.md).
+ */
+export class HeldAppendOutbox {
+  /** Per follower, the latest append held back. */
+  private readonly held = new Map<NodeId, Message>();
+
+  constructor(private readonly deliver: (m: Message) => void) {}
+
+  /** Delivers `m`, or holds it when it is an entry-less append and this voter is `leading`. */
+  send(m: Message, leading: boolean): void {
+    if (m.type === "append" && m.entries.length === 0 && leading) {
+      this.held.set(m.to, m);
+      return;
+    }
+    // A newer append supersedes the held one; anything else goes after it.
+    if (m.type === "append") this.held.delete(m.to);
+    else this.release(m.to);
+    this.deliver(m);
+  }
+
+  /** Delivers the append held for `to`, if any, now. */
+  release(to: NodeId): void {
+    const held = this.held.get(to);
+    if (held === undefined) return;
+    this.held.delete(to);
+    this.deliver(held);
+  }
+
+  /** Drops every held append. */
+  clear(): void {
+    this.held.clear();
+  }
+}

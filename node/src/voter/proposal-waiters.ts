@@ -1,0 +1,150 @@
+import { UnknownWriteOutcomeError } from "@keyload/contract";
+import type { Entry } from "../raft/types.js";
+import type { ApplyResult } from "../state/apply-result.js";
+import { overwritten } from "./proposal-errors.js";
+
+interface ProposalWaiter {
+  readonly term: number;
+  readonly resolve: (result: ApplyResult) => void;
+  readonly reject: (error: Error) => void;
+}
+
+/** Who is told when the last entry of a proposed batch commits (see add). */
+interface CommitNotice {
+  readonly lastIndex: number;
+  readonly term: number;
+  /** True when the proposer is about to propose more, which the leader then sends before applying. */
+  readonly notify: () => boolean;
+  /** Stops listening to the proposal's abort signal. */
+  readonly detach: () => void;
+}
+
+/**
+ * The proposals waiting for their entries' apply results, by log index, and the proposers waiting to
+ * hear that their batch committed. An entry counts as a proposal's only when it carries the term it
+ * was proposed at: any other term there means another leader overwrote it.
+ */
+export class ProposalWaiters {
+  private readonly waiters = new Map<number, ProposalWaiter>();
+  /** In proposal order, so in index order. */
+  private notices: CommitNotice[] = [];
+
+  /**
+   * Waits for the apply results of `count` entries proposed at `term` from index `first`. `signal`
+   * cuts the wait short with UnknownWriteOutcome; `committed` is called when the last of them
+   * commits as proposed (see noticeCommits).
+   */
+  add(
+    first: number,
+    count: number,
+    term: number,
+    signal?: AbortSignal,
+    committed?: () => boolean,
+  ): Promise<ApplyResult[]> {
+    const all = Promise.all(
+      Array.from(
+        { length: count },
+        (_, i) =>
+          new Promise<ApplyResult>((resolve, reject) => {
+            this.waiters.set(first + i, { term, resolve, reject });
+          }),
+      ),
+    );
+    let detach = (): void => undefined;
+    if (signal) {
+      const onAbort = (): void => {
+        for (let i = 0; i < count; i++) {
+          const w = this.waiters.get(first + i);
+          if (w && w.term === term) {
+            this.waiters.delete(first + i);
+            w.reject(
+              new UnknownWriteOutcomeError("the replication deadline passed", {
+                reason: "ReplicationDeadline",
+              }),
+            );
+          }
+        }
+      };
+      if (signal.aborted) onAbort();
+      else {
+        signal.addEventListener("abort", onAbort, { once: true });
+        // Removed once settled, or committed (the deadline is over then), so the caller can reuse a
+        // signal nobody listens to any more.
+        detach = (): void => signal.removeEventListener("abort", onAbort);
+        all.then(detach, detach);
+      }
+    }
+    if (committed && count > 0) {
+      this.notices.push({ lastIndex: first + count - 1, term, notify: committed, detach });
+    }
+    return all;
+  }
+
+  /** Waits for the apply result of the one entry proposed at `term` at `index`. */
+  addOne(index: number, term: number): Promise<ApplyResult> {
+    return new Promise<ApplyResult>((resolve, reject) => {
+      this.waiters.set(index, { term, resolve, reject });
+    });
+  }
+
+  /**
+   * Tells the proposers whose batches `committed` completes, in order; true when one of them has more
+   * to propose at once. A batch whose last entry committed with another term was overwritten: its
+   * proposer hears nothing here.
+   */
+  noticeCommits(committed: readonly Entry[]): boolean {
+    const last = committed[committed.length - 1];
+    if (last === undefined) return false;
+    const first = committed[0]!.index;
+    let more = false;
+    let taken = 0;
+    for (const notice of this.notices) {
+      if (notice.lastIndex > last.index) break;
+      taken++;
+      if (notice.lastIndex < first || committed[notice.lastIndex - first]!.term !== notice.term) continue;
+      notice.detach();
+      if (notice.notify()) more = true;
+    }
+    if (taken > 0) this.notices = this.notices.slice(taken);
+    return more;
+  }
+
+  /** Settles the proposals of the applied `entries` with `results`, in the same order. */
+  settle(entries: readonly Entry[], results: readonly ApplyResult[]): void {
+    for (let i = 0; i < entries.length; i++) {
+      const entry = entries[i]!;
+      const w = this.waiters.get(entry.index);
+      if (!w) continue;
+      this.waiters.delete(entry.index);
+      if (w.term === entry.term) w.resolve(results[i]!);
+      else w.reject(overwritten());
+    }
+  }
+
+  /** Proposals at or below an installed snapshot: whether they made it is known only by their ID. */
+  failUpTo(upTo: number): void {
+    for (const [index, w] of this.waiters) {
+      if (index <= upTo) {
+        this.waiters.delete(index);
+        w.reject(overwritten());
+      }
+    }
+  }
+
+  /** Rejects every proposal still waiting with `error`. */
+  rejectAll(error: Error): void {
+    for (const w of this.waiters.values()) w.reject(error);
+    this.waiters.clear();
+  }
+
+  /** Forgets the commit notices; each one's signal listener goes when its proposal settles. */
+  dropNotices(): void {
+    this.notices = [];
+  }
+
+  /** Forgets the commit notices and stops listening to their signals now. */
+  detachNotices(): void {
+    for (const notice of this.notices) notice.detach();
+    this.notices = [];
+  }
+}
