@@ -4,9 +4,9 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { acceptEntryChecksum, entryChecksum } from "../raft/entry-checksum.js";
 import { entryTypeCode } from "../raft/entry-type.js";
-import { LOG_FILE, SNAPSHOT_DIR, WATERMARK_FILE } from "./durable-log-store.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
 import { JOURNAL_FILES } from "./log-journal.js";
+import { LOG_FILE, SNAPSHOT_DIR, WATERMARK_FILE } from "./log-recovery.js";
 import { StorageCorruptionError } from "./storage-errors.js";
 import { CONF, dataFor, entries, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 

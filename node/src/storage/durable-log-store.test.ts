@@ -9,7 +9,7 @@ import {
   RaftInvariantError,
   SnapshotOutOfDateError,
 } from "../raft/errors.js";
-import { LOG_FILE, SNAPSHOT_DIR } from "./durable-log-store.js";
+import { LOG_FILE, SNAPSHOT_DIR } from "./log-recovery.js";
 import {
   StorageArgumentError,
   StorageClosedError,

@@ -1,11 +1,9 @@
-import { closeSync, existsSync, fdatasync, fdatasyncSync, openSync } from "node:fs";
-import { join } from "node:path";
+import { closeSync, fdatasync, fdatasyncSync } from "node:fs";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
-import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
-import { makePrivateDir } from "../fs/private-dir.js";
-import { DEFAULT_STORAGE_LIMITS, type SqliteLimits } from "../fs/sqlite-limits.js";
-import { type CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
+import type { FsyncSite } from "../fs/fsync.js";
+import { DEFAULT_STORAGE_LIMITS } from "../fs/sqlite-limits.js";
+import type { CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
 import {
   LogCompactedError,
   LogUnavailableError,
@@ -14,13 +12,22 @@ import {
 } from "../raft/errors.js";
 import { entrySize, type LogStorage, limitSize } from "../raft/log-storage.js";
 import type { ConfState, Entry, HardState, Snapshot } from "../raft/types.js";
-import { AckWatermark, type Watermark } from "./ack-watermark.js";
-import { EntryCache } from "./entry-cache.js";
-import type { FaultHook } from "./fault-hook.js";
-import { type BatchState, LogDatabase, type LogState } from "./log-database.js";
-import { LogIndex } from "./log-index.js";
-import { type JournalBatch, type JournalOp, LogJournal } from "./log-journal.js";
-import { type SnapshotFile, SnapshotFileStore } from "./snapshot-file-store.js";
+import type { AckWatermark, Watermark } from "./ack-watermark.js";
+import {
+  checkInteger,
+  type DurableLogStoreOptions,
+  type ResolvedOptions,
+  resolveOptions,
+} from "./durable-log-options.js";
+import type { EntryCache } from "./entry-cache.js";
+import { appendInMemory } from "./in-memory-append.js";
+import { type AbsorbOp, JournalAbsorber, type PendingBatch } from "./journal-absorber.js";
+import { LogCompaction } from "./log-compaction.js";
+import type { LogDatabase, LogState } from "./log-database.js";
+import type { LogIndex } from "./log-index.js";
+import type { JournalOp, LogJournal } from "./log-journal.js";
+import { recoverLog } from "./log-recovery.js";
+import type { SnapshotFile, SnapshotFileStore } from "./snapshot-file-store.js";
 import type { SnapshotPolicyLog } from "./snapshot-policy.js";
 import type { SnapshotReader } from "./snapshot-reader.js";
 import {
@@ -31,77 +38,6 @@ import {
   StorageFailedError,
 } from "./storage-errors.js";
 import { checkWriteShape } from "./write-shape.js";
-
-/** The files of a data directory. */
-export const LOG_FILE = "raft-log.sqlite";
-export const WATERMARK_FILE = "raft-log.ack";
-export const SNAPSHOT_DIR = "snapshots";
-
-export interface DurableLogStoreOptions {
-  /** The voter set recorded when the directory is new; an existing directory keeps the one it holds. */
-  readonly conf: ConfState;
-  /** Bounds of the in-memory cache of the newest entries. */
-  readonly cacheEntries?: number;
-  readonly cacheBytes?: number;
-  /** Estimated WAL bytes after which a background checkpoint starts; at most half the WAL's limit. */
-  readonly checkpointBytes?: number;
-  /** The database connection's page cache, mapping and WAL limit. */
-  readonly sqlite?: SqliteLimits;
-  /**
-   * Bytes each of the two journal files is preallocated to; writing moves to the other file once the
-   * one being written passes half of it.
-   */
-  readonly journalBytes?: number;
-  /** Milliseconds a journaled batch may wait before the database takes it in. */
-  readonly absorbIntervalMs?: number;
-  /** Compacted rows deleted per background step: bounds how long one step holds the event loop. */
-  readonly gcStepEntries?: number;
-  /** Milliseconds between two background deletion steps. */
-  readonly gcStepIntervalMs?: number;
-  /**
-   * Where the journal's fdatasync runs at first (setFsyncSite changes it). "event-loop" (the default)
-   * blocks the event loop for exactly one fsync per group commit, and runs more single-entry batches
-   * per second where an fsync takes a fraction of a millisecond, since the two thread hand-offs of
-   * "thread-pool" add to each. "thread-pool" frees the event loop during every fsync: the better
-   * choice on a disk whose fsync takes milliseconds, and for a caller with work to overlap with it (a
-   * leader applies committed entries meanwhile, see DurableLogWriter.syncStarted; the figures are in
-   * docs/decisions/0011-leader-applies-during-its-fsync.md).
-   */
-  readonly fsync?: FsyncSite;
-  /** Crash tests only: called between the durable steps of a write. */
-  readonly faultHook?: FaultHook;
-}
-
-const DEFAULTS = {
-  cacheEntries: 8192,
-  cacheBytes: 32 * 1024 * 1024,
-  // Smaller checkpoints, more often: a checkpoint's page copy and fsyncs load the disk that every
-  // voter's next fsync waits on. Three voters sharing a disk wrote a little faster with 8 MiB than
-  // with 32, and the log alone pays a little (docs/decisions/0017-log-database-background-work.md).
-  checkpointBytes: 8 * 1024 * 1024,
-  // Deleting rows writes WAL frames that the next append's fdatasync must flush too. Behind a
-  // snapshot, large steps back to back held the next fsync of every voter at once; paced, the
-  // deletions ride along with the appends' fsyncs a few pages at a time, still several times any
-  // append rate (docs/decisions/0017-log-database-background-work.md).
-  gcStepEntries: 256,
-  gcStepIntervalMs: 10,
-  // Switching files every 16 MiB costs one database commit and one background fsync of its WAL.
-  journalBytes: 32 * 1024 * 1024,
-  // Batches taken in together share the database's pages: at one writer, ~20 entries a commit.
-  absorbIntervalMs: 20,
-};
-/** Journaled bytes past which the database takes the batches in at once rather than on the timer. */
-const ABSORB_MAX_BYTES = 8 * 1024 * 1024;
-/**
- * Entries the timer's absorb takes in one transaction before yielding to the event loop, which a few
- * thousand at once held for many milliseconds; the rest follows in the next turns
- * (docs/decisions/0017-log-database-background-work.md).
- */
-const ABSORB_STEP_ENTRIES = 512;
-
-type ResolvedOptions = Required<Omit<DurableLogStoreOptions, "conf" | "faultHook" | "sqlite">> & {
-  readonly faultHook: FaultHook | undefined;
-};
 
 /**
  * WAL bytes a commit adds beyond its entries, for the checkpoint estimate: a frame is a 4 KiB page
@@ -135,18 +71,6 @@ export interface StorageStats {
 }
 
 const fdatasyncAsync = promisify(fdatasync);
-
-/** An op as the database takes it in: whether its entries replace some from their first index on. */
-interface AbsorbOp extends JournalOp {
-  readonly truncates: boolean;
-}
-
-/** A journaled batch the database has not taken in yet, with the hard state it leaves and its journal bytes. */
-interface PendingBatch extends JournalBatch {
-  readonly ops: readonly AbsorbOp[];
-  readonly hardState: HardState;
-  readonly bytes: number;
-}
 
 /**
  * The Raft log on disk (better-sqlite3, WAL mode) implementing the core's `LogStorage`, with the same
@@ -195,14 +119,10 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private checkpointing: Promise<void> | null = null;
   /** Pending while the final pass of a checkpoint runs: commits wait for it (see maybeCheckpoint). */
   private gate: Promise<void> | null = null;
-  /** The lowest row index that may still be stored below the compaction point, or null when none is. */
-  private gcNext: number | null;
-  private gcTimer: NodeJS.Timeout | null = null;
-  /** Journaled batches the database has not taken in, oldest first, and their journal bytes. */
-  private pending: PendingBatch[] = [];
-  private pendingBytes = 0;
-  /** Cancels the scheduled absorb, if one is. */
-  private cancelAbsorb: (() => void) | null = null;
+  /** Deletes the rows below the compaction point in background steps. */
+  private readonly compaction: LogCompaction;
+  /** Takes journaled batches into the database. */
+  private readonly absorber: JournalAbsorber;
   /** Background fsyncs of the database's WAL under way, settled either way. */
   private readonly backgroundSyncs = new Set<Promise<void>>();
   /** The database's WAL holds a group commit that only its fdatasync makes durable. */
@@ -231,8 +151,23 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   ) {
     this.ackedSeq = state.seq;
     this.syncSite = options.fsync;
-    this.gcNext = gcNext;
-    this.scheduleGc();
+    this.absorber = new JournalAbsorber(db, options.absorbIntervalMs, {
+      state: () => this.state,
+      absorbed: (batches) => this.absorbed(batches),
+      fail: (err) => this.fail(err),
+      stopped: () => this.stopped !== null,
+      gated: () => this.gate !== null,
+    });
+    this.compaction = new LogCompaction(db, index, options.gcStepEntries, options.gcStepIntervalMs, gcNext, {
+      held: () => this.stopped !== null || this.gate !== null,
+      deleted: () => {
+        this.walBytes += PAGES_PER_COMMIT_BYTES;
+      },
+      fail: (err) => {
+        this.fail(err);
+      },
+    });
+    this.compaction.schedule();
   }
 
   /**
@@ -243,105 +178,28 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    */
   static open(dir: string, options: DurableLogStoreOptions): DurableLogStore {
     const sqlite = options.sqlite ?? DEFAULT_STORAGE_LIMITS.log;
-    // A checkpoint starts by half the WAL's limit, so that the WAL restarts before it passes it.
-    const checkpointBytes = Math.min(
-      positive("checkpointBytes", options.checkpointBytes ?? DEFAULTS.checkpointBytes),
-      Math.max(1, Math.floor(sqlite.walLimitBytes / 2)),
+    const opts = resolveOptions(options, sqlite);
+    return recoverLog(
+      dir,
+      options.conf,
+      sqlite,
+      opts,
+      (log) =>
+        new DurableLogStore(
+          dir,
+          log.db,
+          log.state,
+          log.index,
+          log.cache,
+          log.snapshotFiles,
+          log.walFd,
+          log.journal,
+          log.watermark,
+          log.checkpointer,
+          opts,
+          log.gcNext,
+        ),
     );
-    const opts: ResolvedOptions = {
-      cacheEntries: positive("cacheEntries", options.cacheEntries ?? DEFAULTS.cacheEntries),
-      cacheBytes: positive("cacheBytes", options.cacheBytes ?? DEFAULTS.cacheBytes),
-      checkpointBytes,
-      gcStepEntries: positive("gcStepEntries", options.gcStepEntries ?? DEFAULTS.gcStepEntries),
-      gcStepIntervalMs: nonNegative(
-        "gcStepIntervalMs",
-        options.gcStepIntervalMs ?? DEFAULTS.gcStepIntervalMs,
-      ),
-      journalBytes: nonNegative("journalBytes", options.journalBytes ?? DEFAULTS.journalBytes),
-      absorbIntervalMs: nonNegative(
-        "absorbIntervalMs",
-        options.absorbIntervalMs ?? DEFAULTS.absorbIntervalMs,
-      ),
-      fsync: options.fsync ?? "event-loop",
-      faultHook: options.faultHook,
-    };
-    makePrivateDir(dir);
-    const logPath = join(dir, LOG_FILE);
-    const walPath = `${logPath}-wal`;
-    const ackPath = join(dir, WATERMARK_FILE);
-    const mark = AckWatermark.read(ackPath);
-    if (mark !== null && !existsSync(logPath)) {
-      throw new StorageCorruptionError(
-        logPath,
-        null,
-        `the log database is missing, yet writes up to index ${mark.lastIndex} were acknowledged`,
-      );
-    }
-    const db = LogDatabase.open(logPath, options.conf, sqlite);
-    let walFd: number | null = null;
-    let journal: LogJournal | null = null;
-    try {
-      const stored = db.readState();
-      const { index, cache, batch } = recover(db, stored, opts.cacheEntries, opts.cacheBytes);
-      journal = LogJournal.open(dir, { preallocateBytes: opts.journalBytes });
-      const replayed = replay(
-        db,
-        { ...stored, seq: batch.seq, hardState: batch.hardState },
-        index,
-        cache,
-        journal,
-      );
-      const state: LogState = { ...stored, seq: replayed.seq, hardState: replayed.hardState };
-      if (mark === null && state.seq > 0) {
-        throw new StorageCorruptionError(ackPath, null, "the acknowledgement watermark is missing");
-      }
-      if (mark !== null && mark.seq > state.seq) {
-        throw new StorageCorruptionError(
-          journal.path,
-          Math.min(index.lastIndex, mark.lastIndex) + 1,
-          `acknowledged writes are missing: write batch ${mark.seq} (log up to index ${mark.lastIndex}) ` +
-            `was acknowledged but ${LOG_FILE}, its WAL and the journal hold only up to batch ${state.seq} ` +
-            `(log up to index ${index.lastIndex}); the WAL or the journal was truncated or damaged`,
-        );
-      }
-      if (state.hardState.commit > index.lastIndex) {
-        throw new StorageCorruptionError(
-          logPath,
-          index.lastIndex + 1,
-          `the log ends at ${index.lastIndex} but index ${state.hardState.commit} was committed`,
-        );
-      }
-      const snapshotFiles = SnapshotFileStore.open(join(dir, SNAPSHOT_DIR), opts.faultHook);
-      checkSnapshot(logPath, state, index, snapshotFiles);
-      snapshotFiles.removeAllBut(state.snapshot.file);
-      const lowest = db.minIndex();
-      // Fold the WAL into the database now (fsynced): recovery is done, the next open scans one file,
-      // and the journal may start over.
-      db.checkpointAndTruncate();
-      journal.restart();
-      walFd = openSync(walPath, "r+");
-      fsyncPath(dir);
-      const watermark = AckWatermark.open(ackPath, { seq: state.seq, lastIndex: index.lastIndex });
-      return new DurableLogStore(
-        dir,
-        db,
-        state,
-        index,
-        cache,
-        snapshotFiles,
-        walFd,
-        journal,
-        watermark,
-        new WalCheckpointer(logPath),
-        opts,
-        lowest !== null && lowest <= state.startIndex ? lowest : null,
-      );
-    } catch (err) {
-      if (walFd !== null) closeSync(walFd);
-      journal?.close();
-      db.close();
-      throw err;
-    }
   }
 
   // --- LogStorage -------------------------------------------------------------------------------
@@ -465,7 +323,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   commit(ops: readonly StoreOp[]): (Error | null)[] {
     this.checkUsable();
     if (this.journalable(ops)) return this.journalCommit(ops);
-    this.absorb();
+    this.absorber.absorb();
     const results: (Error | null)[] = [];
     const started = performance.now();
     let accepted = 0;
@@ -537,13 +395,11 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     } catch (err) {
       throw this.fail(err);
     }
-    this.pending.push({ seq, ops: journaled, hardState: this.state.hardState, bytes });
-    this.pendingBytes += bytes;
+    this.absorber.add({ seq, ops: journaled, hardState: this.state.hardState, bytes });
     this.stats.commits++;
     this.stats.commitMicros.record(micros(started));
     this.options.faultHook?.("log-committed");
-    if (this.pendingBytes >= ABSORB_MAX_BYTES) this.absorb();
-    else this.scheduleAbsorb();
+    this.absorber.absorbSoon();
     return results;
   }
 
@@ -552,39 +408,19 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    * holds, and that file is free again once the database's WAL is fsynced, in the background.
    */
   private switchJournal(): void {
-    this.absorb();
+    this.absorber.absorb();
     // A failure stops the store; the file left behind is never free again.
     this.journal.switchFiles(this.syncWalInBackground());
   }
 
-  /**
-   * The database takes in the journaled batches, oldest first, in one transaction with no fsync: all
-   * of them, or batches up to about `maxEntries` entries (at least one), the rest in the next turns.
-   */
-  private absorb(maxEntries = Number.POSITIVE_INFINITY): void {
-    this.cancelAbsorb?.();
-    this.cancelAbsorb = null;
-    if (this.pending.length === 0) return;
-    let taken = 0;
-    let entries = 0;
-    while (taken < this.pending.length && entries < maxEntries) {
-      const b = this.pending[taken++]!;
-      for (const op of b.ops) entries += op.entries.length;
-      this.pendingBytes -= b.bytes;
-    }
-    const batches = this.pending.splice(0, taken);
-    try {
-      absorbInto(this.db, this.state, batches);
-    } catch (err) {
-      throw this.fail(err);
-    }
+  /** After the database took `batches` in: counts their WAL bytes, fsyncs the WAL in the background. */
+  private absorbed(batches: readonly PendingBatch[]): void {
     this.walBytes += PAGES_PER_COMMIT_BYTES;
     for (const b of batches)
       for (const op of b.ops) for (const e of op.entries) this.walBytes += entrySize(e);
     // A failure has stopped the store already.
     if (this.backgroundSyncs.size === 0) this.syncWalInBackground().catch(() => undefined);
     this.maybeCheckpoint();
-    if (this.pending.length > 0) this.scheduleAbsorb(0);
   }
 
   /**
@@ -602,31 +438,6 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.backgroundSyncs.add(settled);
     settled.finally(() => this.backgroundSyncs.delete(settled));
     return done;
-  }
-
-  private scheduleAbsorb(ms = this.options.absorbIntervalMs): void {
-    if (this.cancelAbsorb !== null) return;
-    const run = (): void => {
-      this.cancelAbsorb = null;
-      if (this.stopped !== null) return;
-      // A checkpoint's final pass wants no new frames; it reschedules nothing, so try again shortly.
-      if (this.gate !== null) {
-        this.scheduleAbsorb();
-        return;
-      }
-      try {
-        this.absorb(ABSORB_STEP_ENTRIES);
-      } catch {
-        // The store is stopped now; its next call reports why.
-      }
-    };
-    if (ms === 0) {
-      const immediate = setImmediate(run);
-      this.cancelAbsorb = () => clearImmediate(immediate);
-    } else {
-      const timer = setTimeout(run, ms).unref();
-      this.cancelAbsorb = () => clearTimeout(timer);
-    }
   }
 
   /**
@@ -712,7 +523,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     if (index > snap) throw new RaftInvariantError(`compaction to ${index} passes the snapshot at ${snap}`);
     const term = this.index.term(index);
     // The state row carries the batch state too: the database must hold every batch first.
-    this.absorb();
+    this.absorber.absorb();
     const next = { ...this.state, startIndex: index, startTerm: term };
     try {
       this.db.transaction(() => this.db.writeState(next));
@@ -723,8 +534,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.index.compactTo(index);
     this.cache.dropTo(index);
     this.walBytes += PAGES_PER_COMMIT_BYTES;
-    this.gcNext ??= offset + 1;
-    this.scheduleGc();
+    this.compaction.markFrom(offset + 1);
+    this.compaction.schedule();
   }
 
   /** The refusal `commit` would give a snapshot at (index, term) taken locally, or null. */
@@ -751,11 +562,10 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   async close(): Promise<void> {
     if (this.stopped instanceof StorageClosedError) return;
     this.stopped = new StorageClosedError();
-    if (this.gcTimer) clearTimeout(this.gcTimer);
-    this.gcTimer = null;
+    this.compaction.stop();
     await this.syncing?.catch(() => undefined);
     try {
-      this.absorb();
+      this.absorber.absorb();
     } catch {
       // Failed: the journal still holds the batches, and the next open takes them in.
     }
@@ -776,7 +586,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
 
   private readThrough(lo: number, hi: number, maxBytes: number): Entry[] {
     // A journaled batch may have left the cache before the database took it in.
-    this.absorb();
+    this.absorber.absorb();
     const cached = this.cache.firstIndex;
     const end = Math.min(hi, cached);
     let size = 0;
@@ -890,13 +700,13 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       const { index, term } = snap.meta;
       // The uncommitted tail beyond the snapshot goes now; rows it covers are left to the background.
       this.db.deleteFrom(index + 1);
-      if (this.index.lastIndex > this.index.startIndex) this.gcNext ??= this.index.startIndex + 1;
+      if (this.index.lastIndex > this.index.startIndex) this.compaction.markFrom(this.index.startIndex + 1);
       this.retire(this.state.snapshot.file);
       this.state = { ...this.state, startIndex: index, startTerm: term, snapshot: snap };
       this.index.reset(index, term);
       this.cache.reset(index + 1);
       this.stateRowDirty = true;
-      this.scheduleGc();
+      this.compaction.schedule();
     }
     const { entries, truncates } = this.applyInMemory(op.entries, op.hardState);
     const first = entries[0];
@@ -980,33 +790,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
       this.fail(err);
     } finally {
       this.checkpointing = null;
-      this.scheduleGc();
+      this.compaction.schedule();
     }
-  }
-
-  private scheduleGc(): void {
-    // While commits are held for a checkpoint, deletions wait too; the checkpoint reschedules them.
-    if (this.gcTimer !== null || this.gcNext === null || this.stopped !== null || this.gate !== null) return;
-    this.gcTimer = setTimeout(() => {
-      this.gcTimer = null;
-      this.gcStep();
-    }, this.options.gcStepIntervalMs);
-    this.gcTimer.unref();
-  }
-
-  private gcStep(): void {
-    const from = this.gcNext;
-    if (from === null || this.stopped !== null || this.gate !== null) return;
-    const to = Math.min(from + this.options.gcStepEntries, this.index.startIndex + 1);
-    try {
-      this.db.transaction(() => this.db.deleteRange(from, to));
-    } catch (err) {
-      this.fail(err);
-      return;
-    }
-    this.walBytes += PAGES_PER_COMMIT_BYTES;
-    this.gcNext = to > this.index.startIndex ? null : to;
-    this.scheduleGc();
   }
 
   /**
@@ -1045,176 +830,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   }
 }
 
-/**
- * Appends `entries` to the index and cache, replacing any from the first one's index on; entries at or
- * below the compaction point are skipped. Returns the entries kept, and whether they replaced some.
- */
-function appendInMemory(
-  index: LogIndex,
-  cache: EntryCache,
-  entries: readonly Entry[],
-): { kept: readonly Entry[]; truncates: boolean } {
-  const skip = Math.max(0, index.startIndex + 1 - (entries[0]?.index ?? 0));
-  if (skip >= entries.length) return { kept: [], truncates: false };
-  const kept = skip === 0 ? entries : entries.slice(skip);
-  const from = kept[0]!.index;
-  const truncates = from <= index.lastIndex;
-  if (truncates) {
-    index.truncateFrom(from);
-    cache.truncateFrom(from);
-  }
-  for (const e of kept) {
-    index.append(e);
-    cache.append(e);
-  }
-  return { kept, truncates };
-}
-
-/**
- * Writes journaled batches into the database in one transaction (no fsync), with the batch state of
- * the last one; `current` gives the state row's other fields.
- */
-function absorbInto(db: LogDatabase, current: LogState, batches: readonly PendingBatch[]): void {
-  const last = batches[batches.length - 1]!;
-  const batch: BatchState = { seq: last.seq, hardState: last.hardState };
-  db.transaction(() => {
-    let newest: Entry | null = null;
-    for (const b of batches) {
-      for (const op of b.ops) {
-        const first = op.entries[0];
-        if (first === undefined) continue;
-        if (op.truncates) db.deleteFrom(first.index);
-        for (const e of op.entries) db.insert(e);
-        newest = op.entries[op.entries.length - 1]!;
-      }
-    }
-    // The newest row: the batch state rides on the page being written anyway.
-    if (newest !== null) db.recordBatchState(newest, batch);
-    else db.writeState({ ...current, ...batch });
-  });
-}
-
-/**
- * Takes in the journaled batches after those the database holds, checked as the recovery scan checks
- * rows (no gap, no term going back), and returns the batch state they leave.
- */
-function replay(
-  db: LogDatabase,
-  state: LogState,
-  index: LogIndex,
-  cache: EntryCache,
-  journal: LogJournal,
-): BatchState {
-  const batches = journal.batchesAfter(state.seq);
-  if (batches.length === 0) return state;
-  let hardState = state.hardState;
-  const taken: PendingBatch[] = [];
-  for (const b of batches) {
-    const ops: AbsorbOp[] = [];
-    for (const op of b.ops) {
-      const first = op.entries[0];
-      if (first !== undefined) {
-        if (first.index > index.lastIndex + 1) {
-          throw new StorageCorruptionError(journal.path, first.index, `journal batch ${b.seq} leaves a gap`);
-        }
-        let prevTerm = first.index - 1 >= index.startIndex ? index.term(first.index - 1) : 0;
-        for (const e of op.entries) {
-          if (e.term < prevTerm) {
-            throw new StorageCorruptionError(
-              journal.path,
-              e.index,
-              `term ${e.term} follows term ${prevTerm}`,
-            );
-          }
-          prevTerm = e.term;
-        }
-      }
-      const { kept, truncates } = appendInMemory(index, cache, op.entries);
-      ops.push({ entries: kept, hardState: op.hardState, truncates });
-      if (op.hardState !== null) hardState = op.hardState;
-    }
-    taken.push({ seq: b.seq, ops, hardState, bytes: 0 });
-  }
-  absorbInto(db, state, taken);
-  return { seq: taken[taken.length - 1]!.seq, hardState };
-}
-
-/**
- * The recovery scan: every retained entry verified, contiguous, with non-decreasing terms; and the
- * current batch state, the one with the highest sequence number among the state row and the rows.
- */
-function recover(
-  db: LogDatabase,
-  state: LogState,
-  cacheEntries: number,
-  cacheBytes: number,
-): { index: LogIndex; cache: EntryCache; batch: BatchState } {
-  const index = new LogIndex(state.startIndex, state.startTerm);
-  const cache = new EntryCache(cacheEntries, cacheBytes, state.startIndex + 1);
-  let batch: BatchState = state;
-  let expected = state.startIndex + 1;
-  let prevTerm = state.startTerm;
-  for (const { entry: e, batch: recorded } of db.scanAfter(state.startIndex)) {
-    if (e.index !== expected) {
-      throw new StorageCorruptionError(
-        db.path,
-        expected,
-        `entry ${expected} is missing (the next stored is ${e.index})`,
-      );
-    }
-    if (e.term < prevTerm) {
-      throw new StorageCorruptionError(db.path, e.index, `term ${e.term} follows term ${prevTerm}`);
-    }
-    if (recorded !== null && recorded.seq > batch.seq) batch = recorded;
-    index.append(e);
-    cache.append(e);
-    prevTerm = e.term;
-    expected++;
-  }
-  return { index, cache, batch };
-}
-
-/** The snapshot must stand where the log says and its file must be there with its recorded size. */
-function checkSnapshot(logPath: string, state: LogState, index: LogIndex, files: SnapshotFileStore): void {
-  const s = state.snapshot;
-  const { index: at, term } = s.meta;
-  if (at < state.startIndex || at > index.lastIndex) {
-    throw new StorageCorruptionError(
-      logPath,
-      at,
-      `the snapshot at ${at} lies outside the log [${state.startIndex}, ${index.lastIndex}]`,
-    );
-  }
-  if (index.term(at) !== term) {
-    throw new StorageCorruptionError(logPath, at, `the snapshot has term ${term}, the log ${index.term(at)}`);
-  }
-  if (s.file === null) {
-    if (at !== 0) throw new StorageCorruptionError(logPath, at, "the snapshot has no file");
-    return;
-  }
-  files.check({ meta: s.meta, file: s.file, size: s.size, checksum: s.checksum });
-}
-
 /** Whole microseconds since `started` (a performance.now() reading), at least 1 as histograms require. */
 function micros(started: number): number {
   return Math.max(1, Math.round((performance.now() - started) * 1000));
-}
-
-function positive(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 1) {
-    throw new StorageArgumentError(`${name} must be a positive integer, got ${value}`);
-  }
-  return value;
-}
-
-function nonNegative(name: string, value: number): number {
-  if (!Number.isSafeInteger(value) || value < 0) {
-    throw new StorageArgumentError(`${name} must be a non-negative integer, got ${value}`);
-  }
-  return value;
-}
-
-function checkInteger(name: string, value: number): void {
-  if (!Number.isSafeInteger(value))
-    throw new StorageArgumentError(`${name} must be an integer, got ${value}`);
 }

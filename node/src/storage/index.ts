@@ -1,14 +1,8 @@
-export {
-  DurableLogStore,
-  type DurableLogStoreOptions,
-  LOG_FILE,
-  SNAPSHOT_DIR,
-  type StorageStats,
-  type StoreOp,
-  WATERMARK_FILE,
-} from "./durable-log-store.js";
+export type { DurableLogStoreOptions } from "./durable-log-options.js";
+export { DurableLogStore, type StorageStats, type StoreOp } from "./durable-log-store.js";
 export { DurableLogWriter, type LogWrite } from "./durable-log-writer.js";
 export type { FaultHook, StorageFaultPoint } from "./fault-hook.js";
+export { LOG_FILE, SNAPSHOT_DIR, WATERMARK_FILE } from "./log-recovery.js";
 export { type SnapshotFile, SnapshotFileStore } from "./snapshot-file-store.js";
 export {
   DEFAULT_SNAPSHOT_POLICY,

@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { type DurableLogStore, SNAPSHOT_DIR } from "./durable-log-store.js";
+import type { DurableLogStore } from "./durable-log-store.js";
 import type { StorageFaultPoint } from "./fault-hook.js";
+import { SNAPSHOT_DIR } from "./log-recovery.js";
 import { runLogStoreCrashChild } from "./test-fixtures/log-store-crash-runner.js";
 import { dataFor, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 

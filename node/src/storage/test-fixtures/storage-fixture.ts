@@ -3,7 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach } from "vitest";
 import type { Entry, HardState } from "../../raft/types.js";
-import { DurableLogStore, type DurableLogStoreOptions } from "../durable-log-store.js";
+import type { DurableLogStoreOptions } from "../durable-log-options.js";
+import { DurableLogStore } from "../durable-log-store.js";
 import { DurableLogWriter } from "../durable-log-writer.js";
 import type { SnapshotPolicy } from "../snapshot-policy.js";
 
