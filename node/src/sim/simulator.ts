@@ -6,17 +6,15 @@ import {
   ProposalRefusedError,
   RaftNode,
   type RaftOptions,
-  type ReadFailure,
-  type ReadState,
   type Ready,
   SeededRandom,
   type Snapshot,
   type SnapshotChunkMessage,
 } from "../raft/index.js";
 import { fillChunkFromMemory } from "../raft/memory-snapshot-sink.js";
-import { commandDigest, entryDigest } from "./digest.js";
-import { durableCopies } from "./durable-quorum.js";
+import { entryDigest } from "./digest.js";
 import { EventQueue } from "./event-queue.js";
+import { FaultInjector } from "./fault-injector.js";
 import {
   DEFAULT_PROFILE,
   type FaultProfile,
@@ -24,24 +22,32 @@ import {
   type Range,
   tuningFor,
 } from "./fault-profile.js";
-import { type InvariantName, InvariantViolation, SafetyChecker } from "./invariants.js";
+import {
+  checkAppliedOnDisk,
+  checkApplyOrder,
+  checkCommitProgress,
+  checkConverged,
+  checkIdleReadys,
+  checkSend,
+} from "./invariant-checks.js";
+import { InvariantViolation, SafetyChecker } from "./invariants.js";
 import { MembershipChecker } from "./membership-invariants.js";
 import { describeChange, isRemovalOf, MembershipOperator } from "./membership-operator.js";
-import { INITIAL_VOTERS, NodeRegistry, type PendingProposal, type SimNode } from "./node-registry.js";
+import { INITIAL_VOTERS, NodeRegistry, type SimNode } from "./node-registry.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
+import { between } from "./random-choices.js";
 import { checkReady } from "./ready-checks.js";
 import { planReady, type ReadyPlan } from "./ready-plan.js";
-import { describeWrite } from "./sim-disk.js";
-import { type Delivery, type LinkCut, SimNetwork } from "./sim-network.js";
-import { encodeCommand, SimStateMachine } from "./sim-state-machine.js";
+import type { SimEvent } from "./sim-events.js";
+import { coreFailure, describeError, fail, SimulationFailure } from "./sim-failure.js";
+import { type Delivery, SimNetwork } from "./sim-network.js";
+import { SimStateMachine } from "./sim-state-machine.js";
 import { type Counters, emptyCounters, type SimStats } from "./sim-stats.js";
-import { Trace } from "./trace.js";
+import { SimWorkload } from "./sim-workload.js";
+import { Trace, type TraceKind } from "./trace.js";
 
-/**
- * Readys without committed entries a core may hand out in one step. Paging a long committed backlog
- * takes as many Readys as it needs; anything else repeating this often is a loop, not work.
- */
-const MAX_IDLE_READYS_PER_STEP = 64;
+// Importers take the failure type from here, with the run that produces it.
+export { SimulationFailure } from "./sim-failure.js";
 
 export interface SimOptions {
   /** Steps of faulty operation before the final convergence phase. */
@@ -64,42 +70,14 @@ export interface SimResult {
   readonly trace: Trace;
 }
 
-/** A broken invariant, with everything needed to reproduce and read it. */
-export class SimulationFailure extends Error {
-  constructor(
-    readonly seed: number,
-    readonly invariant: InvariantName,
-    readonly detail: string,
-    readonly step: number,
-    readonly time: number,
-    readonly trace: string,
-  ) {
-    super(`seed ${seed}: ${invariant} violated at step ${step} (t=${time}): ${detail}\n${trace}`);
-    this.name = "SimulationFailure";
-  }
-}
-
-type BurstKind = "drop" | "duplicate" | "delay" | "disk";
-
-type SimEvent =
-  | { readonly kind: "tick" | "sync"; readonly node: SimNode; readonly incarnation: number }
-  | { readonly kind: "restart" | "shutdown"; readonly node: SimNode }
-  | { readonly kind: "client" | "fault" | "operator" }
-  | { readonly kind: "heal"; readonly cuts: readonly LinkCut[]; readonly what: string }
-  | { readonly kind: "burst-end"; readonly burst: BurstKind };
-
-interface IssuedRead {
-  readonly node: NodeId;
-  /** The highest acknowledged write when the read was issued: the read must see it. */
-  readonly minIndex: number;
-  answered: boolean;
-}
-
 /**
  * Raft cores over a simulated network and disks, driven by one seed: three bootstrapped voters, then
  * whichever nodes the membership operator adds. A step is one event: a delivery, a tick, an fsync
  * completing, a client operation, a fault or a membership change. Every invariant is checked on what
  * each step changed, and the same seed always replays the same run.
+ *
+ * The loop here orders the events and steps the nodes; what clients ask is SimWorkload's, which faults
+ * strike is FaultInjector's, and the checks made outside a Ready are in invariant-checks.ts.
  */
 export class Simulator {
   private readonly profile: FaultProfile;
@@ -116,15 +94,13 @@ export class Simulator {
   private readonly queue = new EventQueue<SimEvent>();
   private readonly checker = new SafetyChecker();
   private readonly membership = new MembershipChecker();
-  private readonly issuedReads = new Map<string, IssuedRead>();
-  private readonly bursts = new Map<BurstKind, number>();
+  private readonly workload: SimWorkload;
+  private readonly faults: FaultInjector;
   private readonly counters: Counters;
   readonly trace: Trace;
   private time = 0;
   private step = 0;
   private converging = false;
-  private nextCommandId = 1;
-  private nextReadId = 1;
 
   constructor(
     readonly seed: number,
@@ -159,6 +135,30 @@ export class Simulator {
       p.membership === null
         ? null
         : new MembershipOperator(p.membership, operatorRandom, (id) => this.nodes.appliedConf(id));
+    // Both draw from the loop's own stream: the order of all those draws together is what a seed replays.
+    this.workload = new SimWorkload({
+      random: this.random,
+      profile: this.profile,
+      checker: this.checker,
+      counters: this.counters,
+      running: () => this.nodes.running(),
+      knownLeader: () => this.knownLeader(),
+      note: (node, kind, text) => this.note(node, kind, text),
+      afterInput: (node) => this.afterInput(node),
+    });
+    this.faults = new FaultInjector({
+      random: this.random,
+      profile: this.profile,
+      nodes: this.nodes,
+      network: this.network,
+      operator: this.operator,
+      counters: this.counters,
+      now: () => this.time,
+      schedule: (at, event) => this.queue.push(at, event),
+      note: (node, kind, text) => this.note(node, kind, text),
+      knownLeader: () => this.knownLeader(),
+      stop: (node) => this.stop(node),
+    });
     for (let k = 0; k < INITIAL_VOTERS.length; k++) this.addNode(INITIAL_VOTERS);
   }
 
@@ -225,20 +225,21 @@ export class Simulator {
         this.shutDown(ev.node);
         return;
       case "client":
-        this.clientOperation();
+        this.queue.push(this.time + this.between(this.profile.clientGap), { kind: "client" });
+        this.workload.operate();
         return;
       case "fault":
-        this.fault();
+        this.queue.push(this.time + this.between(this.profile.faultGap), { kind: "fault" });
+        this.faults.inject();
         return;
       case "operator":
         this.operate();
         return;
       case "heal":
-        this.network.restore(ev.cuts);
-        this.note("-", "fault", `heal ${ev.what}`);
+        this.faults.heal(ev.cuts, ev.what);
         return;
       case "burst-end":
-        this.endBurst(ev.burst);
+        this.faults.endBurst(ev.burst);
         return;
     }
   }
@@ -270,10 +271,7 @@ export class Simulator {
 
   private converge(): void {
     this.converging = true;
-    this.bursts.clear();
-    this.network.heal();
-    this.network.setFaults({ ...this.profile.network, dropRate: 0, duplicateRate: 0, spikeRate: 0 });
-    this.nodes.setDiskFaults({ ...this.profile.disk, stallRate: 0 });
+    this.faults.stopAll();
     this.note("-", "phase", "converge: network healed, faults and client load stopped");
     for (const node of this.nodes.active()) {
       if (node.core === null) {
@@ -292,12 +290,7 @@ export class Simulator {
       this.processNext();
     }
     this.counters.convergenceSteps = this.step - start;
-    // Converged on a log that lacks an acknowledged write is a lost write, not a liveness failure.
-    const { conf } = this.knownLeader()!.status!;
-    for (const id of [...conf.voters, ...(conf.learners ?? [])]) {
-      const sm = this.nodes.get(id)!.state.live;
-      this.checker.checkFinal(id, sm.applied, sm.digest);
-    }
+    checkConverged(this.checker, this.nodes, this.knownLeader()!.status!.conf);
   }
 
   /**
@@ -377,19 +370,6 @@ export class Simulator {
     );
     this.scheduleTick(node, 1 + this.random.nextInt(node.tickInterval));
     this.afterInput(node);
-  }
-
-  private crash(node: SimNode): void {
-    const lost = node.disk.crash();
-    const undone = node.state.crash();
-    this.stop(node);
-    this.counters.crashes++;
-    if (lost !== null) this.counters.lostWrites++;
-    const losses: string[] = [];
-    if (lost !== null) losses.push(`unsynced ${describeWrite(lost)}`);
-    if (undone > 0) losses.push(`${undone} applied batches`);
-    this.note(node.id, "fault", losses.length === 0 ? "crash" : `crash, losing ${losses.join(" and ")}`);
-    this.queue.push(this.time + this.between(this.profile.downtime), { kind: "restart", node });
   }
 
   /** Loses everything volatile: the core, a write waiting for its fsync, pending client work. */
@@ -481,19 +461,7 @@ export class Simulator {
       this.note(node.id, "role", `${s.role} t${s.term} (commit ${s.commit}, last ${s.lastIndex})`);
     }
     this.membership.observeStatus(node.id, before, s);
-    if (s.commit < node.commit) {
-      fail("monotonic-progress", `${node.id} commit index went back from ${node.commit} to ${s.commit}`);
-    }
-    if (s.role === "leader" && s.commit > node.commit) {
-      const { voters } = s.conf;
-      const copies = durableCopies(voters, (id) => this.nodes.diskOf(id), s.commit);
-      if (copies <= voters.length / 2) {
-        fail(
-          "leader-completeness",
-          `${node.id} commits ${s.commit}, which only ${copies} disk(s) hold of its ${voters.length} voters [${voters.join(", ")}]`,
-        );
-      }
-    }
+    checkCommitProgress(node, s, (id) => this.nodes.diskOf(id));
     if (s.term > this.counters.maxTerm) this.counters.maxTerm = s.term;
     node.commit = s.commit;
     node.status = s;
@@ -515,12 +483,7 @@ export class Simulator {
       } catch (error) {
         throw coreFailure(node.id, "ready", error);
       }
-      if (rd.committedEntries.length === 0 && ++idle > MAX_IDLE_READYS_PER_STEP) {
-        fail(
-          "core-contract",
-          `${node.id} keeps handing out Readys: ${idle} without entries to apply in one step`,
-        );
-      }
+      if (rd.committedEntries.length === 0) checkIdleReadys(node, ++idle);
       this.trace.add(this.step, this.time, node.id, "ready", "", null, rd);
       checkReady(node, rd, this.checker, this.membership);
       const plan = planReady(rd, node.held);
@@ -559,9 +522,7 @@ export class Simulator {
 
   private sendMessages(node: SimNode, messages: readonly Message[]): void {
     for (const sent of messages) {
-      if (sent.from !== node.id || sent.to === node.id || this.nodes.get(sent.to) === undefined) {
-        fail("core-contract", `${node.id} sends a ${sent.type} from ${sent.from} to ${sent.to}`);
-      }
+      checkSend(node, sent, (id) => this.nodes.get(id) !== undefined);
       this.counters.messagesSent++;
       const m = sent.type === "snapshot-chunk" ? this.withChunkBytes(node, sent) : sent;
       if (m === null) {
@@ -599,8 +560,8 @@ export class Simulator {
     this.sendMessages(node, plan.late);
     if (rd.snapshot !== null) this.installSnapshot(node, rd.snapshot);
     this.apply(node, plan.applyAfterWrite);
-    for (const rs of rd.readStates) this.readConfirmed(node, rs);
-    for (const rf of rd.readFailures) this.readFailed(node, rf);
+    for (const rs of rd.readStates) this.workload.readConfirmed(node, rs);
+    for (const rf of rd.readFailures) this.workload.readFailed(node, rf);
     try {
       node.core!.advance();
     } catch (error) {
@@ -623,13 +584,7 @@ export class Simulator {
     node.state.synced(sm);
     this.counters.snapshotsInstalled++;
     this.note(node.id, "apply", `installed snapshot ${index}/t${term}`);
-    for (const [at, p] of node.proposals) {
-      if (at > index) continue;
-      node.proposals.delete(at);
-      if (this.checker.isCommitted(at, p.term, p.digest)) this.acknowledge(node, at, p);
-      else this.counters.proposalsLost++;
-    }
-    this.serveReads(node);
+    this.workload.snapshotInstalled(node, index);
   }
 
   /** Applies one batch, which the state machine commits as one transaction. */
@@ -639,11 +594,7 @@ export class Simulator {
     const termBound = node.status!.term;
     const sm = node.state.live;
     for (const e of entries) {
-      if (e.index !== sm.applied + 1) {
-        fail("monotonic-progress", `${node.id} applies ${e.index} right after ${sm.applied}`);
-      }
-      if (e.index > node.commit)
-        fail("core-contract", `${node.id} applies ${e.index} beyond its commit ${node.commit}`);
+      checkApplyOrder(node, e);
       const digest = entryDigest(e);
       sm.apply(e, digest);
       const firstApplied = e.index > this.checker.committedIndex;
@@ -652,28 +603,10 @@ export class Simulator {
       if (isRemovalOf(e, node.id)) {
         this.queue.push(this.time + this.between(this.profile.downtime), { kind: "shutdown", node });
       }
-      const p = node.proposals.get(e.index);
-      if (p === undefined) continue;
-      node.proposals.delete(e.index);
-      if (p.term !== e.term) {
-        this.counters.proposalsLost++;
-      } else if (p.digest !== digest) {
-        fail(
-          "acknowledged-write",
-          `${node.id} applied ${e.index}/t${e.term}, which is not what it was asked to propose`,
-        );
-      } else {
-        this.acknowledge(node, e.index, p);
-      }
+      this.workload.applied(node, e, digest);
     }
     node.state.committed();
-    this.serveReads(node);
-  }
-
-  private acknowledge(node: SimNode, index: number, p: PendingProposal): void {
-    this.checker.observeAck(node.id, index, p.term, p.digest);
-    this.counters.acked++;
-    this.note(node.id, "client", `ack ${index}/t${p.term}`);
+    this.workload.serveReads(node);
   }
 
   /**
@@ -684,12 +617,7 @@ export class Simulator {
     const storage = node.disk.storage;
     const sm = node.state.live;
     if (sm.applied - storage.snapshot().meta.index < this.profile.snapshotEvery) return;
-    if (sm.applied > storage.lastIndex() || storage.term(sm.applied) !== sm.term) {
-      fail(
-        "state-machine-safety",
-        `${node.id} no longer holds its applied entry ${sm.applied}/t${sm.term} on disk`,
-      );
-    }
+    checkAppliedOnDisk(node);
     storage.createSnapshot(sm.applied, node.core!.confStateAt(sm.applied), sm.serialize());
     // Production fsyncs the state database before it records a snapshot of it.
     node.state.synced(sm);
@@ -697,142 +625,6 @@ export class Simulator {
     storage.compact(compactTo);
     this.counters.snapshotsTaken++;
     this.note(node.id, "apply", `snapshot at ${sm.applied}, log compacted to ${compactTo}`);
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Reads
-
-  private readConfirmed(node: SimNode, rs: ReadState): void {
-    const issued = this.answerRead(node, rs.requestId);
-    this.checker.observeReadState(node.id, rs.requestId, rs.index, issued.minIndex);
-    this.counters.readsConfirmed++;
-    if (node.state.live.applied >= rs.index) this.counters.readsServed++;
-    else node.waitingReads.push({ requestId: rs.requestId, index: rs.index });
-  }
-
-  private readFailed(node: SimNode, rf: ReadFailure): void {
-    this.answerRead(node, rf.requestId);
-    this.counters.readsFailed++;
-  }
-
-  /** Every read is answered once, by the node it was issued at. */
-  private answerRead(node: SimNode, requestId: string): IssuedRead {
-    const issued = this.issuedReads.get(requestId);
-    if (issued === undefined || issued.node !== node.id) {
-      fail("core-contract", `${node.id} answers read ${requestId}, which it never issued`);
-    }
-    if (issued.answered) fail("core-contract", `${node.id} answers read ${requestId} twice`);
-    issued.answered = true;
-    return issued;
-  }
-
-  private serveReads(node: SimNode): void {
-    if (node.waitingReads.length === 0) return;
-    const applied = node.state.live.applied;
-    const still = node.waitingReads.filter((r) => r.index > applied);
-    this.counters.readsServed += node.waitingReads.length - still.length;
-    node.waitingReads = still;
-  }
-
-  // ---------------------------------------------------------------------------------------------
-  // Client load
-
-  private clientOperation(): void {
-    this.queue.push(this.time + this.between(this.profile.clientGap), { kind: "client" });
-    const mix = this.profile.clientMix;
-    switch (this.weighted([mix.propose, mix.proposeBatch, mix.read, mix.transfer])) {
-      case 0:
-        this.propose(1);
-        return;
-      case 1:
-        this.propose(2 + this.random.nextInt(3));
-        return;
-      case 2:
-        this.read();
-        return;
-      default:
-        this.transfer();
-    }
-  }
-
-  private propose(count: number): void {
-    const live = this.nodes.running();
-    if (live.length === 0) return;
-    // Clients with stale routing keep writing to deposed leaders too: that is how divergent tails form.
-    const leaders = live.filter((n) => n.status?.role === "leader");
-    const node =
-      leaders.length > 0 && this.random.chance(this.profile.leaderBias)
-        ? this.pick(leaders)
-        : this.pick(live);
-    const data: Uint8Array[] = [];
-    for (let k = 0; k < count; k++) {
-      const padding = this.random.nextInt(this.profile.maxPadding + 1);
-      data.push(
-        encodeCommand(this.nextCommandId++, this.random.nextInt(256), this.random.nextUint32(), padding),
-      );
-    }
-    this.counters.proposals++;
-    let first: number;
-    let term: number;
-    try {
-      if (count === 1) {
-        const r = node.core!.propose(data[0]!);
-        first = r.index;
-        term = r.term;
-      } else {
-        const r = node.core!.proposeBatch(data);
-        first = r.firstIndex;
-        term = r.term;
-      }
-    } catch (error) {
-      if (!(error instanceof ProposalRefusedError)) throw coreFailure(node.id, "propose", error);
-      this.counters.proposalsRefused++;
-      this.note(node.id, "client", `propose x${count} refused: ${error.reason}`);
-      return;
-    }
-    for (let k = 0; k < count; k++) node.proposals.set(first + k, { term, digest: commandDigest(data[k]!) });
-    const span = count === 1 ? `${first}` : `${first}..${first + count - 1}`;
-    this.note(node.id, "client", `propose x${count} -> ${span}/t${term}`);
-    this.afterInput(node);
-  }
-
-  private read(): void {
-    const live = this.nodes.running();
-    if (live.length === 0) return;
-    const node = this.pick(live);
-    const requestId = `r${this.nextReadId++}`;
-    this.counters.reads++;
-    try {
-      node.core!.readIndex(requestId);
-    } catch (error) {
-      if (!(error instanceof ProposalRefusedError)) throw coreFailure(node.id, "readIndex", error);
-      this.counters.readsRefused++;
-      this.note(node.id, "client", `read ${requestId} refused: ${error.reason}`);
-      return;
-    }
-    const minIndex = this.checker.maxAcked;
-    this.issuedReads.set(requestId, { node: node.id, minIndex, answered: false });
-    this.note(node.id, "client", `read ${requestId} (must see ${minIndex})`);
-    this.afterInput(node);
-  }
-
-  private transfer(): void {
-    const leader = this.knownLeader();
-    if (leader === null) return;
-    const others = leader.status!.conf.voters.filter((id) => id !== leader.id);
-    if (others.length === 0) return;
-    const to = this.pick(others);
-    this.counters.transfers++;
-    try {
-      leader.core!.transferLeadership(to);
-    } catch (error) {
-      if (!(error instanceof ProposalRefusedError)) throw coreFailure(leader.id, "transferLeadership", error);
-      this.counters.transfersRefused++;
-      this.note(leader.id, "client", `transfer to ${to} refused: ${error.reason}`);
-      return;
-    }
-    this.note(leader.id, "client", `transfer leadership to ${to}`);
-    this.afterInput(leader);
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -879,127 +671,6 @@ export class Simulator {
   }
 
   // ---------------------------------------------------------------------------------------------
-  // Faults
-
-  private fault(): void {
-    this.queue.push(this.time + this.between(this.profile.faultGap), { kind: "fault" });
-    const mix = this.profile.faultMix;
-    const choice = this.weighted([
-      mix.crash,
-      mix.isolate,
-      mix.oneWayCut,
-      mix.dropBurst,
-      mix.duplicateBurst,
-      mix.delayBurst,
-      mix.diskStall,
-      mix.wipe,
-    ]);
-    switch (choice) {
-      case 0:
-        this.crashSomeNode();
-        return;
-      case 1: {
-        const id = this.faultTarget(this.nodes.active()).id;
-        this.partitioned(this.network.isolate(id), `isolate ${id}`);
-        return;
-      }
-      case 2: {
-        const ids = this.nodes.active().map((n) => n.id);
-        if (ids.length < 2) return;
-        const from = this.pick(ids);
-        const to = this.pick(ids.filter((id) => id !== from));
-        this.partitioned(this.network.cut(from, to), `cut ${from} -> ${to} (one way)`);
-        return;
-      }
-      case 7:
-        this.wipeSomeNode();
-        return;
-      default:
-        this.startBurst((["drop", "duplicate", "delay", "disk"] as const)[choice - 3]!);
-    }
-  }
-
-  private crashSomeNode(): void {
-    const live = this.nodes.running();
-    const down = this.nodes.active().length - live.length;
-    if (live.length === 0 || down >= this.profile.maxCrashed) return;
-    this.crash(this.faultTarget(live));
-  }
-
-  /**
-   * A node loses its disk, and with it its log, its vote and its state machine. It never comes back
-   * under its ID: one that forgot its vote or its log could break safety as a voter. The operator
-   * removes it and has a fresh node take its place. Only a disk whose loss leaves a quorum of every
-   * configuration in play is lost, or nothing could ever commit the removal.
-   */
-  private wipeSomeNode(): void {
-    const operator = this.operator;
-    if (operator === null) return;
-    const candidates = this.nodes.active().filter((n) => operator.mayWipe(n.id));
-    if (candidates.length === 0) return;
-    const node = this.faultTarget(candidates);
-    if (node.core !== null) {
-      node.disk.crash();
-      this.stop(node);
-    }
-    node.wiped = true;
-    node.retired = true;
-    operator.wiped(node.id);
-    this.counters.wipes++;
-    this.note(node.id, "fault", "wipe: disk lost, the node leaves the cluster for good");
-  }
-
-  /** Faults aimed at the leader are the ones that leave divergent logs behind. */
-  private faultTarget(candidates: readonly SimNode[]): SimNode {
-    const leader = this.knownLeader();
-    return leader !== null && candidates.includes(leader) && this.random.chance(this.profile.leaderFaultBias)
-      ? leader
-      : this.pick(candidates);
-  }
-
-  private partitioned(cuts: readonly LinkCut[], what: string): void {
-    this.counters.partitions++;
-    this.note("-", "fault", what);
-    this.queue.push(this.time + this.between(this.profile.faultDuration), { kind: "heal", cuts, what });
-  }
-
-  private startBurst(burst: BurstKind): void {
-    this.bursts.set(burst, (this.bursts.get(burst) ?? 0) + 1);
-    this.counters.bursts++;
-    this.applyFaultLevels();
-    this.note("-", "fault", `${burst} burst begins`);
-    this.queue.push(this.time + this.between(this.profile.faultDuration), { kind: "burst-end", burst });
-  }
-
-  private endBurst(burst: BurstKind): void {
-    const active = (this.bursts.get(burst) ?? 0) - 1;
-    if (active > 0) this.bursts.set(burst, active);
-    else this.bursts.delete(burst);
-    this.applyFaultLevels();
-    this.note("-", "fault", `${burst} burst ends`);
-  }
-
-  private applyFaultLevels(): void {
-    const calm = this.profile.network;
-    const b = this.profile.bursts;
-    const delay = this.bursts.has("delay");
-    this.network.setFaults({
-      ...calm,
-      dropRate: this.bursts.has("drop") ? b.dropRate : calm.dropRate,
-      duplicateRate: this.bursts.has("duplicate") ? b.duplicateRate : calm.duplicateRate,
-      spikeRate: delay ? b.spikeRate : calm.spikeRate,
-      spikeDelay: delay ? b.spikeDelay : calm.spikeDelay,
-    });
-    const stall = this.bursts.has("disk");
-    const disk = this.profile.disk;
-    this.nodes.setDiskFaults({
-      ...disk,
-      stallRate: stall ? b.diskStallRate : disk.stallRate,
-      stallDelay: stall ? b.diskStallDelay : disk.stallDelay,
-    });
-  }
-
-  // ---------------------------------------------------------------------------------------------
   // Helpers
 
   /** The live node that believes itself leader in the highest term, if any. */
@@ -1013,30 +684,11 @@ export class Simulator {
     return best;
   }
 
-  private pick<T>(items: readonly T[]): T {
-    return items[this.random.nextInt(items.length)]!;
-  }
-
   private between(range: Range): number {
-    return range[0] + this.random.nextInt(range[1] - range[0] + 1);
+    return between(this.random, range);
   }
 
-  private weighted(weights: readonly number[]): number {
-    let total = 0;
-    for (const w of weights) total += w;
-    let x = this.random.nextFloat() * total;
-    for (let i = 0; i < weights.length; i++) {
-      x -= weights[i]!;
-      if (x < 0) return i;
-    }
-    return weights.length - 1;
-  }
-
-  private note(
-    node: string,
-    kind: "fault" | "client" | "member" | "role" | "apply" | "phase",
-    text: string,
-  ): void {
+  private note(node: string, kind: TraceKind, text: string): void {
     this.trace.add(this.step, this.time, node, kind, text);
   }
 }
@@ -1059,19 +711,4 @@ export function runSeed(seed: number, options: SimOptions = {}): SimResult {
     stats: sim.stats,
     trace: sim.trace,
   };
-}
-
-function fail(invariant: InvariantName, detail: string): never {
-  throw new InvariantViolation(invariant, detail);
-}
-
-/** A core that throws where it should not has broken its contract; its own invariant errors included. */
-function coreFailure(node: NodeId, call: string, error: unknown): InvariantViolation {
-  if (error instanceof InvariantViolation) return error;
-  return new InvariantViolation("core-contract", `${node}.${call} threw ${describeError(error)}`);
-}
-
-function describeError(error: unknown): string {
-  if (error instanceof Error) return `${error.name}: ${error.message}`;
-  return String(error);
 }
