@@ -1,4 +1,11 @@
-import { KeyLoadError, ResourceExhaustedError } from "@keyload/contract";
+import {
+  KeyLoadError,
+  type RequestBodyKind,
+  type RequestBodyOf,
+  ResourceExhaustedError,
+  type ResponseKind,
+  type ResponseOf,
+} from "@keyload/contract";
 import type {
   AckDeliveryResult,
   AdmissionStatus,
@@ -109,6 +116,9 @@ export interface RawResponse extends IncomingAnswer {
 
 const enc = encodeURIComponent;
 
+/** The kinds of route that take a body and answer one: every write, membership change and POST read. */
+type WireKind = RequestBodyKind & ResponseKind;
+
 /** The voter's answers are the contract's shapes; the client trusts them rather than checking each field. */
 function json<T>(text: string): T {
   return JSON.parse(text) as T;
@@ -158,27 +168,23 @@ export class KeyLoadClient {
   // Catalog
 
   get<T = unknown>(key: string, options: CallOptions = {}): Promise<Document<T>> {
-    return this.call(
-      { kind: "read", method: "GET", path: `/v1/catalog/${enc(key)}` },
-      options,
-      json<Document<T>>,
-    );
+    return this.read("catalog.get", `/v1/catalog/${enc(key)}`, options);
   }
 
   put(key: string, value: unknown, options: PutOptions = {}): Promise<PutResult> {
     const body = { value, expectedVersion: options.expectedVersion };
-    return this.write("PUT", `/v1/catalog/${enc(key)}`, body, options);
+    return this.write("catalog.put", "PUT", `/v1/catalog/${enc(key)}`, body, options);
   }
 
   delete(key: string, options: PutOptions = {}): Promise<DeleteResult> {
     const body =
       options.expectedVersion === undefined ? undefined : { expectedVersion: options.expectedVersion };
-    return this.write("DELETE", `/v1/catalog/${enc(key)}`, body, options);
+    return this.write("catalog.delete", "DELETE", `/v1/catalog/${enc(key)}`, body, options);
   }
 
   /** One page: past its byte bound, the keys not answered are in `remaining` (see bulkGetAll). */
   bulkGet<T = unknown>(keys: readonly string[], options: CallOptions = {}): Promise<BulkGetResult<T>> {
-    return this.readPost("/v1/catalog/bulk-get", { keys }, options);
+    return this.readPost("catalog.bulkGet", "/v1/catalog/bulk-get", { keys }, options);
   }
 
   /** Every key's item, in request order, asking again for the `remaining` keys of each page. */
@@ -195,7 +201,7 @@ export class KeyLoadClient {
   }
 
   query<T = unknown>(request: QueryRequest = {}, options: CallOptions = {}): Promise<QueryPage<T>> {
-    return this.readPost("/v1/query", request, options);
+    return this.readPost("query", "/v1/query", request, options);
   }
 
   /** Every document `request` matches, page by page, so a large result is never held whole. */
@@ -212,32 +218,33 @@ export class KeyLoadClient {
   }
 
   search<T = unknown>(request: SearchRequest, options: CallOptions = {}): Promise<SearchResult<T>> {
-    return this.readPost("/v1/search", request, options);
+    return this.readPost("search", "/v1/search", request, options);
   }
 
   /** Puts, deletes and checks, plus outbox messages, applied atomically. */
   transaction(writeSet: WriteSet, options: WriteOptions = {}): Promise<TransactionResult> {
-    return this.write("POST", "/v1/transactions", writeSet, options);
+    return this.write("transaction", "POST", "/v1/transactions", writeSet, options);
   }
 
   // Graph
 
   putEdge(edge: Edge, options: WriteOptions = {}): Promise<PutEdgeResult> {
-    return this.write("PUT", "/v1/graph/edges", edgeBody(edge), options);
+    return this.write("graph.putEdge", "PUT", "/v1/graph/edges", edgeBody(edge), options);
   }
 
   deleteEdge(edge: Edge, options: WriteOptions = {}): Promise<DeleteEdgeResult> {
-    return this.write("DELETE", "/v1/graph/edges", edgeBody(edge), options);
+    return this.write("graph.deleteEdge", "DELETE", "/v1/graph/edges", edgeBody(edge), options);
   }
 
   traverse(request: TraverseRequest, options: CallOptions = {}): Promise<Traversal> {
-    return this.readPost("/v1/graph/traverse", request, options);
+    return this.readPost("graph.traverse", "/v1/graph/traverse", request, options);
   }
 
   // Queues
 
   enqueue(queue: string, body: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
     return this.write(
+      "queue.enqueue",
       "POST",
       `/v1/queues/${enc(queue)}/messages`,
       { body, delayMs: options.delayMs },
@@ -250,7 +257,7 @@ export class KeyLoadClient {
     request?: DeliveryRequest,
     options: WriteOptions = {},
   ): Promise<LeaseResult<T>> {
-    return this.write("POST", `/v1/queues/${enc(queue)}/leases`, request, options);
+    return this.write("queue.lease", "POST", `/v1/queues/${enc(queue)}/leases`, request, options);
   }
 
   ack(
@@ -259,7 +266,7 @@ export class KeyLoadClient {
     leaseToken: string,
     options: WriteOptions = {},
   ): Promise<QueueMessageRef> {
-    return this.write("POST", `${messagePath(queue, messageId)}/ack`, { leaseToken }, options);
+    return this.write("queue.ack", "POST", `${messagePath(queue, messageId)}/ack`, { leaseToken }, options);
   }
 
   /** Returns a leased message to the queue (after `delayMs`), or to its dead-letter queue past the attempt limit. */
@@ -270,7 +277,7 @@ export class KeyLoadClient {
     options: EnqueueOptions = {},
   ): Promise<NackResult> {
     const body = { leaseToken, delayMs: options.delayMs };
-    return this.write("POST", `${messagePath(queue, messageId)}/nack`, body, options);
+    return this.write("queue.nack", "POST", `${messagePath(queue, messageId)}/nack`, body, options);
   }
 
   renew(
@@ -280,7 +287,7 @@ export class KeyLoadClient {
     options: RenewOptions = {},
   ): Promise<RenewResult> {
     const body = { leaseToken, visibilityTimeoutMs: options.visibilityTimeoutMs };
-    return this.write("POST", `${messagePath(queue, messageId)}/renew`, body, options);
+    return this.write("queue.renew", "POST", `${messagePath(queue, messageId)}/renew`, body, options);
   }
 
   /** The processing effect: acknowledges the message and applies `writeSet` atomically. */
@@ -292,6 +299,7 @@ export class KeyLoadClient {
     options: WriteOptions = {},
   ): Promise<CompleteResult> {
     return this.write(
+      "queue.complete",
       "POST",
       `${messagePath(queue, messageId)}/complete`,
       { leaseToken, ...writeSet },
@@ -306,15 +314,33 @@ export class KeyLoadClient {
     prefix: string,
     options: SubscriptionOptions = {},
   ): Promise<PutSubscriptionResult> {
-    return this.write("PUT", `/v1/subscriptions/${enc(name)}`, { prefix, from: options.from }, options);
+    return this.write(
+      "subscription.put",
+      "PUT",
+      `/v1/subscriptions/${enc(name)}`,
+      { prefix, from: options.from },
+      options,
+    );
   }
 
   deliver(name: string, request?: DeliveryRequest, options: WriteOptions = {}): Promise<DeliveryResult> {
-    return this.write("POST", `/v1/subscriptions/${enc(name)}/deliveries`, request, options);
+    return this.write(
+      "subscription.deliver",
+      "POST",
+      `/v1/subscriptions/${enc(name)}/deliveries`,
+      request,
+      options,
+    );
   }
 
   ackDelivery(name: string, deliveryId: string, options: WriteOptions = {}): Promise<AckDeliveryResult> {
-    return this.write("POST", `${deliveryPath(name, deliveryId)}/ack`, undefined, options);
+    return this.write(
+      "subscription.ack",
+      "POST",
+      `${deliveryPath(name, deliveryId)}/ack`,
+      undefined,
+      options,
+    );
   }
 
   /** The projection effect: acknowledges the delivery and applies `writeSet` atomically. */
@@ -324,17 +350,23 @@ export class KeyLoadClient {
     writeSet: WriteSet = {},
     options: WriteOptions = {},
   ): Promise<CompleteDeliveryResult> {
-    return this.write("POST", `${deliveryPath(name, deliveryId)}/complete`, writeSet, options);
+    return this.write(
+      "subscription.complete",
+      "POST",
+      `${deliveryPath(name, deliveryId)}/complete`,
+      writeSet,
+      options,
+    );
   }
 
   // Membership and dispatch
 
   putMember(memberId: string, write: MemberWrite, options: WriteOptions = {}): Promise<PutMemberResult> {
-    return this.write("PUT", `/v1/membership/${enc(memberId)}`, write, options);
+    return this.write("membership.put", "PUT", `/v1/membership/${enc(memberId)}`, write, options);
   }
 
   membership(options: CallOptions = {}): Promise<MembershipTable> {
-    return this.call({ kind: "read", method: "GET", path: "/v1/membership" }, options, json<MembershipTable>);
+    return this.read("membership.list", "/v1/membership", options);
   }
 
   dispatch(
@@ -343,7 +375,13 @@ export class KeyLoadClient {
     data?: unknown,
     options: WriteOptions = {},
   ): Promise<DispatchResult> {
-    return this.write("POST", `/v1/dispatch/${enc(channel)}`, { directive, data }, options);
+    return this.write(
+      "dispatch.append",
+      "POST",
+      `/v1/dispatch/${enc(channel)}`,
+      { directive, data },
+      options,
+    );
   }
 
   readDispatch(channel: string, options: DispatchReadOptions = {}): Promise<DispatchRead> {
@@ -352,23 +390,30 @@ export class KeyLoadClient {
     if (options.limit !== undefined) query.set("limit", String(options.limit));
     const search = query.toString();
     const path = `/v1/dispatch/${enc(channel)}${search === "" ? "" : `?${search}`}`;
-    return this.call({ kind: "read", method: "GET", path }, options, json<DispatchRead>);
+    return this.read("dispatch.read", path, options);
   }
 
   // Principal catalog and admission
 
   putPrincipal(principal: PrincipalWrite, options: WriteOptions = {}): Promise<PutPrincipalResult> {
     const body = { principalId: principal.principalId, tenantId: principal.tenantId, roles: principal.roles };
-    return this.write("POST", "/v1/admin/principals", body, options);
+    return this.write("admin.putPrincipal", "POST", "/v1/admin/principals", body, options);
   }
 
   /** A new API key for the principal; its plain text is in the result, and nowhere else, ever. */
   createKey(principalId: string, options: WriteOptions = {}): Promise<CreateKeyResult> {
-    return this.write("POST", `/v1/admin/principals/${enc(principalId)}/keys`, undefined, options);
+    return this.write(
+      "admin.createKey",
+      "POST",
+      `/v1/admin/principals/${enc(principalId)}/keys`,
+      undefined,
+      options,
+    );
   }
 
   deleteKey(principalId: string, keyId: string, options: WriteOptions = {}): Promise<DeleteKeyResult> {
     return this.write(
+      "admin.deleteKey",
       "DELETE",
       `/v1/admin/principals/${enc(principalId)}/keys/${enc(keyId)}`,
       undefined,
@@ -378,11 +423,7 @@ export class KeyLoadClient {
 
   /** One voter's admission limits and usage (`endpoint` picks the voter). */
   admissionStatus(options: CallOptions = {}): Promise<AdmissionStatus> {
-    return this.call(
-      { kind: "read", method: "GET", path: "/v1/admin/admission" },
-      options,
-      json<AdmissionStatus>,
-    );
+    return this.read("admin.admissionStatus", "/v1/admin/admission", options);
   }
 
   // The Raft configuration (admin role), as etcd's member add --learner, promote, remove and list
@@ -392,11 +433,7 @@ export class KeyLoadClient {
    * leader knows how far each member's log goes, so only its answer holds `match` (see `endpoint`).
    */
   clusterMembers(options: CallOptions = {}): Promise<ClusterMembers> {
-    return this.call(
-      { kind: "read", method: "GET", path: "/v1/admin/cluster/members" },
-      options,
-      json<ClusterMembers>,
-    );
+    return this.read("cluster.members", "/v1/admin/cluster/members", options);
   }
 
   /**
@@ -404,17 +441,29 @@ export class KeyLoadClient {
    * receives the log but neither votes nor counts toward a commit until promoted.
    */
   addLearner(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
-    return this.change("POST", "/v1/admin/cluster/members", { memberId }, options);
+    return this.change("cluster.addLearner", "POST", "/v1/admin/cluster/members", { memberId }, options);
   }
 
   /** Makes a learner that has caught up a voter; FailedPreconditionError `LearnerBehind` until it has. */
   promoteMember(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
-    return this.change("POST", `/v1/admin/cluster/members/${enc(memberId)}/promote`, undefined, options);
+    return this.change(
+      "cluster.promote",
+      "POST",
+      `/v1/admin/cluster/members/${enc(memberId)}/promote`,
+      undefined,
+      options,
+    );
   }
 
   /** Removes a member; a leader removing itself hands leadership to another voter first. */
   removeMember(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
-    return this.change("DELETE", `/v1/admin/cluster/members/${enc(memberId)}`, undefined, options);
+    return this.change(
+      "cluster.remove",
+      "DELETE",
+      `/v1/admin/cluster/members/${enc(memberId)}`,
+      undefined,
+      options,
+    );
   }
 
   /**
@@ -422,7 +471,7 @@ export class KeyLoadClient {
    * UnavailableError `LeaderTransferTimeout` when it did not take over in time (asking again is safe).
    */
   transferLeader(memberId: string, options: CallOptions = {}): Promise<ClusterLeaderTransfer> {
-    return this.change("POST", "/v1/admin/cluster/leader", { memberId }, options);
+    return this.change("cluster.transferLeader", "POST", "/v1/admin/cluster/leader", { memberId }, options);
   }
 
   // Commands
@@ -433,7 +482,7 @@ export class KeyLoadClient {
    */
   getCommand(commandId: string, options: CallOptions = {}): Promise<CommandOutcome> {
     const path = `/v1/commands/${enc(commandId)}`;
-    return this.call({ kind: "read", method: "GET", path }, options, json<CommandOutcome>);
+    return this.read("command.get", path, options);
   }
 
   /**
@@ -542,38 +591,61 @@ export class KeyLoadClient {
     return this.executor.execute(exchange, options, read);
   }
 
-  private write<T>(
+  /**
+   * A write of `kind`: its body and its answer are typed by the contract's schemas for that kind, the
+   * ones the voter validates and documents the route with. `R` narrows the answer only where the
+   * contract leaves a field any JSON (the caller's `T` of a document or message).
+   */
+  private write<K extends WireKind, R extends ResponseOf<K> = ResponseOf<K>>(
+    _kind: K,
     method: Exclude<HttpMethod, "GET">,
     path: string,
-    body: unknown,
+    body: RequestBodyOf<K> | undefined,
     options: WriteOptions,
-  ): Promise<T> {
+  ): Promise<R> {
     const exchange: Exchange = {
       kind: "write",
       method,
       path,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     };
-    return this.call(exchange, options, json<T>);
+    return this.call(exchange, options, json<R>);
   }
 
-  private change<T>(
+  /** A change of the Raft configuration of `kind`, typed as `write` is. */
+  private change<K extends WireKind>(
+    _kind: K,
     method: "POST" | "DELETE",
     path: string,
-    body: unknown,
+    body: RequestBodyOf<K> | undefined,
     options: CallOptions,
-  ): Promise<T> {
+  ): Promise<ResponseOf<K>> {
     const exchange: Exchange = {
       kind: "change",
       method,
       path,
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     };
-    return this.call(exchange, options, json<T>);
+    return this.call(exchange, options, json<ResponseOf<K>>);
   }
 
-  private readPost<T>(path: string, body: unknown, options: CallOptions): Promise<T> {
-    return this.call({ kind: "read", method: "POST", path, body: JSON.stringify(body) }, options, json<T>);
+  /** A read that takes its request as a JSON body, typed as `write` is. */
+  private readPost<K extends WireKind, R extends ResponseOf<K> = ResponseOf<K>>(
+    _kind: K,
+    path: string,
+    body: RequestBodyOf<K>,
+    options: CallOptions,
+  ): Promise<R> {
+    return this.call({ kind: "read", method: "POST", path, body: JSON.stringify(body) }, options, json<R>);
+  }
+
+  /** A GET read of `kind`, its answer typed by the contract's schema for it. */
+  private read<K extends ResponseKind, R extends ResponseOf<K> = ResponseOf<K>>(
+    _kind: K,
+    path: string,
+    options: CallOptions,
+  ): Promise<R> {
+    return this.call({ kind: "read", method: "GET", path }, options, json<R>);
   }
 }
 

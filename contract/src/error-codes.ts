@@ -57,13 +57,3 @@ export interface ResourceExhaustedDetails {
   readonly inUse?: number;
   readonly [key: string]: unknown;
 }
-
-export interface ErrorBody {
-  readonly error: {
-    readonly code: ErrorCode;
-    readonly reason: string;
-    readonly message: string;
-    readonly commandId?: string;
-    readonly details?: Readonly<Record<string, unknown>>;
-  };
-}

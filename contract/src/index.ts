@@ -1,3 +1,3 @@
 export * from "./error-codes.js";
 export * from "./keyload-error.js";
-export * from "./wire-types.js";
+export * from "./schemas/index.js";

@@ -1,12 +1,12 @@
 import {
   type ClientGovernor,
   ERROR_STATUS,
-  type ErrorBody,
   type ErrorCode,
   type Lane,
   type ResourceExhaustedDetails,
   type ResourceExhaustedReason,
 } from "./error-codes.js";
+import type { ErrorBody } from "./schemas/error-body.js";
 
 export interface KeyLoadErrorOptions {
   readonly reason?: string;

@@ -2,8 +2,9 @@
 // and of @keyload/contract (which it depends on), the tarballs unpacked into a fresh project's
 // node_modules, a strict nodenext consumer compiled against their declarations alone and run with node
 // against a tiny HTTP server. Unpacked rather than installed: even offline, npm and pnpm want registry
-// metadata (undici's, the contract's version) that a test cannot count on; the client's one
-// third-party dependency, undici, is linked from the workspace instead.
+// metadata (undici's, the contract's version) that a test cannot count on; the one third-party
+// dependency of each, the client's undici and the contract's TypeBox (its schemas), is linked from the
+// workspace instead.
 import { execFile } from "node:child_process";
 import {
   mkdirSync,
@@ -169,8 +170,15 @@ describe("the packed client", () => {
     // pnpm pack turns `workspace:*` into the contract's own version.
     expect(client.dependencies?.["@keyload/contract"]).toBe(contract.version);
     expect(Object.keys(client.dependencies ?? {}).sort()).toEqual(["@keyload/contract", "undici"]);
+    // A runtime dependency: the schemas are values, which the contract's code and declarations import.
+    expect(Object.keys(contract.dependencies ?? {})).toEqual(["@sinclair/typebox"]);
 
     symlinkSync(realpathSync(join(REPO_ROOT, "client", "node_modules", "undici")), join(modules, "undici"));
+    mkdirSync(join(modules, "@sinclair"));
+    symlinkSync(
+      realpathSync(join(REPO_ROOT, "contract", "node_modules", "@sinclair", "typebox")),
+      join(modules, "@sinclair", "typebox"),
+    );
     mkdirSync(join(modules, "@types"));
     symlinkSync(
       realpathSync(join(REPO_ROOT, "node_modules", "@types", "node")),

@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import { InvalidArgumentError } from "@keyload/contract";
+import { InvalidArgumentError, PATH_PARAM_SCHEMAS } from "@keyload/contract";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -17,9 +17,8 @@ import { parseJsonBody } from "./json-body-parser.js";
 import { openApiDocument } from "./openapi.js";
 import { RequestEdge } from "./request-edge.js";
 import { RequestObserver } from "./request-observer.js";
-import { PATH_PARAM_SCHEMAS, type PathParamName } from "./request-schemas.js";
 import { clusterHandler, commandHandler, opsHandler, readHandler } from "./route-handlers.js";
-import { type ApiRoute, ROUTES, type RouteSpec } from "./routes.js";
+import { type ApiRoute, type PathParamName, ROUTES, type RouteSpec } from "./routes.js";
 import type { VoterService } from "./voter-service.js";
 
 /** Connection bounds of the public port; HTTP admission itself is the governor's. */

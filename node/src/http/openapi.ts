@@ -1,16 +1,19 @@
+import {
+  COMMAND_ID_HEADER_SCHEMA,
+  ErrorBodySchema,
+  PATH_PARAM_SCHEMAS,
+  type WireSchema,
+} from "@keyload/contract";
 import type { HttpAdmissionLimits } from "../admission/index.js";
 import { COMMAND_ID_HEADER } from "./edge-gate.js";
-import type { JsonSchema } from "./json-schema.js";
 import { LEADER_HEADER, LEADER_HEADER_DESCRIPTION } from "./leader-header.js";
-import { COMMAND_ID_HEADER_SCHEMA, PATH_PARAM_SCHEMAS } from "./request-schemas.js";
-import { ERROR_BODY_SCHEMA } from "./response-schemas.js";
 import { COMMIT_INDEX_HEADER } from "./route-handlers.js";
 import type { ApiRoute, OpsRoute, RouteSpec } from "./routes.js";
 
 type Json = Readonly<Record<string, unknown>>;
 
 const ref = (section: string, name: string): Json => ({ $ref: `#/components/${section}/${name}` });
-const jsonContent = (schema: JsonSchema): Json => ({ "application/json": { schema } });
+const jsonContent = (schema: Json | WireSchema): Json => ({ "application/json": { schema } });
 
 /** One reusable response per error the contract lists (section 6), by the name operations refer to. */
 const ERRORS = {
@@ -81,7 +84,7 @@ function components(): Json {
     securitySchemes: {
       apiKey: { type: "http", scheme: "bearer", description: "Authorization: Bearer <apiKey>" },
     },
-    schemas: { Error: ERROR_BODY_SCHEMA },
+    schemas: { Error: ErrorBodySchema },
     parameters: {
       CommandId: { name: COMMAND_ID_HEADER, in: "header", required: true, schema: COMMAND_ID_HEADER_SCHEMA },
     },
@@ -102,7 +105,7 @@ function components(): Json {
   };
 }
 
-function acceptsNoBody(schema: JsonSchema): boolean {
+function acceptsNoBody(schema: WireSchema): boolean {
   return Array.isArray(schema.type) && schema.type.includes("null");
 }
 
@@ -166,8 +169,15 @@ function opsOperation(route: OpsRoute): Json {
   };
 }
 
-/** The API as an OpenAPI 3.1 document, generated from the route table so the two cannot drift apart. */
+/**
+ * The API as an OpenAPI 3.1 document, generated from the route table so the two cannot drift apart: plain
+ * JSON data, without the TypeBox markers (symbol keys) the contract's schemas carry.
+ */
 export function openApiDocument(routes: readonly RouteSpec[], limits: HttpAdmissionLimits): Json {
+  return JSON.parse(JSON.stringify(document(routes, limits))) as Json;
+}
+
+function document(routes: readonly RouteSpec[], limits: HttpAdmissionLimits): Json {
   const paths: Record<string, Record<string, Json>> = {};
   for (const route of routes) {
     const operations = paths[route.path] ?? {};

@@ -1,9 +1,9 @@
+import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS } from "@keyload/contract";
 import { describe, expect, it } from "vitest";
 import { COMMAND_KINDS } from "../requests/command-kinds.js";
 import { checkCommandId, checkName, checkScopeId } from "../requests/identifiers.js";
 import { CLUSTER_KINDS } from "./cluster-kinds.js";
 import { READ_KINDS } from "./read-kinds.js";
-import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS } from "./request-schemas.js";
 import { ROUTES } from "./routes.js";
 
 /** Contract section 4's route table (with section 3's admin routes), written out as the contract does. */

@@ -1,17 +1,25 @@
-import type { Lane } from "@keyload/contract";
-import type { HttpAdmissionProperty, HttpRequestKind } from "../admission/index.js";
-import type { CommandKind } from "../requests/command-kinds.js";
-import { ADMIN_ROLES, COMMAND_ROLES, READ_ROLES, type Role } from "../requests/roles.js";
-import type { ClusterKind } from "./cluster-kinds.js";
-import type { JsonSchema } from "./json-schema.js";
-import type { ReadKind } from "./read-kinds.js";
 import {
-  BODY_SCHEMAS,
-  type BodyKind,
+  ApiDocumentSchema,
   DISPATCH_QUERY_SCHEMAS,
-  type PathParamName,
-} from "./request-schemas.js";
-import { HEALTH_SCHEMA, RESPONSE_SCHEMAS } from "./response-schemas.js";
+  HealthSchema,
+  type Lane,
+  MetricsSchema,
+  REQUEST_BODY_SCHEMAS,
+  RESPONSE_SCHEMAS,
+  type RequestBodyKind,
+  type WireSchema,
+} from "@keyload/contract";
+import type { HttpAdmissionProperty, HttpRequestKind } from "../admission/index.js";
+import type { CommandKind, ParamName } from "../requests/command-kinds.js";
+import { ADMIN_ROLES, COMMAND_ROLES, READ_ROLES, type Role } from "../requests/roles.js";
+import type { ClusterKind, ClusterParamName } from "./cluster-kinds.js";
+import type { ReadKind, ReadParamName } from "./read-kinds.js";
+
+/**
+ * The path parameters of the kinds. Each is validated and documented with the contract's schema of that
+ * name (PATH_PARAM_SCHEMAS), which http-app.ts and openapi.ts index by it: one without fails to compile.
+ */
+export type PathParamName = ParamName | ReadParamName | ClusterParamName;
 
 export type HttpMethod = "GET" | "PUT" | "POST" | "DELETE";
 export type BodyCapProperty = Extract<HttpAdmissionProperty, "MaxDataBodyBytes" | "MaxControlBodyBytes">;
@@ -32,7 +40,7 @@ interface Documented {
   readonly path: string;
   readonly summary: string;
   readonly status: 200 | 201;
-  readonly response: JsonSchema;
+  readonly response: WireSchema;
 }
 
 interface ApiRouteFields extends Documented, Admission {
@@ -40,9 +48,9 @@ interface ApiRouteFields extends Documented, Admission {
   /** Any of these roles may call the route. */
   readonly roles: readonly Role[];
   /** The body's schema; null for a route that reads no body (GET). */
-  readonly body: JsonSchema | null;
+  readonly body: WireSchema | null;
   /** The query-string parameters the route reads; the voter sees only these. */
-  readonly query: Readonly<Record<string, JsonSchema>>;
+  readonly query: Readonly<Record<string, WireSchema>>;
 }
 
 /** A write: one command, submitted under the `KeyLoad-Command-Id` header. */
@@ -101,7 +109,7 @@ function command(
     params: pathParams(path),
     // The state machine checks the same roles again when the command applies.
     roles: COMMAND_ROLES[kind],
-    body: BODY_SCHEMAS[kind],
+    body: REQUEST_BODY_SCHEMAS[kind],
     query: {},
     status,
     response: RESPONSE_SCHEMAS[kind],
@@ -116,8 +124,8 @@ function read(
   admission: Admission,
   roles: readonly Role[],
   summary: string,
-  body: JsonSchema | null,
-  query: Readonly<Record<string, JsonSchema>> = {},
+  body: WireSchema | null,
+  query: Readonly<Record<string, WireSchema>> = {},
 ): ReadRoute {
   return {
     type: "read",
@@ -141,21 +149,21 @@ function getRead(
   admission: Admission,
   roles: readonly Role[],
   summary: string,
-  query?: Readonly<Record<string, JsonSchema>>,
+  query?: Readonly<Record<string, WireSchema>>,
 ): ReadRoute {
   return read("GET", path, kind, admission, roles, summary, null, query);
 }
 
 /** The heavy reads take their request as a JSON body. */
-function postRead(path: string, kind: ReadKind & BodyKind, summary: string): ReadRoute {
-  return read("POST", path, kind, HEAVY, READ_ROLES, summary, BODY_SCHEMAS[kind]);
+function postRead(path: string, kind: ReadKind & RequestBodyKind, summary: string): ReadRoute {
+  return read("POST", path, kind, HEAVY, READ_ROLES, summary, REQUEST_BODY_SCHEMAS[kind]);
 }
 
 function ops(
   path: string,
   kind: OpsKind,
   contentType: string,
-  response: JsonSchema,
+  response: WireSchema,
   summary: string,
 ): OpsRoute {
   return { type: "ops", method: "GET", path, kind, contentType, status: 200, response, summary };
@@ -174,7 +182,7 @@ function cluster(method: "POST" | "DELETE", path: string, kind: ClusterKind, sum
     ...CONTROL,
     params: pathParams(path),
     roles: ADMIN_ROLES,
-    body: BODY_SCHEMAS[kind],
+    body: REQUEST_BODY_SCHEMAS[kind],
     query: {},
     status: 200,
     response: RESPONSE_SCHEMAS[kind],
@@ -266,20 +274,20 @@ export const ROUTES: readonly RouteSpec[] = [
     "Directives after N",
     DISPATCH_QUERY_SCHEMAS,
   ),
-  ops("/health/live", "health.live", "application/json", HEALTH_SCHEMA, "Liveness"),
+  ops("/health/live", "health.live", "application/json", HealthSchema, "Liveness"),
   ops(
     "/health/ready",
     "health.ready",
     "application/json",
-    HEALTH_SCHEMA,
+    HealthSchema,
     "Readiness: member, leader known, caught up",
   ),
-  ops("/metrics", "metrics", "text/plain", { type: "string" }, "Prometheus metrics"),
+  ops("/metrics", "metrics", "text/plain", MetricsSchema, "Prometheus metrics"),
   ops(
     "/openapi.json",
     "openapi",
     "application/json",
-    { type: "object" },
+    ApiDocumentSchema,
     "This API as an OpenAPI 3.1 document",
   ),
 ];

@@ -1,17 +1,20 @@
-import { InvalidArgumentError } from "@keyload/contract";
+import {
+  COMMAND_ID_PATTERN,
+  InvalidArgumentError,
+  MAX_KEY_CHARS,
+  NAME_PATTERN,
+  SCOPE_ID_PATTERN,
+} from "@keyload/contract";
 
-/** Contract section 4: command IDs are 1–128 characters of `[A-Za-z0-9._:-]`. */
-const COMMAND_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** Tenants and principals appear in URLs and logs, so they keep to a URL-safe alphabet. */
-const SCOPE_ID = /^[A-Za-z0-9._:@-]{1,128}$/;
-/** Queue, subscription and channel names, message, delivery and key IDs. */
-const NAME = /^[A-Za-z0-9._:@-]{1,256}$/;
+// The contract's alphabets, the very ones the edge's schemas check: the voter refuses what the edge would.
+const COMMAND_ID = new RegExp(COMMAND_ID_PATTERN);
+const SCOPE_ID = new RegExp(SCOPE_ID_PATTERN);
+const NAME = new RegExp(NAME_PATTERN);
 
 /** A surrogate half without its partner: text SQLite would store as U+FFFD. */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-export const MAX_KEY_CHARS = 512;
-export const MAX_EDGE_TYPE_CHARS = 128;
+export { MAX_EDGE_TYPE_CHARS, MAX_KEY_CHARS } from "@keyload/contract";
 
 export function isCommandId(value: string): boolean {
   return COMMAND_ID.test(value);

@@ -1,8 +1,7 @@
-import { PermissionDeniedError, UnauthenticatedError } from "@keyload/contract";
+import { PermissionDeniedError, type Role, UnauthenticatedError } from "@keyload/contract";
 import type { CommandKind } from "./command-kinds.js";
 
-export const ROLES = ["admin", "writer", "reader"] as const;
-export type Role = (typeof ROLES)[number];
+export { ROLES, type Role } from "@keyload/contract";
 
 /** Who may call a route or send a command: any one of the roles listed. */
 export const ADMIN_ROLES: readonly Role[] = ["admin"];

@@ -1,4 +1,3 @@
-import type { Operation } from "@keyload/contract";
 import { checkKey } from "../requests/identifiers.js";
 import type { ApplyContext } from "./apply-context.js";
 import type { Documents, WriteResult } from "./documents.js";
@@ -15,6 +14,15 @@ import { checkJsonValue } from "./json-value.js";
 import type { CanonicalLimits } from "./limits.js";
 import { checkQueueName } from "./queue-names.js";
 import type { EnqueueResult, Queues } from "./queues.js";
+
+/**
+ * One operation as parsed: the contract's `Operation` without what the wire allows and the state
+ * machine normalizes away (a null `expectedVersion`, fields the operation's kind does not read).
+ */
+export type Operation =
+  | { readonly op: "put"; readonly key: string; readonly value: unknown; readonly expectedVersion?: number }
+  | { readonly op: "delete"; readonly key: string; readonly expectedVersion?: number }
+  | { readonly op: "check"; readonly key: string; readonly version: number };
 
 export interface OutboxMessage {
   readonly queue: string;

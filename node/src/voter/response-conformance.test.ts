@@ -1,7 +1,7 @@
+import { ErrorBodySchema } from "@keyload/contract";
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { SCHEMA_VALIDATION } from "../http/http-app.js";
-import { ERROR_BODY_SCHEMA } from "../http/response-schemas.js";
 import { ROUTES, type RouteSpec } from "../http/routes.js";
 import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
 
@@ -23,9 +23,7 @@ beforeAll(async () => {
   ROUTES.forEach((route, i) => {
     checker.post(`/${i}`, { schema: { body: route.response } }, (_request, reply) => reply.code(204).send());
   });
-  checker.post("/error", { schema: { body: ERROR_BODY_SCHEMA } }, (_request, reply) =>
-    reply.code(204).send(),
-  );
+  checker.post("/error", { schema: { body: ErrorBodySchema } }, (_request, reply) => reply.code(204).send());
   cluster = await VoterCluster.start();
   const leader = await cluster.waitForLeader();
   url = cluster.voter((leader + 1) % 3).httpUrl;

@@ -2,7 +2,7 @@ import type { JsonText } from "../../requests/json-text.js";
 import type { Edge } from "../graph.js";
 import type { SearchCursor } from "../search-query.js";
 
-/** The shapes of the read pages the state machine answers as JSON text (response-schemas.ts has them). */
+/** The shapes of the read pages the state machine answers as JSON text (the contract's RESPONSE_SCHEMAS has them). */
 export interface ReadDocument {
   readonly key: string;
   readonly value: unknown;
