@@ -163,7 +163,7 @@ describe("the packed client", () => {
     const client = manifestOf(join(modules, "@keyload", "client"));
     for (const manifest of [contract, client]) {
       expect(manifest.private).toBeUndefined();
-      expect(manifest.license).toBe("UNLICENSED");
+      expect(manifest.license).toBe("Apache-2.0");
       // publishConfig's exports: dist only, without the workspace's `source` condition.
       expect(manifest.exports).toEqual({ ".": { types: "./dist/index.d.ts", default: "./dist/index.js" } });
     }
