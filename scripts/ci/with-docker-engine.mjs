@@ -4,7 +4,8 @@
 // suites need. As root with dockerd installed, it starts a private Docker engine first and sets
 // DOCKER_HOST and KEYLOAD_REQUIRE_CONTAINER_RUNTIME=1 once the engine answers; as root with a working
 // iptables it sets KEYLOAD_REQUIRE_PARTITIONS=1; KEYLOAD_REQUIRE_PRLIMIT=1 always, since util-linux's
-// prlimit belongs to every system CI runs on. Those suites then fail instead of skipping. Whatever
+// prlimit belongs to every system CI runs on, and KEYLOAD_REQUIRE_NODE24=1 always (the npm registry
+// serves Node 24). Those suites then fail instead of skipping. Whatever
 // way the command ends, even interrupted, the engine is taken down before this exits with the
 // command's status. It says everything on stderr, so the command's last line (verify's
 // `N passed, N failed`) stays the last line on stdout.
@@ -46,6 +47,8 @@ try {
     }
   }
   env.KEYLOAD_REQUIRE_PRLIMIT = "1";
+  // CI runs the unit and sim projects on Node 24 too, and fails rather than skip them.
+  env.KEYLOAD_REQUIRE_NODE24 = "1";
   if (asRoot) {
     const iptables = await $({ nothrow: true, quiet: true })`iptables -w -L OUTPUT -n`;
     if (iptables.ok) env.KEYLOAD_REQUIRE_PARTITIONS = "1";
