@@ -19,7 +19,7 @@ import type {
   OutgoingRequest,
 } from "./http-transport.js";
 import { LEADER_HEADER, parseLeaderHint } from "./leader-hint.js";
-import { parseRetryAfter } from "./retry-after.js";
+import { parseRetryAfter, retryAfterDelay } from "./retry-after.js";
 import { RetryBudget } from "./retry-budget.js";
 import { UuidV7Generator } from "./uuid-v7.js";
 
@@ -235,7 +235,7 @@ export class RequestExecutor {
     }
     if (failure instanceof ResourceExhaustedError) {
       if (!this.options.retryResourceExhausted || !isTransientRefusal(failure)) return undefined;
-      return { endpoint, delayMs: (failure.retryAfter ?? 0) + backoff };
+      return { endpoint, delayMs: retryAfterDelay(failure.retryAfter ?? 0, this.options.random) + backoff };
     }
     if (failure.code !== "Unavailable" && failure.code !== "UnknownWriteOutcome") return undefined;
     if (pinned !== undefined) return { endpoint: pinned, delayMs: backoff };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { parseRetryAfter } from "./retry-after.js";
+import { parseRetryAfter, retryAfterDelay } from "./retry-after.js";
 
 describe("parseRetryAfter", () => {
   const now = Date.UTC(2030, 0, 1, 12, 0, 0);
@@ -18,5 +18,27 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
     expect(parseRetryAfter("soon", now)).toBeUndefined();
     expect(parseRetryAfter("-1", now)).toBeUndefined();
+  });
+});
+
+describe("retryAfterDelay", () => {
+  it("waits out Retry-After, and up to as long again at random", () => {
+    expect(retryAfterDelay(1_000, () => 0)).toBe(1_000);
+    expect(retryAfterDelay(1_000, () => 0.5)).toBe(1_500);
+    expect(retryAfterDelay(1_000, () => 0.999)).toBe(1_999);
+    expect(retryAfterDelay(0, () => 0.7)).toBe(0);
+  });
+
+  it("spreads callers refused together over a second Retry-After", () => {
+    let seed = 1;
+    const random = (): number => {
+      seed = (seed * 48_271) % 2_147_483_647;
+      return seed / 2_147_483_647;
+    };
+    const delays = Array.from({ length: 1_000 }, () => retryAfterDelay(1_000, random));
+    const perTenth = new Array<number>(10).fill(0);
+    for (const d of delays) perTenth[Math.floor((d - 1_000) / 100)]! += 1;
+    // Without the spread every one comes back in the first tenth.
+    expect(Math.max(...perTenth)).toBeLessThan(150);
   });
 });

@@ -10,3 +10,13 @@ export function parseRetryAfter(value: string | undefined, nowMs: number): numbe
   const date = /[A-Za-z]/.test(text) ? Date.parse(text) : Number.NaN;
   return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);
 }
+
+/**
+ * How long to wait after a refusal that asked for `retryAfterMs`: that long, and up to as long again at
+ * random. Callers refused in the same instant are told the same Retry-After (whole seconds); waiting it
+ * out exactly brings them back in the same instant, where the admission window that refused them
+ * refuses most of them again. Spread over a second Retry-After, they come back a few at a time.
+ */
+export function retryAfterDelay(retryAfterMs: number, random: () => number): number {
+  return retryAfterMs + Math.floor(random() * retryAfterMs);
+}
