@@ -6,7 +6,7 @@
  */
 import { readdirSync, statSync } from "node:fs";
 import { join, relative, sep } from "node:path";
-import { readLoopSamples } from "./overload-loop-probe.js";
+import { type LoopSample, readLoopSamples } from "./overload-loop-probe.js";
 import { residentBytes } from "./overload-process-sampler.js";
 
 /** Groups of data-dir files by path (relative, with `/`), first match wins; anything else is `other`. */
@@ -28,6 +28,11 @@ export interface VoterSample {
   readonly rssBytes: number;
   /** NaN when the probe wrote nothing in the window. */
   readonly heapUsedBytes: number;
+  /**
+   * What the process holds: RSS less the V8 heap's reserve, plus the heap still in use after the
+   * latest full collection (retainedBytes). RSS when the probe has not seen a full collection yet.
+   */
+  readonly retainedBytes: number;
   readonly loopP99Ms: number;
   readonly diskBytes: number;
   /** Bytes per file group (FILE_GROUP_NAMES). */
@@ -55,6 +60,17 @@ function fileSizes(dir: string): Map<string, number> {
   return sizes;
 }
 
+/**
+ * RSS less the heap V8 has reserved but holds no live objects in: V8 grows its heap in steps of
+ * several MiB and collects when it chooses, so within minutes RSS steps up and down with no change in
+ * what the program keeps. A leak in JavaScript shows in the heap live after a full collection, one in
+ * native code (SQLite, buffers) in the rest of RSS; this counts both and neither of V8's reserve.
+ */
+export function retainedBytes(rssBytes: number, probe: Pick<LoopSample, "heapTotal" | "liveHeap">): number {
+  if (probe.liveHeap === null || probe.liveHeap === undefined) return rssBytes;
+  return rssBytes - probe.heapTotal + probe.liveHeap;
+}
+
 function groupOf(path: string): string {
   return FILE_GROUPS.find(([, pattern]) => pattern.test(path))?.[0] ?? "other";
 }
@@ -78,11 +94,14 @@ export function sampleVoter(
     files[group] = (files[group] ?? 0) + bytes;
     diskBytes += bytes;
   }
+  const rssBytes = residentBytes(voter.pid);
+  const last = loop.at(-1);
   return {
     voter: voter.id,
     t: (nowMs - startedMs) / 1000,
-    rssBytes: residentBytes(voter.pid),
-    heapUsedBytes: loop.at(-1)?.heapUsed ?? Number.NaN,
+    rssBytes,
+    heapUsedBytes: last?.heapUsed ?? Number.NaN,
+    retainedBytes: last === undefined ? rssBytes : retainedBytes(rssBytes, last),
     loopP99Ms: loop.length > 0 ? Math.max(...loop.map((s) => s.p99)) : Number.NaN,
     diskBytes,
     files,

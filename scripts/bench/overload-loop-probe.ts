@@ -15,24 +15,30 @@ const DIR_VARIABLE = "OVERLOAD_LOOP_PROBE_DIR";
 
 // Plain JavaScript: the voters run compiled code without a TypeScript loader.
 const PROBE_SOURCE = `import { appendFileSync } from "node:fs";
-import { monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+import { constants, monitorEventLoopDelay, PerformanceObserver } from "node:perf_hooks";
+import { getHeapStatistics } from "node:v8";
+import { isMainThread } from "node:worker_threads";
 const dir = process.env.${DIR_VARIABLE};
 const id = process.env.KeyLoad__Node__Id ?? String(process.pid);
-if (dir) {
+// Worker threads load it too (they inherit --import): only the main thread's loop and heap count.
+if (dir && isMainThread) {
   const file = dir + "/" + id + ".loop.jsonl";
   const histogram = monitorEventLoopDelay({ resolution: ${LOOP_RESOLUTION_MS} });
   histogram.enable();
   const ms = (ns) => Math.max(0, ns / 1e6 - ${LOOP_RESOLUTION_MS});
   let gcMs = 0;
   let gcMax = 0;
+  let liveHeap = null;
   new PerformanceObserver((list) => {
     for (const entry of list.getEntries()) {
       gcMs += entry.duration;
       gcMax = Math.max(gcMax, entry.duration);
+      if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) liveHeap = getHeapStatistics().used_heap_size;
     }
   }).observe({ entryTypes: ["gc"] });
   setInterval(() => {
-    const line = { t: Date.now(), p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), gcMs, gcMax, heapUsed: process.memoryUsage().heapUsed };
+    const { heapUsed, heapTotal } = process.memoryUsage();
+    const line = { t: Date.now(), p50: ms(histogram.percentile(50)), p99: ms(histogram.percentile(99)), max: ms(histogram.max), gcMs, gcMax, heapUsed, heapTotal, liveHeap };
     histogram.reset();
     gcMs = 0;
     gcMax = 0;
@@ -65,8 +71,14 @@ export interface LoopSample {
   /** Time in garbage-collection pauses within the second, and the longest one (ms). */
   readonly gcMs: number;
   readonly gcMax: number;
-  /** The V8 heap in use at the end of the second, in bytes. */
+  /** The V8 heap in use at the end of the second, and the heap V8 had reserved then, in bytes. */
   readonly heapUsed: number;
+  readonly heapTotal: number;
+  /**
+   * The heap in use just after the latest full (mark-compact) collection: what the program holds,
+   * without the garbage of the moment; null before the first one.
+   */
+  readonly liveHeap: number | null;
 }
 
 /** The samples of `voterId` whose second ended within [fromMs, toMs]. */
