@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 
 /**
- * Snapshot catch-up on three voter processes: a follower stopped while the others take several
- * snapshots (and compact their logs past everything it has) comes back, is sent a snapshot rather
- * than entries, and then answers the same query results, versions and command outcomes as the others.
+ * Snapshot catch-up on three voter processes: a follower stopped while the others record several
+ * snapshot points (and compact their logs past everything it has) comes back, is sent a copy of the
+ * leader's state rather than entries, and then answers the same query results, versions and command
+ * outcomes as the others.
  */
 const WRITES = 160;
 const SNAPSHOT_EVERY = 30;
@@ -55,7 +56,7 @@ describe("snapshot catch-up", () => {
     const others = cluster.voters.filter((v) => v.name !== behind.name);
     for (const voter of others) {
       expect(
-        linesWith(cluster.logs(voter.name), "snapshot taken and log compacted").length,
+        linesWith(cluster.logs(voter.name), "snapshot point recorded and log compacted").length,
       ).toBeGreaterThanOrEqual(2);
     }
 
@@ -66,6 +67,10 @@ describe("snapshot catch-up", () => {
         timeout: 20_000,
       })
       .toBeGreaterThanOrEqual(1);
+    // The others' logs stood on points with no file: the leader copied its state for this follower.
+    expect(
+      linesWith(cluster.logs(leader.name), "snapshot copied for a follower").length,
+    ).toBeGreaterThanOrEqual(1);
     // Streamed in small chunks, more than the four a leader keeps in flight at once.
     const [received] = linesWith(cluster.logs(behind.name), "received snapshot from the leader");
     expect(received!.chunks).toBe(Math.ceil((received!.bytes as number) / CHUNK_BYTES));

@@ -98,16 +98,15 @@ export const VOTER_CONFIG = {
     integer("ElectionTimeoutMs", 1000, 10, 600_000),
     integer("HeartbeatIntervalMs", 100, 1, 60_000),
     integer("ReplicationDeadlineMs", 10_000, 1, 3_600_000),
-    // A snapshot copies the whole state database, so its cost per entry grows with the state: at
-    // 10,000 entries it was a large share of the cluster's CPU under load. 100,000 is etcd 3.4's
-    // snapshot-count; SnapshotIntervalBytes still bounds the log in between
+    // How often the log is compacted behind a snapshot point (which copies nothing: the state is
+    // copied only for a follower that needs it, docs/decisions/0021-lazy-snapshots.md). 100,000 is
+    // etcd 3.4's snapshot-count; SnapshotIntervalBytes still bounds the log in between
     // (docs/decisions/0014-snapshot-intervals.md).
     integer("SnapshotIntervalEntries", 100_000, 1),
     integer("SnapshotIntervalBytes", 64 * MiB, 1),
-    // ...and either way only once the log since the last snapshot holds this many times its size (or
-    // ten times SnapshotIntervalEntries), so that snapshots of a large state do not come every
-    // SnapshotIntervalBytes (0: no such bound).
-    // Those cost throughput and lengthened the p99 (docs/decisions/0014-snapshot-intervals.md).
+    // ...and either way only once the log since the last snapshot holds this many times the size of
+    // its file (or ten times SnapshotIntervalEntries; 0: no such bound). A point has no file, so this
+    // holds back only the point after a copy (docs/decisions/0014-snapshot-intervals.md, 0021).
     integer("SnapshotSizeRatio", 2, 0, 1000),
     integer("MaxUncommittedBytes", 64 * MiB, 1),
     // How far the applied index may trail the commit index for `/health/ready` to report ready.

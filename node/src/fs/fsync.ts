@@ -14,9 +14,9 @@ export function fsyncPath(path: string): void {
   }
 }
 
-/** fsyncPath for a directory, off the event loop. */
-export async function fsyncDir(dir: string): Promise<void> {
-  const handle = await open(dir, "r");
+/** fsyncPath off the event loop, on the thread pool. */
+export async function fsyncPathAsync(path: string): Promise<void> {
+  const handle = await open(path, "r");
   try {
     await handle.sync();
   } finally {

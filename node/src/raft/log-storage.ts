@@ -13,7 +13,13 @@ export interface LogStorage {
   term(index: number): number;
   firstIndex(): number;
   lastIndex(): number;
-  snapshot(): Snapshot;
+  /**
+   * The latest snapshot, whose bytes the driver streams to a follower; a new log's is the empty one at
+   * index 0. Null means the storage has none to send right now and, being asked, is preparing one
+   * (it compacted its log past a point it has no snapshot file for, as etcd-raft's
+   * ErrSnapshotTemporarilyUnavailable): the leader sends nothing and asks again later.
+   */
+  snapshot(): Snapshot | null;
 }
 
 /** Bytes an entry counts for flow control and size limits. */

@@ -56,6 +56,7 @@ export class MemoryStorage implements LogStorage {
     return this.ents[0]!.index + this.ents.length - 1;
   }
 
+  /** Never null: every compaction here is covered by a snapshot already made (see `compact`). */
   snapshot(): Snapshot {
     return this.snap;
   }

@@ -73,7 +73,7 @@ describe("RaftLog", () => {
       expect(log.term(3)).toBeNull();
       expect(log.term(9)).toBeNull();
       expect(log.committed).toBe(10);
-      expect(log.snapshot().meta.index).toBe(10);
+      expect(log.snapshot()?.meta.index).toBe(10);
       log.append([entry(11, 5)]);
       expect(log.term(11)).toBe(5);
     });

@@ -160,7 +160,8 @@ export class RaftLog {
     this.unstable.restore(snapshot);
   }
 
-  snapshot(): Snapshot {
+  /** The snapshot received and not yet persisted, else storage's latest (null while it prepares one). */
+  snapshot(): Snapshot | null {
     return this.unstable.snapshot ?? this.storage.snapshot();
   }
 }

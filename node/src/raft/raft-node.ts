@@ -816,6 +816,13 @@ export class RaftNode {
 
   private startSnapshot(to: NodeId, pr: Progress): void {
     const snapshot = this.log.snapshot();
+    if (snapshot === null) {
+      // Storage is preparing one: send nothing. A follower waiting for a snapshot is probed, so the
+      // next heartbeat answer (match < lastIndex) comes back here through sendAppend; a replicate
+      // window would only track appends that can no longer be sent.
+      if (pr.state === "replicate") pr.becomeProbe();
+      return;
+    }
     if (snapshot.meta.index === 0)
       throw new RaftInvariantError(`follower ${to} needs a snapshot but none exists`);
     pr.becomeSnapshot(snapshot);
@@ -952,6 +959,14 @@ export class RaftNode {
 
   private rewindSnapshot(to: NodeId, pr: Progress, offset: number): void {
     const latest = this.log.snapshot();
+    if (latest === null) {
+      // The log was compacted past a point with no snapshot file yet, so the one under way may be
+      // superseded and its file gone: abandon it. Probing (after the abandoned snapshot, in case the
+      // follower installed it and its answer was lost), the next heartbeat answer goes back through
+      // sendAppend to startSnapshot, which sends the new snapshot once storage has made it.
+      pr.becomeProbe();
+      return;
+    }
     if (latest.meta.index > pr.transfer!.snapshot.meta.index) {
       // A newer snapshot replaced the one under way: its file may be gone by the time the driver
       // reads the resent chunks, and the follower needs less log after the newer one anyway.

@@ -1,5 +1,7 @@
+import { existsSync } from "node:fs";
 import { CommandIdConflictError, InternalError, InvalidArgumentError, KeyLoadError } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import { fsyncPathAsync } from "../fs/fsync.js";
 import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from "../fs/sqlite-limits.js";
 import type { Entry } from "../raft/types.js";
 import type { JsonText } from "../requests/json-text.js";
@@ -283,6 +285,22 @@ export class StateMachine {
   createSnapshot(targetPath: string): Promise<AppliedPosition> {
     this.session.commits.flush();
     return this.snapshots.copy(this.options.path, targetPath);
+  }
+
+  /**
+   * Commits what applies hold open, then fsyncs the database and its WAL on the thread pool, and
+   * returns the position the file then durably holds: a crash, power loss included, reopens the state
+   * at least there, so the log may be compacted behind it with no copy of the state (the log's
+   * snapshot point: docs/decisions/0021-lazy-snapshots.md). Applies go on meanwhile; the position is
+   * the one committed when this was called.
+   */
+  async durablePosition(): Promise<AppliedPosition> {
+    this.session.commits.flush();
+    const position = this.position;
+    const wal = `${this.options.path}-wal`;
+    // Each commit so far is in the WAL or, checkpointed, in the database file.
+    await Promise.all([existsSync(wal) ? fsyncPathAsync(wal) : undefined, fsyncPathAsync(this.options.path)]);
+    return position;
   }
 
   /**

@@ -10,6 +10,7 @@ import {
   SnapshotOutOfDateError,
 } from "../raft/errors.js";
 import { LOG_FILE, SNAPSHOT_DIR } from "./log-recovery.js";
+import type { SnapshotSource } from "./snapshot-source.js";
 import {
   StorageArgumentError,
   StorageClosedError,
@@ -176,7 +177,7 @@ describe("DurableLogStore", () => {
     const dir = fx.dir();
     const w = fx.openWriter(dir, { gcStepEntries: 7 });
     await w.write({ snapshot: null, entries: entries(1, 50, 1), hardState: hs(1, null, 50) });
-    await w.createSnapshot(fileSource(40, 1, dataFor(9, 9, 300)), CONF);
+    await w.createSnapshot(fileSource(40, 1, dataFor(9, 9, 300)), () => CONF);
     expect(() => w.store.compact(41)).toThrow(RaftInvariantError);
     w.store.compact(30);
     w.store.compact(20); // behind the compaction point: nothing to do
@@ -187,7 +188,7 @@ describe("DurableLogStore", () => {
     await w.close();
     const store = fx.open(dir);
     expect(store.firstIndex()).toBe(31);
-    expect(store.snapshot().meta.index).toBe(40);
+    expect(store.snapshot()?.meta.index).toBe(40);
     expect(store.entries(31, 51, 1e9)).toEqual(entries(31, 50, 1));
   });
 
@@ -200,7 +201,7 @@ describe("DurableLogStore", () => {
     expect(() => w.store.byteSize(0, 5)).toThrow(StorageArgumentError);
     expect(() => w.store.byteSize(1, 12)).toThrow(StorageArgumentError);
     expect(w.store.snapshotBytes()).toBe(0);
-    await w.createSnapshot(fileSource(8, 1, dataFor(8, 1, 3000)), CONF);
+    await w.createSnapshot(fileSource(8, 1, dataFor(8, 1, 3000)), () => CONF);
     expect(w.store.snapshotBytes()).toBe(3000);
     await w.close();
     expect(fx.open(dir).snapshotBytes()).toBe(3000);
@@ -281,16 +282,21 @@ describe("DurableLogStore", () => {
     it("refuses snapshots the log cannot stand on", async () => {
       const w = fx.openWriter(fx.dir());
       await w.write({ snapshot: null, entries: entries(1, 5, 2), hardState: hs(2, null, 5) });
-      await expect(w.createSnapshot(fileSource(6, 2, new Uint8Array(3)), CONF)).rejects.toThrow(
+      await expect(w.createSnapshot(fileSource(6, 2, new Uint8Array(3)), () => CONF)).rejects.toThrow(
         LogUnavailableError,
       );
-      await expect(w.createSnapshot(fileSource(4, 1, new Uint8Array(3)), CONF)).rejects.toThrow(/term 1/);
-      await w.createSnapshot(fileSource(4, 2, new Uint8Array(3)), CONF);
-      await expect(w.createSnapshot(fileSource(4, 2, new Uint8Array(3)), CONF)).rejects.toThrow(
+      await expect(w.createSnapshot(fileSource(4, 1, new Uint8Array(3)), () => CONF)).rejects.toThrow(
+        /term 1/,
+      );
+      await w.createSnapshot(fileSource(4, 2, new Uint8Array(3)), () => CONF);
+      await expect(w.createSnapshot(fileSource(4, 2, new Uint8Array(3)), () => CONF)).rejects.toThrow(
         SnapshotOutOfDateError,
       );
-      const failing = { createSnapshotFile: () => Promise.reject(new Error("backup failed")) };
-      await expect(w.createSnapshot(failing, CONF)).rejects.toThrow("backup failed");
+      const failing = {
+        ...fileSource(4, 2, new Uint8Array(3)),
+        createSnapshotFile: () => Promise.reject(new Error("backup failed")),
+      };
+      await expect(w.createSnapshot(failing, () => CONF)).rejects.toThrow("backup failed");
       expect(readdirSync(join(w.store.dir, SNAPSHOT_DIR))).toHaveLength(1);
     });
 
@@ -331,12 +337,13 @@ describe("DurableLogStore", () => {
   });
 });
 
-function fileSource(index: number, term: number, data: Uint8Array) {
+function fileSource(index: number, term: number, data: Uint8Array): SnapshotSource {
   return {
     async createSnapshotFile(path: string) {
       writeFileSync(path, data);
       return { index, term };
     },
+    durablePosition: async () => ({ index, term }),
   };
 }
 

@@ -23,7 +23,7 @@ import type { EntryCache } from "./entry-cache.js";
 import { appendInMemory } from "./in-memory-append.js";
 import { type AbsorbOp, JournalAbsorber, type PendingBatch } from "./journal-absorber.js";
 import { LogCompaction } from "./log-compaction.js";
-import type { LogDatabase, LogState } from "./log-database.js";
+import type { LogDatabase, LogState, SnapshotRecord } from "./log-database.js";
 import type { LogIndex } from "./log-index.js";
 import type { JournalOp, LogJournal } from "./log-journal.js";
 import { recoverLog } from "./log-recovery.js";
@@ -55,8 +55,12 @@ export type StoreOp =
       readonly entries: readonly Entry[];
       readonly hardState: HardState | null;
     }
-  /** A snapshot of the local state machine, taken at an index the log still holds. */
-  | { readonly kind: "record-snapshot"; readonly snapshot: SnapshotFile };
+  /**
+   * A snapshot of the local state machine, at an index the log still holds: a sealed copy, or a
+   * snapshot point with no file (`file` null) where the state database itself is durable
+   * (docs/decisions/0021-lazy-snapshots.md).
+   */
+  | { readonly kind: "record-snapshot"; readonly snapshot: SnapshotRecord };
 
 /** Counters and latency histograms for monitoring and benchmarks. */
 export interface StorageStats {
@@ -105,6 +109,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    */
   private pendingMark: Watermark | null = null;
   private markTimer: NodeJS.Immediate | null = null;
+  /** The core asked for a snapshot while the log stood on a point with no file (snapshotWanted). */
+  private wanted = false;
   /** Superseded snapshot files, deletable once the commit `seq` that superseded them is durable. */
   private retired: { file: string; seq: number }[] = [];
   private cleanup: Promise<void> = Promise.resolve();
@@ -245,17 +251,33 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
 
   /**
    * The snapshot as the core knows it: metadata, size and checksum, never its bytes, which a driver
-   * streams from the file with `openSnapshotReader`.
+   * streams from the file with `openSnapshotReader`. Null at a snapshot point with no file yet: the
+   * call marks one as wanted (`snapshotWanted`), and the leader asks again later.
    */
-  snapshot(): Snapshot {
+  snapshot(): Snapshot | null {
     this.checkUsable();
     const s = this.state.snapshot;
+    if (s.file === null && s.meta.index > 0) {
+      this.wanted = true;
+      return null;
+    }
     return { meta: s.meta, size: s.size, checksum: s.checksum };
+  }
+
+  /**
+   * Whether the core asked for a snapshot to send while the log stood on a point with no file: the
+   * driver then copies the state (`DurableLogWriter.createSnapshot`), which clears it.
+   */
+  snapshotWanted(): boolean {
+    return this.wanted && this.state.snapshot.file === null && this.state.snapshot.meta.index > 0;
   }
 
   // --- Snapshot files and policy ----------------------------------------------------------------
 
-  /** The sealed file of the current snapshot, or null for the empty snapshot of a new log. */
+  /**
+   * The sealed file of the current snapshot, or null for the empty snapshot of a new log and for a
+   * snapshot point with no file.
+   */
   currentSnapshot(): SnapshotFile | null {
     this.checkUsable();
     const s = this.state.snapshot;
@@ -538,11 +560,18 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.compaction.schedule();
   }
 
-  /** The refusal `commit` would give a snapshot at (index, term) taken locally, or null. */
-  localSnapshotRefusal(index: number, term: number): Error | null {
+  /**
+   * The refusal `commit` would give a snapshot at (index, term) taken locally, or null. A copy may
+   * stand at the index of the point with no file it makes sendable; a point only beyond the current
+   * snapshot.
+   */
+  localSnapshotRefusal(index: number, term: number, withFile: boolean): Error | null {
     this.checkUsable();
-    const current = this.state.snapshot.meta.index;
-    if (index <= current) return new SnapshotOutOfDateError(index, current);
+    const current = this.state.snapshot;
+    const replacesPoint = withFile && current.file === null && current.meta.index > 0;
+    if (index < current.meta.index || (index === current.meta.index && !replacesPoint)) {
+      return new SnapshotOutOfDateError(index, current.meta.index);
+    }
     if (index > this.index.lastIndex) return new LogUnavailableError(index, this.index.lastIndex);
     const logTerm = this.index.term(index);
     if (term !== logTerm) {
@@ -554,8 +583,9 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   }
 
   /** Deletes a sealed snapshot file a refused op carried, unless the log refers to it. */
-  async discardSnapshotFile(snap: SnapshotFile): Promise<void> {
-    if (snap.file !== this.state.snapshot.file) await this.snapshotFiles.remove(snap.file);
+  async discardSnapshotFile(snap: SnapshotFile | SnapshotRecord): Promise<void> {
+    if (snap.file !== null && snap.file !== this.state.snapshot.file)
+      await this.snapshotFiles.remove(snap.file);
   }
 
   /** Closes the store: waits for a running fsync and checkpoint, then closes the files. */
@@ -631,8 +661,10 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   /** Why `op` cannot be applied to the log as it stands now (earlier ops of the group included). */
   private refusal(op: StoreOp): Error | null {
     const current = this.state.snapshot.meta.index;
-    if (op.kind === "record-snapshot")
-      return this.localSnapshotRefusal(op.snapshot.meta.index, op.snapshot.meta.term);
+    if (op.kind === "record-snapshot") {
+      const { meta, file } = op.snapshot;
+      return this.localSnapshotRefusal(meta.index, meta.term, file !== null);
+    }
     const shape = checkWriteShape(op);
     if (shape !== null) return shape;
     let start = this.index.startIndex;
@@ -692,6 +724,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     if (op.kind === "record-snapshot") {
       this.retire(this.state.snapshot.file);
       this.state = { ...this.state, snapshot: op.snapshot };
+      if (op.snapshot.file !== null) this.wanted = false;
       this.stateRowDirty = true;
       return;
     }

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { RaftInvariantError } from "../raft/errors.js";
+import { RaftInvariantError, SnapshotOutOfDateError } from "../raft/errors.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
 import { LOG_FILE, SNAPSHOT_DIR } from "./log-recovery.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
@@ -13,15 +13,23 @@ const fx = storageFixture();
 const none = { snapshot: null, hardState: null };
 
 /** A state machine stand-in: its "database" is the bytes of the last applied index. */
-function source(index: () => number, term = 1): SnapshotSource {
+function source(index: () => number, term = 1): SnapshotSource & { copies: number; durables: number } {
   return {
+    copies: 0,
+    durables: 0,
     async createSnapshotFile(path) {
+      this.copies++;
       const at = index();
       writeFileSync(path, dataFor(at, term, 256));
       return { index: at, term };
     },
+    async durablePosition() {
+      this.durables++;
+      return { index: index(), term };
+    },
   };
 }
+const confAt = () => CONF;
 
 describe("DurableLogWriter", () => {
   it("coalesces writes queued behind a running fsync into one transaction and one fsync", async () => {
@@ -145,31 +153,70 @@ describe("DurableLogWriter", () => {
     await expect(w.write({ ...none, entries: [entry(2, 1)] })).rejects.toThrow("injected");
   });
 
-  it("snapshots when the policy says so and compacts behind it, keeping the retained entries", async () => {
+  it("records a snapshot point when the policy says so and compacts behind it, copying nothing", async () => {
     const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5, ratio: 0 });
-    const w = fx.openWriter(fx.dir(), {}, policy);
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, {}, policy);
     let applied = 0;
+    const state = source(() => applied);
     for (let i = 1; i <= 60; i += 10) {
       await w.write({ snapshot: null, entries: entries(i, i + 9, 1), hardState: hs(1, "n1", i + 9) });
       applied = i + 9;
-      await w.maybeSnapshot(
-        source(() => applied),
-        CONF,
-        applied,
-      );
+      await w.maybeSnapshot(state, confAt, applied);
     }
     expect(w.store.snapshotIndex()).toBe(60);
     expect(w.store.firstIndex()).toBe(56);
-    expect(new Uint8Array(readFileSync(w.store.currentSnapshotPath()!))).toEqual(dataFor(60, 1, 256));
-    // Superseded snapshot files go once the commit replacing them is durable, in the background.
-    await waitFor(() => readdirSync(join(w.store.dir, SNAPSHOT_DIR)).length === 1);
-    expect(
-      await w.maybeSnapshot(
-        source(() => 60),
-        CONF,
-        60,
+    expect(state).toMatchObject({ copies: 0, durables: 3 });
+    expect(w.store.currentSnapshotPath()).toBeNull();
+    expect(readdirSync(join(dir, SNAPSHOT_DIR))).toEqual([]);
+    expect(await w.maybeSnapshot(state, confAt, 60)).toBeNull();
+    // The point and the compaction are durable: a reopened log stands on them.
+    await w.close();
+    const reopened = fx.openWriter(dir, {}, policy);
+    expect(reopened.store.snapshotIndex()).toBe(60);
+    expect(reopened.store.firstIndex()).toBe(56);
+    expect(reopened.store.currentSnapshot()).toBeNull();
+  });
+
+  it("copies the state for a follower that needs the snapshot of a point, at or beyond the point", async () => {
+    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5, ratio: 0 });
+    const w = fx.openWriter(fx.dir(), {}, policy);
+    await w.write({ snapshot: null, entries: entries(1, 30, 1), hardState: hs(1, "n1", 30) });
+    await w.maybeSnapshot(
+      source(() => 25),
+      confAt,
+      30,
+    );
+    expect(w.store.snapshotWanted()).toBe(false);
+    // The core asks; the log has nothing to send yet and says so.
+    expect(w.store.snapshot()).toBeNull();
+    expect(w.store.snapshotWanted()).toBe(true);
+    const meta = await w.createSnapshot(
+      source(() => 25),
+      confAt,
+    );
+    expect(meta).toEqual({ index: 25, term: 1, conf: CONF });
+    expect(w.store.snapshotWanted()).toBe(false);
+    expect(w.store.snapshot()).toMatchObject({ meta, size: 256 });
+    expect(new Uint8Array(readFileSync(w.store.currentSnapshotPath()!))).toEqual(dataFor(25, 1, 256));
+    expect(w.store.firstIndex()).toBe(21);
+    // A later copy replaces it; one behind the log's snapshot is refused and its file removed.
+    await w.createSnapshot(
+      source(() => 28),
+      confAt,
+    );
+    expect(w.store.snapshotIndex()).toBe(28);
+    await expect(
+      w.createSnapshot(
+        source(() => 26),
+        confAt,
       ),
-    ).toBeNull();
+    ).rejects.toThrow(SnapshotOutOfDateError);
+    await waitFor(() => readdirSync(join(w.store.dir, SNAPSHOT_DIR)).length === 1);
+    // At the index of a copy, neither a point nor another copy adds anything.
+    expect(w.store.localSnapshotRefusal(28, 1, false)).toBeInstanceOf(SnapshotOutOfDateError);
+    expect(w.store.localSnapshotRefusal(28, 1, true)).toBeInstanceOf(SnapshotOutOfDateError);
+    expect(w.store.localSnapshotRefusal(29, 1, false)).toBeNull();
   });
 
   it("snapshots by bytes too", async () => {
@@ -179,7 +226,7 @@ describe("DurableLogWriter", () => {
     expect(
       await w.maybeSnapshot(
         source(() => 9),
-        CONF,
+        confAt,
         9,
       ),
     ).toBeNull();
@@ -187,7 +234,7 @@ describe("DurableLogWriter", () => {
     expect(
       await w.maybeSnapshot(
         source(() => 10),
-        CONF,
+        confAt,
         10,
       ),
     ).toEqual({ index: 10, term: 1, conf: CONF });

@@ -1,6 +1,7 @@
 import { rm } from "node:fs/promises";
 import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
 import type { DurableLogStore, StoreOp } from "./durable-log-store.js";
+import type { SnapshotRecord } from "./log-database.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
 import type { SnapshotSource } from "./snapshot-source.js";
@@ -19,7 +20,7 @@ export interface LogWrite {
 
 interface Pending {
   readonly write: LogWrite | null;
-  readonly record: SnapshotFile | null;
+  readonly record: SnapshotRecord | null;
   /** False for a write that needs no fsync of its own: it resolves once committed to the WAL. */
   readonly durable: boolean;
   readonly resolve: () => void;
@@ -96,41 +97,51 @@ export class DurableLogWriter {
   }
 
   /**
-   * Takes a snapshot of the state machine through `source`, seals its file and records it in the log
-   * durably. The log is not compacted here; `maybeSnapshot` does both.
+   * Copies the state machine through `source`, seals the copy and records it durably as the log's
+   * snapshot, for a follower that needs one (`store.snapshotWanted`); `confAt` gives the configuration
+   * at the index the copy covers. The log is not compacted here.
    */
-  async createSnapshot(source: SnapshotSource, conf: ConfState): Promise<SnapshotMeta> {
+  async createSnapshot(source: SnapshotSource, confAt: (index: number) => ConfState): Promise<SnapshotMeta> {
     if (this.failure !== null) throw this.failure;
     const temp = this.store.snapshotFiles.tempPath();
     let taken: { index: number; term: number };
     try {
       taken = await source.createSnapshotFile(temp);
-      const refused = this.store.localSnapshotRefusal(taken.index, taken.term);
+      const refused = this.store.localSnapshotRefusal(taken.index, taken.term, true);
       if (refused !== null) throw refused;
     } catch (err) {
       await rm(temp, { force: true });
       throw err;
     }
-    const file = await this.store.snapshotFiles.adopt(temp, { index: taken.index, term: taken.term, conf });
+    const file = await this.store.snapshotFiles.adopt(temp, {
+      index: taken.index,
+      term: taken.term,
+      conf: confAt(taken.index),
+    });
     await this.enqueue(null, file, true);
     return file.meta;
   }
 
   /**
-   * Snapshots when the policy says it is due for `appliedIndex`, then compacts the log behind the new
-   * snapshot, keeping the policy's retained entries. Returns the snapshot taken, or null when none was
-   * due or one is already being taken.
+   * When the policy says a snapshot is due for `appliedIndex`: has `source` make the state durable,
+   * records the position it holds as the log's snapshot point, with no file, then compacts the log
+   * behind it, keeping the policy's retained entries. Nothing is copied: the state database is the
+   * snapshot, and a copy is made only when a follower needs one (docs/decisions/0021-lazy-snapshots.md).
+   * Returns the point recorded, or null when none was due or one is being recorded.
    */
   async maybeSnapshot(
     source: SnapshotSource,
-    conf: ConfState,
+    confAt: (index: number) => ConfState,
     appliedIndex: number,
   ): Promise<SnapshotMeta | null> {
     if (this.snapshotting || !this.policy.due(this.store, appliedIndex)) return null;
     this.snapshotting = true;
     try {
-      const meta = await this.createSnapshot(source, conf);
-      this.store.compact(Math.min(this.policy.compactionIndex(meta.index), this.store.snapshotIndex()));
+      if (this.failure !== null) throw this.failure;
+      const { index, term } = await source.durablePosition();
+      const meta: SnapshotMeta = { index, term, conf: confAt(index) };
+      await this.enqueue(null, { meta, file: null, size: 0, checksum: 0 }, true);
+      this.store.compact(Math.min(this.policy.compactionIndex(index), this.store.snapshotIndex()));
       return meta;
     } finally {
       this.snapshotting = false;
@@ -146,7 +157,7 @@ export class DurableLogWriter {
     await this.store.close();
   }
 
-  private enqueue(write: LogWrite | null, record: SnapshotFile | null, durable: boolean): Promise<void> {
+  private enqueue(write: LogWrite | null, record: SnapshotRecord | null, durable: boolean): Promise<void> {
     if (this.failure !== null) return Promise.reject(this.failure);
     return new Promise<void>((resolve, reject) => {
       this.queue.push({ write, record, durable, resolve, reject });

@@ -48,7 +48,11 @@ CREATE TABLE state (
 /** The snapshot the log stands on: its metadata and the file holding it (none for the empty one). */
 export interface SnapshotRecord {
   readonly meta: SnapshotMeta;
-  /** The file's name in the snapshot directory, or null for the initial empty snapshot at index 0. */
+  /**
+   * The file's name in the snapshot directory; null for the initial empty snapshot at index 0 and for
+   * a snapshot point, where the state database is durable at `meta.index` and a file is made only
+   * when a follower needs one.
+   */
   readonly file: string | null;
   readonly size: number;
   readonly checksum: number;

@@ -209,7 +209,7 @@ export function recover(
   return { index, cache, batch };
 }
 
-/** The snapshot must stand where the log says and its file must be there with its recorded size. */
+/** The snapshot must stand where the log says and its file, if it has one, be there with its recorded size. */
 export function checkSnapshot(
   logPath: string,
   state: LogState,
@@ -228,9 +228,8 @@ export function checkSnapshot(
   if (index.term(at) !== term) {
     throw new StorageCorruptionError(logPath, at, `the snapshot has term ${term}, the log ${index.term(at)}`);
   }
-  if (s.file === null) {
-    if (at !== 0) throw new StorageCorruptionError(logPath, at, "the snapshot has no file");
-    return;
-  }
+  // No file: the empty snapshot of a new log, or a snapshot point where the state database itself is
+  // durable, which the voter checks against the state at start.
+  if (s.file === null) return;
   files.check({ meta: s.meta, file: s.file, size: s.size, checksum: s.checksum });
 }

@@ -160,8 +160,9 @@ function interpret(cmd: Exclude<Cmd, { t: "reopen" }>, m: MemoryStorage): Op {
                   writeFileSync(path, data);
                   return { index, term };
                 },
+                durablePosition: async () => ({ index, term }),
               },
-              CONF,
+              () => CONF,
             )
             .then(() => undefined),
       };

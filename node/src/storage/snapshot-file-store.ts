@@ -3,7 +3,7 @@ import { closeSync, openSync, readdirSync, readSync, statSync, unlinkSync } from
 import { type FileHandle, open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { crc32c } from "../checksum/crc32c.js";
-import { fsyncDir, fsyncPath } from "../fs/fsync.js";
+import { fsyncPath, fsyncPathAsync } from "../fs/fsync.js";
 import { makePrivateDir } from "../fs/private-dir.js";
 import type { SnapshotMeta } from "../raft/types.js";
 import type { FaultHook } from "./fault-hook.js";
@@ -207,7 +207,7 @@ export class SnapshotFileStore {
     const file = `snap-${String(meta.index).padStart(20, "0")}-${meta.term}-${randomUUID().slice(0, 8)}.sqlite`;
     await rename(tempPath, this.path(file));
     this.hook?.("snapshot-renamed");
-    await fsyncDir(this.dir);
+    await fsyncPathAsync(this.dir);
     this.hook?.("snapshot-dir-synced");
     return { meta, file, size, checksum };
   }

@@ -12,6 +12,12 @@ export interface SnapshotSource {
    * renames it into place. A rejected promise leaves nothing behind that the store must keep.
    */
   createSnapshotFile(targetPath: string): Promise<{ index: number; term: number }>;
+  /**
+   * Makes the state durable as it stands now, everything applied committed and fsynced, and reports
+   * the index it holds and that entry's term: the log may then be compacted behind that index with no
+   * copy, since a crash, power loss included, reopens the state at least there.
+   */
+  durablePosition(): Promise<{ index: number; term: number }>;
 }
 
 /**

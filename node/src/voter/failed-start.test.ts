@@ -7,8 +7,9 @@ import pino from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { loadVoterConfig } from "../config/voter-config.js";
 import { pickFreePorts } from "../net/free-ports.js";
+import type { DurableLogStore } from "../storage/durable-log-store.js";
 import { singleVoterEnv } from "./test-fixtures/cluster-envs.js";
-import { writeThroughSingleVoter } from "./test-fixtures/voter-cluster.js";
+import { call, writeThroughSingleVoter } from "./test-fixtures/voter-cluster.js";
 import { killProcess, startVoterProcess } from "./test-fixtures/voter-process.js";
 import { type RunningVoter, startVoter } from "./voter.js";
 
@@ -59,6 +60,35 @@ describe("a start that fails part way", () => {
     await freePort(b);
     voter = await startVoter(config, pino({ level: "silent" }));
     expect((await writeThroughSingleVoter(voter, "after-failed-start")).status).toBe(200);
+  });
+
+  it("refuses to start when the state lost what the log's snapshot point relies on", async () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-failed-start-"));
+    const [httpPort, peerPort] = (await pickFreePorts("127.0.0.1", 2)) as [number, number];
+    const env = singleVoterEnv(dir, httpPort, peerPort, {
+      KeyLoad__Raft__SnapshotIntervalEntries: "20",
+      KeyLoad__Raft__SnapshotSizeRatio: "0",
+    });
+    voter = await startVoter(loadVoterConfig({ env }), pino({ level: "silent" }));
+    expect((await writeThroughSingleVoter(voter, "first")).status).toBe(200);
+    const store = (voter.driver as unknown as { opts: { store: DurableLogStore } }).opts.store;
+    for (let i = 0; store.snapshotIndex() === 0; i++) {
+      expect(i).toBeLessThan(200);
+      const put = await call(voter.httpUrl, "PUT", `/v1/catalog/k${i}`, {
+        body: { value: i },
+        commandId: `w${i}`,
+      });
+      expect(put.status).toBe(200);
+    }
+    // The log is compacted behind a point with no file: the state database is the only copy before it.
+    expect(store.currentSnapshot()).toBeNull();
+    await voter.shutdown();
+    voter = undefined;
+    rmSync(join(dir, "state"), { recursive: true, force: true });
+    await expect(startVoter(loadVoterConfig({ env }), pino({ level: "silent" }))).rejects.toMatchObject({
+      code: "StorageCorruption",
+      message: expect.stringMatching(/behind the log's snapshot point/),
+    });
   });
 
   it("tells the operator of keyload-node why, in one line, without a stack", async () => {

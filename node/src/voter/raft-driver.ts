@@ -659,9 +659,11 @@ export class RaftDriver {
   }
 
   /**
-   * Takes a local snapshot when the policy says one is due. A failure is logged and retried after a
-   * pause that doubles up to a cap (SnapshotBackoff), not after every Ready: each attempt copies the
-   * whole state. It stops the voter only when the log or the applied state failed under it: the log
+   * Records a snapshot point when the policy says one is due (the state made durable, the log
+   * compacted behind it, nothing copied), or copies the state when the core asked for a snapshot to
+   * send while the log stood on a point with no file (docs/decisions/0021-lazy-snapshots.md). A
+   * failure is logged and retried after a pause that doubles up to a cap (SnapshotBackoff), not after
+   * every Ready. It stops the voter only when the log or the applied state failed under it: the log
    * through the store's failure listener, a failed commit of the applied state (which every later
    * apply would meet) here.
    */
@@ -669,18 +671,24 @@ export class RaftDriver {
     if (this.snapshotInProgress || this.failure !== null || !this.snapshotBackoff.allows(Date.now())) return;
     const sm = this.opts.stateMachine;
     const applied = sm.applied().index;
-    if (!this.opts.writer.policy.due(this.opts.store, applied)) return;
+    const copy = this.opts.store.snapshotWanted();
+    if (!copy && !this.opts.writer.policy.due(this.opts.store, applied)) return;
+    const source = {
+      createSnapshotFile: (path: string) => sm.createSnapshot(path),
+      durablePosition: () => sm.durablePosition(),
+    };
+    const confAt = (index: number) => this.raft.confStateAt(index);
     this.snapshotInProgress = true;
-    this.snapshotting = this.opts.writer
-      .maybeSnapshot(
-        { createSnapshotFile: (path) => sm.createSnapshot(path) },
-        this.raft.confStateAt(applied),
-        applied,
-      )
+    this.snapshotting = (
+      copy
+        ? this.opts.writer.createSnapshot(source, confAt)
+        : this.opts.writer.maybeSnapshot(source, confAt, applied)
+    )
       .then((meta) => {
         this.snapshotBackoff.succeeded();
-        if (meta)
-          this.opts.logger.info({ index: meta.index, term: meta.term }, "snapshot taken and log compacted");
+        if (meta === null) return;
+        const what = copy ? "snapshot copied for a follower" : "snapshot point recorded and log compacted";
+        this.opts.logger.info({ index: meta.index, term: meta.term }, what);
       })
       .catch((err: unknown) => {
         if (this.failure !== null) return;

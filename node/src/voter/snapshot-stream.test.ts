@@ -116,8 +116,9 @@ async function pair(followerDir = fx.dir()): Promise<Pair> {
         writeFileSync(path, SNAP_DATA);
         return { index: SNAP_INDEX, term: 1 };
       },
+      durablePosition: async () => ({ index: SNAP_INDEX, term: 1 }),
     },
-    CONF,
+    () => CONF,
   );
   leaderWriter.store.compact(SNAP_INDEX);
   const followerWriter = fx.openWriter(followerDir);
@@ -212,7 +213,7 @@ describe("a snapshot streamed from a leader to a follower over real storage", ()
   it("the sender reuses a chunk's buffer only once the transport released it", async () => {
     const p = await pair();
     const store = p.leader.store;
-    const snap = store.snapshot();
+    const snap = store.snapshot()!;
     const chunk = (i: number): SnapshotChunkMessage => ({
       type: "snapshot-chunk",
       from: "n1",

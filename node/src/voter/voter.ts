@@ -22,6 +22,7 @@ import { DurableLogStore } from "../storage/durable-log-store.js";
 import { DurableLogWriter } from "../storage/durable-log-writer.js";
 import type { FaultHook } from "../storage/fault-hook.js";
 import { SnapshotPolicy } from "../storage/snapshot-policy.js";
+import { StorageCorruptionError } from "../storage/storage-errors.js";
 import { BootstrapAdminProposer } from "./bootstrap-admin.js";
 import {
   type CommandResult,
@@ -142,9 +143,19 @@ async function wireVoter(
     sqlite: config.storage,
   });
   opened.push(() => stateMachine.close());
-  // A crash between persisting a received snapshot and installing it leaves the state behind the log.
-  if (store.currentSnapshot() !== null && stateMachine.applied().index < store.snapshotIndex()) {
-    stateMachine.restoreFromSnapshot(store.verifiedSnapshotPath()!);
+  if (stateMachine.applied().index < store.snapshotIndex()) {
+    // A crash between persisting a received snapshot and installing it leaves the state behind the log.
+    const snapshotPath = store.verifiedSnapshotPath();
+    if (snapshotPath === null) {
+      // A snapshot point: the state was durable there before the log was compacted behind it, so the
+      // state database lost what it had made durable (docs/decisions/0021-lazy-snapshots.md).
+      throw new StorageCorruptionError(
+        statePath,
+        store.snapshotIndex(),
+        `the state holds index ${stateMachine.applied().index}, behind the log's snapshot point`,
+      );
+    }
+    stateMachine.restoreFromSnapshot(snapshotPath);
     log.info(
       { index: store.snapshotIndex() },
       "installed the log's snapshot into the state machine at start",

@@ -36,7 +36,10 @@ const sm = StateMachine.open({
   checkpointFrames: CRASH_CHECKPOINT_FRAMES,
 });
 replayCommitted(store, sm);
-const source = { createSnapshotFile: (path: string) => sm.createSnapshot(path) };
+const source = {
+  createSnapshotFile: (path: string) => sm.createSnapshot(path),
+  durablePosition: () => sm.durablePosition(),
+};
 const random = new SeededRandom(Number(seed));
 const killAtBatch = killAfter === undefined ? null : Number(killAfter);
 process.stdout.write("ready\n");
@@ -51,7 +54,7 @@ for (let last = store.lastIndex(); last < planned.length; ) {
   sm.applyBatch(entries);
   // What the state database holds, which a kill keeps: applies commit in groups (see ApplyCommits).
   process.stdout.write(`applied ${sm.savedIndex()}\n`);
-  await writer.maybeSnapshot(source, CRASH_CONF, sm.applied().index);
+  await writer.maybeSnapshot(source, () => CRASH_CONF, sm.applied().index);
 }
 await writer.close();
 await sm.close();

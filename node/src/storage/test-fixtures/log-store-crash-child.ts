@@ -3,6 +3,8 @@
  *   append <dir> <seed>             writes crashWorkload(seed) until killed, reporting each acknowledged write
  *   install <dir> <seed> <point>    installs two leader snapshots, killing itself at <point> in the second
  *   create <dir> <seed> <point>     records two local snapshots, killing itself at <point> in the second
+ *   point <dir> <seed> <point>      records a local snapshot, then a snapshot point with no file and
+ *                                   compacts behind it, killing itself at <point> in the point's record
  * Messages to the parent: { ready: true } once open, { acked: n } per acknowledged write, { done: true }.
  */
 import { writeFileSync } from "node:fs";
@@ -10,6 +12,7 @@ import { crc32c } from "../../checksum/crc32c.js";
 import type { SnapshotMeta } from "../../raft/types.js";
 import { DurableLogStore } from "../durable-log-store.js";
 import { DurableLogWriter } from "../durable-log-writer.js";
+import { SnapshotPolicy } from "../snapshot-policy.js";
 import type { StorageFaultPoint } from "../fault-hook.js";
 import type { SnapshotFile } from "../snapshot-file-store.js";
 import { crashWorkload } from "./crash-workload.js";
@@ -33,7 +36,9 @@ const store = DurableLogStore.open(dir!, {
     if (armed && p === point) process.kill(process.pid, "SIGKILL");
   },
 });
-const writer = new DurableLogWriter(store);
+// In point mode a snapshot is due every 10 entries, and 5 are kept behind one.
+const policy = new SnapshotPolicy({ entries: 10, bytes: 1 << 30, ratio: 0, retainEntries: 5 });
+const writer = new DurableLogWriter(store, mode === "point" ? policy : undefined);
 send({ ready: true });
 
 if (mode === "append") {
@@ -64,10 +69,23 @@ if (mode === "append") {
       writeFileSync(path, dataFor(index, 1, 60_000));
       return { index, term: 1 };
     },
+    durablePosition: async () => ({ index, term: 1 }),
   });
-  await writer.createSnapshot(source(20), CONF);
+  await writer.createSnapshot(source(20), () => CONF);
   armed = true;
-  await writer.createSnapshot(source(40), CONF);
+  await writer.createSnapshot(source(40), () => CONF);
+} else if (mode === "point") {
+  await writer.write({ snapshot: null, entries: entries(1, 50, 1, 500), hardState: hs(1, "n1", 50) });
+  const source = (index: number) => ({
+    async createSnapshotFile(path: string) {
+      writeFileSync(path, dataFor(index, 1, 60_000));
+      return { index, term: 1 };
+    },
+    durablePosition: async () => ({ index, term: 1 }),
+  });
+  await writer.createSnapshot(source(20), () => CONF);
+  armed = true;
+  await writer.maybeSnapshot(source(40), () => CONF, 50);
 }
 // Reached only when the fault point never came: the parent reports that.
 process.send?.({ done: true }, () => process.exit(0));
