@@ -224,8 +224,16 @@ export class RaftNode {
     return { index, term: this.term };
   }
 
-  /** The configuration the state machine had once it applied `index` (for a snapshot taken there). */
+  /**
+   * The configuration the state machine had once it applied `index` (for a snapshot taken there).
+   * Known once `advance()` has passed `index`: a driver may apply a Ready's entries before it advances
+   * (during its fsync), and a configuration change among them is not recorded here until then, so an
+   * index beyond the advanced one is refused rather than answered with the configuration before it.
+   */
   confStateAt(index: number): ConfState {
+    if (index > this.log.applied) {
+      throw new RaftInvariantError(`the configuration at ${index} is not known before advance() passes it`);
+    }
     let conf = this.confHistory[0]!.conf;
     for (const h of this.confHistory) if (h.index <= index) conf = h.conf;
     return conf;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { MemoryStorage } from "../raft/memory-storage.js";
 import type { Entry, NodeId } from "../raft/types.js";
 import { durableCopies } from "./durable-quorum.js";
+import { LazySnapshotStorage } from "./lazy-snapshot-storage.js";
 
-function log(terms: readonly number[]): MemoryStorage {
-  const s = new MemoryStorage({ voters: [] });
+function log(terms: readonly number[], lazy = false): LazySnapshotStorage {
+  const s = new LazySnapshotStorage(lazy);
   const entries: Entry[] = terms.map((term, i) => ({
     term,
     index: i + 1,
@@ -15,7 +15,7 @@ function log(terms: readonly number[]): MemoryStorage {
   return s;
 }
 
-function disks(byId: Record<NodeId, MemoryStorage | null>): (id: NodeId) => MemoryStorage | null {
+function disks(byId: Record<NodeId, LazySnapshotStorage | null>): (id: NodeId) => LazySnapshotStorage | null {
   return (id) => byId[id] ?? null;
 }
 
@@ -30,8 +30,16 @@ describe("durableCopies", () => {
 
   it("counts a snapshot covering the index with the entries held in logs", () => {
     const compacted = log([1, 2, 2]);
-    compacted.createSnapshot(3, { voters: ["a", "b", "c"] }, new Uint8Array());
+    compacted.takeSnapshot(3, { voters: ["a", "b", "c"] }, () => new Uint8Array());
     expect(durableCopies(["a", "b", "c"], disks({ a: compacted, b: log([1, 2]), c: log([1]) }), 2)).toBe(2);
+  });
+
+  it("counts a snapshot point with no file as covering too: the state machine is durable there", () => {
+    const point = log([1, 2, 2], true);
+    point.takeSnapshot(3, { voters: ["a", "b", "c"] }, () => new Uint8Array());
+    point.compact(3);
+    expect(point.onPoint).toBe(true);
+    expect(durableCopies(["a", "b", "c"], disks({ a: point, b: log([1, 2]), c: log([1]) }), 2)).toBe(2);
   });
 
   it("counts only the voters given: a learner's copy protects nothing", () => {

@@ -89,6 +89,14 @@ export interface FaultProfile {
   /** Applied entries between two local snapshots, and how many entries compaction keeps behind one. */
   readonly snapshotEvery: number;
   readonly keepAfterSnapshot: number;
+  /**
+   * Chance that a node's disk keeps lazy snapshots (LazySnapshotStorage, as the durable store does):
+   * its local snapshots are points with no file, and a copy is made only once a leader asks for one to
+   * send, `snapshotCopyDelay` later. Drawn per node from a stream of its own, so a run whose nodes all
+   * drew eager disks replays exactly as before lazy snapshots existed.
+   */
+  readonly lazySnapshots: number;
+  readonly snapshotCopyDelay: Range;
   /** Chance that a snapshot chunk has a byte flipped on the way. */
   readonly chunkCorruptRate: number;
   /** Membership changes made alongside the faults; null keeps the three bootstrapped voters. */
@@ -152,6 +160,8 @@ export const DEFAULT_PROFILE: FaultProfile = {
   faultDuration: [20, 200],
   snapshotEvery: 12,
   keepAfterSnapshot: 4,
+  lazySnapshots: 0.25,
+  snapshotCopyDelay: [5, 80],
   chunkCorruptRate: 0.02,
   membership: { gap: [30, 150], changeRate: 0.6, removeLeader: 0.3, removeLearner: 0.2, catchUpSlack: 2 },
 };
@@ -195,9 +205,29 @@ export const FIGURE_EIGHT_PROFILE: FaultProfile = {
   membership: null,
 };
 
+/**
+ * Every disk lazy, and snapshots often enough, with followers down or cut off long enough, that leaders
+ * keep finding a point where a follower needs a snapshot: they are answered null, wait for the copy,
+ * and see it superseded by the next point while chunks are on the way.
+ */
+export const LAZY_SNAPSHOT_PROFILE: FaultProfile = {
+  ...DEFAULT_PROFILE,
+  name: "lazy-snapshots",
+  faultMix: { ...DEFAULT_PROFILE.faultMix, crash: 4, isolate: 4, duplicateBurst: 0.5 },
+  // Followers rather than the leader: a follower falls behind while the leader compacts.
+  leaderFaultBias: 0.3,
+  downtime: [40, 250],
+  faultDuration: [40, 250],
+  snapshotEvery: 5,
+  keepAfterSnapshot: 2,
+  lazySnapshots: 1,
+  snapshotCopyDelay: [5, 150],
+};
+
 export const PROFILES: Readonly<Record<string, FaultProfile>> = {
   [DEFAULT_PROFILE.name]: DEFAULT_PROFILE,
   [FIGURE_EIGHT_PROFILE.name]: FIGURE_EIGHT_PROFILE,
+  [LAZY_SNAPSHOT_PROFILE.name]: LAZY_SNAPSHOT_PROFILE,
 };
 
 /** The core options of one seed: the profile's, with one pick from each of its variants. */

@@ -6,6 +6,7 @@ export {
   type FaultMix,
   type FaultProfile,
   FIGURE_EIGHT_PROFILE,
+  LAZY_SNAPSHOT_PROFILE,
   type MembershipProfile,
   PROFILES,
   type RaftTuning,
@@ -14,6 +15,7 @@ export {
   tuningFor,
 } from "./fault-profile.js";
 export { type InvariantName, InvariantViolation, SAFETY_INVARIANTS, SafetyChecker } from "./invariants.js";
+export { LazySnapshotStorage } from "./lazy-snapshot-storage.js";
 export { changesAfter, MembershipChecker } from "./membership-invariants.js";
 export {
   type LeaderView,

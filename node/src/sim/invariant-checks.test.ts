@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { Entry, Message, RaftStatus } from "../raft/index.js";
+import { crc32c } from "../checksum/crc32c.js";
+import type { Entry, Message, RaftStatus, Snapshot, SnapshotChunkMessage } from "../raft/index.js";
 import { entryDigest } from "./digest.js";
 import {
   checkAppliedOnDisk,
@@ -8,6 +9,8 @@ import {
   checkConverged,
   checkIdleReadys,
   checkSend,
+  checkSnapshotInstalled,
+  checkSnapshotSent,
   MAX_IDLE_READYS_PER_STEP,
 } from "./invariant-checks.js";
 import { type InvariantName, InvariantViolation, SafetyChecker } from "./invariants.js";
@@ -15,8 +18,8 @@ import { INITIAL_VOTERS, type NodeRegistry, type SimNode } from "./node-registry
 import { testNodeRegistry } from "./test-fixtures/test-node-registry.js";
 
 /** Three bootstrapped voters: each disk holds the bootstrap entry 1/t1. */
-function cluster(): { nodes: NodeRegistry; n1: SimNode; n2: SimNode; n3: SimNode } {
-  const nodes = testNodeRegistry();
+function cluster(lazySnapshots = 0): { nodes: NodeRegistry; n1: SimNode; n2: SimNode; n3: SimNode } {
+  const nodes = testNodeRegistry(undefined, lazySnapshots);
   const [n1, n2, n3] = INITIAL_VOTERS.map(() => nodes.create(INITIAL_VOTERS));
   return { nodes, n1: n1!, n2: n2!, n3: n3! };
 }
@@ -123,6 +126,49 @@ describe("invariant checks", () => {
     expect(broken(() => checkAppliedOnDisk(n1))).toBe("state-machine-safety");
     n1.disk.storage.append([entry(2, 2)]);
     expect(broken(() => checkAppliedOnDisk(n1))).toBe("state-machine-safety");
+  });
+
+  it("a leader streams a snapshot only from a file, never a point it made no copy at", () => {
+    const { n1 } = cluster(1);
+    const storage = n1.disk.storage;
+    storage.append([entry(2, 1), entry(3, 2)]);
+    const conf = { voters: [...INITIAL_VOTERS] };
+    const sent = (index: number, term: number, checksum = 0): SnapshotChunkMessage => ({
+      type: "snapshot-chunk",
+      from: "n1",
+      to: "n2",
+      term: 2,
+      meta: { index, term, conf },
+      offset: 0,
+      length: 0,
+      totalBytes: 0,
+      checksum,
+      data: null,
+    });
+    storage.takeSnapshot(2, conf, () => new Uint8Array());
+    expect(broken(() => checkSnapshotSent(n1, sent(2, 1)))).toBe("snapshot-has-file");
+    // A copy beyond the point is a file; the point stays bare.
+    storage.snapshot();
+    const copy = storage.materialize(3, conf, new Uint8Array([3]));
+    expect(broken(() => checkSnapshotSent(n1, sent(3, 2, copy.checksum)))).toBeNull();
+    expect(broken(() => checkSnapshotSent(n1, sent(2, 1)))).toBe("snapshot-has-file");
+  });
+
+  it("a node installs only a snapshot another node has a file of", () => {
+    const { n1, n2, n3, nodes } = cluster(1);
+    const conf = { voters: [...INITIAL_VOTERS] };
+    n1.disk.storage.append([entry(2, 1), entry(3, 2)]);
+    n1.disk.storage.takeSnapshot(3, conf, () => new Uint8Array());
+    const point: Snapshot = { meta: n1.disk.storage.snapshotMeta(), size: 0, checksum: 0 };
+    expect(broken(() => checkSnapshotInstalled(n2, point, nodes))).toBe("snapshot-has-file");
+    n1.disk.storage.snapshot();
+    const copy = n1.disk.storage.materialize(3, conf, new Uint8Array([3]));
+    expect(broken(() => checkSnapshotInstalled(n2, copy, nodes))).toBeNull();
+    // What the installing node recorded itself, on receiving it, vouches for nothing.
+    const data = new Uint8Array([5]);
+    const unknown: Snapshot = { meta: { index: 5, term: 2, conf }, size: 1, checksum: crc32c(data) };
+    n3.disk.storage.applySnapshot(unknown, data);
+    expect(broken(() => checkSnapshotInstalled(n3, unknown, nodes))).toBe("snapshot-has-file");
   });
 
   it("at the end every member, learners included, holds the acknowledged writes", () => {

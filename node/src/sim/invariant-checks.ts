@@ -1,5 +1,13 @@
-import type { ConfState, Entry, MemoryStorage, Message, NodeId, RaftStatus } from "../raft/index.js";
-import { durableCopies } from "./durable-quorum.js";
+import type {
+  ConfState,
+  Entry,
+  Message,
+  NodeId,
+  RaftStatus,
+  Snapshot,
+  SnapshotChunkMessage,
+} from "../raft/index.js";
+import { type DurableLog, durableCopies } from "./durable-quorum.js";
 import type { SafetyChecker } from "./invariants.js";
 import type { NodeRegistry, SimNode } from "./node-registry.js";
 import { fail } from "./sim-failure.js";
@@ -32,7 +40,7 @@ export function checkIdleReadys(node: SimNode, idle: number): void {
 export function checkCommitProgress(
   node: SimNode,
   s: RaftStatus,
-  diskOf: (id: NodeId) => MemoryStorage | null,
+  diskOf: (id: NodeId) => DurableLog | null,
 ): void {
   if (s.commit < node.commit) {
     fail("monotonic-progress", `${node.id} commit index went back from ${node.commit} to ${s.commit}`);
@@ -63,6 +71,30 @@ export function checkApplyOrder(node: SimNode, e: Entry): void {
 export function checkSend(node: SimNode, m: Message, known: (id: NodeId) => boolean): void {
   if (m.from !== node.id || m.to === node.id || !known(m.to)) {
     fail("core-contract", `${node.id} sends a ${m.type} from ${m.from} to ${m.to}`);
+  }
+}
+
+/**
+ * A leader streams only a snapshot that has a file: never one of a point its storage took and made no
+ * copy at (lazy snapshots), which has no bytes to send.
+ */
+export function checkSnapshotSent(node: SimNode, m: SnapshotChunkMessage): void {
+  if (node.disk.storage.isBarePoint(m.meta.index, m.meta.term)) {
+    fail(
+      "snapshot-has-file",
+      `${node.id} sends snapshot ${m.meta.index}/t${m.meta.term}, a point it has no file of, to ${m.to}`,
+    );
+  }
+}
+
+/** A snapshot a node installs is a file that another node recorded, never a point's metadata. */
+export function checkSnapshotInstalled(node: SimNode, snapshot: Snapshot, nodes: NodeRegistry): void {
+  const { meta, checksum } = snapshot;
+  if (!nodes.all.some((n) => n !== node && n.disk.storage.hasFile(meta, checksum))) {
+    fail(
+      "snapshot-has-file",
+      `${node.id} installs snapshot ${meta.index}/t${meta.term}, which no other node has a file of`,
+    );
   }
 }
 

@@ -2,8 +2,8 @@ import type { Entry, HardState, NodeId } from "../raft/types.js";
 import { entryDigest } from "./digest.js";
 
 /**
- * The seven safety properties and the two membership adds (membership-invariants.ts), plus the two
- * ways a run fails without breaking one of them.
+ * The seven safety properties, the three membership adds (membership-invariants.ts) and the one lazy
+ * snapshots add (invariant-checks.ts), plus the two ways a run fails without breaking one of them.
  */
 export type InvariantName =
   | "election-safety"
@@ -15,6 +15,8 @@ export type InvariantName =
   | "linearizable-read"
   | "voters-only"
   | "one-change-at-a-time"
+  | "snapshot-conf"
+  | "snapshot-has-file"
   | "liveness"
   | "core-contract";
 
@@ -28,6 +30,8 @@ export const SAFETY_INVARIANTS: readonly InvariantName[] = [
   "linearizable-read",
   "voters-only",
   "one-change-at-a-time",
+  "snapshot-conf",
+  "snapshot-has-file",
 ];
 
 /** Thrown by a check; the simulator adds the seed, the step and the trace. */

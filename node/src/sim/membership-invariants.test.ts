@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { type ConfEntry, encodeConfChange } from "../raft/conf-change.js";
 import {
   type ConfState,
   type Entry,
@@ -128,6 +129,26 @@ describe("MembershipChecker", () => {
     const c = new MembershipChecker();
     expect(violation(() => c.checkUncommittedChanges("a", 2, [7]))).toBeUndefined();
     expect(violation(() => c.checkUncommittedChanges("a", 2, [7, 9]))).toBe("one-change-at-a-time");
+  });
+
+  it("a snapshot carries the configuration the committed log has at its index", () => {
+    const c = new MembershipChecker();
+    const change = (index: number, data: ConfEntry): Entry => ({
+      index,
+      term: 1,
+      type: "conf",
+      data: encodeConfChange(data),
+    });
+    c.observeCommittedChange(change(1, { type: "bootstrap", voters: ["a", "b", "c"] }));
+    c.observeCommittedChange(change(5, { type: "add-learner", node: "d" }));
+    const at = (index: number, conf: ConfState) =>
+      violation(() => c.checkSnapshotConf("a", { index, term: 1, conf }));
+    expect(at(4, { voters: ["a", "b", "c"] })).toBeUndefined();
+    expect(at(4, { voters: ["c", "a", "b"], learners: [] })).toBeUndefined();
+    expect(at(5, { voters: ["a", "b", "c"], learners: ["d"] })).toBeUndefined();
+    // A copy recorded with the configuration from before a change it covers.
+    expect(at(6, { voters: ["a", "b", "c"] })).toBe("snapshot-conf");
+    expect(at(4, CONF)).toBe("snapshot-conf");
   });
 });
 

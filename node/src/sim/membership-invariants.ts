@@ -1,9 +1,11 @@
+import { applyConfChange, decodeConfChange } from "../raft/conf-change.js";
 import type {
   ConfState,
   Entry,
   LogStorage,
   NodeId,
   RaftStatus,
+  SnapshotMeta,
   VoteMessage,
   VoteResponseMessage,
 } from "../raft/index.js";
@@ -24,11 +26,40 @@ type VoterState = Pick<RaftStatus, "term" | "vote" | "conf">;
  *   candidate's count is what the leader check holds to its voters;
  * - one-change-at-a-time: a leader's log never holds more than one membership change beyond the
  *   committed index. Two uncommitted changes could apply in either order on different nodes, and two
- *   configurations two changes apart need not share a majority.
+ *   configurations two changes apart need not share a majority;
+ * - snapshot-conf: a snapshot, taken, copied or received, carries the configuration the committed log
+ *   has at its index. A node that installs or restarts from one with another would disagree with the
+ *   rest on who votes.
  */
 export class MembershipChecker {
   /** Per candidate, the granted votes delivered to it in one term. */
   private readonly grants = new Map<NodeId, { term: number; from: Set<NodeId> }>();
+  /** The configuration from each committed membership change on, in index order. */
+  private readonly committedConfs: { index: number; conf: ConfState }[] = [
+    { index: 0, conf: { voters: [] } },
+  ];
+
+  /**
+   * A membership change was applied for the first time anywhere. Committed indexes are first applied
+   * in order, and a snapshot exists only of a prefix some node applied, so every change at or below a
+   * snapshot's index is known here by the time the snapshot is.
+   */
+  observeCommittedChange(e: Entry): void {
+    const last = this.committedConfs[this.committedConfs.length - 1]!;
+    if (e.index <= last.index) throw new Error(`membership change ${e.index} observed after ${last.index}`);
+    this.committedConfs.push({ index: e.index, conf: applyConfChange(last.conf, decodeConfChange(e.data)) });
+  }
+
+  /** The snapshot `node` took, copied or received carries the committed configuration at its index. */
+  checkSnapshotConf(node: NodeId, meta: SnapshotMeta): void {
+    let expected = this.committedConfs[0]!.conf;
+    for (const c of this.committedConfs) if (c.index <= meta.index) expected = c.conf;
+    if (sameConf(meta.conf, expected)) return;
+    fail(
+      "snapshot-conf",
+      `${node}'s snapshot ${meta.index}/t${meta.term} has ${show(meta.conf)}, the committed log ${show(expected)}`,
+    );
+  }
 
   /** A granted vote reached its candidate (before the candidate steps it). */
   observeGrant(m: VoteResponseMessage): void {
@@ -117,6 +148,13 @@ function show(conf: ConfState): string {
   return learners.length === 0 ? voters : `${voters} learners [${learners.join(", ")}]`;
 }
 
-function fail(invariant: "voters-only" | "one-change-at-a-time", detail: string): never {
+/** The same voters and learners, in any order. */
+function sameConf(a: ConfState, b: ConfState): boolean {
+  const key = (c: ConfState) =>
+    `${[...c.voters].sort().join(",")}|${[...(c.learners ?? [])].sort().join(",")}`;
+  return key(a) === key(b);
+}
+
+function fail(invariant: "voters-only" | "one-change-at-a-time" | "snapshot-conf", detail: string): never {
   throw new InvariantViolation(invariant, detail);
 }

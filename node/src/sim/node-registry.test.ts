@@ -6,7 +6,7 @@ import type { DiskFaults } from "./sim-disk.js";
 
 const DISK: DiskFaults = { minSyncDelay: 1, maxSyncDelay: 1, stallRate: 0, stallDelay: 0 };
 
-function registry(): NodeRegistry {
+function registry(lazySnapshots?: { chance: number; random: SeededRandom }): NodeRegistry {
   return new NodeRegistry({
     diskSeeds: new SeededRandom(1),
     clock: new SeededRandom(2),
@@ -14,6 +14,7 @@ function registry(): NodeRegistry {
     tickInterval: 10,
     tickSkew: 3,
     disk: DISK,
+    ...(lazySnapshots === undefined ? {} : { lazySnapshots }),
   });
 }
 
@@ -59,6 +60,28 @@ describe("NodeRegistry", () => {
     expect(r.active()).toEqual([a]);
     expect(r.appliedConf("n1")).toBeNull();
     expect(r.running()).toEqual([]);
+  });
+
+  it("gives each disk lazy snapshots by its own draw, shifting nothing else of a node", () => {
+    const eager = registry();
+    const some = registry({ chance: 0.5, random: new SeededRandom(9) });
+    const all = registry({ chance: 1, random: new SeededRandom(9) });
+    const made = [eager, some, all].map((r) => Array.from({ length: 12 }, () => r.create(null)));
+    const lazy = made.map((nodes) => nodes.map((n) => n.disk.storage.lazy));
+    expect(lazy[0]).toEqual(Array(12).fill(false));
+    expect(lazy[1]).toContain(true);
+    expect(lazy[1]).toContain(false);
+    expect(lazy[2]).toEqual(Array(12).fill(true));
+    // The same clocks and disk timings whatever was drawn.
+    const timing = [eager, some, all].map((r, k) => {
+      r.setDiskFaults({ ...DISK, maxSyncDelay: 50 });
+      const nodes = made[k]!;
+      const delays = nodes.map((n) => n.disk.write({ snapshot: null, entries: [], hardState: null }));
+      return { ticks: nodes.map((n) => n.tickInterval), delays };
+    });
+    expect(new Set(timing[0]!.delays).size).toBeGreaterThan(1);
+    expect(timing[1]).toEqual(timing[0]);
+    expect(timing[2]).toEqual(timing[0]);
   });
 
   it("applies disk faults to every disk, those of nodes added later too", () => {

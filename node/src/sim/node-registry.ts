@@ -2,7 +2,6 @@ import {
   bootstrapState,
   type ConfState,
   type HardState,
-  type MemoryStorage,
   type NodeId,
   type RaftNode,
   type RaftStatus,
@@ -11,6 +10,7 @@ import {
 } from "../raft/index.js";
 import { MemorySnapshotSink } from "../raft/memory-snapshot-sink.js";
 import { SnapshotInbox } from "../raft/snapshot-inbox.js";
+import type { LazySnapshotStorage } from "./lazy-snapshot-storage.js";
 import type { HeldHardState, ReadyPlan } from "./ready-plan.js";
 import { type DiskFaults, SimDisk } from "./sim-disk.js";
 import { StateMachineStore } from "./state-machine-store.js";
@@ -41,6 +41,12 @@ export interface SimNode {
   wiped: boolean;
   /** Bumped on every crash so the timers of an earlier life are ignored. */
   incarnation: number;
+  /**
+   * A copy of the state machine for a snapshot the core wants (lazy snapshots): under way, or made at
+   * an index the core has not advanced to yet and held until it has (see Simulator.copySnapshot). A
+   * crash loses it.
+   */
+  copy: "copying" | HeldCopy | null;
   /** The Ready whose write waits for its fsync; the core hands out no other meanwhile. */
   writing: { readonly rd: Ready; readonly plan: ReadyPlan } | null;
   /** What the driver keeps about hard states between Readys (see planReady). */
@@ -58,6 +64,12 @@ export interface SimNode {
   inbox: SnapshotInbox<MemorySnapshotSink>;
 }
 
+/** A copy of the state machine at `index`, made but not recorded yet. */
+export interface HeldCopy {
+  readonly index: number;
+  readonly data: Uint8Array;
+}
+
 /** Where a new node's randomness comes from, and the timing its disk and ticks start with. */
 export interface NodeSetup {
   /** Seeds each new disk's own stream. */
@@ -70,6 +82,11 @@ export interface NodeSetup {
   readonly tickSkew: number;
   /** How disks misbehave at first (see setDiskFaults). */
   readonly disk: DiskFaults;
+  /**
+   * Decides for each new disk whether it keeps lazy snapshots (`chance`), from a stream of its own so
+   * that the draws shift nothing else; without it every disk is eager.
+   */
+  readonly lazySnapshots?: { readonly chance: number; readonly random: SeededRandom };
 }
 
 /**
@@ -116,7 +133,7 @@ export class NodeRegistry {
   }
 
   /** The disk holding `id`'s log, or null once it was lost. */
-  diskOf(id: NodeId): MemoryStorage | null {
+  diskOf(id: NodeId): LazySnapshotStorage | null {
     const node = this.byId.get(id);
     if (node === undefined) throw new Error(`${id} was never started`);
     return node.wiped ? null : node.disk.storage;
@@ -132,7 +149,8 @@ export class NodeRegistry {
     if (bootstrap !== null && !bootstrap.includes(id)) throw new Error(`${id} is not among ${bootstrap}`);
     const s = this.setup;
     const skew = s.clock.nextInt(2 * s.tickSkew + 1) - s.tickSkew;
-    const disk = new SimDisk(new SeededRandom(s.diskSeeds.nextUint32()), this.diskFaults);
+    const lazy = s.lazySnapshots?.random.chance(s.lazySnapshots.chance) ?? false;
+    const disk = new SimDisk(new SeededRandom(s.diskSeeds.nextUint32()), this.diskFaults, lazy);
     if (bootstrap !== null) {
       const { entries, hardState } = bootstrapState(bootstrap);
       disk.storage.append(entries);
@@ -147,6 +165,7 @@ export class NodeRegistry {
       retired: false,
       wiped: false,
       incarnation: 0,
+      copy: null,
       writing: null,
       held: { last: { term: 0, vote: null, commit: 0 }, unsaved: null },
       durable: { term: 0, vote: null, commit: 0 },

@@ -6,7 +6,10 @@ import type { MemoryStorage } from "../raft/memory-storage.js";
  * no write had carried yet (see planReady). An applied index beyond the log's last entry is left for
  * the core to refuse: the log lost entries the state machine applied. Returns whether it raised it.
  */
-export function raiseCommitToApplied(storage: MemoryStorage, applied: number): boolean {
+export function raiseCommitToApplied(
+  storage: Pick<MemoryStorage, "initialState" | "lastIndex" | "setHardState">,
+  applied: number,
+): boolean {
   const { hardState } = storage.initialState();
   if (applied <= hardState.commit || applied > storage.lastIndex()) return false;
   storage.setHardState({ ...hardState, commit: applied });

@@ -63,7 +63,7 @@ describe("SimDisk", () => {
       hardState: { term: 3, vote: null, commit: 10 },
     });
     d.sync();
-    expect(d.storage.snapshot().meta.index).toBe(10);
+    expect(d.storage.snapshotMeta().index).toBe(10);
     expect(d.storage.firstIndex()).toBe(11);
     expect(d.storage.lastIndex()).toBe(12);
   });

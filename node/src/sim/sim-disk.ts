@@ -1,6 +1,6 @@
-import { MemoryStorage } from "../raft/memory-storage.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
 import type { Entry, HardState, Snapshot } from "../raft/types.js";
+import { LazySnapshotStorage } from "./lazy-snapshot-storage.js";
 
 export interface DiskFaults {
   readonly minSyncDelay: number;
@@ -23,17 +23,18 @@ export interface DiskWrite {
  * One node's disk: `storage` is the durable image (what survives a crash and what the core reads),
  * and at most one written-but-unsynced batch sits beside it until its fsync completes. A crash
  * before then loses the batch whole. A new disk is empty: it holds no configuration until a bootstrap
- * or the leader's log gives it one.
+ * or the leader's log gives it one. A `lazy` disk keeps local snapshots as points (LazySnapshotStorage).
  */
 export class SimDisk {
-  readonly storage: MemoryStorage;
+  readonly storage: LazySnapshotStorage;
   private unsynced: DiskWrite | null = null;
 
   constructor(
     private readonly random: SeededRandom,
     private faults: DiskFaults,
+    lazy = false,
   ) {
-    this.storage = new MemoryStorage({ voters: [] });
+    this.storage = new LazySnapshotStorage(lazy);
   }
 
   setFaults(faults: DiskFaults): void {
@@ -72,6 +73,7 @@ export class SimDisk {
   crash(): DiskWrite | null {
     const lost = this.unsynced;
     this.unsynced = null;
+    this.storage.crash();
     return lost;
   }
 }

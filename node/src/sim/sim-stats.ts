@@ -40,8 +40,18 @@ export interface SimStats {
   readonly restarts: number;
   readonly partitions: number;
   readonly bursts: number;
+  /** Local snapshots taken: with their files, or points on a lazy disk. */
   readonly snapshotsTaken: number;
   readonly snapshotsInstalled: number;
+  /** Disks that keep lazy snapshots (LazySnapshotStorage), of all the nodes the run started. */
+  readonly lazyDisks: number;
+  /**
+   * Lazy snapshots: the core's asks answered null (on a point), transfers a leader dropped on such an
+   * answer (its file superseded by the point), and copies made for them.
+   */
+  readonly snapshotsUnavailable: number;
+  readonly snapshotTransfersAbandoned: number;
+  readonly snapshotsCopied: number;
   /** Membership changes the operator proposed, and those refused (to be retried later). */
   readonly confChanges: number;
   readonly confChangesRefused: number;
@@ -89,6 +99,10 @@ export function emptyCounters(): Counters {
     bursts: 0,
     snapshotsTaken: 0,
     snapshotsInstalled: 0,
+    lazyDisks: 0,
+    snapshotsUnavailable: 0,
+    snapshotTransfersAbandoned: 0,
+    snapshotsCopied: 0,
     confChanges: 0,
     confChangesRefused: 0,
     joins: 0,

@@ -6,12 +6,12 @@ import {
   ProposalRefusedError,
   RaftNode,
   type RaftOptions,
+  type RaftStatus,
   type Ready,
   SeededRandom,
   type Snapshot,
   type SnapshotChunkMessage,
 } from "../raft/index.js";
-import { fillChunkFromMemory } from "../raft/memory-snapshot-sink.js";
 import { entryDigest } from "./digest.js";
 import { EventQueue } from "./event-queue.js";
 import { FaultInjector } from "./fault-injector.js";
@@ -29,11 +29,13 @@ import {
   checkConverged,
   checkIdleReadys,
   checkSend,
+  checkSnapshotInstalled,
+  checkSnapshotSent,
 } from "./invariant-checks.js";
 import { InvariantViolation, SafetyChecker } from "./invariants.js";
 import { MembershipChecker } from "./membership-invariants.js";
 import { describeChange, isRemovalOf, MembershipOperator } from "./membership-operator.js";
-import { INITIAL_VOTERS, NodeRegistry, type SimNode } from "./node-registry.js";
+import { type HeldCopy, INITIAL_VOTERS, NodeRegistry, type SimNode } from "./node-registry.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
 import { between } from "./random-choices.js";
 import { checkReady } from "./ready-checks.js";
@@ -122,15 +124,22 @@ export class Simulator {
     this.coreSeeds = new SeededRandom(root.nextUint32());
     this.network = new SimNetwork([], new SeededRandom(root.nextUint32()), this.profile.network);
     const p = this.profile;
+    const diskSeeds = new SeededRandom(root.nextUint32());
+    const clock = new SeededRandom(root.nextUint32());
+    const stateLoss = new SeededRandom(root.nextUint32());
+    const operatorRandom = new SeededRandom(root.nextUint32());
+    // Drawn last from the root, and only per new disk: the streams above are those of every run before
+    // lazy snapshots existed, so a run whose disks all draw eager replays exactly as it did then.
+    const lazyRandom = new SeededRandom(root.nextUint32());
     this.nodes = new NodeRegistry({
-      diskSeeds: new SeededRandom(root.nextUint32()),
-      clock: new SeededRandom(root.nextUint32()),
-      stateLoss: new SeededRandom(root.nextUint32()),
+      diskSeeds,
+      clock,
+      stateLoss,
       tickInterval: p.tickInterval,
       tickSkew: p.tickSkew,
       disk: p.disk,
+      lazySnapshots: { chance: p.lazySnapshots, random: lazyRandom },
     });
-    const operatorRandom = new SeededRandom(root.nextUint32());
     this.operator =
       p.membership === null
         ? null
@@ -167,7 +176,15 @@ export class Simulator {
   }
 
   get stats(): SimStats {
-    return { ...this.counters, steps: this.step, time: this.time, committed: this.checker.committedIndex };
+    let unavailable = 0;
+    for (const node of this.nodes.all) unavailable += node.disk.storage.unavailableAnswers;
+    return {
+      ...this.counters,
+      steps: this.step,
+      time: this.time,
+      committed: this.checker.committedIndex,
+      snapshotsUnavailable: unavailable,
+    };
   }
 
   /** Runs the faulty phase and then the convergence phase; throws `SimulationFailure`. */
@@ -217,6 +234,9 @@ export class Simulator {
       case "sync":
         this.sync(ev.node);
         return;
+      case "snapshot-copy":
+        this.copySnapshot(ev.node);
+        return;
       case "restart":
         this.counters.restarts++;
         this.start(ev.node);
@@ -252,6 +272,7 @@ export class Simulator {
     switch (ev.kind) {
       case "tick":
       case "sync":
+      case "snapshot-copy":
         return ev.node.core === null || ev.incarnation !== ev.node.incarnation;
       case "restart":
         return ev.node.core !== null || ev.node.retired;
@@ -340,7 +361,7 @@ export class Simulator {
   /** Boots a node from what its disk and state machine kept, as after a power loss. */
   private start(node: SimNode): void {
     const storage = node.disk.storage;
-    const snapshot = storage.snapshot();
+    const snapshot = storage.snapshotMeta();
     const sm = node.state.live;
     this.checker.observeRestore(node.id, sm.applied, sm.term, sm.digest);
     const raised = raiseCommitToApplied(storage, sm.applied);
@@ -366,7 +387,7 @@ export class Simulator {
       "fault",
       `start: term ${hardState.term} vote ${hardState.vote ?? "-"} commit ${hardState.commit}` +
         `${raised ? " (raised to the applied index)" : ""} applied ${sm.applied} ` +
-        `snapshot ${snapshot.meta.index} log ${storage.firstIndex()}..${storage.lastIndex()}`,
+        `snapshot ${snapshot.index}${storage.onPoint ? " (point)" : ""} log ${storage.firstIndex()}..${storage.lastIndex()}`,
     );
     this.scheduleTick(node, 1 + this.random.nextInt(node.tickInterval));
     this.afterInput(node);
@@ -376,6 +397,8 @@ export class Simulator {
   private stop(node: SimNode): void {
     node.core = null;
     node.writing = null;
+    // A copy under way or not yet recorded is a temporary file that the next start deletes.
+    node.copy = null;
     node.status = null;
     node.incarnation++;
     // What was received of a snapshot sits in a temporary file that the next start deletes.
@@ -388,6 +411,7 @@ export class Simulator {
   /** Adds a node with a new ID (see NodeRegistry.create); it starts when the caller says. */
   private addNode(bootstrap: readonly NodeId[] | null): SimNode {
     const node = this.nodes.create(bootstrap);
+    if (node.disk.storage.lazy) this.counters.lazyDisks++;
     this.network.addNode(node.id);
     return node;
   }
@@ -429,6 +453,7 @@ export class Simulator {
     if (m.type === "vote-response") this.membership.observeGrant(m);
     const before = node.status!;
     const refused = node.inbox.refusedSnapshots;
+    const unavailable = node.disk.storage.unavailableAnswers;
     try {
       node.inbox.step(node.core, m);
     } catch (error) {
@@ -443,6 +468,7 @@ export class Simulator {
       );
     }
     this.observeStatus(node);
+    if (node.disk.storage.unavailableAnswers > unavailable) this.snapshotUnavailable(node, m, before);
     if (m.type === "vote") this.membership.observeVoteRequest(node.id, m, before, node.status!);
     this.pump(node);
   }
@@ -523,6 +549,7 @@ export class Simulator {
   private sendMessages(node: SimNode, messages: readonly Message[]): void {
     for (const sent of messages) {
       checkSend(node, sent, (id) => this.nodes.get(id) !== undefined);
+      if (sent.type === "snapshot-chunk") checkSnapshotSent(node, sent);
       this.counters.messagesSent++;
       const m = sent.type === "snapshot-chunk" ? this.withChunkBytes(node, sent) : sent;
       if (m === null) {
@@ -546,7 +573,7 @@ export class Simulator {
    * which the receiver's checksum must catch.
    */
   private withChunkBytes(node: SimNode, m: SnapshotChunkMessage): SnapshotChunkMessage | null {
-    const filled = fillChunkFromMemory(node.disk.storage, m);
+    const filled = node.disk.storage.fillChunk(m);
     if (filled === null || filled.data === null || filled.length === 0) return filled;
     if (!this.random.chance(this.profile.chunkCorruptRate)) return filled;
     const data = filled.data.slice();
@@ -573,6 +600,7 @@ export class Simulator {
   }
 
   private installSnapshot(node: SimNode, snapshot: Snapshot): void {
+    checkSnapshotInstalled(node, snapshot, this.nodes);
     let sm: SimStateMachine;
     try {
       sm = SimStateMachine.restore(snapshot.meta, node.disk.storage.snapshotData());
@@ -581,6 +609,7 @@ export class Simulator {
     }
     const { index, term } = snapshot.meta;
     this.checker.observeRestore(node.id, index, term, sm.digest);
+    this.membership.checkSnapshotConf(node.id, snapshot.meta);
     node.state.synced(sm);
     this.counters.snapshotsInstalled++;
     this.note(node.id, "apply", `installed snapshot ${index}/t${term}`);
@@ -600,6 +629,7 @@ export class Simulator {
       const firstApplied = e.index > this.checker.committedIndex;
       this.checker.observeApply(node.id, e, digest, sm.digest, termBound);
       if (firstApplied) this.operator?.observeCommitted(e);
+      if (firstApplied && e.type === "conf") this.membership.observeCommittedChange(e);
       if (isRemovalOf(e, node.id)) {
         this.queue.push(this.time + this.between(this.profile.downtime), { kind: "shutdown", node });
       }
@@ -611,20 +641,102 @@ export class Simulator {
 
   /**
    * Takes a local snapshot every so often and compacts, so lagging nodes and nodes that join late need
-   * InstallSnapshot. The snapshot carries the configuration as of its index.
+   * InstallSnapshot. The snapshot carries the configuration as of its index. On a lazy disk it is a
+   * point, and a copy is started instead when the core asked for a snapshot on one; as in the
+   * production driver, nothing else is taken while a copy is under way. A copy held for the core to
+   * advance is recorded here, after advance().
    */
   private maybeSnapshot(node: SimNode): void {
     const storage = node.disk.storage;
     const sm = node.state.live;
-    if (sm.applied - storage.snapshot().meta.index < this.profile.snapshotEvery) return;
+    if (node.copy !== null && node.copy !== "copying") this.recordCopy(node, node.copy);
+    if (node.copy !== null) return;
+    if (storage.snapshotWanted()) {
+      this.startCopy(node);
+      return;
+    }
+    if (sm.applied - storage.snapshotMeta().index < this.profile.snapshotEvery) return;
     checkAppliedOnDisk(node);
-    storage.createSnapshot(sm.applied, node.core!.confStateAt(sm.applied), sm.serialize());
+    storage.takeSnapshot(sm.applied, node.core!.confStateAt(sm.applied), () => sm.serialize());
+    this.membership.checkSnapshotConf(node.id, storage.snapshotMeta());
     // Production fsyncs the state database before it records a snapshot of it.
     node.state.synced(sm);
     const compactTo = sm.applied - this.random.nextInt(this.profile.keepAfterSnapshot + 1);
     storage.compact(compactTo);
     this.counters.snapshotsTaken++;
-    this.note(node.id, "apply", `snapshot at ${sm.applied}, log compacted to ${compactTo}`);
+    const what = storage.lazy ? "snapshot point" : "snapshot";
+    this.note(node.id, "apply", `${what} at ${sm.applied}, log compacted to ${compactTo}`);
+  }
+
+  /**
+   * A leader stepping `m` asked for a snapshot to send and was answered null: it sends nothing. On a
+   * heartbeat answer or a chunk's, a transfer to `m.from` under way was being rewound: its file may be
+   * gone (the point superseded it), so the leader drops it and probes. (On an append answer the
+   * follower may have completed one transfer and need the next; that is not counted.)
+   */
+  private snapshotUnavailable(node: SimNode, m: Message, before: RaftStatus): void {
+    const from = m.from;
+    const rewound = m.type === "heartbeat-response" || m.type === "snapshot-chunk-response";
+    const was = before.progress[from]?.state;
+    const abandoned = rewound && was === "snapshot" && node.status!.progress[from]?.state === "probe";
+    if (abandoned) this.counters.snapshotTransfersAbandoned++;
+    const point = node.disk.storage.snapshotMeta().index;
+    const what = abandoned ? `, transfer to ${from} abandoned` : "";
+    this.note(node.id, "apply", `no snapshot to send: on point ${point}${what}`);
+  }
+
+  /** The core was answered null on a point: the state machine is copied, which takes a while. */
+  private startCopy(node: SimNode): void {
+    node.copy = "copying";
+    const delay = this.between(this.profile.snapshotCopyDelay);
+    this.queue.push(this.time + delay, { kind: "snapshot-copy", node, incarnation: node.incarnation });
+    this.note(
+      node.id,
+      "apply",
+      `snapshot wanted on point ${node.disk.storage.snapshotMeta().index}: copying`,
+    );
+  }
+
+  /**
+   * The copy is made: of the state machine as it is now, at the index it has applied (at or beyond the
+   * point), as the production driver copies it. Its configuration is the core's at that index
+   * (confStateAt), which the core knows only once it advanced past the index: a leader applies during
+   * its fsync, before advance(), so a copy made then is held until the Ready is done (maybeSnapshot).
+   * The state machine is not made durable by the copy: a crash may take it back behind it.
+   */
+  private copySnapshot(node: SimNode): void {
+    const sm = node.state.live;
+    if (!node.disk.storage.snapshotWanted()) {
+      node.copy = null;
+      this.note(node.id, "apply", "snapshot copy dropped: no longer on a point");
+      return;
+    }
+    checkAppliedOnDisk(node);
+    const copy: HeldCopy = { index: sm.applied, data: sm.serialize() };
+    if (node.core!.status().applied >= copy.index) {
+      this.recordCopy(node, copy);
+      return;
+    }
+    node.copy = copy;
+    this.note(node.id, "apply", `snapshot copied at ${copy.index}, held until the core advances to it`);
+  }
+
+  /** Records a copy as the latest snapshot, unless a snapshot received meanwhile made it needless. */
+  private recordCopy(node: SimNode, copy: HeldCopy): void {
+    node.copy = null;
+    const storage = node.disk.storage;
+    if (!storage.snapshotWanted()) {
+      this.note(node.id, "apply", `snapshot copy at ${copy.index} dropped: no longer on a point`);
+      return;
+    }
+    const core = node.core!;
+    if (core.status().applied < copy.index)
+      throw new Error(`${node.id} records a copy at ${copy.index} before its core advanced to it`);
+    const point = storage.snapshotMeta().index;
+    const recorded = storage.materialize(copy.index, core.confStateAt(copy.index), copy.data);
+    this.membership.checkSnapshotConf(node.id, recorded.meta);
+    this.counters.snapshotsCopied++;
+    this.note(node.id, "apply", `snapshot copy recorded at ${copy.index} (point ${point})`);
   }
 
   // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,12 @@ export interface LogWrite {
   readonly hardState: HardState | null;
 }
 
+/**
+ * The configuration at an index the state machine has applied, for the snapshot there; asynchronous,
+ * since the driver may learn it only once the core has advanced past that index.
+ */
+export type ConfAt = (index: number) => ConfState | Promise<ConfState>;
+
 interface Pending {
   readonly write: LogWrite | null;
   readonly record: SnapshotRecord | null;
@@ -101,23 +107,20 @@ export class DurableLogWriter {
    * snapshot, for a follower that needs one (`store.snapshotWanted`); `confAt` gives the configuration
    * at the index the copy covers. The log is not compacted here.
    */
-  async createSnapshot(source: SnapshotSource, confAt: (index: number) => ConfState): Promise<SnapshotMeta> {
+  async createSnapshot(source: SnapshotSource, confAt: ConfAt): Promise<SnapshotMeta> {
     if (this.failure !== null) throw this.failure;
     const temp = this.store.snapshotFiles.tempPath();
-    let taken: { index: number; term: number };
+    let meta: SnapshotMeta;
     try {
-      taken = await source.createSnapshotFile(temp);
+      const taken = await source.createSnapshotFile(temp);
       const refused = this.store.localSnapshotRefusal(taken.index, taken.term, true);
       if (refused !== null) throw refused;
+      meta = { index: taken.index, term: taken.term, conf: await confAt(taken.index) };
     } catch (err) {
       await rm(temp, { force: true });
       throw err;
     }
-    const file = await this.store.snapshotFiles.adopt(temp, {
-      index: taken.index,
-      term: taken.term,
-      conf: confAt(taken.index),
-    });
+    const file = await this.store.snapshotFiles.adopt(temp, meta);
     await this.enqueue(null, file, true);
     return file.meta;
   }
@@ -131,7 +134,7 @@ export class DurableLogWriter {
    */
   async maybeSnapshot(
     source: SnapshotSource,
-    confAt: (index: number) => ConfState,
+    confAt: ConfAt,
     appliedIndex: number,
   ): Promise<SnapshotMeta | null> {
     if (this.snapshotting || !this.policy.due(this.store, appliedIndex)) return null;
@@ -139,7 +142,7 @@ export class DurableLogWriter {
     try {
       if (this.failure !== null) throw this.failure;
       const { index, term } = await source.durablePosition();
-      const meta: SnapshotMeta = { index, term, conf: confAt(index) };
+      const meta: SnapshotMeta = { index, term, conf: await confAt(index) };
       await this.enqueue(null, { meta, file: null, size: 0, checksum: 0 }, true);
       this.store.compact(Math.min(this.policy.compactionIndex(index), this.store.snapshotIndex()));
       return meta;

@@ -8,6 +8,7 @@ import { RaftNode, type RaftStatus } from "../raft/raft-node.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
 import { SnapshotInbox } from "../raft/snapshot-inbox.js";
 import {
+  type ConfState,
   canSendBeforePersist,
   type Entry,
   type HardState,
@@ -21,6 +22,7 @@ import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
 import type { SnapshotFile } from "../storage/snapshot-file-store.js";
+import { StorageClosedError } from "../storage/storage-errors.js";
 import { ApplyWaiters } from "./apply-waiters.js";
 import { FileSnapshotSink } from "./file-snapshot-sink.js";
 import { FollowerApplyPolicy } from "./follower-apply-policy.js";
@@ -677,7 +679,15 @@ export class RaftDriver {
       createSnapshotFile: (path: string) => sm.createSnapshot(path),
       durablePosition: () => sm.durablePosition(),
     };
-    const confAt = (index: number) => this.raft.confStateAt(index);
+    // The core records a configuration change at advance(), which on a leader follows the apply of
+    // its entries (applied during the fsync): the snapshot's configuration waits for it.
+    const confAt = async (index: number): Promise<ConfState> => {
+      while (this.raft.status().applied < index) {
+        if (!this.running || this.failure !== null) throw new StorageClosedError();
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+      return this.raft.confStateAt(index);
+    };
     this.snapshotInProgress = true;
     this.snapshotting = (
       copy
