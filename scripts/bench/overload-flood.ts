@@ -5,9 +5,11 @@
  *   which resends a refused write (429, or etcd's refusals) the moment the refusal arrives, with the
  *   same command ID, and sends the next write the moment one is acknowledged;
  * - `KeyLoadClient`, the library's own behaviour: its retries after `Retry-After`, its retry budget and
- *   its adaptive throttle, one client per principal; a caller whose write the client gave up on sends
- *   the next one at once (after a local throttle rejection, after the client's first backoff step, so
- *   that a rejection that costs nothing does not spin this process).
+ *   its adaptive throttle, one client per principal, under an application that does what its
+ *   `ResourceExhaustedError` says: a caller whose write the client gave up on after a refusal sends
+ *   the next one after the error's `retryAfter` (after a local throttle rejection, which carries none,
+ *   after the client's first backoff step, so that a rejection that costs nothing does not spin this
+ *   process).
  */
 import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -175,7 +177,9 @@ export async function runClientFlood(spec: ClientFloodSpec): Promise<FloodResult
         if (err instanceof KeyLoadClientError && err.code === "ResourceExhausted") {
           // The 429s the voters sent are counted by the voters; these are the calls the client gave up on.
           tally(refusals, `gave up: ${err.reason ?? "?"}`);
-          if (err.reason === "ClientThrottled") await sleep(CLIENT_DEFAULTS.backoff.initialMs);
+          await sleep(Math.max(err.retryAfter ?? 0, CLIENT_DEFAULTS.backoff.initialMs), undefined, {
+            signal: stop.signal,
+          }).catch(() => undefined);
         } else {
           tally(errors, err instanceof KeyLoadClientError ? `${err.code} ${err.reason ?? ""}` : String(err));
           await sleep(10);

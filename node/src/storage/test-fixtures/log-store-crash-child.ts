@@ -12,9 +12,9 @@ import { crc32c } from "../../checksum/crc32c.js";
 import type { SnapshotMeta } from "../../raft/types.js";
 import { DurableLogStore } from "../durable-log-store.js";
 import { DurableLogWriter } from "../durable-log-writer.js";
-import { SnapshotPolicy } from "../snapshot-policy.js";
 import type { StorageFaultPoint } from "../fault-hook.js";
 import type { SnapshotFile } from "../snapshot-file-store.js";
+import { SnapshotPolicy } from "../snapshot-policy.js";
 import { crashWorkload } from "./crash-workload.js";
 import { CONF, dataFor, entries, hs } from "./storage-fixture.js";
 
