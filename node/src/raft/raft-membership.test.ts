@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ConfChange } from "./conf-change.js";
-import { ProposalRefusedError } from "./errors.js";
+import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
 import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
@@ -205,6 +205,32 @@ describe("membership changes", () => {
     c.tickUntil(() => c.leader() === "b", 300, ["b"]);
     expect(c.node("a").status()).toMatchObject({ role: "follower", conf: { voters: ["b"] } });
     expect(c.node("b").status().conf.voters).toEqual(["b"]);
+  });
+
+  it("answers the configuration at an index only once advance() has passed it", () => {
+    const seen: { index: number; before: unknown }[] = [];
+    const c = new InMemoryRaftCluster(VOTERS, {}, 1, {
+      onReady: (id, rd, m) => {
+        const conf = rd.committedEntries.find((e) => e.type === "conf");
+        if (id !== "a" || !conf) return;
+        // A driver applies a Ready's entries before advance(): the change is not recorded yet.
+        let before: unknown = null;
+        try {
+          m.raft.confStateAt(conf.index);
+        } catch (error) {
+          before = error;
+        }
+        seen.push({ index: conf.index, before });
+      },
+    });
+    c.elect("a");
+    c.join("d");
+    change(c, "a", { type: "add-learner", node: "d" });
+    expect(seen).toHaveLength(1);
+    expect(seen[0]!.before).toBeInstanceOf(RaftInvariantError);
+    expect(c.node("a").confStateAt(seen[0]!.index)).toEqual({ voters: VOTERS, learners: ["d"] });
+    expect(c.node("a").confStateAt(seen[0]!.index - 1)).toEqual({ voters: VOTERS });
+    expect(c.node("a").confState()).toEqual(c.node("a").status().conf);
   });
 
   it("rebuilds the configuration on restart from the snapshot and the applied conf entries", () => {

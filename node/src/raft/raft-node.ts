@@ -224,6 +224,11 @@ export class RaftNode {
     return { index, term: this.term };
   }
 
+  /** The configuration in force: the latest one advance() recorded; reads no storage. */
+  confState(): ConfState {
+    return this.conf.state;
+  }
+
   /**
    * The configuration the state machine had once it applied `index` (for a snapshot taken there).
    * Known once `advance()` has passed `index`: a driver may apply a Ready's entries before it advances

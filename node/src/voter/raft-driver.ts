@@ -777,7 +777,7 @@ export class RaftDriver {
         lastIndex: commit,
         transferee: null,
         leaderCommit: commit,
-        conf: this.raft.confStateAt(commit),
+        conf: this.raft.confState(),
         progress: {},
       };
     }
