@@ -62,7 +62,7 @@ if (mode === "append") {
   armed = true;
   const snapB = await receiveInChunks({ index: 80, term: 3, conf: CONF }, dataFor(80, 3, 90_000));
   await writer.write({ snapshot: snapB, entries: entries(81, 85, 3), hardState: hs(3, null, 80) });
-} else if (mode === "create") {
+} else if (mode === "create" || mode === "point") {
   await writer.write({ snapshot: null, entries: entries(1, 50, 1, 500), hardState: hs(1, "n1", 50) });
   const source = (index: number) => ({
     async createSnapshotFile(path: string) {
@@ -73,19 +73,8 @@ if (mode === "append") {
   });
   await writer.createSnapshot(source(20), () => CONF);
   armed = true;
-  await writer.createSnapshot(source(40), () => CONF);
-} else if (mode === "point") {
-  await writer.write({ snapshot: null, entries: entries(1, 50, 1, 500), hardState: hs(1, "n1", 50) });
-  const source = (index: number) => ({
-    async createSnapshotFile(path: string) {
-      writeFileSync(path, dataFor(index, 1, 60_000));
-      return { index, term: 1 };
-    },
-    durablePosition: async () => ({ index, term: 1 }),
-  });
-  await writer.createSnapshot(source(20), () => CONF);
-  armed = true;
-  await writer.maybeSnapshot(source(40), () => CONF, 50);
+  if (mode === "create") await writer.createSnapshot(source(40), () => CONF);
+  else await writer.maybeSnapshot(source(40), () => CONF, 50);
 }
 // Reached only when the fault point never came: the parent reports that.
 process.send?.({ done: true }, () => process.exit(0));
