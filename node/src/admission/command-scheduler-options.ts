@@ -27,6 +27,11 @@ export interface CommandSchedulerOptions {
   readonly maxBatchCommands?: number;
   /** Most retained bytes (payload accounting) in one unit; a single larger command still goes alone. */
   readonly maxBatchBytes?: number;
+  /**
+   * Most retained bytes of data commands in a unit that holds a control command. A control command is
+   * answered only once its whole unit has replicated and applied, so the data riding with it is kept small.
+   */
+  readonly maxDataBytesWithControl?: number;
   readonly clock?: SchedulerClock;
   /** Told each command's `queue`, `replicate` and `apply` times. */
   readonly stages?: CommandStageObserver;
@@ -41,6 +46,9 @@ export const COMMAND_SCHEDULER_DEFAULTS = {
   // (two fsyncs and a round trip) is spread over more commands (docs/decisions/0013-pipelined-units.md).
   maxBatchCommands: 256,
   maxBatchBytes: 16 * 1024 * 1024,
+  // About four 64 KiB values: a control command's unit stays short under a flood of large writes
+  // while a unit of data alone still carries many (docs/decisions/0022-small-units-for-control.md).
+  maxDataBytesWithControl: 1024 * 1024,
   clock: SYSTEM_CLOCK,
   stages: NO_STAGE_OBSERVER,
 } as const satisfies ResolvedCommandSchedulerOptions;
@@ -54,6 +62,7 @@ export function resolveCommandSchedulerOptions(
     replicationDeadlineMs: options.replicationDeadlineMs ?? d.replicationDeadlineMs,
     maxBatchCommands: options.maxBatchCommands ?? d.maxBatchCommands,
     maxBatchBytes: options.maxBatchBytes ?? d.maxBatchBytes,
+    maxDataBytesWithControl: options.maxDataBytesWithControl ?? d.maxDataBytesWithControl,
     clock: options.clock ?? d.clock,
     stages: options.stages ?? d.stages,
   };
@@ -62,6 +71,7 @@ export function resolveCommandSchedulerOptions(
     "replicationDeadlineMs",
     "maxBatchCommands",
     "maxBatchBytes",
+    "maxDataBytesWithControl",
   ] as const;
   for (const key of counts) {
     const value = resolved[key];

@@ -245,6 +245,51 @@ describe("CommandScheduler", () => {
     expect(h.inUse()).toBe(0);
   });
 
+  it("keeps the data riding with a control command within maxDataBytesWithControl", async () => {
+    // 4496 retained bytes per command: two data fit beside control in 10,000, a third does not.
+    const small = "x".repeat(100);
+    const h = new Harness({ maxBatchBytes: 100_000, maxDataBytesWithControl: 10_000 });
+    const data = Array.from({ length: 6 }, () => h.submit("data", small));
+    const control = h.submit("control", small);
+    await flush();
+    h.target.completeNext();
+    await flush();
+    // Data alone fills a unit to maxBatchBytes; a control command behind it waits for the next one.
+    const late = h.submit("control", small);
+    const more = Array.from({ length: 4 }, () => h.submit("data", small));
+    h.target.completeNext();
+    await flush();
+    expect(h.target.units.map((u) => u.batch)).toEqual([
+      [control, data[0], data[1]],
+      [data[2], data[3], data[4], data[5]],
+      [late, more[0], more[1]],
+    ]);
+    h.target.completeNext();
+    await flush();
+    expect(h.target.units[3]!.batch).toEqual([more[2], more[3]]);
+    h.target.completeNext();
+    await flush();
+    expect(h.inUse()).toBe(0);
+  });
+
+  it("never adds a control command to a unit whose data already exceeds that bound", async () => {
+    const h = new Harness({ maxConsecutiveControl: 1, maxDataBytesWithControl: 5_000 });
+    const first = h.submit("control");
+    const big = h.submit("data", "y".repeat(2000));
+    const controls = [h.submit("control"), h.submit("control")];
+    await flush();
+    // The data command (about 8,000 retained bytes) cannot ride with the first control command...
+    expect(h.target.units[0]!.batch).toEqual([first]);
+    h.target.completeNext();
+    await flush();
+    // ...and goes first after it (one control command in a row at most), alone: the control commands
+    // behind it wait for a unit of their own rather than for its bytes.
+    expect(h.target.units[1]!.batch).toEqual([big]);
+    h.target.completeNext();
+    await flush();
+    expect(h.target.units[2]!.batch).toEqual(controls);
+  });
+
   it("schedules within bounds: at most MaxConsecutiveControl control in a row while data waits, FIFO per lane", async () => {
     type Op = "control" | "data" | "complete";
     await fc.assert(
@@ -519,6 +564,9 @@ describe("CommandScheduler", () => {
   it("validates its options", () => {
     const target = new HeldTarget();
     expect(() => new CommandScheduler(target, { maxBatchCommands: 0 })).toThrow(AdmissionOptionError);
+    expect(() => new CommandScheduler(target, { maxDataBytesWithControl: -1 })).toThrow(
+      /maxDataBytesWithControl/,
+    );
     expect(() => new CommandScheduler(target, { replicationDeadlineMs: 1.5 })).toThrow(
       /replicationDeadlineMs/,
     );

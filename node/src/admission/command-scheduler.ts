@@ -167,24 +167,36 @@ export class CommandScheduler<C, R> {
     return this.data.length > 0 ? this.data : undefined;
   }
 
-  /** Repeats the selection until the unit reaches its count or byte bound. */
+  /**
+   * Repeats the selection until the unit reaches its count or byte bound, or, once it holds a control
+   * command, its bound on the data riding along.
+   */
   private takeUnit(): Unit<C, R> | undefined {
-    const { maxBatchCommands, maxBatchBytes, clock, stages } = this.options;
+    const { maxBatchCommands, maxBatchBytes, maxDataBytesWithControl, clock, stages } = this.options;
     const entries: QueuedCommand<C, R>[] = [];
     const now = clock.now();
     let bytes = 0;
+    let dataBytes = 0;
+    let holdsControl = false;
     while (entries.length < maxBatchCommands) {
       const lane = this.nextLane();
       if (lane === undefined) break;
       const entry = lane.peek()!;
       const entryBytes = entry.reservation.retainedBytes;
-      if (entries.length > 0 && bytes + entryBytes > maxBatchBytes) break;
+      const isControl = lane === this.control;
+      const nextDataBytes = isControl ? dataBytes : dataBytes + entryBytes;
+      if (entries.length > 0) {
+        if (bytes + entryBytes > maxBatchBytes) break;
+        if ((holdsControl || isControl) && nextDataBytes > maxDataBytesWithControl) break;
+      }
       lane.shift();
-      this.consecutiveControl = lane === this.control ? this.consecutiveControl + 1 : 0;
+      this.consecutiveControl = isControl ? this.consecutiveControl + 1 : 0;
       entry.reservation.markActive();
       stages.observe(entry.reservation.lane, "queue", now - entry.queuedAt);
       entries.push(entry);
       bytes += entryBytes;
+      dataBytes = nextDataBytes;
+      holdsControl ||= isControl;
     }
     return entries.length === 0
       ? undefined
