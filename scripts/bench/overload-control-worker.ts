@@ -4,8 +4,15 @@
  * interval for the given seconds, waits for the outstanding answers and sends back what it measured.
  */
 import { randomBytes } from "node:crypto";
+import { subscribe } from "node:diagnostics_channel";
 import { Pool } from "undici";
-import type { ControlReply, ControlRequest, ControlResult, ControlSpec } from "./overload-control.js";
+import {
+  type ControlReply,
+  type ControlRequest,
+  type ControlResult,
+  type ControlSpec,
+  SETTLE_MS,
+} from "./overload-control.js";
 
 /** How long the prober waits for answers still outstanding when its time is up. */
 const DRAIN_MS = 15_000;
@@ -42,6 +49,10 @@ async function main(spec: ControlSpec): Promise<void> {
   const pool = new Pool(spec.origin, { connections: 8, pipelining: 1, keepAliveTimeout: 60_000 });
   const request = prober(spec);
   let seq = 0;
+  let connected = 0;
+  subscribe("undici:client:connected", () => {
+    connected++;
+  });
 
   const send = async (): Promise<{ ok: boolean; ms: number; kind: string }> => {
     const req = request(seq++);
@@ -71,6 +82,8 @@ async function main(spec: ControlSpec): Promise<void> {
 
   const run = async (seconds: number): Promise<ControlResult> => {
     const latencies: number[] = [];
+    const settledLatencies: number[] = [];
+    const connectedBefore = connected;
     const errors: Record<string, number> = {};
     const outstanding = new Set<Promise<void>>();
     let sent = 0;
@@ -84,8 +97,10 @@ async function main(spec: ControlSpec): Promise<void> {
       if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
       maxLateMs = Math.max(maxLateMs, performance.now() - due);
       sent++;
+      const settled = due - start >= SETTLE_MS;
       const p = send().then((r) => {
         if (r.ok) latencies.push(r.ms);
+        if (r.ok && settled) settledLatencies.push(r.ms);
         else errors[r.kind] = (errors[r.kind] ?? 0) + 1;
       });
       outstanding.add(p);
@@ -97,7 +112,15 @@ async function main(spec: ControlSpec): Promise<void> {
       errors[`unanswered after ${DRAIN_MS / 1000} s`] = outstanding.size;
     }
     latencies.sort((a, b) => a - b);
-    return { sent, latencies, errors, maxLateMs };
+    settledLatencies.sort((a, b) => a - b);
+    return {
+      sent,
+      latencies,
+      settledLatencies,
+      newConnections: connected - connectedBefore,
+      errors,
+      maxLateMs,
+    };
   };
 
   process.on("message", (message: ControlRequest) => {

@@ -18,6 +18,9 @@ export interface ControlSpec {
   readonly tag: string;
 }
 
+/** The start of a run that `settledLatencies` leave out: a flood's connection storm. */
+export const SETTLE_MS = 2_000;
+
 export type ControlRequest = { readonly type: "run"; readonly seconds: number } | { readonly type: "exit" };
 
 export type ControlReply =
@@ -29,6 +32,13 @@ export interface ControlResult {
   readonly sent: number;
   /** Milliseconds from sending to the end of the answer, of the 2xx answers. */
   readonly latencies: readonly number[];
+  /** The same, of the writes sent once the run's first `SETTLE_MS` had passed. */
+  readonly settledLatencies: readonly number[];
+  /**
+   * Connections the prober opened during the run: it opens one when every open one is busy, and
+   * a new connection waits for the server's accept behind any others queued there.
+   */
+  readonly newConnections: number;
   /** Anything but a 2xx answer, by kind. */
   readonly errors: Record<string, number>;
   /** The prober's own worst timer lateness in ms: how late it was to send on schedule. */

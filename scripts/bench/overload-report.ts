@@ -4,6 +4,7 @@
  * asserted: a missed target is printed, not failed).
  */
 
+import { SETTLE_MS } from "./overload-control.js";
 import { describeStages, type StageFigure } from "./overload-stage-trace.js";
 
 export type System = "keyload" | "etcd";
@@ -22,6 +23,10 @@ export interface ControlFigures extends LatencySummary {
   readonly errors: Record<string, number>;
   /** How late the prober itself was to send on schedule, at worst (ms). */
   readonly maxLateMs: number;
+  /** The writes sent after the phase's first seconds (overload-control.ts, `SETTLE_MS`). */
+  readonly settled: LatencySummary;
+  /** Connections the prober opened during the phase. */
+  readonly newConnections: number;
 }
 
 export interface ServerFigures {
@@ -122,6 +127,12 @@ export function describePhase(r: PhaseRecord): string {
   if (Object.keys(r.errors).length > 0) lines.push(`      other failures: ${reasons(r.errors)}`);
   if (r.control && Object.keys(r.control.errors).length > 0) {
     lines.push(`      control failures: ${reasons(r.control.errors)}`);
+  }
+  if (r.control && r.phase === "flood") {
+    lines.push(
+      `      control sent after the first ${SETTLE_MS / 1000} s p50/p99/max ${triple(r.control.settled)} ms; ` +
+        `connections the prober opened: ${r.control.newConnections}`,
+    );
   }
   if (r.control && r.control.maxLateMs > 20) {
     lines.push(`      the control prober itself sent up to ${ms(r.control.maxLateMs)} ms late`);

@@ -176,7 +176,14 @@ interface Server {
 }
 
 function controlFigures(r: ControlResult): ControlFigures {
-  return { ...summarize(r.latencies), sent: r.sent, errors: r.errors, maxLateMs: r.maxLateMs };
+  return {
+    ...summarize(r.latencies),
+    sent: r.sent,
+    errors: r.errors,
+    maxLateMs: r.maxLateMs,
+    settled: summarize(r.settledLatencies),
+    newConnections: r.newConnections,
+  };
 }
 
 interface PhaseInputs {
