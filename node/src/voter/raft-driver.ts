@@ -590,12 +590,8 @@ export class RaftDriver {
       return Promise.resolve();
     }
     const applied = this.applyWaiters.wait(index, this.opts.heartbeatIntervalMs);
-    // A throw rejects the wait rather than reaching the caller, as one inside a promise's executor would.
-    try {
-      this.applyHeld();
-    } catch (err) {
-      return Promise.reject(err);
-    }
+    // A failing apply stops the driver, which releases this wait: applyHeld never throws.
+    this.applyHeld();
     return applied;
   }
 
