@@ -114,10 +114,7 @@ export class PeerConnection {
     }
   }
 
-  /**
-   * Queues a frame; false when the connection is closed or its write buffer is over the high-water
-   * mark (nothing was queued). A frame over the size limit is the caller's bug and throws.
-   */
+  /** Whether the socket is corked until the end of this turn of the event loop (see send). */
   private corked = false;
   private readonly uncork = (): void => {
     this.sealRecord();
@@ -126,7 +123,11 @@ export class PeerConnection {
     this.socket.uncork();
   };
 
-  /** `written`, for a frame queued, is called once the socket is done with its bytes (or failed). */
+  /**
+   * Queues a frame; false when the connection is closed or its write buffer is over the high-water
+   * mark (nothing was queued). A frame over the size limit is the caller's bug and throws. `written`,
+   * for a frame queued, is called once the socket is done with its bytes (or failed).
+   */
   send(type: number, body: Uint8Array | readonly Uint8Array[], written?: () => void): boolean {
     if (this.error) return false;
     const length = body instanceof Uint8Array ? body.length : body.reduce((n, part) => n + part.length, 0);
