@@ -23,6 +23,7 @@ import {
   TENANTS,
   visitOrder,
 } from "./admission-fixtures.js";
+import { scriptArgs } from "./script-args.js";
 
 /** Reservations held at once: admissions and releases interleave as they would under load. */
 const WINDOW = 128;
@@ -186,6 +187,7 @@ export function formatCommandAdmissionBench(r: CommandAdmissionBenchResult): str
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
+    args: scriptArgs(),
     options: {
       pairs: { type: "string", default: "5000000" },
       commands: { type: "string", default: "1000000" },

@@ -22,6 +22,7 @@ import {
   TENANTS,
   visitOrder,
 } from "./admission-fixtures.js";
+import { scriptArgs } from "./script-args.js";
 
 /** Requests in flight at once, within the data pool's 32 slots. */
 const WINDOW = 16;
@@ -107,7 +108,10 @@ export function formatHttpAdmissionBench(r: HttpAdmissionBenchResult): string {
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { pairs: { type: "string", default: "5000000" } } });
+  const { values } = parseArgs({
+    args: scriptArgs(),
+    options: { pairs: { type: "string", default: "5000000" } },
+  });
   // A short warm-up lets the JIT settle before the measured run.
   runHttpAdmissionBench(200_000);
   console.log(formatHttpAdmissionBench(runHttpAdmissionBench(Number(values.pairs))));

@@ -10,6 +10,7 @@
  */
 import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+import { scriptArgs } from "./script-args.js";
 
 interface CallFrame {
   readonly functionName: string;
@@ -141,6 +142,7 @@ function formatProfileSummary(summary: ProfileSummary, top = 25): string {
 
 function main(): void {
   const { values, positionals } = parseArgs({
+    args: scriptArgs(),
     allowPositionals: true,
     options: {
       from: { type: "string", default: "0" },

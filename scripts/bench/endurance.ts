@@ -20,6 +20,7 @@ import { buildVoter, KeyLoadCluster } from "./keyload-cluster.js";
 import { installLoopProbe, LOOP_RESOLUTION_MS } from "./overload-loop-probe.js";
 import { createWriters } from "./overload-principals.js";
 import { judgePlateau, type PlateauJudgement, type PlateauTolerance } from "./plateau-verdict.js";
+import { scriptArgs } from "./script-args.js";
 import { cleanUpOnSignals, type ServerProcess, sleep } from "./server-processes.js";
 
 const MiB = 1024 * 1024;
@@ -57,10 +58,8 @@ const HELP = `pnpm bench:endurance [-- options]
   --from-source          run the voters' sources through tsx instead of the compiled dist
   --help`;
 
-const argv = process.argv.slice(2);
 const { values: opts } = parseArgs({
-  // `pnpm bench:endurance -- --minutes 5` may pass the `--` along.
-  args: argv[0] === "--" ? argv.slice(1) : argv,
+  args: scriptArgs(),
   options: {
     minutes: { type: "string", default: "30" },
     rate: { type: "string", default: "300" },

@@ -59,6 +59,7 @@ import { Pool } from "undici";
 import { combineResults, type LoadResult, type LoadTarget, runClosedLoop } from "./closed-loop-load.js";
 import { EtcdCluster, etcdVersion } from "./etcd-cluster.js";
 import { buildVoter, KeyLoadCluster } from "./keyload-cluster.js";
+import { scriptArgs } from "./script-args.js";
 import { cleanUpOnSignals, type ServerProcess, sleep } from "./server-processes.js";
 
 type System = "etcd" | "keyload";
@@ -68,10 +69,8 @@ const VALUE_BYTES = 1024;
 /** The start warm-up goes on in slices this long until it has made its writes. */
 const WARMUP_SLICE_SECONDS = 5;
 
-const argv = process.argv.slice(2);
 const { values: opts } = parseArgs({
-  // `pnpm bench:etcd -- --seconds 5` may pass the `--` along.
-  args: argv[0] === "--" ? argv.slice(1) : argv,
+  args: scriptArgs(),
   options: {
     seconds: { type: "string", default: "10" },
     levels: { type: "string", default: "1,16,64,256" },

@@ -16,6 +16,7 @@ import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type { Entry } from "@keyload/node/raft";
 import { DurableLogStore, DurableLogWriter } from "@keyload/node/storage";
+import { scriptArgs } from "./script-args.js";
 
 export interface RawSyncRate {
   fsyncPerSecond: number;
@@ -232,6 +233,7 @@ export function formatLogAppendBench(b: LogAppendBench): string {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
+    args: scriptArgs(),
     options: {
       seconds: { type: "string", default: "3" },
       size: { type: "string", default: "1024" },

@@ -48,6 +48,7 @@ import {
   targets,
 } from "./overload-report.js";
 import { scrapeStages, stagesBetween } from "./overload-stage-trace.js";
+import { scriptArgs } from "./script-args.js";
 import { cleanUpOnSignals, type ServerProcess, sleep } from "./server-processes.js";
 
 const HELP = `pnpm bench:overload [-- options]
@@ -71,10 +72,8 @@ const HELP = `pnpm bench:overload [-- options]
                          cpu-profile-summary.ts; each phase prints its window in seconds)
   --help`;
 
-const argv = process.argv.slice(2);
 const { values: opts } = parseArgs({
-  // `pnpm bench:overload -- --seconds 5` may pass the `--` along.
-  args: argv[0] === "--" ? argv.slice(1) : argv,
+  args: scriptArgs(),
   options: {
     connections: { type: "string", default: "256" },
     "value-bytes": { type: "string", default: "65536" },

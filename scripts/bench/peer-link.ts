@@ -13,6 +13,7 @@ import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import type { Entry, Message } from "../../node/src/raft/types.js";
+import { scriptArgs } from "./script-args.js";
 
 interface Transport {
   start(): Promise<void>;
@@ -151,6 +152,7 @@ function combine(results: Result[]): Result {
 }
 
 const { values } = parseArgs({
+  args: scriptArgs(),
   options: { seconds: { type: "string", default: "5" }, baseline: { type: "string" } },
 });
 const seconds = Number(values.seconds);

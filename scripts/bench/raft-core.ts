@@ -7,6 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { MemoryStorage, type Message, RaftNode, SeededRandom } from "@keyload/node/raft";
+import { scriptArgs } from "./script-args.js";
 
 export interface RaftBenchResult {
   entries: number;
@@ -95,6 +96,7 @@ export function formatRaftBench(r: RaftBenchResult): string {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
+    args: scriptArgs(),
     options: {
       entries: { type: "string", default: "1000000" },
       batch: { type: "string", default: "64" },

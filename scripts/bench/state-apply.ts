@@ -15,6 +15,7 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { type Entry, SeededRandom } from "@keyload/node/raft";
 import { ApiKeyHasher, encodeCommand, StateMachine } from "@keyload/node/state";
+import { scriptArgs } from "./script-args.js";
 
 export interface StateApplyBenchResult {
   entries: number;
@@ -125,6 +126,7 @@ export function formatStateApplyBench(r: StateApplyBenchResult): string {
 
 if (import.meta.url === `file://${process.argv[1]}`) {
   const { values } = parseArgs({
+    args: scriptArgs(),
     options: {
       entries: { type: "string", default: "200000" },
       batch: { type: "string", default: "64" },
