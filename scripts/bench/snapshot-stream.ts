@@ -11,7 +11,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -23,6 +23,7 @@ import { clusterEnvs } from "../../node/src/voter/test-fixtures/cluster-envs.js"
 import { killProcess, startVoterProcess } from "../../node/src/voter/test-fixtures/voter-process.js";
 import { type RunningVoter, startVoter } from "../../node/src/voter/voter.js";
 import { NODE_PACKAGE_DIR } from "./keyload-cluster.js";
+import { scriptArgs } from "./script-args.js";
 
 const MiB = 1024 * 1024;
 /** Entries between snapshots: one snapshot is taken once the proposals below are applied. */
@@ -34,9 +35,15 @@ interface Sqlite {
   prepare(sql: string): { run(...params: unknown[]): unknown };
   close(): void;
 }
-const Database = createRequire(join(NODE_PACKAGE_DIR, "package.json"))("better-sqlite3") as new (
-  path: string,
-) => Sqlite;
+const nodeRequire = createRequire(join(NODE_PACKAGE_DIR, "package.json"));
+const Database = nodeRequire("better-sqlite3") as new (path: string) => Sqlite;
+/** pino, as the voter's logger is made, writing each line to `stream`. */
+const pino = nodeRequire("pino") as (
+  options: { level: string; base: Record<string, string> },
+  stream: { write(line: string): void },
+) => RunningVoter["logger"];
+/** The leader's log message once it has recorded a snapshot point. */
+const SNAPSHOT_POINT_RECORDED = "snapshot point recorded and log compacted";
 
 export interface SnapshotStreamBenchResult {
   snapshotBytes: number;
@@ -94,7 +101,17 @@ export async function runSnapshotStreamBench(stateBytes: number): Promise<Snapsh
         KeyLoad__Raft__HeartbeatIntervalMs: "100",
       },
     });
-    const start = (i: number): Promise<RunningVoter> => startVoter(loadVoterConfig({ env: envs[i]! }));
+    // The leader's log lines tell when it has recorded a snapshot point (and compacted its log).
+    const points: number[] = [];
+    const start = (i: number): Promise<RunningVoter> => {
+      const config = loadVoterConfig({ env: envs[i]! });
+      if (i !== 0) return startVoter(config);
+      const watch = (line: string): void => {
+        const event = JSON.parse(line) as { msg?: string; index?: number };
+        if (event.msg === SNAPSHOT_POINT_RECORDED && event.index !== undefined) points.push(event.index);
+      };
+      return startVoter(config, pino({ level: "info", base: { nodeId: config.node.id } }, { write: watch }));
+    };
     // A cluster that elected a leader and applied its first entries, then stopped.
     for (let i = 0; i < 3; i++) voters[i] = await start(i);
     await waitUntil("a leader", () => voters.every((v) => v?.hasBootstrapAdmin() === true), 30_000);
@@ -117,20 +134,11 @@ export async function runSnapshotStreamBench(stateBytes: number): Promise<Snapsh
     // Entries enough for one snapshot; the log behind it is compacted past voter3's last entry.
     const entry = new TextEncoder().encode("not a command: applied as a refusal");
     await leader.driver.propose(Array.from({ length: SNAPSHOT_INTERVAL * 2 }, () => entry));
+    // A local snapshot is a point in the log, with no file (docs/decisions/0021-lazy-snapshots.md);
+    // the leader copies its state only once voter3 asks for a snapshot, before the send starts.
+    await waitUntil("the leader's snapshot point", () => points.length > 0, 600_000);
+    console.log(`leader snapshot point at ${points[0]}`);
     const snapshots = join(envs[0]!.KeyLoad__Node__DataDir!, "raft", "snapshots");
-    await waitUntil(
-      "the leader's snapshot",
-      () => existsSync(snapshots) && latestSnapshot(snapshots) !== null,
-      600_000,
-    );
-    // Superseded ones go once the new one is recorded: wait for the new one alone.
-    await waitUntil(
-      "the leader's snapshot to be recorded",
-      () => readdirSync(snapshots).length === 1,
-      60_000,
-    );
-    const { index: snapIndex, bytes: snapshotBytes } = latestSnapshot(snapshots)!;
-    console.log(`leader snapshot at ${snapIndex}: ${(snapshotBytes / MiB).toFixed(0)} MiB`);
 
     const histogram = monitorEventLoopDelay({ resolution: 1 });
     let maxDriftMs = 0;
@@ -153,7 +161,9 @@ export async function runSnapshotStreamBench(stateBytes: number): Promise<Snapsh
     receiver = await startVoterProcess(envs[2]!, 60_000);
     const receiverId = leader.driver.members().find((m) => m.name === "voter3")!.id;
     const progress = () => leader.driver.status().progress[receiverId];
-    await waitUntil("the snapshot transfer to start", () => progress()?.state === "snapshot", 60_000);
+    await waitUntil("the snapshot transfer to start", () => progress()?.state === "snapshot", 600_000);
+    const { index: snapIndex, bytes: snapshotBytes } = latestSnapshot(snapshots)!;
+    console.log(`leader's copy for voter3 at ${snapIndex}: ${(snapshotBytes / MiB).toFixed(0)} MiB`);
     histogram.enable();
     maxDriftMs = 0;
     stalls.length = 0;
@@ -210,7 +220,10 @@ export function formatSnapshotStreamBench(r: SnapshotStreamBenchResult): string 
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const { values } = parseArgs({ options: { gib: { type: "string", default: "2.5" } } });
+  const { values } = parseArgs({
+    args: scriptArgs(),
+    options: { gib: { type: "string", default: "2.5" } },
+  });
   const gib = Number(values.gib);
   console.log(formatSnapshotStreamBench(await runSnapshotStreamBench(gib * 1024 * MiB)));
 }
