@@ -99,9 +99,12 @@ async function main(spec: ControlSpec): Promise<void> {
       sent++;
       const settled = due - start >= SETTLE_MS;
       const p = send().then((r) => {
-        if (r.ok) latencies.push(r.ms);
-        if (r.ok && settled) settledLatencies.push(r.ms);
-        else errors[r.kind] = (errors[r.kind] ?? 0) + 1;
+        if (!r.ok) {
+          errors[r.kind] = (errors[r.kind] ?? 0) + 1;
+          return;
+        }
+        latencies.push(r.ms);
+        if (settled) settledLatencies.push(r.ms);
       });
       outstanding.add(p);
       void p.finally(() => outstanding.delete(p));
