@@ -5,6 +5,10 @@ import {
   ResourceExhaustedError,
   type ResponseKind,
   type ResponseOf,
+  ROUTE_PATHS,
+  type RouteKind,
+  type RouteParams,
+  routePath,
 } from "@keyload/contract";
 import type {
   AckDeliveryResult,
@@ -59,7 +63,13 @@ import {
 } from "./client-options.js";
 import { ConnectionError } from "./errors/connection-error.js";
 import { type HttpMethod, HttpTransport, type IncomingAnswer } from "./http-transport.js";
-import { type CallOptions, type Exchange, RequestExecutor, type WriteOptions } from "./request-executor.js";
+import {
+  type CallOptions,
+  type Exchange,
+  type ExchangeKind,
+  RequestExecutor,
+  type WriteOptions,
+} from "./request-executor.js";
 
 export interface PutOptions extends WriteOptions {
   /** Apply only if the key is at this version; 0: only if it does not exist. */
@@ -114,8 +124,6 @@ export interface RawResponse extends IncomingAnswer {
   readonly commandId: string | undefined;
 }
 
-const enc = encodeURIComponent;
-
 /** The kinds of route that take a body and answer one: every write, membership change and POST read. */
 type WireKind = RequestBodyKind & ResponseKind;
 
@@ -168,23 +176,23 @@ export class KeyLoadClient {
   // Catalog
 
   get<T = unknown>(key: string, options: CallOptions = {}): Promise<Document<T>> {
-    return this.read("catalog.get", `/v1/catalog/${enc(key)}`, options);
+    return this.read("catalog.get", { key }, options);
   }
 
   put(key: string, value: unknown, options: PutOptions = {}): Promise<PutResult> {
     const body = { value, expectedVersion: options.expectedVersion };
-    return this.write("catalog.put", "PUT", `/v1/catalog/${enc(key)}`, body, options);
+    return this.write("catalog.put", { key }, body, options);
   }
 
   delete(key: string, options: PutOptions = {}): Promise<DeleteResult> {
     const body =
       options.expectedVersion === undefined ? undefined : { expectedVersion: options.expectedVersion };
-    return this.write("catalog.delete", "DELETE", `/v1/catalog/${enc(key)}`, body, options);
+    return this.write("catalog.delete", { key }, body, options);
   }
 
   /** One page: past its byte bound, the keys not answered are in `remaining` (see bulkGetAll). */
   bulkGet<T = unknown>(keys: readonly string[], options: CallOptions = {}): Promise<BulkGetResult<T>> {
-    return this.readPost("catalog.bulkGet", "/v1/catalog/bulk-get", { keys }, options);
+    return this.readPost("catalog.bulkGet", {}, { keys }, options);
   }
 
   /** Every key's item, in request order, asking again for the `remaining` keys of each page. */
@@ -201,7 +209,7 @@ export class KeyLoadClient {
   }
 
   query<T = unknown>(request: QueryRequest = {}, options: CallOptions = {}): Promise<QueryPage<T>> {
-    return this.readPost("query", "/v1/query", request, options);
+    return this.readPost("query", {}, request, options);
   }
 
   /** Every document `request` matches, page by page, so a large result is never held whole. */
@@ -218,38 +226,32 @@ export class KeyLoadClient {
   }
 
   search<T = unknown>(request: SearchRequest, options: CallOptions = {}): Promise<SearchResult<T>> {
-    return this.readPost("search", "/v1/search", request, options);
+    return this.readPost("search", {}, request, options);
   }
 
   /** Puts, deletes and checks, plus outbox messages, applied atomically. */
   transaction(writeSet: WriteSet, options: WriteOptions = {}): Promise<TransactionResult> {
-    return this.write("transaction", "POST", "/v1/transactions", writeSet, options);
+    return this.write("transaction", {}, writeSet, options);
   }
 
   // Graph
 
   putEdge(edge: Edge, options: WriteOptions = {}): Promise<PutEdgeResult> {
-    return this.write("graph.putEdge", "PUT", "/v1/graph/edges", edgeBody(edge), options);
+    return this.write("graph.putEdge", {}, edgeBody(edge), options);
   }
 
   deleteEdge(edge: Edge, options: WriteOptions = {}): Promise<DeleteEdgeResult> {
-    return this.write("graph.deleteEdge", "DELETE", "/v1/graph/edges", edgeBody(edge), options);
+    return this.write("graph.deleteEdge", {}, edgeBody(edge), options);
   }
 
   traverse(request: TraverseRequest, options: CallOptions = {}): Promise<Traversal> {
-    return this.readPost("graph.traverse", "/v1/graph/traverse", request, options);
+    return this.readPost("graph.traverse", {}, request, options);
   }
 
   // Queues
 
   enqueue(queue: string, body: unknown, options: EnqueueOptions = {}): Promise<EnqueueResult> {
-    return this.write(
-      "queue.enqueue",
-      "POST",
-      `/v1/queues/${enc(queue)}/messages`,
-      { body, delayMs: options.delayMs },
-      options,
-    );
+    return this.write("queue.enqueue", { queue }, { body, delayMs: options.delayMs }, options);
   }
 
   lease<T = unknown>(
@@ -257,7 +259,7 @@ export class KeyLoadClient {
     request?: DeliveryRequest,
     options: WriteOptions = {},
   ): Promise<LeaseResult<T>> {
-    return this.write("queue.lease", "POST", `/v1/queues/${enc(queue)}/leases`, request, options);
+    return this.write("queue.lease", { queue }, request, options);
   }
 
   ack(
@@ -266,7 +268,7 @@ export class KeyLoadClient {
     leaseToken: string,
     options: WriteOptions = {},
   ): Promise<QueueMessageRef> {
-    return this.write("queue.ack", "POST", `${messagePath(queue, messageId)}/ack`, { leaseToken }, options);
+    return this.write("queue.ack", { queue, messageId }, { leaseToken }, options);
   }
 
   /** Returns a leased message to the queue (after `delayMs`), or to its dead-letter queue past the attempt limit. */
@@ -277,7 +279,7 @@ export class KeyLoadClient {
     options: EnqueueOptions = {},
   ): Promise<NackResult> {
     const body = { leaseToken, delayMs: options.delayMs };
-    return this.write("queue.nack", "POST", `${messagePath(queue, messageId)}/nack`, body, options);
+    return this.write("queue.nack", { queue, messageId }, body, options);
   }
 
   renew(
@@ -287,7 +289,7 @@ export class KeyLoadClient {
     options: RenewOptions = {},
   ): Promise<RenewResult> {
     const body = { leaseToken, visibilityTimeoutMs: options.visibilityTimeoutMs };
-    return this.write("queue.renew", "POST", `${messagePath(queue, messageId)}/renew`, body, options);
+    return this.write("queue.renew", { queue, messageId }, body, options);
   }
 
   /** The processing effect: acknowledges the message and applies `writeSet` atomically. */
@@ -298,13 +300,7 @@ export class KeyLoadClient {
     writeSet: WriteSet = {},
     options: WriteOptions = {},
   ): Promise<CompleteResult> {
-    return this.write(
-      "queue.complete",
-      "POST",
-      `${messagePath(queue, messageId)}/complete`,
-      { leaseToken, ...writeSet },
-      options,
-    );
+    return this.write("queue.complete", { queue, messageId }, { leaseToken, ...writeSet }, options);
   }
 
   // Subscriptions
@@ -314,33 +310,15 @@ export class KeyLoadClient {
     prefix: string,
     options: SubscriptionOptions = {},
   ): Promise<PutSubscriptionResult> {
-    return this.write(
-      "subscription.put",
-      "PUT",
-      `/v1/subscriptions/${enc(name)}`,
-      { prefix, from: options.from },
-      options,
-    );
+    return this.write("subscription.put", { name }, { prefix, from: options.from }, options);
   }
 
   deliver(name: string, request?: DeliveryRequest, options: WriteOptions = {}): Promise<DeliveryResult> {
-    return this.write(
-      "subscription.deliver",
-      "POST",
-      `/v1/subscriptions/${enc(name)}/deliveries`,
-      request,
-      options,
-    );
+    return this.write("subscription.deliver", { name }, request, options);
   }
 
   ackDelivery(name: string, deliveryId: string, options: WriteOptions = {}): Promise<AckDeliveryResult> {
-    return this.write(
-      "subscription.ack",
-      "POST",
-      `${deliveryPath(name, deliveryId)}/ack`,
-      undefined,
-      options,
-    );
+    return this.write("subscription.ack", { name, deliveryId }, undefined, options);
   }
 
   /** The projection effect: acknowledges the delivery and applies `writeSet` atomically. */
@@ -350,23 +328,17 @@ export class KeyLoadClient {
     writeSet: WriteSet = {},
     options: WriteOptions = {},
   ): Promise<CompleteDeliveryResult> {
-    return this.write(
-      "subscription.complete",
-      "POST",
-      `${deliveryPath(name, deliveryId)}/complete`,
-      writeSet,
-      options,
-    );
+    return this.write("subscription.complete", { name, deliveryId }, writeSet, options);
   }
 
   // Membership and dispatch
 
   putMember(memberId: string, write: MemberWrite, options: WriteOptions = {}): Promise<PutMemberResult> {
-    return this.write("membership.put", "PUT", `/v1/membership/${enc(memberId)}`, write, options);
+    return this.write("membership.put", { memberId }, write, options);
   }
 
   membership(options: CallOptions = {}): Promise<MembershipTable> {
-    return this.read("membership.list", "/v1/membership", options);
+    return this.read("membership.list", {}, options);
   }
 
   dispatch(
@@ -375,55 +347,35 @@ export class KeyLoadClient {
     data?: unknown,
     options: WriteOptions = {},
   ): Promise<DispatchResult> {
-    return this.write(
-      "dispatch.append",
-      "POST",
-      `/v1/dispatch/${enc(channel)}`,
-      { directive, data },
-      options,
-    );
+    return this.write("dispatch.append", { channel }, { directive, data }, options);
   }
 
   readDispatch(channel: string, options: DispatchReadOptions = {}): Promise<DispatchRead> {
     const query = new URLSearchParams();
     if (options.after !== undefined) query.set("after", String(options.after));
     if (options.limit !== undefined) query.set("limit", String(options.limit));
-    const search = query.toString();
-    const path = `/v1/dispatch/${enc(channel)}${search === "" ? "" : `?${search}`}`;
-    return this.read("dispatch.read", path, options);
+    return this.read("dispatch.read", { channel }, options, query.toString());
   }
 
   // Principal catalog and admission
 
   putPrincipal(principal: PrincipalWrite, options: WriteOptions = {}): Promise<PutPrincipalResult> {
     const body = { principalId: principal.principalId, tenantId: principal.tenantId, roles: principal.roles };
-    return this.write("admin.putPrincipal", "POST", "/v1/admin/principals", body, options);
+    return this.write("admin.putPrincipal", {}, body, options);
   }
 
   /** A new API key for the principal; its plain text is in the result, and nowhere else, ever. */
   createKey(principalId: string, options: WriteOptions = {}): Promise<CreateKeyResult> {
-    return this.write(
-      "admin.createKey",
-      "POST",
-      `/v1/admin/principals/${enc(principalId)}/keys`,
-      undefined,
-      options,
-    );
+    return this.write("admin.createKey", { principalId }, undefined, options);
   }
 
   deleteKey(principalId: string, keyId: string, options: WriteOptions = {}): Promise<DeleteKeyResult> {
-    return this.write(
-      "admin.deleteKey",
-      "DELETE",
-      `/v1/admin/principals/${enc(principalId)}/keys/${enc(keyId)}`,
-      undefined,
-      options,
-    );
+    return this.write("admin.deleteKey", { principalId, keyId }, undefined, options);
   }
 
   /** One voter's admission limits and usage (`endpoint` picks the voter). */
   admissionStatus(options: CallOptions = {}): Promise<AdmissionStatus> {
-    return this.read("admin.admissionStatus", "/v1/admin/admission", options);
+    return this.read("admin.admissionStatus", {}, options);
   }
 
   // The Raft configuration (admin role), as etcd's member add --learner, promote, remove and list
@@ -433,7 +385,7 @@ export class KeyLoadClient {
    * leader knows how far each member's log goes, so only its answer holds `match` (see `endpoint`).
    */
   clusterMembers(options: CallOptions = {}): Promise<ClusterMembers> {
-    return this.read("cluster.members", "/v1/admin/cluster/members", options);
+    return this.read("cluster.members", {}, options);
   }
 
   /**
@@ -441,29 +393,17 @@ export class KeyLoadClient {
    * receives the log but neither votes nor counts toward a commit until promoted.
    */
   addLearner(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
-    return this.change("cluster.addLearner", "POST", "/v1/admin/cluster/members", { memberId }, options);
+    return this.change("cluster.addLearner", {}, { memberId }, options);
   }
 
   /** Makes a learner that has caught up a voter; FailedPreconditionError `LearnerBehind` until it has. */
   promoteMember(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
-    return this.change(
-      "cluster.promote",
-      "POST",
-      `/v1/admin/cluster/members/${enc(memberId)}/promote`,
-      undefined,
-      options,
-    );
+    return this.change("cluster.promote", { clusterMemberId: memberId }, undefined, options);
   }
 
   /** Removes a member; a leader removing itself hands leadership to another voter first. */
   removeMember(memberId: string, options: CallOptions = {}): Promise<ClusterMemberChange> {
-    return this.change(
-      "cluster.remove",
-      "DELETE",
-      `/v1/admin/cluster/members/${enc(memberId)}`,
-      undefined,
-      options,
-    );
+    return this.change("cluster.remove", { clusterMemberId: memberId }, undefined, options);
   }
 
   /**
@@ -471,7 +411,7 @@ export class KeyLoadClient {
    * UnavailableError `LeaderTransferTimeout` when it did not take over in time (asking again is safe).
    */
   transferLeader(memberId: string, options: CallOptions = {}): Promise<ClusterLeaderTransfer> {
-    return this.change("cluster.transferLeader", "POST", "/v1/admin/cluster/leader", { memberId }, options);
+    return this.change("cluster.transferLeader", {}, { memberId }, options);
   }
 
   // Commands
@@ -481,8 +421,7 @@ export class KeyLoadClient {
    * the result is gone); NotFoundError while none is committed, or after the dedupe window too.
    */
   getCommand(commandId: string, options: CallOptions = {}): Promise<CommandOutcome> {
-    const path = `/v1/commands/${enc(commandId)}`;
-    return this.read("command.get", path, options);
+    return this.read("command.get", { commandId }, options);
   }
 
   /**
@@ -523,26 +462,22 @@ export class KeyLoadClient {
 
   /** Liveness of one voter; UnavailableError (reason NotLive) when it is not. */
   live(options: CallOptions = {}): Promise<Health> {
-    return this.call({ kind: "ops", method: "GET", path: "/health/live" }, options, json<Health>);
+    return this.call(routeExchange("ops", "health.live", {}), options, json<Health>);
   }
 
   /** Readiness of one voter: a member with a known leader, caught up; UnavailableError (NotReady) when not. */
   ready(options: CallOptions = {}): Promise<Health> {
-    return this.call({ kind: "ops", method: "GET", path: "/health/ready" }, options, json<Health>);
+    return this.call(routeExchange("ops", "health.ready", {}), options, json<Health>);
   }
 
   /** One voter's Prometheus metrics, as text. */
   metrics(options: CallOptions = {}): Promise<string> {
-    return this.call({ kind: "ops", method: "GET", path: "/metrics" }, options, text);
+    return this.call(routeExchange("ops", "metrics", {}), options, text);
   }
 
   /** The API as an OpenAPI 3.1 document. */
   openApi(options: CallOptions = {}): Promise<Readonly<Record<string, unknown>>> {
-    return this.call(
-      { kind: "ops", method: "GET", path: "/openapi.json" },
-      options,
-      json<Record<string, unknown>>,
-    );
+    return this.call(routeExchange("ops", "openapi", {}), options, json<Record<string, unknown>>);
   }
 
   // Streaming
@@ -591,70 +526,72 @@ export class KeyLoadClient {
     return this.executor.execute(exchange, options, read);
   }
 
+  // The route helpers are async so that a path parameter missing at runtime (a caller without the
+  // types), which routePath throws for, rejects the call as a refusal would, instead of throwing.
+
   /**
    * A write of `kind`: its body and its answer are typed by the contract's schemas for that kind, the
    * ones the voter validates and documents the route with. `R` narrows the answer only where the
    * contract leaves a field any JSON (the caller's `T` of a document or message).
    */
-  private write<K extends WireKind, R extends ResponseOf<K> = ResponseOf<K>>(
-    _kind: K,
-    method: Exclude<HttpMethod, "GET">,
-    path: string,
+  private async write<K extends WireKind, R extends ResponseOf<K> = ResponseOf<K>>(
+    kind: K,
+    params: RouteParams<K>,
     body: RequestBodyOf<K> | undefined,
     options: WriteOptions,
   ): Promise<R> {
-    const exchange: Exchange = {
-      kind: "write",
-      method,
-      path,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    };
-    return this.call(exchange, options, json<R>);
+    return this.call(routeExchange("write", kind, params, body), options, json<R>);
   }
 
   /** A change of the Raft configuration of `kind`, typed as `write` is. */
-  private change<K extends WireKind>(
-    _kind: K,
-    method: "POST" | "DELETE",
-    path: string,
+  private async change<K extends WireKind>(
+    kind: K,
+    params: RouteParams<K>,
     body: RequestBodyOf<K> | undefined,
     options: CallOptions,
   ): Promise<ResponseOf<K>> {
-    const exchange: Exchange = {
-      kind: "change",
-      method,
-      path,
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    };
-    return this.call(exchange, options, json<ResponseOf<K>>);
+    return this.call(routeExchange("change", kind, params, body), options, json<ResponseOf<K>>);
   }
 
   /** A read that takes its request as a JSON body, typed as `write` is. */
-  private readPost<K extends WireKind, R extends ResponseOf<K> = ResponseOf<K>>(
-    _kind: K,
-    path: string,
+  private async readPost<K extends WireKind, R extends ResponseOf<K> = ResponseOf<K>>(
+    kind: K,
+    params: RouteParams<K>,
     body: RequestBodyOf<K>,
     options: CallOptions,
   ): Promise<R> {
-    return this.call({ kind: "read", method: "POST", path, body: JSON.stringify(body) }, options, json<R>);
+    return this.call(routeExchange("read", kind, params, body), options, json<R>);
   }
 
-  /** A GET read of `kind`, its answer typed by the contract's schema for it. */
-  private read<K extends ResponseKind, R extends ResponseOf<K> = ResponseOf<K>>(
-    _kind: K,
-    path: string,
+  /** A GET read of `kind`, its answer typed by the contract's schema for it; `search` is its query string. */
+  private async read<K extends ResponseKind, R extends ResponseOf<K> = ResponseOf<K>>(
+    kind: K,
+    params: RouteParams<K>,
     options: CallOptions,
+    search = "",
   ): Promise<R> {
-    return this.call({ kind: "read", method: "GET", path }, options, json<R>);
+    return this.call(routeExchange("read", kind, params, undefined, search), options, json<R>);
   }
 }
 
-function messagePath(queue: string, messageId: string): string {
-  return `/v1/queues/${enc(queue)}/messages/${enc(messageId)}`;
-}
-
-function deliveryPath(name: string, deliveryId: string): string {
-  return `/v1/subscriptions/${enc(name)}/deliveries/${enc(deliveryId)}`;
+/**
+ * One route's exchange: its method and path are the contract's for `kind` (ROUTE_PATHS), the ones the
+ * voter serves it at, with `params` percent-encoded into the path and `search`, a query string, after it.
+ */
+function routeExchange<K extends RouteKind>(
+  exchangeKind: ExchangeKind,
+  kind: K,
+  params: RouteParams<K>,
+  body?: unknown,
+  search = "",
+): Exchange {
+  const path = routePath(kind, params);
+  return {
+    kind: exchangeKind,
+    method: ROUTE_PATHS[kind].method,
+    path: search === "" ? path : `${path}?${search}`,
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  };
 }
 
 /** Exactly the contract's fields: a caller's object may carry more, which would change the payload. */

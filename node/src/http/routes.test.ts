@@ -1,4 +1,4 @@
-import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS } from "@keyload/contract";
+import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS, ROUTE_PATHS } from "@keyload/contract";
 import { describe, expect, it } from "vitest";
 import { COMMAND_KINDS } from "../requests/command-kinds.js";
 import { checkCommandId, checkName, checkScopeId } from "../requests/identifiers.js";
@@ -69,6 +69,16 @@ describe("the route table", () => {
     const names = ROUTES.map(name);
     expect(new Set(names).size).toBe(names.length);
     expect(sorted(names)).toEqual(sorted([...CONTRACT_ROUTES, ...ADDED_ROUTES]));
+  });
+
+  it("serves each kind at the contract's method and path, where the client sends it", () => {
+    for (const route of ROUTES) {
+      expect({ method: route.method, path: route.path }, route.kind).toEqual(ROUTE_PATHS[route.kind]);
+    }
+  });
+
+  it("has a route for every kind of the contract's path table, and only those", () => {
+    expect(sorted(ROUTES.map((route) => route.kind))).toEqual(sorted(Object.keys(ROUTE_PATHS)));
   });
 
   it("has one route per command kind, with the kind's route parameters", () => {

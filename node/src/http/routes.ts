@@ -7,6 +7,8 @@ import {
   REQUEST_BODY_SCHEMAS,
   RESPONSE_SCHEMAS,
   type RequestBodyKind,
+  ROUTE_PATHS,
+  type RouteKind,
   type WireSchema,
 } from "@keyload/contract";
 import type { HttpAdmissionProperty, HttpRequestKind } from "../admission/index.js";
@@ -87,18 +89,26 @@ const DATA: Admission = { pool: "data", reservation: "data", bodyCap: "MaxDataBo
 const HEAVY: Admission = { pool: "data", reservation: "heavy", bodyCap: "MaxDataBodyBytes" };
 const CONTROL: Admission = { pool: "control", reservation: "control", bodyCap: "MaxControlBodyBytes" };
 
+/**
+ * The kinds of `Kind` whose route the contract's table (ROUTE_PATHS) gives one of `Method`: each route's
+ * method and path come from there, where the client reads them too. `Kind` must be route kinds, so a
+ * kind the voter serves that is missing from the table fails to compile.
+ */
+type Served<Kind extends RouteKind, Method extends HttpMethod> = {
+  [K in Kind]: (typeof ROUTE_PATHS)[K]["method"] extends Method ? K : never;
+}[Kind];
+
 function pathParams(path: string): PathParamName[] {
   return [...path.matchAll(/\{([A-Za-z]+)\}/g)].map((match) => match[1] as PathParamName);
 }
 
 function command(
-  method: Exclude<HttpMethod, "GET">,
-  path: string,
-  kind: CommandKind,
+  kind: Served<CommandKind, Exclude<HttpMethod, "GET">>,
   admission: Admission,
   summary: string,
   status: 200 | 201 = 200,
 ): CommandRoute {
+  const { method, path } = ROUTE_PATHS[kind];
   return {
     type: "command",
     method,
@@ -118,8 +128,6 @@ function command(
 }
 
 function read(
-  method: "GET" | "POST",
-  path: string,
   kind: ReadKind,
   admission: Admission,
   roles: readonly Role[],
@@ -127,6 +135,7 @@ function read(
   body: WireSchema | null,
   query: Readonly<Record<string, WireSchema>> = {},
 ): ReadRoute {
+  const { method, path } = ROUTE_PATHS[kind];
   return {
     type: "read",
     method,
@@ -144,36 +153,36 @@ function read(
 }
 
 function getRead(
-  path: string,
-  kind: ReadKind,
+  kind: Served<ReadKind, "GET">,
   admission: Admission,
   roles: readonly Role[],
   summary: string,
   query?: Readonly<Record<string, WireSchema>>,
 ): ReadRoute {
-  return read("GET", path, kind, admission, roles, summary, null, query);
+  return read(kind, admission, roles, summary, null, query);
 }
 
 /** The heavy reads take their request as a JSON body. */
-function postRead(path: string, kind: ReadKind & RequestBodyKind, summary: string): ReadRoute {
-  return read("POST", path, kind, HEAVY, READ_ROLES, summary, REQUEST_BODY_SCHEMAS[kind]);
+function postRead(kind: Served<ReadKind, "POST"> & RequestBodyKind, summary: string): ReadRoute {
+  return read(kind, HEAVY, READ_ROLES, summary, REQUEST_BODY_SCHEMAS[kind]);
 }
 
 function ops(
-  path: string,
-  kind: OpsKind,
+  kind: Served<OpsKind, "GET">,
   contentType: string,
   response: WireSchema,
   summary: string,
 ): OpsRoute {
-  return { type: "ops", method: "GET", path, kind, contentType, status: 200, response, summary };
+  const { method, path } = ROUTE_PATHS[kind];
+  return { type: "ops", method, path, kind, contentType, status: 200, response, summary };
 }
 
 /**
  * Membership changes take the control pool: replacing a voter must not wait behind a flood of data.
  * Repeating one is safe (it names the configuration it wants), so it carries no command ID.
  */
-function cluster(method: "POST" | "DELETE", path: string, kind: ClusterKind, summary: string): ClusterRoute {
+function cluster(kind: Served<ClusterKind, "POST" | "DELETE">, summary: string): ClusterRoute {
+  const { method, path } = ROUTE_PATHS[kind];
   return {
     type: "cluster",
     method,
@@ -190,104 +199,53 @@ function cluster(method: "POST" | "DELETE", path: string, kind: ClusterKind, sum
   };
 }
 
-const MESSAGE = "/v1/queues/{queue}/messages/{messageId}";
-const DELIVERY = "/v1/subscriptions/{name}/deliveries/{deliveryId}";
-
 /**
  * Every route of the contract (section 4, with section 3's admin routes and section 7's status), in its
  * order, and the administration of the Raft configuration that the bootstrap and rejoin of section 8 need.
+ * Each route's method and path are the contract's (ROUTE_PATHS), by its kind.
  */
 export const ROUTES: readonly RouteSpec[] = [
-  command("PUT", "/v1/catalog/{key}", "catalog.put", DATA, "Put a document"),
-  command("DELETE", "/v1/catalog/{key}", "catalog.delete", DATA, "Delete a document"),
-  command("POST", "/v1/transactions", "transaction", DATA, "Atomic puts, deletes, checks and outbox"),
-  command("PUT", "/v1/graph/edges", "graph.putEdge", DATA, "Put a graph edge"),
-  command("DELETE", "/v1/graph/edges", "graph.deleteEdge", DATA, "Delete a graph edge"),
-  command("POST", "/v1/queues/{queue}/messages", "queue.enqueue", DATA, "Enqueue a message", 201),
-  command("POST", `${MESSAGE}/complete`, "queue.complete", DATA, "Processing effect: ack + writes"),
-  command("PUT", "/v1/subscriptions/{name}", "subscription.put", DATA, "Create or change a subscription"),
-  command("POST", `${DELIVERY}/complete`, "subscription.complete", DATA, "Projection effect: ack + writes"),
-  command("POST", "/v1/admin/principals", "admin.putPrincipal", DATA, "Create or update a principal", 201),
-  command(
-    "POST",
-    "/v1/admin/principals/{principalId}/keys",
-    "admin.createKey",
-    DATA,
-    "Create an API key",
-    201,
-  ),
-  command(
-    "DELETE",
-    "/v1/admin/principals/{principalId}/keys/{keyId}",
-    "admin.deleteKey",
-    DATA,
-    "Revoke an API key",
-  ),
-  getRead("/v1/catalog/{key}", "catalog.get", DATA, READ_ROLES, "Read a document"),
-  getRead("/v1/commands/{commandId}", "command.get", DATA, READ_ROLES, "A command's committed outcome"),
-  getRead("/v1/admin/admission", "admin.admissionStatus", DATA, ADMIN_ROLES, "Admission limits and usage"),
+  command("catalog.put", DATA, "Put a document"),
+  command("catalog.delete", DATA, "Delete a document"),
+  command("transaction", DATA, "Atomic puts, deletes, checks and outbox"),
+  command("graph.putEdge", DATA, "Put a graph edge"),
+  command("graph.deleteEdge", DATA, "Delete a graph edge"),
+  command("queue.enqueue", DATA, "Enqueue a message", 201),
+  command("queue.complete", DATA, "Processing effect: ack + writes"),
+  command("subscription.put", DATA, "Create or change a subscription"),
+  command("subscription.complete", DATA, "Projection effect: ack + writes"),
+  command("admin.putPrincipal", DATA, "Create or update a principal", 201),
+  command("admin.createKey", DATA, "Create an API key", 201),
+  command("admin.deleteKey", DATA, "Revoke an API key"),
+  getRead("catalog.get", DATA, READ_ROLES, "Read a document"),
+  getRead("command.get", DATA, READ_ROLES, "A command's committed outcome"),
+  getRead("admin.admissionStatus", DATA, ADMIN_ROLES, "Admission limits and usage"),
   getRead(
-    "/v1/admin/cluster/members",
     "cluster.members",
     CONTROL,
     ADMIN_ROLES,
     "The Raft configuration: voters and learners, with match indexes on the leader",
   ),
-  cluster("POST", "/v1/admin/cluster/members", "cluster.addLearner", "Add a member as a learner"),
-  cluster(
-    "POST",
-    "/v1/admin/cluster/members/{clusterMemberId}/promote",
-    "cluster.promote",
-    "Promote a caught-up learner to voter",
-  ),
-  cluster("DELETE", "/v1/admin/cluster/members/{clusterMemberId}", "cluster.remove", "Remove a member"),
-  cluster(
-    "POST",
-    "/v1/admin/cluster/leader",
-    "cluster.transferLeader",
-    "Hand leadership to a voter; answered once it leads",
-  ),
-  postRead("/v1/catalog/bulk-get", "catalog.bulkGet", "Read many documents"),
-  postRead("/v1/query", "query", "Filter documents by key prefix and fields"),
-  postRead("/v1/search", "search", "Full-text search"),
-  postRead("/v1/graph/traverse", "graph.traverse", "Breadth-first graph traversal"),
-  command("POST", "/v1/queues/{queue}/leases", "queue.lease", CONTROL, "Lease visible messages"),
-  command("POST", `${MESSAGE}/ack`, "queue.ack", CONTROL, "Acknowledge a leased message"),
-  command("POST", `${MESSAGE}/nack`, "queue.nack", CONTROL, "Return a leased message"),
-  command("POST", `${MESSAGE}/renew`, "queue.renew", CONTROL, "Extend a message's lease"),
-  command(
-    "POST",
-    "/v1/subscriptions/{name}/deliveries",
-    "subscription.deliver",
-    CONTROL,
-    "Lease the next changes",
-  ),
-  command("POST", `${DELIVERY}/ack`, "subscription.ack", CONTROL, "Acknowledge a delivery"),
-  command("PUT", "/v1/membership/{memberId}", "membership.put", CONTROL, "Write a membership row"),
-  getRead("/v1/membership", "membership.list", CONTROL, READ_ROLES, "The membership table"),
-  command("POST", "/v1/dispatch/{channel}", "dispatch.append", CONTROL, "Append a directive"),
-  getRead(
-    "/v1/dispatch/{channel}",
-    "dispatch.read",
-    CONTROL,
-    READ_ROLES,
-    "Directives after N",
-    DISPATCH_QUERY_SCHEMAS,
-  ),
-  ops("/health/live", "health.live", "application/json", HealthSchema, "Liveness"),
-  ops(
-    "/health/ready",
-    "health.ready",
-    "application/json",
-    HealthSchema,
-    "Readiness: member, leader known, caught up",
-  ),
-  ops("/metrics", "metrics", "text/plain", MetricsSchema, "Prometheus metrics"),
-  ops(
-    "/openapi.json",
-    "openapi",
-    "application/json",
-    ApiDocumentSchema,
-    "This API as an OpenAPI 3.1 document",
-  ),
+  cluster("cluster.addLearner", "Add a member as a learner"),
+  cluster("cluster.promote", "Promote a caught-up learner to voter"),
+  cluster("cluster.remove", "Remove a member"),
+  cluster("cluster.transferLeader", "Hand leadership to a voter; answered once it leads"),
+  postRead("catalog.bulkGet", "Read many documents"),
+  postRead("query", "Filter documents by key prefix and fields"),
+  postRead("search", "Full-text search"),
+  postRead("graph.traverse", "Breadth-first graph traversal"),
+  command("queue.lease", CONTROL, "Lease visible messages"),
+  command("queue.ack", CONTROL, "Acknowledge a leased message"),
+  command("queue.nack", CONTROL, "Return a leased message"),
+  command("queue.renew", CONTROL, "Extend a message's lease"),
+  command("subscription.deliver", CONTROL, "Lease the next changes"),
+  command("subscription.ack", CONTROL, "Acknowledge a delivery"),
+  command("membership.put", CONTROL, "Write a membership row"),
+  getRead("membership.list", CONTROL, READ_ROLES, "The membership table"),
+  command("dispatch.append", CONTROL, "Append a directive"),
+  getRead("dispatch.read", CONTROL, READ_ROLES, "Directives after N", DISPATCH_QUERY_SCHEMAS),
+  ops("health.live", "application/json", HealthSchema, "Liveness"),
+  ops("health.ready", "application/json", HealthSchema, "Readiness: member, leader known, caught up"),
+  ops("metrics", "text/plain", MetricsSchema, "Prometheus metrics"),
+  ops("openapi", "application/json", ApiDocumentSchema, "This API as an OpenAPI 3.1 document"),
 ];
