@@ -23,7 +23,8 @@ function recordEnds(path: string): number[] {
   const ends: number[] = [];
   let at = 0;
   while (at + 12 <= bytes.length && bytes.readUInt32LE(at) !== 0) {
-    at += 12 + bytes.readUInt32LE(at);
+    // The length word's top bit marks a record whose entries carry their own checksums.
+    at += 12 + (bytes.readUInt32LE(at) & 0x7fff_ffff);
     ends.push(at);
   }
   return ends;

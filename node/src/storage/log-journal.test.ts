@@ -80,7 +80,7 @@ describe("LogJournal", () => {
     const first = open(dir);
     first.restart();
     // Batch 2 ends on a page boundary, so no padding stands between it and batch 3.
-    const sizes = [first.append(batch(1, 1, 1)), first.append(batch(2, 2, 2, 1, 3856))];
+    const sizes = [first.append(batch(1, 1, 1)), first.append(batch(2, 2, 2, 1, 3848))];
     expect(sizes[0]! + sizes[1]!).toBe(4096);
     first.append(batch(3, 3, 3));
     await first.sync("event-loop");
@@ -91,7 +91,7 @@ describe("LogJournal", () => {
     const second = open(dir);
     second.restart();
     second.append(batch(1, 1, 1));
-    second.append(batch(2, 2, 2, 2, 3856));
+    second.append(batch(2, 2, 2, 2, 3848));
     await second.sync("event-loop");
     const read = open(dir).batchesAfter(0);
     expect(seqs(read)).toEqual([1, 2]);
@@ -181,21 +181,135 @@ describe("LogJournal", () => {
     expect(seqs(open(dir).batchesAfter(4))).toEqual([5]);
   });
 
-  it("reports a record whose checksum holds but whose contents do not parse", async () => {
+  it("ends the chain at an entry whose data fails its own checksum, inline or written from its buffer", async () => {
+    for (const size of [100, 64 * 1024]) {
+      const dir = fx.dir();
+      const j = open(dir, 1024 * 1024);
+      j.restart();
+      const sizes = [1, 2, 3].map((seq) => j.append(batch(seq, seq * 10, seq * 10 + 1, 1, size)));
+      await j.sync("event-loop");
+      const path = join(dir, JOURNAL_FILES[0]);
+      const bytes = readFileSync(path);
+      // The second record's last byte is its second entry's last byte of data, which the record's CRC
+      // leaves to the entry's checksum.
+      const last = sizes[0]! + sizes[1]! - 1;
+      bytes[last] = (bytes[last] ?? 0) ^ 0x01;
+      writeFileSync(path, bytes);
+      expect(seqs(open(dir).batchesAfter(0))).toEqual([1]);
+    }
+  });
+
+  it("writes an entry's data once, with the checksum it travels with", async () => {
+    const dir = fx.dir();
+    const j = open(dir, 1024 * 1024);
+    j.restart();
+    const big = batch(1, 1, 2, 1, 64 * 1024);
+    j.append(big);
+    await j.sync("event-loop");
+    const [read] = open(dir).batchesAfter(0);
+    const { checksumOfEntry } = await import("../raft/entry-checksum.js");
+    const readEntries = read!.ops[0]!.entries;
+    expect(readEntries.map((e) => e.data)).toEqual(big.ops[0]!.entries.map((e) => e.data));
+    expect(readEntries.map(checksumOfEntry)).toEqual(big.ops[0]!.entries.map(checksumOfEntry));
+  });
+
+  it("writes a record of more pieces than one system call takes", async () => {
+    const dir = fx.dir();
+    const j = open(dir, 8 * 1024 * 1024);
+    j.restart();
+    // 1,100 entries written from their own buffers: over 2,048 pieces, past Linux's IOV_MAX of 1,024.
+    const many = batch(1, 1, 1100, 1, 4096);
+    j.append(many);
+    j.append(batch(2, 1101, 1101));
+    await j.sync("event-loop");
+    const read = open(dir, 8 * 1024 * 1024).batchesAfter(0);
+    expect(seqs(read)).toEqual([1, 2]);
+    expect(read[0]!.ops[0]!.entries.map((e) => e.data)).toEqual(many.ops[0]!.entries.map((e) => e.data));
+  });
+
+  it("reports a record whose checksums hold but whose contents make no sense", async () => {
     const dir = fx.dir();
     const j = open(dir);
     j.restart();
-    const size = j.append(batch(1, 1, 1));
+    j.append(batch(1, 1, 1));
     await j.sync("event-loop");
     const path = join(dir, JOURNAL_FILES[0]);
     const bytes = readFileSync(path);
-    // Claim one op more than the record holds, and fix the checksum up as a buggy writer would.
-    const payload = bytes.subarray(12, size);
-    payload.writeUInt32LE(2, 8);
+    // Give the entry a kind no build writes, and fix the record's CRC up as a buggy writer would: the
+    // CRC covers everything but entry data, here the 46 bytes up to the data (hard state vote "n1").
+    const kindAt = 12 + 8 + 4 + 1 + 18 + 2 + 4 + 16;
+    bytes[kindAt] = 0xee;
     const { crc32c } = await import("../checksum/crc32c.js");
-    bytes.writeUInt32LE(crc32c(payload, bytes.readUInt32LE(8)), 4);
+    const dataAt = kindAt + 1 + 4 + 4;
+    bytes.writeUInt32LE(crc32c(bytes.subarray(12, dataAt), bytes.readUInt32LE(8)), 4);
     writeFileSync(path, bytes);
     expect(() => open(dir)).toThrow(StorageCorruptionError);
-    expect(() => open(dir)).toThrow(/journal record with a valid checksum is malformed: it ends early/);
+    expect(() => open(dir)).toThrow(
+      /journal record with a valid checksum is malformed: entry 1 has an unknown type/,
+    );
+  });
+
+  describe("records of the earlier format (one CRC over the whole payload)", () => {
+    /** A record as builds before per-entry checksums wrote it: `seq`, one op of `entries`, no hard state. */
+    async function earlierRecord(
+      seq: number,
+      es: readonly Entry[],
+      prevCrc: number,
+      opCount = 1,
+    ): Promise<Buffer> {
+      const { crc32c } = await import("../checksum/crc32c.js");
+      const { entryTypeCode } = await import("../raft/entry-type.js");
+      const parts: Buffer[] = [];
+      const head = Buffer.alloc(12 + 1 + 4);
+      head.writeDoubleLE(seq, 0);
+      head.writeUInt32LE(opCount, 8);
+      head.writeUInt8(0, 12);
+      head.writeUInt32LE(es.length, 13);
+      parts.push(head);
+      for (const e of es) {
+        const h = Buffer.alloc(21);
+        h.writeDoubleLE(e.index, 0);
+        h.writeDoubleLE(e.term, 8);
+        h.writeUInt8(entryTypeCode(e.type), 16);
+        h.writeUInt32LE(e.data.byteLength, 17);
+        parts.push(h, Buffer.from(e.data));
+      }
+      const payload = Buffer.concat(parts);
+      const header = Buffer.alloc(12);
+      header.writeUInt32LE(payload.byteLength, 0);
+      header.writeUInt32LE(crc32c(payload, prevCrc), 4);
+      header.writeUInt32LE(prevCrc, 8);
+      return Buffer.concat([header, payload]);
+    }
+
+    it("reads them, and ends the chain at one whose CRC fails", async () => {
+      const dir = fx.dir();
+      open(dir).restart();
+      const path = join(dir, JOURNAL_FILES[0]);
+      const first = await earlierRecord(1, entries(1, 2, 1, 5000), 7);
+      const second = await earlierRecord(2, entries(3, 3, 1), first.readUInt32LE(4));
+      const bytes = readFileSync(path);
+      Buffer.concat([first, second]).copy(bytes, 0);
+      writeFileSync(path, bytes);
+      const read = open(dir).batchesAfter(0);
+      expect(seqs(read)).toEqual([1, 2]);
+      expect(read[0]!.ops[0]!.entries).toEqual(entries(1, 2, 1, 5000));
+      // A flipped byte of entry data: that record's CRC fails and the chain ends before it.
+      bytes[first.length + 12 + 17 + 21] = (bytes[first.length + 12 + 17 + 21] ?? 0) ^ 0x01;
+      writeFileSync(path, bytes);
+      expect(seqs(open(dir).batchesAfter(0))).toEqual([1]);
+    });
+
+    it("reports one whose checksum holds but whose contents do not parse", async () => {
+      const dir = fx.dir();
+      open(dir).restart();
+      const path = join(dir, JOURNAL_FILES[0]);
+      const bytes = readFileSync(path);
+      // One op more than the record holds, under a CRC that holds.
+      (await earlierRecord(1, entries(1, 1, 1), 0, 2)).copy(bytes, 0);
+      writeFileSync(path, bytes);
+      expect(() => open(dir)).toThrow(StorageCorruptionError);
+      expect(() => open(dir)).toThrow(/journal record with a valid checksum is malformed: it ends early/);
+    });
   });
 });

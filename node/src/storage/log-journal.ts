@@ -1,9 +1,19 @@
 import { randomInt } from "node:crypto";
-import { closeSync, fdatasync, fdatasyncSync, fstatSync, openSync, readSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  fdatasync,
+  fdatasyncSync,
+  fstatSync,
+  openSync,
+  readSync,
+  writeSync,
+  writevSync,
+} from "node:fs";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { crc32c } from "../checksum/crc32c.js";
 import { type FsyncSite, fsyncPath } from "../fs/fsync.js";
+import { acceptEntryChecksum, checksumOfEntry } from "../raft/entry-checksum.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { Entry, HardState } from "../raft/types.js";
 import { StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
@@ -30,11 +40,20 @@ interface ReadRecord extends JournalBatch {
 
 /**
  * Record header: payload length (0 marks the end), the record's CRC-32C, and the CRC of the record
- * before it. A record's CRC covers its payload seeded with that previous CRC, so a chain only
- * continues through records written one after the other: a stale record of an earlier turn that
- * happens to sit right after the last new one does not follow it.
+ * before it. A record's CRC is seeded with that previous CRC, so a chain only continues through records
+ * written one after the other: a stale record of an earlier turn that happens to sit right after the
+ * last new one does not follow it.
  */
 const HEADER_BYTES = 12;
+/**
+ * Set in the length word of a record whose entries carry their own checksums (the ones they travel
+ * and are stored with, raft/entry-checksum.ts): the record's CRC then covers everything but the entries'
+ * data, which each entry's checksum covers, so the data is neither checksummed twice nor copied into
+ * the record. A record without it (as earlier builds wrote) has one CRC over its whole payload.
+ */
+const ENTRY_CHECKSUMS = 0x8000_0000;
+/** Entry data at least this long is written from its own buffer rather than copied into the record's. */
+const INLINE_DATA_BYTES = 4096;
 /**
  * Each write runs on to the next boundary of this many bytes (a page), zero-filled. A write that
  * covers part of a page the page cache has dropped makes the kernel read that page from the disk
@@ -221,7 +240,7 @@ export class LogJournal {
     const padded = Math.ceil(end / PAGE_BYTES) * PAGE_BYTES - this.position;
     const record = encodeRecord(batch, this.lastCrc, bytes, padded);
     try {
-      writeAll(f.fd, record, this.position);
+      writeAll(f.fd, record.chunks, this.position);
     } catch (err) {
       throw new StorageFailedError(`writing ${f.path} failed`, { cause: err });
     }
@@ -229,7 +248,7 @@ export class LogJournal {
     // The next record overwrites the padding: zeros there end the chain until it does.
     this.position = end;
     this.lastSeq = batch.seq;
-    this.lastCrc = record.readUInt32LE(4);
+    this.lastCrc = record.crc;
     return bytes;
   }
 
@@ -269,14 +288,20 @@ function readChain(f: JournalFile): ReadRecord[] {
   let at = 0;
   while (at + HEADER_BYTES <= size) {
     if (readSync(f.fd, header, 0, HEADER_BYTES, at) !== HEADER_BYTES) break;
-    const length = header.readUInt32LE(0);
+    const word = header.readUInt32LE(0);
+    const length = (word & ~ENTRY_CHECKSUMS) >>> 0;
     if (length === 0 || length > MAX_RECORD_BYTES || at + HEADER_BYTES + length > size) break;
     const payload = Buffer.alloc(length);
     if (readSync(f.fd, payload, 0, length, at + HEADER_BYTES) !== length) break;
     const crc = header.readUInt32LE(4);
     const prevCrc = header.readUInt32LE(8);
-    if (crc32c(payload, prevCrc) !== crc) break;
-    const batch = decodePayload(f.path, payload);
+    let batch: JournalBatch | null;
+    if ((word & ENTRY_CHECKSUMS) !== 0) {
+      batch = readChecksummedPayload(f.path, payload, prevCrc, crc);
+    } else {
+      batch = crc32c(payload, prevCrc) === crc ? decodePayload(f.path, payload) : null;
+    }
+    if (batch === null) break;
     const prev = out[out.length - 1];
     if (prev !== undefined && (batch.seq !== prev.seq + 1 || prevCrc !== prev.crc)) break;
     out.push({ ...batch, crc, prevCrc });
@@ -288,27 +313,46 @@ function readChain(f: JournalFile): ReadRecord[] {
 /*
  * Payload: seq (f64), op count (u32), then per op: hard state flag (u8) [term f64, commit f64,
  * vote length u16 (0xffff for none), vote bytes], entry count (u32), then per entry: index f64,
- * term f64, kind u8, data length u32, data.
+ * term f64, kind u8, data length u32, [with ENTRY_CHECKSUMS: the entry's checksum u32,] data.
  */
+const ENTRY_HEADER_BYTES = 8 + 8 + 1 + 4 + 4;
+
 function payloadBytes(ops: readonly JournalOp[]): number {
   let size = 8 + 4;
   for (const op of ops) {
     size += 1 + 4;
     const hs = op.hardState;
     if (hs) size += 16 + 2 + (hs.vote == null ? 0 : Buffer.byteLength(hs.vote, "utf8"));
-    for (const e of op.entries) size += 8 + 8 + 1 + 4 + e.data.byteLength;
+    for (const e of op.entries) size += ENTRY_HEADER_BYTES + e.data.byteLength;
   }
   return size;
 }
 
-/** The record (`bytes` long) followed by zeros up to `padded` bytes. */
-function encodeRecord(batch: JournalBatch, prevCrc: number, bytes: number, padded: number): Buffer {
-  const buf = Buffer.allocUnsafe(padded);
-  buf.fill(0, bytes);
+interface EncodedRecord {
+  /** The record (`bytes` long, then zeros up to `padded`), in pieces to write one after the other. */
+  readonly chunks: readonly Uint8Array[];
+  readonly crc: number;
+}
+
+/**
+ * The record with ENTRY_CHECKSUMS. Small entries' data is copied into the record's buffer; larger data
+ * is written from the entry's own, which no one changes (entries are immutable).
+ */
+function encodeRecord(batch: JournalBatch, prevCrc: number, bytes: number, padded: number): EncodedRecord {
+  let own = padded;
+  for (const op of batch.ops) {
+    for (const e of op.entries) if (e.data.byteLength >= INLINE_DATA_BYTES) own -= e.data.byteLength;
+  }
+  const buf = Buffer.allocUnsafe(own);
+  const chunks: Uint8Array[] = [];
+  let chunkStart = 0;
   let at = HEADER_BYTES;
+  // The CRC runs over everything but the entries' data: `covered` is where it has reached in `buf`.
+  let crc = prevCrc;
+  let covered = HEADER_BYTES;
   at = buf.writeDoubleLE(batch.seq, at);
   at = buf.writeUInt32LE(batch.ops.length, at);
-  batch.ops.forEach((op) => {
+  for (const op of batch.ops) {
     const hs = op.hardState;
     at = buf.writeUInt8(hs ? 1 : 0, at);
     if (hs) {
@@ -327,82 +371,167 @@ function encodeRecord(batch: JournalBatch, prevCrc: number, bytes: number, padde
       at = buf.writeDoubleLE(e.term, at);
       at = buf.writeUInt8(entryTypeCode(e.type), at);
       at = buf.writeUInt32LE(e.data.byteLength, at);
-      buf.set(e.data, at);
-      at += e.data.byteLength;
+      at = buf.writeUInt32LE(checksumOfEntry(e), at);
+      crc = crc32c(buf.subarray(covered, at), crc);
+      if (e.data.byteLength >= INLINE_DATA_BYTES) {
+        chunks.push(buf.subarray(chunkStart, at), e.data);
+        chunkStart = at;
+      } else {
+        buf.set(e.data, at);
+        at += e.data.byteLength;
+      }
+      covered = at;
     }
-  });
-  const payload = buf.subarray(HEADER_BYTES, bytes);
-  buf.writeUInt32LE(payload.byteLength, 0);
-  buf.writeUInt32LE(crc32c(payload, prevCrc), 4);
+  }
+  crc = crc32c(buf.subarray(covered, at), crc);
+  buf.fill(0, at);
+  chunks.push(buf.subarray(chunkStart));
+  buf.writeUInt32LE(((bytes - HEADER_BYTES) | ENTRY_CHECKSUMS) >>> 0, 0);
+  buf.writeUInt32LE(crc, 4);
   buf.writeUInt32LE(prevCrc, 8);
-  return buf;
+  return { chunks, crc };
 }
 
-/** A record whose checksum holds but whose contents do not parse was written wrong: corruption. */
-function decodePayload(path: string, p: Buffer): JournalBatch {
-  const bad = (what: string): StorageCorruptionError =>
-    new StorageCorruptionError(path, null, `journal record with a valid checksum is malformed: ${what}`);
+/** A payload's ops as read, before any check; `crc` covers all but the entries' data, seeded as asked. */
+interface ParsedPayload {
+  readonly seq: number;
+  readonly ops: readonly {
+    readonly hardState: HardState | null;
+    readonly entries: readonly {
+      index: number;
+      term: number;
+      type: number;
+      /** Null in a record without ENTRY_CHECKSUMS. */
+      crc: number | null;
+      data: Uint8Array;
+    }[];
+  }[];
+  readonly crc: number;
+}
+
+/**
+ * Parses a payload; with `withChecksums` each entry carries its checksum and the CRC of everything but
+ * the entries' data is computed on the way. Returns what is wrong instead when the bytes do not parse.
+ */
+function parsePayload(p: Buffer, withChecksums: boolean, seed: number): ParsedPayload | string {
   let at = 0;
-  const need = (n: number): void => {
-    if (at + n > p.byteLength) throw bad("it ends early");
-  };
-  need(12);
+  let crc = seed;
+  let covered = 0;
+  const fits = (n: number): boolean => at + n <= p.byteLength;
+  if (!fits(12)) return "it ends early";
   const seq = p.readDoubleLE(at);
   const opCount = p.readUInt32LE(at + 8);
   at += 12;
-  const ops: JournalOp[] = [];
+  const ops: ParsedPayload["ops"][number][] = [];
   for (let i = 0; i < opCount; i++) {
-    need(1);
+    if (!fits(1)) return "it ends early";
     const hasHard = p.readUInt8(at);
     at += 1;
     let hardState: HardState | null = null;
     if (hasHard === 1) {
-      need(18);
+      if (!fits(18)) return "it ends early";
       const term = p.readDoubleLE(at);
       const commit = p.readDoubleLE(at + 8);
       const voteLength = p.readUInt16LE(at + 16);
       at += 18;
       let vote: string | null = null;
       if (voteLength !== 0xffff) {
-        need(voteLength);
+        if (!fits(voteLength)) return "it ends early";
         try {
           vote = decoder.decode(p.subarray(at, at + voteLength));
         } catch {
-          throw bad("a vote is not UTF-8");
+          return "a vote is not UTF-8";
         }
         at += voteLength;
       }
       hardState = { term, vote, commit };
     } else if (hasHard !== 0) {
-      throw bad(`hard state flag ${hasHard}`);
+      return `hard state flag ${hasHard}`;
     }
-    need(4);
+    if (!fits(4)) return "it ends early";
     const entryCount = p.readUInt32LE(at);
     at += 4;
-    const entries: Entry[] = [];
+    const entries: ParsedPayload["ops"][number]["entries"][number][] = [];
+    const headerBytes = withChecksums ? ENTRY_HEADER_BYTES : ENTRY_HEADER_BYTES - 4;
     for (let k = 0; k < entryCount; k++) {
-      need(21);
+      if (!fits(headerBytes)) return "it ends early";
       const index = p.readDoubleLE(at);
       const term = p.readDoubleLE(at + 8);
-      const type = entryTypeOf(p.readUInt8(at + 16));
+      const type = p.readUInt8(at + 16);
       const length = p.readUInt32LE(at + 17);
-      at += 21;
-      if (type === null) throw bad(`entry ${index} has an unknown type`);
-      need(length);
-      // A copy: the record's buffer is dropped once read, and entries outlive it in the database.
-      entries.push({ index, term, type, data: new Uint8Array(p.subarray(at, at + length)) });
+      const entryCrc = withChecksums ? p.readUInt32LE(at + 21) : null;
+      at += headerBytes;
+      if (!fits(length)) return "it ends early";
+      if (withChecksums) crc = crc32c(p.subarray(covered, at), crc);
+      entries.push({ index, term, type, crc: entryCrc, data: p.subarray(at, at + length) });
       at += length;
+      covered = at;
     }
-    ops.push({ entries, hardState });
+    ops.push({ hardState, entries });
   }
-  if (at !== p.byteLength) throw bad("bytes follow its last op");
-  return { seq, ops };
+  // Bytes after the last op are covered too, so that a record whose checksum holds has none.
+  if (withChecksums) crc = crc32c(p.subarray(covered), crc);
+  if (at !== p.byteLength) return "bytes follow its last op";
+  return { seq, ops, crc };
 }
 
-function writeAll(fd: number, data: Uint8Array, position: number): void {
-  let done = 0;
-  while (done < data.byteLength) {
-    done += writeSync(fd, data, done, data.byteLength - done, position + done);
+/**
+ * The batch of a record written without ENTRY_CHECKSUMS, whose CRC over the whole payload held: bytes
+ * that do not parse were written wrong, which is corruption.
+ */
+function decodePayload(path: string, p: Buffer): JournalBatch {
+  const parsed = parsePayload(p, false, 0);
+  if (typeof parsed === "string") throw malformedRecord(path, parsed);
+  return toBatch(path, parsed).batch;
+}
+
+/**
+ * The batch of a record written with ENTRY_CHECKSUMS, or null where the chain ends: the record does not
+ * parse, its CRC fails, or an entry's data fails the entry's checksum (a torn or garbled record). Only
+ * a record that passes every check and still holds nonsense is corruption.
+ */
+function readChecksummedPayload(path: string, p: Buffer, prevCrc: number, crc: number): JournalBatch | null {
+  const parsed = parsePayload(p, true, prevCrc);
+  if (typeof parsed === "string" || parsed.crc !== crc) return null;
+  const { batch, dataIntact } = toBatch(path, parsed);
+  return dataIntact ? batch : null;
+}
+
+/** The entries of `parsed`; `dataIntact` tells whether each one's data matches the checksum it carries. */
+function toBatch(path: string, parsed: ParsedPayload): { batch: JournalBatch; dataIntact: boolean } {
+  let dataIntact = true;
+  const ops = parsed.ops.map((op) => ({
+    hardState: op.hardState,
+    entries: op.entries.map((e): Entry => {
+      const type = entryTypeOf(e.type);
+      if (type === null) throw malformedRecord(path, `entry ${e.index} has an unknown type`);
+      // A copy: the record's buffer is dropped once read, and entries outlive it in the database.
+      const entry: Entry = { index: e.index, term: e.term, type, data: new Uint8Array(e.data) };
+      if (e.crc !== null && !acceptEntryChecksum(entry, e.crc)) dataIntact = false;
+      return entry;
+    }),
+  }));
+  return { batch: { seq: parsed.seq, ops }, dataIntact };
+}
+
+function malformedRecord(path: string, what: string): StorageCorruptionError {
+  return new StorageCorruptionError(path, null, `journal record with a valid checksum is malformed: ${what}`);
+}
+
+/** Writes `chunks` one after the other from `position`, as few system calls as the kernel allows. */
+function writeAll(fd: number, chunks: readonly Uint8Array[], position: number): void {
+  let pending = [...chunks];
+  let at = position;
+  while (pending.length > 0) {
+    let written = writevSync(fd, pending, at);
+    at += written;
+    let done = 0;
+    while (done < pending.length && written >= pending[done]!.byteLength) {
+      written -= pending[done]!.byteLength;
+      done++;
+    }
+    pending = pending.slice(done);
+    if (written > 0) pending[0] = pending[0]!.subarray(written);
   }
 }
 
