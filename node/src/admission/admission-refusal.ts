@@ -23,6 +23,8 @@ export class AdmissionRefusal {
     /** What the refused request needed of that limit (bytes or a count of one). */
     readonly requested: number,
     readonly inUse: number,
+    /** The Retry-After the refusing pool advises; undefined: the contract's default. */
+    private readonly advisedRetryAfterSeconds?: number,
   ) {}
 
   get details(): ResourceExhaustedDetails {
@@ -47,7 +49,7 @@ export class AdmissionRefusal {
 
   /** Seconds the refused caller is told to wait; undefined: the contract's default. */
   protected get retryAfterSeconds(): number | undefined {
-    return undefined;
+    return this.advisedRetryAfterSeconds;
   }
 
   /**

@@ -276,6 +276,32 @@ describe("HttpAdmissionGovernor", () => {
     expect(governor.usage("control").requests).toBe(0);
   });
 
+  it("advises a longer Retry-After while it refuses more than a tenth of what it admits", () => {
+    let now = 0;
+    const governor = new HttpAdmissionGovernor({ MaxRequests: 2 }, () => now);
+    const held = [reserve(governor, { kind: "data" }), reserve(governor, { kind: "data" })];
+    const retryAfter = (): number | undefined =>
+      refusal(governor, { kind: "data" }).toError().retryAfterSeconds;
+    expect(retryAfter()).toBe(1);
+    now += 1_000;
+    expect(retryAfter()).toBe(2);
+    now += 1_000;
+    expect(retryAfter()).toBe(4);
+    // A refusal of a body over the cap is not for want of room: it advises no wait.
+    const tooLarge = refusal(governor, { kind: "data", declaredLength: 9 * MiB });
+    expect(tooLarge.reason).toBe("BodyTooLarge");
+    expect(tooLarge.toError().retryAfterSeconds).toBeUndefined();
+    // The control pool keeps its own advice.
+    for (let i = 0; i < 16; i++) reserve(governor, { kind: "control" });
+    expect(refusal(governor, { kind: "control" }).toError().retryAfterSeconds).toBe(1);
+    // Quiet windows bring it back down.
+    for (const r of held) r.dispose();
+    now += 10_000;
+    reserve(governor, { kind: "data" });
+    reserve(governor, { kind: "data" });
+    expect(retryAfter()).toBe(1);
+  });
+
   it("refuses a malformed declared length as an invalid argument", () => {
     const governor = new HttpAdmissionGovernor();
     expect(() => governor.reserve({ kind: "data", declaredLength: -1 })).toThrow(InvalidArgumentError);

@@ -9,6 +9,11 @@ import {
 } from "./http-admission-options.js";
 import { HttpPool, type HttpPoolUsage, type HttpRequestKind } from "./http-pool.js";
 import type { HttpReservation } from "./http-reservation.js";
+import {
+  RETRY_AFTER_ADVICE_DEFAULTS,
+  RetryAfterAdvice,
+  type RetryAfterAdviceOptions,
+} from "./retry-after-advice.js";
 
 export interface HttpAdmissionRequest {
   /** `heavy` and `data` requests spend the data pool, `control` requests the control pool. */
@@ -46,10 +51,15 @@ export class HttpAdmissionGovernor {
   private readonly data: HttpPool;
   private readonly control: HttpPool;
 
-  constructor(options?: HttpAdmissionOptions) {
+  /** `now` is a monotonic clock in milliseconds; the pools' Retry-After advice counts by it. */
+  constructor(
+    options?: HttpAdmissionOptions,
+    now: () => number = () => performance.now(),
+    advice: RetryAfterAdviceOptions = RETRY_AFTER_ADVICE_DEFAULTS,
+  ) {
     this.limits = resolveHttpAdmissionOptions(options);
-    this.data = new HttpPool("data", this.limits);
-    this.control = new HttpPool("control", this.limits);
+    this.data = new HttpPool("data", this.limits, new RetryAfterAdvice(advice, now));
+    this.control = new HttpPool("control", this.limits, new RetryAfterAdvice(advice, now));
   }
 
   /**

@@ -4,6 +4,7 @@ import { AdmissionRefusal } from "./admission-refusal.js";
 import type { HttpAdmissionLimits, HttpAdmissionProperty } from "./http-admission-options.js";
 import { HttpReservation } from "./http-reservation.js";
 import { modeledBytes } from "./payload-accounting.js";
+import type { RetryAfterAdvice } from "./retry-after-advice.js";
 import { type PrincipalScope, VerifiedScopes } from "./verified-scopes.js";
 
 /**
@@ -38,6 +39,8 @@ export class HttpPool {
   constructor(
     readonly pool: Lane,
     limits: HttpAdmissionLimits,
+    /** The Retry-After this pool's refusals for want of room advise. */
+    private readonly advice: RetryAfterAdvice,
   ) {
     if (pool === "control") {
       this.maxRequests = limit(limits, "ControlMaxRequests");
@@ -76,9 +79,12 @@ export class HttpPool {
           reason: "InvalidContentLength",
         });
       if (declaredLength > cap)
-        return this.refuse(
+        return new AdmissionRefusal(
           "BodyTooLarge",
-          { property: this.maxBodyBytes.property, value: cap },
+          "http",
+          this.pool,
+          this.maxBodyBytes.property,
+          cap,
           declaredLength,
           0,
         );
@@ -93,6 +99,7 @@ export class HttpPool {
     this.requests++;
     this.ingressCount++;
     this.modeled += bytes;
+    this.advice.admitted();
     return new HttpReservation(this, kind, admittedBodyBytes, bytes);
   }
 
@@ -129,6 +136,7 @@ export class HttpPool {
     return { requests: this.requests, modeledBytes: this.modeled };
   }
 
+  /** A refusal for want of room: counted, and advising the pool's Retry-After. */
   private refuse(
     reason: AdmissionRefusal["reason"],
     refusedBy: PoolLimit,
@@ -143,6 +151,7 @@ export class HttpPool {
       refusedBy.value,
       requested,
       inUse,
+      this.advice.refused(),
     );
   }
 }
