@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
+import { makeTestCertificates, type TestCertificates } from "@keyload/test-fixtures";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ConnectionError, InvalidArgumentError, KeyLoadClient, type KeyLoadClientOptions } from "./index.js";
 import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
-import { makeTestCertificates, type TestCertificates } from "./test-fixtures/test-certificates.js";
 
 const OK_PUT: ScriptedAnswer = { status: 200, body: { commandId: "from-voter", key: "k", version: 1 } };
 

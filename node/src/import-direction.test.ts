@@ -6,7 +6,8 @@ import { describe, expect, it } from "vitest";
 /**
  * Which way the imports between the repository's modules may run. Each rule names a folder and the
  * folders its files (tests and test fixtures included) may import from; of the workspace packages only
- * `@keyload/contract` may be named, and a package's own name in its own folder. Folders without a rule (the voter wiring, the configuration, the
+ * `@keyload/contract` may be named, a package's own name in its own folder, and in tests and test
+ * fixtures `@keyload/test-fixtures`. Folders without a rule (the voter wiring, the configuration, the
  * AppHost, the RF3 suite) compose the others and may import any of them.
  */
 interface Rule {
@@ -64,7 +65,19 @@ const RULES: readonly Rule[] = [
     why: "the client shares only the contract with the voter: no voter source, not even its test fixtures",
   },
   { dir: "contract/src", may: [], why: "the contract depends on nothing of the repository" },
+  {
+    dir: "test-fixtures/src",
+    may: [],
+    why: "the fixtures every package's tests share depend on nothing of the repository",
+  },
 ];
+
+/** The package of fixtures the tests share, which only tests and test fixtures may name. */
+const TEST_FIXTURES_PACKAGE = "@keyload/test-fixtures";
+
+function isTestCode(file: string): boolean {
+  return file.endsWith(".test.ts") || file.split("/").includes("test-fixtures");
+}
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
@@ -93,8 +106,11 @@ function violations(rule: Rule): string[] {
         if (![rule.dir, ...rule.may].some((dir) => within(target, dir))) found.push(`${file}: ${specifier}`);
       } else if (specifier.startsWith("@keyload/")) {
         const name = specifier.split("/").slice(0, 2).join("/");
-        if (name !== "@keyload/contract" && !rule.packages?.includes(name))
-          found.push(`${file}: ${specifier}`);
+        const allowed =
+          name === "@keyload/contract" ||
+          rule.packages?.includes(name) ||
+          (name === TEST_FIXTURES_PACKAGE && isTestCode(file));
+        if (!allowed) found.push(`${file}: ${specifier}`);
       }
     }
   }

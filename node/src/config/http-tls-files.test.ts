@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { makeTestCertificates, type TestCertificates } from "@keyload/test-fixtures";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeTestCertificates, type TestCertificates } from "../http/test-fixtures/test-certificates.js";
 import { ConfigError } from "./config-error.js";
 import { readHttpTlsFiles } from "./http-tls-files.js";
 

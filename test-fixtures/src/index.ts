@@ -1,0 +1,1 @@
+export { makeTestCertificates, type TestCertificates } from "./test-certificates.js";
