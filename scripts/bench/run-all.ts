@@ -1,6 +1,7 @@
 /** Runs every benchmark of this folder in turn and prints their figures. */
 import { formatCommandAdmissionBench, runCommandAdmissionBench } from "./admission-command.js";
 import { formatHttpAdmissionBench, runHttpAdmissionBench } from "./admission-http.js";
+import { formatChecksumBench, runChecksumBench } from "./entry-checksum.js";
 import { formatLogAppendBench, runLogAppendBench } from "./log-append.js";
 import { formatRaftBench, runRaftBench } from "./raft-core.js";
 import { formatStateApplyBench, runStateApplyBench } from "./state-apply.js";
@@ -13,6 +14,8 @@ console.log(formatCommandAdmissionBench(await runCommandAdmissionBench(5_000_000
 
 runHttpAdmissionBench(200_000);
 console.log(formatHttpAdmissionBench(runHttpAdmissionBench(5_000_000)));
+
+console.log(formatChecksumBench(runChecksumBench([64, 1024, 65536], 1)));
 
 console.log(formatLogAppendBench(await runLogAppendBench(3, 1024)));
 

@@ -1,5 +1,6 @@
 export { bootstrapState } from "./bootstrap.js";
 export type { BootstrapConf, ConfChange, ConfEntry } from "./conf-change.js";
+export { entryChecksum } from "./entry-checksum.js";
 export * from "./errors.js";
 export { entrySize, type LogStorage, limitSize } from "./log-storage.js";
 export { fillChunkFromMemory, MemorySnapshotSink } from "./memory-snapshot-sink.js";
