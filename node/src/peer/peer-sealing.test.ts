@@ -6,7 +6,7 @@ import { SEALED_RECORD_TYPE } from "./frame-seal.js";
 import { FrameType } from "./peer-frames.js";
 import type { PeerTransport } from "./peer-transport.js";
 import { encodeRaftMessage } from "./raft-message-codec.js";
-import { PeerFixture, reservePorts, waitFor } from "./test-fixtures/peer-fixture.js";
+import { PeerFixture, waitFor } from "./test-fixtures/peer-fixture.js";
 
 /** What the path between voter1 and voter2 does to the frames voter1 sends after the handshake. */
 type Tamper = "none" | "flip" | "inject" | "replay" | "drop" | "announcement";
@@ -40,10 +40,18 @@ class PathBetween {
     private readonly targetPort: number,
   ) {}
 
-  async listen(port: number): Promise<void> {
+  /** Listens on a port of the system's choosing, returned: one reserved first could be taken meanwhile. */
+  async listen(): Promise<number> {
     const server = createServer((inbound) => this.relay(inbound));
     this.server = server;
-    await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+    return new Promise<number>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, "127.0.0.1", () => {
+        const address = server.address();
+        if (address === null || typeof address === "string") reject(new Error("no port"));
+        else resolve(address.port);
+      });
+    });
   }
 
   async close(): Promise<void> {
@@ -119,10 +127,9 @@ describe("sealed peer frames", () => {
     connected = true,
   ): Promise<{ voter1: PeerTransport; voter2: PeerTransport }> {
     fixture = await PeerFixture.create(["voter1", "voter2"]);
-    const [pathPort] = await reservePorts(1);
     path = new PathBetween(tamper, fixture.address("voter2").port);
-    await path.listen(pathPort!);
-    const voters = fixture.voters.map((v) => (v.id === "voter2" ? { ...v, port: pathPort! } : v));
+    const pathPort = await path.listen();
+    const voters = fixture.voters.map((v) => (v.id === "voter2" ? { ...v, port: pathPort } : v));
     const voter2 = await fixture.start("voter2");
     const voter1 = await fixture.start("voter1", { voters });
     if (connected) await waitFor(() => voter1.peerInfo("voter2")?.connected === true);
