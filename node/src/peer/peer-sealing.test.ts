@@ -6,7 +6,7 @@ import { SEALED_RECORD_TYPE } from "./frame-seal.js";
 import { FrameType } from "./peer-frames.js";
 import type { PeerTransport } from "./peer-transport.js";
 import { encodeRaftMessage } from "./raft-message-codec.js";
-import { PeerFixture, waitFor } from "./test-fixtures/peer-fixture.js";
+import { listenOnFreePort, PeerFixture, waitFor } from "./test-fixtures/peer-fixture.js";
 
 /** What the path between voter1 and voter2 does to the frames voter1 sends after the handshake. */
 type Tamper = "none" | "flip" | "inject" | "replay" | "drop" | "announcement";
@@ -44,14 +44,7 @@ class PathBetween {
   async listen(): Promise<number> {
     const server = createServer((inbound) => this.relay(inbound));
     this.server = server;
-    return new Promise<number>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(0, "127.0.0.1", () => {
-        const address = server.address();
-        if (address === null || typeof address === "string") reject(new Error("no port"));
-        else resolve(address.port);
-      });
-    });
+    return listenOnFreePort(server);
   }
 
   async close(): Promise<void> {

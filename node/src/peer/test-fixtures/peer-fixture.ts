@@ -1,4 +1,4 @@
-import { createServer } from "node:net";
+import { createServer, type Server } from "node:net";
 import { pino } from "pino";
 import type { Message } from "../../raft/types.js";
 import { InMemoryClusterId } from "../cluster-id.js";
@@ -19,22 +19,26 @@ export interface LogLine {
   readonly [field: string]: unknown;
 }
 
-/** Free loopback ports: listen on port 0, note what the kernel chose, release them for the test. */
+/** Listens on a loopback port of the kernel's choosing and resolves with it. */
+export function listenOnFreePort(server: Server): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      if (address === null || typeof address === "string") reject(new Error("no port"));
+      else resolve(address.port);
+    });
+  });
+}
+
+/**
+ * Free loopback ports: listen on port 0, note what the kernel chose, release them for the test. Another
+ * process may take one before the test listens on it; a server that can listen at once uses
+ * listenOnFreePort instead.
+ */
 export async function reservePorts(count: number): Promise<number[]> {
   const servers = Array.from({ length: count }, () => createServer());
-  const ports = await Promise.all(
-    servers.map(
-      (server) =>
-        new Promise<number>((resolve, reject) => {
-          server.once("error", reject);
-          server.listen(0, "127.0.0.1", () => {
-            const address = server.address();
-            if (address === null || typeof address === "string") reject(new Error("no port"));
-            else resolve(address.port);
-          });
-        }),
-    ),
-  );
+  const ports = await Promise.all(servers.map(listenOnFreePort));
   await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
   return ports;
 }
