@@ -25,6 +25,19 @@ function keyloadNodeWith(settings: Record<string, string>, ...args: string[]) {
   });
 }
 
+/** A one-voter configuration in `dir` whose TLS files do not exist: the start fails before anything listens. */
+function withAbsentTlsFiles(dir: string): Record<string, string> {
+  return {
+    KeyLoad__Node__Id: "voter1",
+    KeyLoad__Node__DataDir: join(dir, "voter1"),
+    KeyLoad__Cluster__Voters: "voter1@127.0.0.1:7201",
+    KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+    KeyLoad__Bootstrap__AdminKey: "admin-key-0123456789",
+    KeyLoad__Tls__HttpCertFile: join(dir, "absent.pem"),
+    KeyLoad__Tls__HttpKeyFile: join(dir, "absent.key"),
+  };
+}
+
 describe("keyload-node", () => {
   it("prints its usage and every setting for --help, needing no configuration", () => {
     const run = keyloadNode("--help");
@@ -52,18 +65,35 @@ describe("keyload-node", () => {
   it("refuses TLS files it cannot read as invalid configuration, naming the setting", () => {
     const dir = mkdtempSync(join(tmpdir(), "keyload-main-tls-"));
     try {
-      const run = keyloadNodeWith({
-        KeyLoad__Node__Id: "voter1",
-        KeyLoad__Node__DataDir: join(dir, "voter1"),
-        KeyLoad__Cluster__Voters: "voter1@127.0.0.1:7201",
-        KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
-        KeyLoad__Bootstrap__AdminKey: "admin-key-0123456789",
-        KeyLoad__Tls__HttpCertFile: join(dir, "absent.pem"),
-        KeyLoad__Tls__HttpKeyFile: join(dir, "absent.key"),
-      });
+      const run = keyloadNodeWith(withAbsentTlsFiles(dir));
       expect(run.status).toBe(2);
       expect(run.stderr).toContain("invalid configuration: KeyLoad:Tls:HttpCertFile: cannot read");
       expect(run.stderr).not.toContain("    at ");
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("warns at start of a deprecated setting, naming it and where it came from", () => {
+    const dir = mkdtempSync(join(tmpdir(), "keyload-main-deprecated-"));
+    try {
+      // The warnings come first, then the TLS files end the start.
+      const run = keyloadNodeWith(withAbsentTlsFiles(dir), "--KeyLoad:Raft:SnapshotSizeRatio=2");
+      expect(run.status).toBe(2);
+      const warnings = run.stdout
+        .split("\n")
+        .filter((line) => line.startsWith("{"))
+        .map((line) => JSON.parse(line) as { level: number; setting?: string; source?: string; msg: string })
+        .filter((line) => line.setting !== undefined);
+      expect(warnings).toEqual([
+        expect.objectContaining({
+          level: 40,
+          nodeId: "voter1",
+          setting: "KeyLoad:Raft:SnapshotSizeRatio",
+          source: "argument --KeyLoad:Raft:SnapshotSizeRatio",
+          msg: expect.stringContaining("KeyLoad:Raft:SnapshotSizeRatio is deprecated and has no effect"),
+        }),
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

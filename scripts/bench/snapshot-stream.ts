@@ -96,7 +96,6 @@ export async function runSnapshotStreamBench(stateBytes: number): Promise<Snapsh
     const envs = await clusterEnvs(root, {
       env: {
         KeyLoad__Raft__SnapshotIntervalEntries: String(SNAPSHOT_INTERVAL),
-        KeyLoad__Raft__SnapshotSizeRatio: "0",
         KeyLoad__Raft__ElectionTimeoutMs: "1000",
         KeyLoad__Raft__HeartbeatIntervalMs: "100",
       },

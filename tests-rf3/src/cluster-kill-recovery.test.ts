@@ -17,7 +17,6 @@ describe("three voters killed with SIGKILL at random points", () => {
         KeyLoad__Raft__HeartbeatIntervalMs: "50",
         // Snapshots, compaction and snapshot installs happen between the kills too.
         KeyLoad__Raft__SnapshotIntervalEntries: "200",
-        KeyLoad__Raft__SnapshotSizeRatio: "0",
       },
     });
     const up = [true, true, true];

@@ -21,7 +21,6 @@ describe.skipIf(noPartitions !== undefined)(
           KeyLoad__Raft__ElectionTimeoutMs: "500",
           KeyLoad__Raft__HeartbeatIntervalMs: "50",
           KeyLoad__Raft__SnapshotIntervalEntries: "200",
-          KeyLoad__Raft__SnapshotSizeRatio: "0",
         },
       });
       const random = new SeededRandom(20261203);

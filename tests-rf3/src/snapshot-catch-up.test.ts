@@ -26,8 +26,6 @@ describe("snapshot catch-up", () => {
     const cluster = await startCluster({
       env: {
         KeyLoad__Raft__SnapshotIntervalEntries: String(SNAPSHOT_EVERY),
-        // Snapshot by entry count alone, whatever the log's size against the state's.
-        KeyLoad__Raft__SnapshotSizeRatio: "0",
         // Small chunks: the snapshot streams in many, several windows of them in flight.
         KeyLoad__Raft__SnapshotChunkBytes: String(CHUNK_BYTES),
       },

@@ -20,6 +20,10 @@ describe("configHelp", () => {
     );
   });
 
+  it("says a deprecated setting has no effect instead of offering its default", () => {
+    expect(help).toMatch(/KeyLoad:Raft:SnapshotSizeRatio .*\n\s+deprecated, no effect: snapshot points copy/);
+  });
+
   it("shows the config file in the shape loadVoterConfig reads", () => {
     const shape = /the JSON file \((\{.*\})\)/.exec(help)?.[1];
     expect(shape).toBeDefined();

@@ -21,7 +21,8 @@ export function configHelp(
     for (const p of properties) {
       const given = p.default === undefined ? "required" : `default ${JSON.stringify(p.default)}`;
       lines.push(`  KeyLoad:${section}:${p.name}  (KeyLoad__${section}__${p.name})`);
-      lines.push(`      ${p.expected}; ${given}`);
+      if (p.deprecated === undefined) lines.push(`      ${p.expected}; ${given}`);
+      else lines.push(`      deprecated, no effect: ${p.deprecated}`);
     }
   }
   return `${lines.join("\n")}\n`;

@@ -13,6 +13,12 @@ export interface ConfigProperty<N extends string = string, T = unknown> {
   readonly parse: (raw: RawValue) => T | undefined;
   /** Never echo the value in an error message. */
   readonly secret?: boolean;
+  /**
+   * Set on a property that no longer does anything: why, and what to do instead. It is still read and
+   * validated, so a configuration that sets it keeps starting (with a warning) and a typo in its value
+   * is still refused; the loaded configuration leaves it out.
+   */
+  readonly deprecated?: string;
 }
 
 const INTEGER = /^\s*-?\d+\s*$/;
@@ -69,4 +75,12 @@ export function oneOf<N extends string, const V extends string>(
       return values.find((v) => v.toLowerCase() === value);
     },
   };
+}
+
+/** `property`, kept only so that configurations setting it still start: see ConfigProperty.deprecated. */
+export function deprecated<N extends string, T>(
+  property: ConfigProperty<N, T>,
+  why: string,
+): ConfigProperty<N, T> {
+  return { ...property, deprecated: why };
 }

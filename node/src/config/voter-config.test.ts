@@ -120,6 +120,28 @@ describe("loadVoterConfig", () => {
     );
   });
 
+  it("accepts a deprecated setting, checks its value, leaves it out and reports where it came from", () => {
+    expect(loadVoterConfig({ env: BASE }).deprecations).toEqual([]);
+    const c = loadVoterConfig({
+      env: BASE,
+      args: ["--KeyLoad:Raft:SnapshotSizeRatio=3", "--KeyLoad:Raft:SnapshotIntervalEntries=500"],
+    });
+    expect(c.deprecations).toEqual([
+      {
+        key: "KeyLoad:Raft:SnapshotSizeRatio",
+        source: "argument --KeyLoad:Raft:SnapshotSizeRatio",
+        message: expect.stringMatching(/^is deprecated and has no effect: .*0021-lazy-snapshots/),
+      },
+    ]);
+    expect(Object.keys(c.raft)).not.toContain("snapshotSizeRatio");
+    expect(c.raft.snapshotIntervalEntries).toBe(500);
+    const err = configError(() =>
+      loadVoterConfig({ env: { ...BASE, KeyLoad__Raft__SnapshotSizeRatio: "two" } }),
+    );
+    expect(err.key).toBe("KeyLoad:Raft:SnapshotSizeRatio");
+    expect(err.message).toContain("an integer from 0 to 1000");
+  });
+
   it("checks the voter list and that it names this node", () => {
     expect(
       configError(() =>

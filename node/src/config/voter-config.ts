@@ -10,7 +10,7 @@ import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
 import type { PeerAddress } from "../peer/peer-address.js";
 import { type CanonicalLimits, DEFAULT_LIMITS } from "../state/limits.js";
 import { ConfigError } from "./config-error.js";
-import { type ConfigProperty, integer, oneOf, type RawValue, text } from "./config-property.js";
+import { type ConfigProperty, deprecated, integer, oneOf, type RawValue, text } from "./config-property.js";
 import {
   type RawSettings,
   readArguments,
@@ -104,10 +104,11 @@ export const VOTER_CONFIG = {
     // (docs/decisions/0014-snapshot-intervals.md).
     integer("SnapshotIntervalEntries", 100_000, 1),
     integer("SnapshotIntervalBytes", 64 * MiB, 1),
-    // ...and either way only once the log since the last snapshot holds this many times the size of
-    // its file (or ten times SnapshotIntervalEntries; 0: no such bound). A point has no file, so this
-    // holds back only the point after a copy (docs/decisions/0014-snapshot-intervals.md, 0021).
-    integer("SnapshotSizeRatio", 2, 0, 1000),
+    deprecated(
+      integer("SnapshotSizeRatio", 2, 0, 1000),
+      "snapshot points copy nothing, so there is no snapshot size to bound " +
+        "(docs/decisions/0021-lazy-snapshots.md); remove it, a later major version refuses it",
+    ),
     integer("MaxUncommittedBytes", 64 * MiB, 1),
     // How far the applied index may trail the commit index for `/health/ready` to report ready.
     integer("ReadyLagEntries", 1000, 0),
@@ -181,7 +182,6 @@ export interface VoterConfig {
     readonly replicationDeadlineMs: number;
     readonly snapshotIntervalEntries: number;
     readonly snapshotIntervalBytes: number;
-    readonly snapshotSizeRatio: number;
     readonly maxUncommittedBytes: number;
     readonly readyLagEntries: number;
     readonly followerApplyHoldMs: number;
@@ -200,6 +200,17 @@ export interface VoterConfig {
   readonly storage: StorageLimits;
   readonly bootstrap: { readonly adminKey: string };
   readonly log: { readonly level: string };
+  /** Deprecated settings the sources set, in the order read: the voter warns of each at start. */
+  readonly deprecations: readonly ConfigDeprecation[];
+}
+
+/** A deprecated setting some source set (ConfigProperty.deprecated). */
+export interface ConfigDeprecation {
+  /** `KeyLoad:Section:Property`. */
+  readonly key: string;
+  /** Where the value came from, as error messages name it. */
+  readonly source: string;
+  readonly message: string;
 }
 
 export interface ConfigInputs {
@@ -221,8 +232,9 @@ export function loadVoterConfig(inputs: ConfigInputs = {}): VoterConfig {
   for (const [key, setting] of fromArgs) settings.set(key, setting);
 
   const consumed = new Set<string>();
+  const deprecations: ConfigDeprecation[] = [];
   const section = <T extends readonly ConfigProperty[]>(name: keyof typeof VOTER_CONFIG, table: T) =>
-    resolveSection(name, table, settings, consumed);
+    resolveSection(name, table, settings, consumed, deprecations);
 
   const node = section("Node", VOTER_CONFIG.Node);
   const cluster = section("Cluster", VOTER_CONFIG.Cluster);
@@ -259,6 +271,7 @@ export function loadVoterConfig(inputs: ConfigInputs = {}): VoterConfig {
     storage: storageLimits(storage),
     bootstrap: camel(bootstrap) as VoterConfig["bootstrap"],
     log: camel(log) as VoterConfig["log"],
+    deprecations,
   };
   checkConsistency(config);
   return config;
@@ -269,6 +282,7 @@ function resolveSection(
   table: readonly ConfigProperty[],
   settings: RawSettings,
   consumed: Set<string>,
+  deprecations: ConfigDeprecation[],
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const property of table) {
@@ -276,6 +290,8 @@ function resolveSection(
     const setting = settings.get(key);
     const name = `KeyLoad:${section}:${property.name}`;
     if (!setting) {
+      // A deprecated setting left unset has nothing to say.
+      if (property.deprecated !== undefined) continue;
       if (property.default === undefined) throw new ConfigError(name, `is required (${property.expected})`);
       out[property.name] = property.default;
       continue;
@@ -285,6 +301,14 @@ function resolveSection(
     if (value === undefined) {
       const shown = property.secret ? "a value" : JSON.stringify(setting.value);
       throw new ConfigError(name, `must be ${property.expected}; ${setting.source} gives ${shown}`);
+    }
+    if (property.deprecated !== undefined) {
+      deprecations.push({
+        key: name,
+        source: setting.source,
+        message: `is deprecated and has no effect: ${property.deprecated}`,
+      });
+      continue;
     }
     out[property.name] = value;
   }

@@ -192,7 +192,7 @@ describe("DurableLogStore", () => {
     expect(store.entries(31, 51, 1e9)).toEqual(entries(31, 50, 1));
   });
 
-  it("reports entry and snapshot sizes for the snapshot policy", async () => {
+  it("reports entry sizes for the snapshot policy and the snapshot's size", async () => {
     const dir = fx.dir();
     const w = fx.openWriter(dir);
     await w.write({ ...none, entries: entries(1, 10, 1, 76) });
@@ -200,11 +200,11 @@ describe("DurableLogStore", () => {
     expect(w.store.byteSize(3, 5)).toBe(200);
     expect(() => w.store.byteSize(0, 5)).toThrow(StorageArgumentError);
     expect(() => w.store.byteSize(1, 12)).toThrow(StorageArgumentError);
-    expect(w.store.snapshotBytes()).toBe(0);
+    expect(w.store.snapshot()?.size).toBe(0);
     await w.createSnapshot(fileSource(8, 1, dataFor(8, 1, 3000)), () => CONF);
-    expect(w.store.snapshotBytes()).toBe(3000);
+    expect(w.store.snapshot()?.size).toBe(3000);
     await w.close();
-    expect(fx.open(dir).snapshotBytes()).toBe(3000);
+    expect(fx.open(dir).snapshot()?.size).toBe(3000);
   });
 
   describe("refuses bad input", () => {

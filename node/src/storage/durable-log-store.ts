@@ -312,11 +312,6 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     return this.state.snapshot.meta.index;
   }
 
-  snapshotBytes(): number {
-    this.checkUsable();
-    return this.state.snapshot.size;
-  }
-
   /** Bytes (as `entrySize` counts them) of the retained entries in [lo, hi). */
   byteSize(lo: number, hi: number): number {
     this.checkUsable();

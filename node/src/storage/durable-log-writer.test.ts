@@ -154,7 +154,7 @@ describe("DurableLogWriter", () => {
   });
 
   it("records a snapshot point when the policy says so and compacts behind it, copying nothing", async () => {
-    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5, ratio: 0 });
+    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
     const dir = fx.dir();
     const w = fx.openWriter(dir, {}, policy);
     let applied = 0;
@@ -179,7 +179,7 @@ describe("DurableLogWriter", () => {
   });
 
   it("copies the state for a follower that needs the snapshot of a point, at or beyond the point", async () => {
-    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5, ratio: 0 });
+    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
     const w = fx.openWriter(fx.dir(), {}, policy);
     await w.write({ snapshot: null, entries: entries(1, 30, 1), hardState: hs(1, "n1", 30) });
     await w.maybeSnapshot(
@@ -220,7 +220,7 @@ describe("DurableLogWriter", () => {
   });
 
   it("snapshots by bytes too", async () => {
-    const policy = new SnapshotPolicy({ entries: 1_000_000, bytes: 10_000, retainEntries: 0, ratio: 0 });
+    const policy = new SnapshotPolicy({ entries: 1_000_000, bytes: 10_000, retainEntries: 0 });
     const w = fx.openWriter(fx.dir(), {}, policy);
     await w.write({ snapshot: null, entries: entries(1, 9, 1, 1000), hardState: hs(1, null, 9) });
     expect(

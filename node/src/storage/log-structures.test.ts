@@ -158,15 +158,14 @@ describe("EntryCache", () => {
 });
 
 describe("SnapshotPolicy", () => {
-  const log = (snapshot: number, first: number, bytesPerEntry: number, snapshotBytes = 0) => ({
+  const log = (snapshot: number, first: number, bytesPerEntry: number) => ({
     snapshotIndex: () => snapshot,
-    snapshotBytes: () => snapshotBytes,
     firstIndex: () => first,
     byteSize: (lo: number, hi: number) => (hi - lo) * bytesPerEntry,
   });
 
   it("is due by entries or by bytes, whichever comes first", () => {
-    const p = new SnapshotPolicy({ entries: 100, bytes: 5000, ratio: 0, retainEntries: 10 });
+    const p = new SnapshotPolicy({ entries: 100, bytes: 5000, retainEntries: 10 });
     expect(p.due(log(0, 1, 10), 99)).toBe(false);
     expect(p.due(log(0, 1, 10), 100)).toBe(true);
     expect(p.due(log(0, 1, 100), 50)).toBe(true);
@@ -176,32 +175,14 @@ describe("SnapshotPolicy", () => {
     expect(p.compactionIndex(5)).toBe(0);
   });
 
-  it("waits until the log since the snapshot holds ratio times the snapshot's size", () => {
-    const p = new SnapshotPolicy({ entries: 100, bytes: 5000, ratio: 2, retainEntries: 0 });
-    // 100 entries of 10 bytes since a 600-byte snapshot: due by entries, held back by the ratio.
-    expect(p.due(log(100, 101, 10, 600), 200)).toBe(false);
-    expect(p.due(log(100, 101, 10, 600), 219)).toBe(false);
-    expect(p.due(log(100, 101, 10, 600), 220)).toBe(true);
-    // A small snapshot leaves the entry and byte intervals in charge.
-    expect(p.due(log(100, 101, 10, 400), 199)).toBe(false);
-    expect(p.due(log(100, 101, 10, 400), 200)).toBe(true);
-    expect(p.due(log(0, 1, 100, 0), 50)).toBe(true);
-    // Ten entry intervals are the most the ratio holds a snapshot back.
-    expect(p.due(log(100, 101, 1, 1_000_000), 1099)).toBe(false);
-    expect(p.due(log(100, 101, 1, 1_000_000), 1100)).toBe(true);
-  });
-
   it("rejects invalid limits", () => {
-    expect(() => new SnapshotPolicy({ entries: 1, bytes: 1, ratio: -1, retainEntries: 0 })).toThrow(
+    expect(() => new SnapshotPolicy({ entries: 0, bytes: 1, retainEntries: 0 })).toThrow(
       StorageArgumentError,
     );
-    expect(() => new SnapshotPolicy({ entries: 0, bytes: 1, ratio: 0, retainEntries: 0 })).toThrow(
+    expect(() => new SnapshotPolicy({ entries: 1, bytes: 1.5, retainEntries: 0 })).toThrow(
       StorageArgumentError,
     );
-    expect(() => new SnapshotPolicy({ entries: 1, bytes: 1.5, ratio: 0, retainEntries: 0 })).toThrow(
-      StorageArgumentError,
-    );
-    expect(() => new SnapshotPolicy({ entries: 1, bytes: 1, ratio: 0, retainEntries: -1 })).toThrow(
+    expect(() => new SnapshotPolicy({ entries: 1, bytes: 1, retainEntries: -1 })).toThrow(
       StorageArgumentError,
     );
   });

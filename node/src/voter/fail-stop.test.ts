@@ -177,7 +177,7 @@ describe("fail-stop of a voter whose storage or apply fails", () => {
 
   it("a failed snapshot is retried after a growing pause, not after every Ready, and is not fatal", async () => {
     const cluster = await startCluster({
-      env: { KeyLoad__Raft__SnapshotIntervalEntries: "20", KeyLoad__Raft__SnapshotSizeRatio: "0" },
+      env: { KeyLoad__Raft__SnapshotIntervalEntries: "20" },
     });
     // The leader copies its state only for a follower that needs a snapshot: make the voter whose
     // copies fail the leader, and leave another so far behind that only a snapshot brings it back.

@@ -67,7 +67,6 @@ describe("a start that fails part way", () => {
     const [httpPort, peerPort] = (await pickFreePorts("127.0.0.1", 2)) as [number, number];
     const env = singleVoterEnv(dir, httpPort, peerPort, {
       KeyLoad__Raft__SnapshotIntervalEntries: "20",
-      KeyLoad__Raft__SnapshotSizeRatio: "0",
     });
     voter = await startVoter(loadVoterConfig({ env }), pino({ level: "silent" }));
     expect((await writeThroughSingleVoter(voter, "first")).status).toBe(200);

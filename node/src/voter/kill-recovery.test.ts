@@ -24,7 +24,6 @@ async function startSingleVoter(dataDir: string, httpPort: number, peerPort: num
     singleVoterEnv(dataDir, httpPort, peerPort, {
       // Small intervals so snapshots and compaction happen between the kills too.
       KeyLoad__Raft__SnapshotIntervalEntries: "150",
-      KeyLoad__Raft__SnapshotSizeRatio: "0",
     }),
   );
   await waitFor200(`http://127.0.0.1:${httpPort}/health/ready`);

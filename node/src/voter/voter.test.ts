@@ -158,7 +158,7 @@ describe("three voters on loopback", () => {
 
   it("catches a follower up with a snapshot once the leader has compacted what it missed", async () => {
     const cluster = await startCluster({
-      env: { KeyLoad__Raft__SnapshotIntervalEntries: "20", KeyLoad__Raft__SnapshotSizeRatio: "0" },
+      env: { KeyLoad__Raft__SnapshotIntervalEntries: "20" },
     });
     const leader = await cluster.waitForLeader();
     const behind = (leader + 1) % 3;

@@ -79,6 +79,8 @@ export async function startVoter(
   faults: VoterFaults = {},
 ): Promise<RunningVoter> {
   const log = logger ?? pino({ level: config.log.level, base: { nodeId: config.node.id } });
+  for (const { key, source, message } of config.deprecations)
+    log.warn({ setting: key, source }, `${key} ${message}`);
   // Unusable TLS files stop the start before anything is opened or created.
   const tls = readHttpTlsFiles(config.tls);
   ensurePrivateDir(config.node.dataDir, log);
@@ -130,7 +132,6 @@ async function wireVoter(
     new SnapshotPolicy({
       entries: raft.snapshotIntervalEntries,
       bytes: raft.snapshotIntervalBytes,
-      ratio: raft.snapshotSizeRatio,
       retainEntries: Math.min(5000, raft.snapshotIntervalEntries),
     }),
   );

@@ -15,7 +15,6 @@ export const CRASH_CONF: ConfState = { voters: ["n1", "n2", "n3"] };
 export const CRASH_SNAPSHOT_POLICY: SnapshotPolicyOptions = {
   entries: 400,
   bytes: 512 * 1024,
-  ratio: 0,
   retainEntries: 50,
 };
 

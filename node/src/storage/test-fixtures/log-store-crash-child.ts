@@ -37,7 +37,7 @@ const store = DurableLogStore.open(dir!, {
   },
 });
 // In point mode a snapshot is due every 10 entries, and 5 are kept behind one.
-const policy = new SnapshotPolicy({ entries: 10, bytes: 1 << 30, ratio: 0, retainEntries: 5 });
+const policy = new SnapshotPolicy({ entries: 10, bytes: 1 << 30, retainEntries: 5 });
 const writer = new DurableLogWriter(store, mode === "point" ? policy : undefined);
 send({ ready: true });
 
