@@ -7,7 +7,7 @@ import {
   httpAdmissionLimitsView,
   resolveHttpAdmissionOptions,
 } from "./http-admission-options.js";
-import { HttpPool, type HttpPoolUsage, type HttpRequestKind } from "./http-pool.js";
+import { HttpPool, type HttpPoolUsage, type HttpRequestKind, type SlotWait } from "./http-pool.js";
 import type { HttpReservation } from "./http-reservation.js";
 import {
   RETRY_AFTER_ADVICE_DEFAULTS,
@@ -68,17 +68,37 @@ export class HttpAdmissionGovernor {
    * body byte is read. The reservation lasts until the response is written: dispose it then.
    */
   reserve(request: HttpAdmissionRequest): HttpReservation | AdmissionRefusal {
-    const pool = request.kind === "control" ? this.control : this.data;
-    return pool.reserve(request.kind, request.declaredLength, request.bodyCap);
+    return this.poolOf(request).reserve(request.kind, request.declaredLength, request.bodyCap);
+  }
+
+  /**
+   * As `reserve`, but a request that finds its pool full waits up to `waitMs` for a slot, in arrival
+   * order, before it is refused: a slot that frees meanwhile goes to the oldest waiter instead of
+   * standing empty until some client sends again.
+   */
+  reserveOrWait(
+    request: HttpAdmissionRequest,
+    waitMs: number,
+  ): HttpReservation | AdmissionRefusal | SlotWait {
+    return this.poolOf(request).reserveOrWait(request.kind, request.declaredLength, request.bodyCap, waitMs);
   }
 
   usage(pool: Lane): HttpPoolUsage {
     return (pool === "control" ? this.control : this.data).usage();
   }
 
+  /** Requests of the pool waiting for a slot. */
+  waiting(pool: Lane): number {
+    return (pool === "control" ? this.control : this.data).waiting;
+  }
+
   /** Requests of the pool that hold a slot but are not bound to a verified principal yet. */
   ingress(pool: Lane): number {
     return (pool === "control" ? this.control : this.data).ingress;
+  }
+
+  private poolOf(request: HttpAdmissionRequest): HttpPool {
+    return request.kind === "control" ? this.control : this.data;
   }
 
   status(): HttpAdmissionStatus {

@@ -59,7 +59,7 @@ export {
   httpAdmissionLimitsView,
   resolveHttpAdmissionOptions,
 } from "./http-admission-options.js";
-export type { HttpPoolUsage, HttpRequestKind } from "./http-pool.js";
+export type { HttpPoolUsage, HttpRequestKind, SlotWait } from "./http-pool.js";
 export { HttpReservation } from "./http-reservation.js";
 export {
   ENVELOPE_OVERHEAD_BYTES,

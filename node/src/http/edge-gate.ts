@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from "node:http";
 import { performance } from "node:perf_hooks";
 import { InvalidArgumentError, NotFoundError, UnavailableError } from "@keyload/contract";
 import type { FastifyRequest, onRequestHookHandler } from "fastify";
-import { AdmissionRefusal, type HttpAdmissionGovernor, type HttpReservation } from "../admission/index.js";
+import { AdmissionRefusal, type HttpAdmissionGovernor, HttpReservation } from "../admission/index.js";
 import { isCommandId } from "../requests/identifiers.js";
 import { invalidCredentials, roleRefusal } from "../requests/roles.js";
 import { bearerKey } from "./bearer-token.js";
@@ -22,13 +22,16 @@ export interface EdgeGateDeps {
   readonly replies: ErrorReplies;
   readonly observer: RequestObserver;
   readonly closing: () => boolean;
+  /** How long a request its pool has no slot for waits for one before it is refused. */
+  readonly slotWaitMs: number;
 }
 
 /**
  * The first hook of every request, before any body byte is read. In the contract's order: an HTTP slot
  * under the pool's ingress scope (a declared body over the cap is refused here), the API key, the
- * tenant and principal counts, the role, the command ID. A refusal is answered at once and the body is
- * never read; health, metrics and the API document pass without a slot or a key.
+ * tenant and principal counts, the role, the command ID. A request its pool is full for waits a while
+ * for a slot, behind those already waiting; a refusal is answered without reading the body; health,
+ * metrics and the API document pass without a slot or a key.
  */
 export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
   return function gate(request, reply, done) {
@@ -37,8 +40,7 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
     request.keyloadEdge = edge;
     deps.observer.watch(request, reply, edge);
     try {
-      if (deps.closing())
-        throw new UnavailableError("the voter is shutting down", { reason: "ShuttingDown" });
+      if (deps.closing()) throw shuttingDown();
       if (route === undefined) {
         const path = request.url.split("?", 1)[0]?.slice(0, 200);
         throw new NotFoundError(`no route matches ${request.method} ${path}`, {
@@ -66,8 +68,8 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
 }
 
 /**
- * Admits the request, synchronously for a key this voter knows; for one it does not, returns the wait
- * for this voter to catch up with the commit, after which the key is looked up once more.
+ * Admits the request: a slot, at once or after a wait for one, then the key, synchronously for a key
+ * this voter knows; returns the wait when there is one.
  */
 function admit(
   deps: EdgeGateDeps,
@@ -75,14 +77,45 @@ function admit(
   edge: RequestEdge,
   route: ApiRoute,
 ): Promise<void> | undefined {
-  const admitted = deps.governor.reserve({
-    kind: route.reservation,
-    declaredLength: declaredLength(request.headers),
-    bodyCap: deps.governor.limits[route.bodyCap],
+  const slot = deps.governor.reserveOrWait(
+    {
+      kind: route.reservation,
+      declaredLength: declaredLength(request.headers),
+      bodyCap: deps.governor.limits[route.bodyCap],
+    },
+    deps.slotWaitMs,
+  );
+  if (slot instanceof AdmissionRefusal) throw slot.toError();
+  if (slot instanceof HttpReservation) return authenticate(deps, request, edge, route, slot);
+  // The wait is the pacing of a refusal at its end (ErrorReplies): the client hears nothing sooner.
+  edge.waitedForSlot = true;
+  const socket = request.raw.socket;
+  socket.once("close", slot.cancel);
+  return slot.outcome.then((outcome) => {
+    socket.off("close", slot.cancel);
+    if (outcome instanceof AdmissionRefusal) throw outcome.toError();
+    if (deps.closing()) {
+      // Held by the edge, the slot is released once this answer is written.
+      edge.hold(outcome);
+      throw shuttingDown();
+    }
+    return authenticate(deps, request, edge, route, outcome);
   });
-  if (admitted instanceof AdmissionRefusal) throw admitted.toError();
-  edge.reservation = admitted;
+}
 
+/**
+ * Verifies the key of a request holding `admitted`, synchronously for a key this voter knows; for one
+ * it does not, returns the wait for this voter to catch up with the commit, after which the key is
+ * looked up once more.
+ */
+function authenticate(
+  deps: EdgeGateDeps,
+  request: FastifyRequest,
+  edge: RequestEdge,
+  route: ApiRoute,
+  admitted: HttpReservation,
+): Promise<void> | undefined {
+  edge.hold(admitted);
   const apiKey = bearerKey(request.headers.authorization);
   const identity = deps.service.authenticate(apiKey);
   if (identity !== null) {
@@ -114,6 +147,10 @@ function bindIdentity(
   const denied = roleRefusal(identity, route.roles, `${route.method} ${route.path}`);
   if (denied !== undefined) throw denied;
   if (route.type === "command") edge.commandId = commandIdOf(request.headers);
+}
+
+function shuttingDown(): UnavailableError {
+  return new UnavailableError("the voter is shutting down", { reason: "ShuttingDown" });
 }
 
 function commandIdOf(headers: IncomingHttpHeaders): string {

@@ -46,8 +46,10 @@ export class ErrorReplies {
       if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
       const { governor, pool } = error.details;
       if (governor === "http" && pool !== undefined) this.metrics.rejected(pool, error.reason);
-      // Refused in the first hook, holding nothing: paced (refusal-pacing.ts).
-      if (governor === "http" && error.status === 429) delayMs = this.limits.refusalDelayMs;
+      // Refused in the first hook, holding nothing: paced (refusal-pacing.ts), unless it waited as long
+      // for a slot already.
+      if (governor === "http" && error.status === 429 && request.keyloadEdge?.waitedForSlot !== true)
+        delayMs = this.limits.refusalDelayMs;
     } else if (error.code === "Unavailable" || error.code === "UnknownWriteOutcome") {
       const leader = leaderHeaderValue(this.service.leaderHint());
       if (leader !== undefined) reply.header(LEADER_HEADER, leader);

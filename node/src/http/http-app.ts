@@ -39,7 +39,11 @@ export interface HttpEdgeLimits {
    * as Go's server does up to 256 KiB; a larger one, or one of unknown length, closes it (lingering).
    */
   readonly refusedBodyDrainBytes: number;
-  /** How long HTTP admission's 429s wait before they are written (refusal-pacing.ts); 0 answers at once. */
+  /**
+   * How long HTTP admission's 429s wait before they are written (refusal-pacing.ts); 0 answers at once.
+   * A request its pool has no slot for waits as long for one (HttpAdmissionGovernor.reserveOrWait) and
+   * is refused only if none frees meanwhile.
+   */
   readonly refusalDelayMs: number;
   /** The most open connections (`KeyLoad:Connections:MaxHttp`); one past it is closed at once. */
   readonly maxConnections: number;
@@ -135,7 +139,17 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
   // reads): the guard, sized to the request's reservation, is the one place that counts and cuts them.
   app.addContentTypeParser("application/json", parseJsonBody);
   app.setErrorHandler((error, request, reply) => replies.send(request, reply, error));
-  app.addHook("onRequest", edgeGate({ service, governor, replies, observer, closing: () => closing }));
+  app.addHook(
+    "onRequest",
+    edgeGate({
+      service,
+      governor,
+      replies,
+      observer,
+      closing: () => closing,
+      slotWaitMs: limits.refusalDelayMs,
+    }),
+  );
   app.addHook("preClose", (done) => {
     closing = true;
     done();

@@ -56,6 +56,11 @@ export class HttpMetrics {
       "Requests holding a slot of the pool before their key is verified",
       (pool) => governor.ingress(pool),
     );
+    this.usageGauge(
+      "keyload_http_admission_waiting_requests",
+      "Requests waiting for a slot of the pool, refused if none frees in time",
+      (pool) => governor.waiting(pool),
+    );
     new Gauge({
       name: this.named("keyload_http_connections"),
       help: "Connections open to the public HTTP port, TLS handshakes in progress included",

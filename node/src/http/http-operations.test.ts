@@ -114,6 +114,7 @@ describe("metrics", () => {
     expect(text).toContain('keyload_http_admission_requests{pool="control"} 0');
     expect(text).toContain(`keyload_http_admission_modeled_bytes{pool="data"} ${8 * 1024 * 1024 + 4096}`);
     expect(text).toContain('keyload_http_admission_ingress_requests{pool="data"} 0');
+    expect(text).toContain('keyload_http_admission_waiting_requests{pool="control"} 0');
     expect(text).toContain(
       'keyload_http_admission_rejections_total{pool="data",reason="PrincipalRequests"} 1',
     );

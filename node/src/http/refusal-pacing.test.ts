@@ -15,21 +15,31 @@ afterEach(async () => {
 });
 
 /**
+ * A listening edge with one data slot, whose reads each wait until released (`releases`, in the order
+ * they began); `read` sends one; the first of them holds the slot once `reads` shows it.
+ */
+async function oneSlot(refusalDelayMs: number) {
+  const http = httpFixture({ admission: { MaxRequests: 1 }, limits: { refusalDelayMs } });
+  fx = http;
+  const releases: (() => void)[] = [];
+  http.service.onRead = (request) =>
+    new Promise((resolve) => {
+      releases.push(() => resolve({ kind: request.kind }));
+    });
+  const { port } = await http.listen();
+  const read = () =>
+    fetch(`http://127.0.0.1:${port}/v1/catalog/k`, { headers: { authorization: bearer("reader") } });
+  return { http, port, read, releases };
+}
+
+/**
  * One slot, held by a read that waits until released; then, on one connection, a write with a 32 KiB
  * body (refused: no slot) followed by a health check. When each answer arrived, in ms after sending.
  */
 async function refusedWhileFull(refusalDelayMs: number) {
-  fx = httpFixture({ admission: { MaxRequests: 1 }, limits: { refusalDelayMs } });
-  let release = (): void => undefined;
-  fx.service.onRead = (request) =>
-    new Promise((resolve) => {
-      release = () => resolve({ kind: request.kind });
-    });
-  const { port } = await fx.listen();
-  const held = fetch(`http://127.0.0.1:${port}/v1/catalog/k`, {
-    headers: { authorization: bearer("reader") },
-  });
-  await waitFor(() => fx!.service.reads.length === 1, "the held read");
+  const { http, port, read, releases } = await oneSlot(refusalDelayMs);
+  const held = read();
+  await waitFor(() => http.service.reads.length === 1, "the held read");
 
   const socket = connect({ port, host: "127.0.0.1" });
   sockets.push(socket);
@@ -49,10 +59,10 @@ async function refusedWhileFull(refusalDelayMs: number) {
   );
   await waitFor(() => arrivals.length === 1, "the refusal", 5_000);
   // Answered: the slot count shows the refusal held nothing while it waited.
-  const slotsDuringWait = fx.governor.status().data.requests;
+  const slotsDuringWait = http.governor.status().data.requests;
   socket.write("GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n");
   await waitFor(() => arrivals.length === 2, "the health check", 5_000);
-  release();
+  releases[0]!();
   await held;
   const responses = text
     .split(/(?=HTTP\/1\.1 \d{3} )/)
@@ -68,6 +78,8 @@ describe("pacing of HTTP admission refusals", () => {
     expect(JSON.parse(responses[0]!.body)).toMatchObject({ error: { reason: "HttpRequests" } });
     expect(responses[0]!.headers.connection).not.toBe("close");
     expect(arrivals[0]).toBeGreaterThanOrEqual(290);
+    // It waited the delay for a slot, and that wait was its pacing: not the delay twice.
+    expect(arrivals[0]).toBeLessThan(600);
     // Only the held read holds a slot.
     expect(slotsDuringWait).toBe(1);
   });
@@ -76,5 +88,59 @@ describe("pacing of HTTP admission refusals", () => {
     const { arrivals, responses } = await refusedWhileFull(0);
     expect(responses.map((r) => r.statusCode)).toEqual([429, 200]);
     expect(arrivals[0]).toBeLessThan(250);
+  });
+
+  it("gives a slot that frees during the delay to the waiting request instead of refusing it", async () => {
+    const { http, read, releases } = await oneSlot(5_000);
+    const first = read();
+    await waitFor(() => http.service.reads.length === 1, "the first read");
+    const second = read();
+    await waitFor(() => http.governor.waiting("data") === 1, "the second read waiting");
+    expect(http.service.reads).toHaveLength(1);
+
+    const released = performance.now();
+    releases[0]!();
+    expect((await first).status).toBe(200);
+    await waitFor(() => http.service.reads.length === 2, "the second read", 2_000);
+    releases[1]!();
+    expect((await second).status).toBe(200);
+    // Well before its 5 s wait would have run out.
+    expect(performance.now() - released).toBeLessThan(2_000);
+    expect(http.governor.usage("data").requests).toBe(0);
+  });
+
+  it("takes no slot for a request whose connection closes while it waits", async () => {
+    const { http, port, read, releases } = await oneSlot(5_000);
+    const held = read();
+    await waitFor(() => http.service.reads.length === 1, "the held read");
+    const socket = connect({ port, host: "127.0.0.1" });
+    sockets.push(socket);
+    await once(socket, "connect");
+    socket.write(`GET /v1/catalog/k HTTP/1.1\r\nHost: x\r\nAuthorization: ${bearer("reader")}\r\n\r\n`);
+    await waitFor(() => http.governor.waiting("data") === 1, "the waiting read");
+    socket.destroy();
+    await waitFor(() => http.governor.waiting("data") === 0, "the wait cancelled");
+    releases[0]!();
+    expect((await held).status).toBe(200);
+    await waitFor(() => http.governor.usage("data").requests === 0, "no slot held");
+    expect(http.service.reads).toHaveLength(1);
+  });
+
+  it("answers a request that got its slot after shutdown began with 503, doing nothing for it", async () => {
+    const { http, read, releases } = await oneSlot(5_000);
+    const held = read();
+    await waitFor(() => http.service.reads.length === 1, "the held read");
+    const waiter = read();
+    await waitFor(() => http.governor.waiting("data") === 1, "the waiting read");
+
+    const closing = http.app.close();
+    releases[0]!();
+    expect((await held).status).toBe(200);
+    const refused = await waiter;
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toMatchObject({ error: { code: "Unavailable", reason: "ShuttingDown" } });
+    await closing;
+    expect(http.service.reads).toHaveLength(1);
+    expect(http.governor.usage("data").requests).toBe(0);
   });
 });

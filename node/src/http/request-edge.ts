@@ -27,6 +27,8 @@ export class RequestEdge {
   commandId: string | undefined = undefined;
   /** The body text as received; "" when the request has none. */
   payload = "";
+  /** Whether the request waited for its slot: a refusal at the end of that wait is not paced again. */
+  waitedForSlot = false;
   /** performance.now() when the first voter call started and when the last one settled; 0 before. */
   calledAt = 0;
   answeredAt = 0;
@@ -61,6 +63,15 @@ export class RequestEdge {
   get verifiedCommandId(): string {
     if (this.commandId === undefined) throw new InternalError("a write ran without its checked command ID");
     return this.commandId;
+  }
+
+  /**
+   * Takes `reservation` as the request's slot. One given after a wait may come after the connection
+   * closed, when nothing would release it any more: it is released at once.
+   */
+  hold(reservation: HttpReservation): void {
+    this.reservation = reservation;
+    this.release();
   }
 
   /** Runs one voter call for the request (which reads `signal` if it needs it); the slot stays held until it settles. */
