@@ -87,8 +87,7 @@ function admit(
   );
   if (slot instanceof AdmissionRefusal) throw slot.toError();
   if (slot instanceof HttpReservation) return authenticate(deps, request, edge, route, slot);
-  // The wait is the pacing of a refusal at its end (ErrorReplies): the client hears nothing sooner.
-  edge.waitedForSlot = true;
+  // The wait counts toward a refusal's pacing (ErrorReplies): the client hears no 429 sooner.
   const socket = request.raw.socket;
   socket.once("close", slot.cancel);
   return slot.outcome.then((outcome) => {

@@ -46,10 +46,8 @@ export class ErrorReplies {
       if (error.retryAfterSeconds !== undefined) reply.header("retry-after", String(error.retryAfterSeconds));
       const { governor, pool } = error.details;
       if (governor === "http" && pool !== undefined) this.metrics.rejected(pool, error.reason);
-      // Refused in the first hook, holding nothing: paced (refusal-pacing.ts), unless it waited as long
-      // for a slot already.
-      if (governor === "http" && error.status === 429 && request.keyloadEdge?.waitedForSlot !== true)
-        delayMs = this.limits.refusalDelayMs;
+      // Refused in the first hook, holding nothing: paced (refusal-pacing.ts).
+      if (governor === "http" && error.status === 429) delayMs = this.pacingLeft(request);
     } else if (error.code === "Unavailable" || error.code === "UnknownWriteOutcome") {
       const leader = leaderHeaderValue(this.service.leaderHint());
       if (leader !== undefined) reply.header(LEADER_HEADER, leader);
@@ -64,6 +62,16 @@ export class ErrorReplies {
     const body = JSON.stringify(error.toBody());
     sendPaced(reply, delayMs, () => reply.send(body));
     return reply;
+  }
+
+  /**
+   * What is left of the pacing delay, counted from the first hook: time the request spent waiting for
+   * a slot (HttpAdmissionGovernor.reserveOrWait) counts toward it, so a refusal at the end of a full
+   * wait is answered at once, and one after a short wait (a tenant's or principal's cap) still waits.
+   */
+  private pacingLeft(request: FastifyRequest): number {
+    const startedAt = request.keyloadEdge?.startedAt ?? performance.now();
+    return Math.max(0, startedAt + this.limits.refusalDelayMs - performance.now());
   }
 
   /** Whether the unread body of a refused request is small enough to drain rather than close for. */

@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { connect, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import type { HttpAdmissionOptions } from "../admission/index.js";
 import { bearer } from "./test-fixtures/fake-voter-service.js";
 import { type HttpFixture, httpFixture } from "./test-fixtures/http-fixture.js";
 import { parseResponse, waitFor } from "./test-fixtures/raw-http.js";
@@ -15,11 +16,11 @@ afterEach(async () => {
 });
 
 /**
- * A listening edge with one data slot, whose reads each wait until released (`releases`, in the order
- * they began); `read` sends one; the first of them holds the slot once `reads` shows it.
+ * A listening edge with one data slot (or the `admission` given), whose reads each wait until released
+ * (`releases`, in the order they began); `read` sends one as `who`.
  */
-async function oneSlot(refusalDelayMs: number) {
-  const http = httpFixture({ admission: { MaxRequests: 1 }, limits: { refusalDelayMs } });
+async function heldReads(refusalDelayMs: number, admission: HttpAdmissionOptions = { MaxRequests: 1 }) {
+  const http = httpFixture({ admission, limits: { refusalDelayMs } });
   fx = http;
   const releases: (() => void)[] = [];
   http.service.onRead = (request) =>
@@ -27,8 +28,8 @@ async function oneSlot(refusalDelayMs: number) {
       releases.push(() => resolve({ kind: request.kind }));
     });
   const { port } = await http.listen();
-  const read = () =>
-    fetch(`http://127.0.0.1:${port}/v1/catalog/k`, { headers: { authorization: bearer("reader") } });
+  const read = (who: "reader" | "admin" = "reader") =>
+    fetch(`http://127.0.0.1:${port}/v1/catalog/k`, { headers: { authorization: bearer(who) } });
   return { http, port, read, releases };
 }
 
@@ -37,7 +38,7 @@ async function oneSlot(refusalDelayMs: number) {
  * body (refused: no slot) followed by a health check. When each answer arrived, in ms after sending.
  */
 async function refusedWhileFull(refusalDelayMs: number) {
-  const { http, port, read, releases } = await oneSlot(refusalDelayMs);
+  const { http, port, read, releases } = await heldReads(refusalDelayMs);
   const held = read();
   await waitFor(() => http.service.reads.length === 1, "the held read");
 
@@ -91,7 +92,7 @@ describe("pacing of HTTP admission refusals", () => {
   });
 
   it("gives a slot that frees during the delay to the waiting request instead of refusing it", async () => {
-    const { http, read, releases } = await oneSlot(5_000);
+    const { http, read, releases } = await heldReads(5_000);
     const first = read();
     await waitFor(() => http.service.reads.length === 1, "the first read");
     const second = read();
@@ -110,7 +111,7 @@ describe("pacing of HTTP admission refusals", () => {
   });
 
   it("takes no slot for a request whose connection closes while it waits", async () => {
-    const { http, port, read, releases } = await oneSlot(5_000);
+    const { http, port, read, releases } = await heldReads(5_000);
     const held = read();
     await waitFor(() => http.service.reads.length === 1, "the held read");
     const socket = connect({ port, host: "127.0.0.1" });
@@ -127,7 +128,7 @@ describe("pacing of HTTP admission refusals", () => {
   });
 
   it("answers a request that got its slot after shutdown began with 503, doing nothing for it", async () => {
-    const { http, read, releases } = await oneSlot(5_000);
+    const { http, read, releases } = await heldReads(5_000);
     const held = read();
     await waitFor(() => http.service.reads.length === 1, "the held read");
     const waiter = read();
@@ -142,5 +143,27 @@ describe("pacing of HTTP admission refusals", () => {
     await closing;
     expect(http.service.reads).toHaveLength(1);
     expect(http.governor.usage("data").requests).toBe(0);
+  });
+
+  it("still paces a principal's refusal that came after a short wait for a slot", async () => {
+    const { http, read, releases } = await heldReads(600, { MaxRequests: 2, MaxRequestsPerPrincipal: 1 });
+    const mine = read("reader");
+    await waitFor(() => http.service.reads.length === 1, "the reader's read");
+    const other = read("admin");
+    await waitFor(() => http.service.reads.length === 2, "the admin's read");
+    const sent = performance.now();
+    const again = read("reader");
+    await waitFor(() => http.governor.waiting("data") === 1, "the reader's second read waiting");
+
+    // A slot frees at once; the second read takes it, and its principal's cap refuses it.
+    releases[1]!();
+    expect((await other).status).toBe(200);
+    const refused = await again;
+    const elapsed = performance.now() - sent;
+    releases[0]!();
+    expect((await mine).status).toBe(200);
+    expect(refused.status).toBe(429);
+    expect(await refused.json()).toMatchObject({ error: { reason: "PrincipalRequests" } });
+    expect(elapsed).toBeGreaterThanOrEqual(590);
   });
 });

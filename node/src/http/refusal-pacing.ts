@@ -7,8 +7,8 @@ import type { FastifyReply } from "fastify";
  * event loop and the CPU from admitted work, and keep the voter reading flooding sockets before the one
  * carrying a control command. Delayed, each such connection is refused at most once per delay, and the
  * connection stays busy meanwhile, so a client sharing it does not send a control request into the wait
- * but on another connection. A freed slot still finds a waiting request: the connections that hold
- * slots send their next write as soon as the last is answered.
+ * but on another connection. A request refused for want of a slot spent the delay waiting for one
+ * (HttpAdmissionGovernor.reserveOrWait): what is left of it to pace is nothing (ErrorReplies).
  */
 export function sendPaced(reply: FastifyReply, delayMs: number, send: () => void): void {
   if (delayMs <= 0) {

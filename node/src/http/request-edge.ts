@@ -27,8 +27,6 @@ export class RequestEdge {
   commandId: string | undefined = undefined;
   /** The body text as received; "" when the request has none. */
   payload = "";
-  /** Whether the request waited for its slot: a refusal at the end of that wait is not paced again. */
-  waitedForSlot = false;
   /** performance.now() when the first voter call started and when the last one settled; 0 before. */
   calledAt = 0;
   answeredAt = 0;
