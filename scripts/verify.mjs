@@ -62,7 +62,7 @@ if (node24.skipped) {
 // each come round a few times before the second half is judged.
 const endurance = [
   ...["--minutes", "1.5", "--rate", "200", "--sample-seconds", "5", "--retention-ms", "10000"],
-  ...["--set", "Raft:SnapshotIntervalEntries=3000,Raft:SnapshotSizeRatio=0"],
+  ...["--set", "Raft:SnapshotIntervalEntries=3000"],
 ];
 if (step("pnpm", ["bench:endurance", "--", ...endurance])) {
   passed += 1;

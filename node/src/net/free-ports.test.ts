@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { pickFreePorts } from "./free-ports.js";
 
 function ephemeral(): [number, number] {
@@ -41,5 +41,18 @@ describe("pickFreePorts", () => {
     const second = await pickFreePorts("127.0.0.1", 6);
     await closeHeld();
     expect(second.filter((p) => first.includes(p))).toEqual([]);
+  });
+
+  it("skips a port fetch refuses to connect to, even where its search starts", async () => {
+    const [low] = ephemeral();
+    // Below the ephemeral range, from 10000: the search starts at 10080, the Fetch standard's bad port.
+    if (low <= 10_081) return;
+    const random = vi.spyOn(Math, "random").mockReturnValue((10_080 - 10_000 + 0.5) / (low - 10_000));
+    try {
+      const [port] = await pickFreePorts("127.0.0.1", 1);
+      expect(port).toBeGreaterThan(10_080);
+    } finally {
+      random.mockRestore();
+    }
   });
 });

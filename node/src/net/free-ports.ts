@@ -16,6 +16,16 @@ import { type AddressInfo, createServer, type Server } from "node:net";
 const LOWEST = 10_000;
 const DEFAULT_EPHEMERAL: readonly [number, number] = [32_768, 60_999];
 const handedOut = new Set<number>();
+/**
+ * Ports the Fetch standard's "bad port" list blocks: `fetch` (undici's too) and browsers refuse to
+ * connect to them, so a voter listening there is unreachable from the dashboard and most tests.
+ */
+const FETCH_BLOCKED_PORTS: ReadonlySet<number> = new Set([
+  1, 7, 9, 11, 13, 15, 17, 19, 20, 21, 22, 23, 25, 37, 42, 43, 53, 69, 77, 79, 87, 95, 101, 102, 103, 104,
+  109, 110, 111, 113, 115, 117, 119, 123, 135, 137, 139, 143, 161, 179, 389, 427, 465, 512, 513, 514, 515,
+  526, 530, 531, 532, 540, 548, 554, 556, 563, 587, 601, 636, 989, 990, 993, 995, 1719, 1720, 1723, 2049,
+  3659, 4045, 4190, 5060, 5061, 6000, 6566, 6665, 6666, 6667, 6668, 6669, 6679, 6697, 10080,
+]);
 
 function ephemeralRange(): readonly [number, number] {
   try {
@@ -67,7 +77,7 @@ export async function pickFreePorts(host: string, count: number): Promise<number
     let probe = Math.floor(Math.random() * size);
     for (let tried = 0; tried < size && held.length < count; tried++, probe = (probe + 1) % size) {
       const port = low + probe;
-      if (handedOut.has(port)) continue;
+      if (handedOut.has(port) || FETCH_BLOCKED_PORTS.has(port)) continue;
       const server = await tryListen(host, port);
       if (server) held.push(server);
     }
