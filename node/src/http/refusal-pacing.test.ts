@@ -33,6 +33,16 @@ async function heldReads(refusalDelayMs: number, admission: HttpAdmissionOptions
   return { http, port, read, releases };
 }
 
+/** One slot held by a read, and a second read waiting for it, with a wait far longer than the test. */
+async function heldAndWaiting() {
+  const { http, read, releases } = await heldReads(5_000);
+  const held = read();
+  await waitFor(() => http.service.reads.length === 1, "the held read");
+  const waiter = read();
+  await waitFor(() => http.governor.waiting("data") === 1, "the waiting read");
+  return { http, releases, held, waiter };
+}
+
 /**
  * One slot, held by a read that waits until released; then, on one connection, a write with a 32 KiB
  * body (refused: no slot) followed by a health check. When each answer arrived, in ms after sending.
@@ -92,11 +102,7 @@ describe("pacing of HTTP admission refusals", () => {
   });
 
   it("gives a slot that frees during the delay to the waiting request instead of refusing it", async () => {
-    const { http, read, releases } = await heldReads(5_000);
-    const first = read();
-    await waitFor(() => http.service.reads.length === 1, "the first read");
-    const second = read();
-    await waitFor(() => http.governor.waiting("data") === 1, "the second read waiting");
+    const { http, releases, held: first, waiter: second } = await heldAndWaiting();
     expect(http.service.reads).toHaveLength(1);
 
     const released = performance.now();
@@ -128,11 +134,7 @@ describe("pacing of HTTP admission refusals", () => {
   });
 
   it("answers a request that got its slot after shutdown began with 503, doing nothing for it", async () => {
-    const { http, read, releases } = await heldReads(5_000);
-    const held = read();
-    await waitFor(() => http.service.reads.length === 1, "the held read");
-    const waiter = read();
-    await waitFor(() => http.governor.waiting("data") === 1, "the waiting read");
+    const { http, releases, held, waiter } = await heldAndWaiting();
 
     const closing = http.app.close();
     releases[0]!();
