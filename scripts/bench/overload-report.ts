@@ -71,6 +71,8 @@ export interface PhaseRecord {
   readonly leaderPeakRssBytes: number;
   /** Cores kept busy by anything but the servers, this process and the control prober. */
   readonly otherCores: number;
+  /** Cores this process (the flooding client) and the control prober kept busy: they share the machine. */
+  readonly benchCores: number;
   readonly leaderChanged: boolean;
   /** KeyLoad: the leader's stage figures over the phase, per lane (overload-stage-trace.ts). */
   readonly stages?: { readonly control: readonly StageFigure[]; readonly data: readonly StageFigure[] };
@@ -117,7 +119,11 @@ export function describePhase(r: PhaseRecord): string {
   }
   if (r.control) parts.push(`control p50/p99/max ${triple(r.control)} ms`);
   if (r.phase === "flood") parts.push(`refusals ${int(r.refusalsPerSecond)}/s`);
-  parts.push(`CPU ${ms(r.cpuMsPerWrite)} ms/write`, `others ${r.otherCores.toFixed(2)} cores`);
+  parts.push(
+    `CPU ${ms(r.cpuMsPerWrite)} ms/write`,
+    `bench ${r.benchCores.toFixed(2)} cores`,
+    `others ${r.otherCores.toFixed(2)} cores`,
+  );
   const lines = [parts.join("  ")];
   if (r.phase === "flood") {
     lines.push(`      refusals seen by the client: ${reasons(r.clientRefusals)}`);

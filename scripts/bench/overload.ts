@@ -257,6 +257,7 @@ function record(p: PhaseInputs): PhaseRecord {
     leaderCpuMsPerWrite: p.acked > 0 ? (servers[p.leader]!.cpuSeconds / p.acked) * 1000 : Number.NaN,
     leaderPeakRssBytes: servers[p.leader]!.peakRssBytes,
     otherCores: Math.max(0, p.sampled.machineBusySeconds - serverCpu - own) / p.sampled.seconds,
+    benchCores: own / p.sampled.seconds,
     leaderChanged: p.leader !== p.leaderAfter,
     ...(p.stages ? { stages: p.stages } : {}),
   };
