@@ -5,7 +5,8 @@
 // DOCKER_HOST and KEYLOAD_REQUIRE_CONTAINER_RUNTIME=1 once the engine answers; as root with a working
 // iptables it sets KEYLOAD_REQUIRE_PARTITIONS=1; KEYLOAD_REQUIRE_PRLIMIT=1 always, since util-linux's
 // prlimit belongs to every system CI runs on, and KEYLOAD_REQUIRE_NODE24=1 always (the npm registry
-// serves Node 24). Those suites then fail instead of skipping. Whatever
+// serves Node 24); as root, where `.ci/run` installs Debian's chromium, KEYLOAD_REQUIRE_BROWSER=1.
+// Those suites then fail instead of skipping. Whatever
 // way the command ends, even interrupted, the engine is taken down before this exits with the
 // command's status. It says everything on stderr, so the command's last line (verify's
 // `N passed, N failed`) stays the last line on stdout.
@@ -50,6 +51,7 @@ try {
   // CI runs the unit and sim projects on Node 24 too, and fails rather than skip them.
   env.KEYLOAD_REQUIRE_NODE24 = "1";
   if (asRoot) {
+    env.KEYLOAD_REQUIRE_BROWSER = "1";
     const iptables = await $({ nothrow: true, quiet: true })`iptables -w -L OUTPUT -n`;
     if (iptables.ok) env.KEYLOAD_REQUIRE_PARTITIONS = "1";
     else note("iptables is missing or does not work; the partition tests will skip");

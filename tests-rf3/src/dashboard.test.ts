@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { SteadyWriteLoad } from "./test-fixtures/steady-write-load.js";
 
-/** Debian's chromium, which .ci/run installs as root. */
+/** Debian's chromium, which .ci/run installs as root; there (KEYLOAD_REQUIRE_BROWSER=1) its absence fails. */
 const CHROMIUM = "/usr/bin/chromium";
 const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
 /** Where the screenshot goes; `KEYLOAD_DASHBOARD_SCREENSHOT=docs/images/dashboard.png` renews the README's. */
@@ -48,7 +48,12 @@ async function confirmAction(page: Page, voter: string, action: string): Promise
 
 describe("dashboard", () => {
   it("shows three voters and their leader live, its gauges move under load, and it pauses a voter and moves leadership", async (context) => {
-    if (!existsSync(CHROMIUM)) context.skip(`${CHROMIUM} is missing (apt-get install chromium)`);
+    if (!existsSync(CHROMIUM)) {
+      const reason = `${CHROMIUM} is missing (apt-get install chromium)`;
+      if (process.env.KEYLOAD_REQUIRE_BROWSER === "1")
+        throw new Error(`KEYLOAD_REQUIRE_BROWSER=1, but ${reason}`);
+      context.skip(reason);
+    }
     // A small data pool, so the load fills it and the gauge shows it at any reading.
     const cluster = await startCluster({ env: { KeyLoad__HttpAdmission__MaxRequests: "8" } });
     const dashboard = await cluster.dashboard();
