@@ -42,7 +42,7 @@ const RULES: readonly Rule[] = [
   },
   {
     dir: "node/src/peer",
-    may: ["node/src/raft"],
+    may: ["node/src/raft", "node/src/net"],
     why: "the transport owns its types (PeerAddress); the configuration is wiring and maps onto them",
   },
   {

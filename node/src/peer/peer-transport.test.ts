@@ -1,5 +1,6 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
+import { pickFreePort } from "../net/free-ports.js";
 import { InMemoryClusterId } from "./cluster-id.js";
 import { encodeFrame, FrameDecoder } from "./frame-codec.js";
 import { PeerInterruptedError, PeerRemoteError, PeerUnavailableError } from "./peer-errors.js";
@@ -21,7 +22,6 @@ import {
   LIMITS,
   type LogLine,
   PeerFixture,
-  reservePorts,
   SECRET,
   waitFor,
 } from "./test-fixtures/peer-fixture.js";
@@ -206,7 +206,7 @@ describe("PeerTransport", () => {
     // A stranger without the secret teaches it nothing.
     const stranger = new InMemoryClusterId(null);
     const intruder = await fixture.start("voter2", {
-      port: (await reservePorts(1))[0]!,
+      port: await pickFreePort("127.0.0.1"),
       secret: "not the secret",
       clusterId: stranger,
     });

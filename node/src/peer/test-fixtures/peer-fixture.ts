@@ -1,5 +1,6 @@
-import { createServer, type Server } from "node:net";
+import type { Server } from "node:net";
 import { pino } from "pino";
+import { pickFreePorts } from "../../net/free-ports.js";
 import type { Message } from "../../raft/types.js";
 import { InMemoryClusterId } from "../cluster-id.js";
 import type { PeerAddress } from "../peer-address.js";
@@ -31,18 +32,6 @@ export function listenOnFreePort(server: Server): Promise<number> {
   });
 }
 
-/**
- * Free loopback ports: listen on port 0, note what the kernel chose, release them for the test. Another
- * process may take one before the test listens on it; a server that can listen at once uses
- * listenOnFreePort instead.
- */
-export async function reservePorts(count: number): Promise<number[]> {
-  const servers = Array.from({ length: count }, () => createServer());
-  const ports = await Promise.all(servers.map(listenOnFreePort));
-  await Promise.all(servers.map((server) => new Promise((resolve) => server.close(resolve))));
-  return ports;
-}
-
 export async function waitFor(condition: () => boolean, timeoutMs = 3_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!condition()) {
@@ -60,7 +49,9 @@ export class PeerFixture {
   private constructor(readonly voters: readonly PeerAddress[]) {}
 
   static async create(ids: readonly string[]): Promise<PeerFixture> {
-    const ports = await reservePorts(ids.length);
+    // Named before the transports listen (each dials the others' ports), so from outside the
+    // ephemeral range, where no outgoing connection can take one meanwhile.
+    const ports = await pickFreePorts("127.0.0.1", ids.length);
     return new PeerFixture(ids.map((id, i) => ({ id, host: "127.0.0.1", port: ports[i]! })));
   }
 
