@@ -7,7 +7,7 @@ import { CommandAdmissionGovernor } from "./command-admission-governor.js";
 import type { CommandReservation } from "./command-reservation.js";
 import { CommandScheduler } from "./command-scheduler.js";
 import type { CommandSchedulerOptions } from "./command-scheduler-options.js";
-import type { CommandOutcome, ReplicationTarget } from "./replication-target.js";
+import type { CommandOutcome, OutcomesAhead, ReplicationTarget } from "./replication-target.js";
 import { flush } from "./test-fixtures/flush.js";
 import { ManualClock } from "./test-fixtures/manual-clock.js";
 
@@ -23,6 +23,8 @@ interface HeldUnit {
   readonly signal: AbortSignal;
   /** Reports the unit committed, as a leader does before it applies the unit. */
   readonly committed: () => boolean;
+  /** Where the target may report the unit's leading control commands' outcomes early. */
+  readonly ahead: OutcomesAhead<string> | undefined;
   resolve(outcomes: readonly CommandOutcome<string>[]): void;
   reject(error: unknown): void;
 }
@@ -36,9 +38,10 @@ class HeldTarget implements ReplicationTarget<Command, string> {
     batch: readonly Command[],
     signal: AbortSignal,
     committed: () => boolean,
+    ahead?: OutcomesAhead<string>,
   ): Promise<readonly CommandOutcome<string>[]> {
     return new Promise((resolve, reject) =>
-      this.units.push({ batch: [...batch], signal, committed, resolve, reject }),
+      this.units.push({ batch: [...batch], signal, committed, ahead, resolve, reject }),
     );
   }
 
@@ -199,6 +202,76 @@ describe("CommandScheduler", () => {
       "data apply 5",
       "control replicate 11",
     ]);
+  });
+
+  it("answers a unit's leading control commands as soon as the target reports them, ahead of its data", async () => {
+    const seen: string[] = [];
+    const h = new Harness({ stages: { observe: (lane, stage, ms) => seen.push(`${lane} ${stage} ${ms}`) } });
+    const d = h.submit("data");
+    const c1 = h.submit("control");
+    const c2 = h.submit("control");
+    await flush();
+    const unit = h.target.units[0]!;
+    expect(unit.batch).toEqual([c1, c2, d]);
+    expect(unit.ahead?.count).toBe(2);
+    // Not before the commit: the outcome of a unit still replicating is not known.
+    unit.ahead!.settle(0, { ok: true, value: "too soon" });
+    await flush();
+    expect(h.outcomes.has(c1.id)).toBe(false);
+    h.clock.advance(2);
+    unit.committed();
+    h.clock.advance(3);
+    unit.ahead!.settle(0, { ok: true, value: "c1 ahead" });
+    await flush();
+    expect(h.outcomes.get(c1.id)).toEqual({ ok: true, value: "c1 ahead" });
+    expect(h.outcomes.has(c2.id)).toBe(false);
+    expect(h.outcomes.has(d.id)).toBe(false);
+    expect(h.governor.usage("control").commands).toBe(1);
+    // Reported again, or for the data behind the control commands: ignored.
+    unit.ahead!.settle(0, { ok: true, value: "again" });
+    unit.ahead!.settle(2, { ok: true, value: "data ahead" });
+    await flush();
+    expect(h.outcomes.get(c1.id)).toEqual({ ok: true, value: "c1 ahead" });
+    expect(h.outcomes.has(d.id)).toBe(false);
+    h.clock.advance(4);
+    unit.resolve([
+      { ok: true, value: "c1" },
+      { ok: true, value: "c2" },
+      { ok: true, value: "d" },
+    ]);
+    await flush();
+    expect(h.outcomes.get(c1.id)).toEqual({ ok: true, value: "c1 ahead" });
+    expect(h.outcomes.get(c2.id)).toEqual({ ok: true, value: "c2" });
+    expect(h.outcomes.get(d.id)).toEqual({ ok: true, value: "d" });
+    expect(h.inUse()).toBe(0);
+    // c1's apply ended when it was answered; the others' with the unit.
+    expect(seen.filter((line) => line.includes(" apply "))).toEqual([
+      "control apply 3",
+      "control apply 7",
+      "data apply 7",
+    ]);
+  });
+
+  it("names no commands ahead of a unit without leading control commands, and fails only those not yet answered", async () => {
+    const h = new Harness();
+    h.submit("data");
+    await flush();
+    expect(h.target.units[0]!.ahead).toBeUndefined();
+    h.target.units[0]!.committed();
+    const c = h.submit("control");
+    const d = h.submit("data");
+    await flush();
+    const unit = h.target.units[1]!;
+    expect(unit.batch).toEqual([c, d]);
+    unit.committed();
+    unit.ahead!.settle(0, { ok: true, value: "c ahead" });
+    unit.reject(new Error("the apply failed"));
+    await flush();
+    expect(h.outcomes.get(c.id)).toEqual({ ok: true, value: "c ahead" });
+    expect(h.outcomes.get(d.id)).toMatchObject({ ok: false, error: { reason: "ReplicationFailed" } });
+    h.target.completeNext();
+    await flush();
+    expect(h.inUse()).toBe(0);
   });
 
   it("exits on shutdown only once a committed unit has its outcomes", async () => {

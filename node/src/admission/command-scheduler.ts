@@ -9,7 +9,7 @@ import {
 } from "./command-scheduler-options.js";
 import type { CommandStage } from "./command-stages.js";
 import { FifoQueue } from "./fifo-queue.js";
-import type { CommandOutcome, ReplicationTarget } from "./replication-target.js";
+import type { CommandOutcome, OutcomesAhead, ReplicationTarget } from "./replication-target.js";
 
 interface QueuedCommand<C, R> {
   readonly reservation: CommandReservation;
@@ -17,6 +17,8 @@ interface QueuedCommand<C, R> {
   readonly answer: (outcome: CommandOutcome<R>) => void;
   /** The scheduler's clock when the command was queued. */
   readonly queuedAt: number;
+  /** Answered already: ahead of its unit (OutcomesAhead), so its unit's end skips it. */
+  answered: boolean;
 }
 
 /**
@@ -113,6 +115,7 @@ export class CommandScheduler<C, R> {
         command,
         answer,
         queuedAt,
+        answered: false,
       });
       // A microtask lets the commands of one burst join a single unit.
       if (this.active === undefined && !this.pumpQueued) {
@@ -214,7 +217,12 @@ export class CommandScheduler<C, R> {
     const batch = unit.entries.map((entry) => entry.command);
     let pending: Promise<readonly CommandOutcome<R>[]>;
     try {
-      pending = this.target.replicate(batch, this.controller.signal, () => this.committed(unit));
+      pending = this.target.replicate(
+        batch,
+        this.controller.signal,
+        () => this.committed(unit),
+        this.outcomesAhead(unit),
+      );
     } catch (error) {
       this.fail(unit, error);
       return;
@@ -246,6 +254,25 @@ export class CommandScheduler<C, R> {
     return true;
   }
 
+  /**
+   * The unit's leading control commands are answered as soon as their outcomes are known, rather than
+   * with the data riding behind them in the unit (decision 0026).
+   */
+  private outcomesAhead(unit: Unit<C, R>): OutcomesAhead<R> | undefined {
+    let count = 0;
+    while (count < unit.entries.length && unit.entries[count]!.reservation.lane === "control") count++;
+    if (count === 0) return undefined;
+    return {
+      count,
+      settle: (index, outcome) => {
+        const entry = unit.entries[index];
+        if (unit.phase !== "applying" || index >= count || entry === undefined || entry.answered) return;
+        this.options.stages.observe("control", "apply", this.options.clock.now() - unit.committedAt);
+        settle(entry, outcome);
+      },
+    };
+  }
+
   private complete(unit: Unit<C, R>, outcomes: readonly CommandOutcome<R>[]): void {
     const phase = unit.phase;
     if (phase === "done") return;
@@ -253,6 +280,7 @@ export class CommandScheduler<C, R> {
     this.observeEnd(unit, phase);
     const entries = unit.entries;
     for (let i = 0; i < entries.length; i++) {
+      if (entries[i]!.answered) continue;
       settle(
         entries[i]!,
         outcomes[i] ?? {
@@ -278,7 +306,7 @@ export class CommandScheduler<C, R> {
             reason: "ReplicationFailed",
             cause,
           });
-    for (const entry of unit.entries) settle(entry, { ok: false, error });
+    for (const entry of unit.entries) if (!entry.answered) settle(entry, { ok: false, error });
     this.unitEnded(phase);
   }
 
@@ -316,7 +344,7 @@ export class CommandScheduler<C, R> {
 
   private observeUnit(unit: Unit<C, R>, stage: CommandStage, ms: number): void {
     const { stages } = this.options;
-    for (const entry of unit.entries) stages.observe(entry.reservation.lane, stage, ms);
+    for (const entry of unit.entries) if (!entry.answered) stages.observe(entry.reservation.lane, stage, ms);
   }
 
   /** `phase`: the phase the unit ended in; an applying unit was no longer the active one. */
@@ -350,6 +378,7 @@ export class CommandScheduler<C, R> {
 
 /** Releases the reservation before answering, so a caller that retries at once finds the capacity. */
 function settle<C, R>(entry: QueuedCommand<C, R>, outcome: CommandOutcome<R>): void {
+  entry.answered = true;
   entry.reservation.release();
   entry.answer(outcome);
 }

@@ -26,5 +26,17 @@ export interface ReplicationTarget<C, R> {
     batch: readonly C[],
     signal: AbortSignal,
     committed: () => boolean,
+    ahead?: OutcomesAhead<R>,
   ): Promise<readonly CommandOutcome<R>[]>;
+}
+
+/**
+ * The first `count` commands of a unit (its control commands), whose successful outcomes a target may
+ * report through `settle` as soon as each is known, ahead of the rest of the unit: the leader applies
+ * them at the unit's commit, while the data behind them waits for the next unit's appends to go out.
+ * The promise `replicate` returns still resolves with every outcome.
+ */
+export interface OutcomesAhead<R> {
+  readonly count: number;
+  readonly settle: (index: number, outcome: CommandOutcome<R>) => void;
 }

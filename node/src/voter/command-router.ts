@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import { AdmissionRefusal } from "../admission/admission-refusal.js";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { CommandScheduler } from "../admission/command-scheduler.js";
-import type { CommandOutcome, ReplicationTarget } from "../admission/replication-target.js";
+import type { CommandOutcome, OutcomesAhead, ReplicationTarget } from "../admission/replication-target.js";
 import { PeerInterruptedError, PeerUnavailableError } from "../peer/peer-errors.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
@@ -74,12 +74,14 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     batch: readonly VoterCommand[],
     signal: AbortSignal,
     committed: () => boolean,
+    ahead?: OutcomesAhead<CommandResult>,
   ): Promise<readonly CommandOutcome<CommandResult>[]> {
     // During an election nothing can commit anyway: wait (bounded) for a reachable leader rather than
     // bounce the caller, so a failover costs one election, not a client retry loop.
     const waitUntil = Date.now() + this.leaderWaitMs;
     for (;;) {
-      if (this.driver.isLeader()) return this.propose(batch, signal, committed);
+      // A forwarded unit's outcomes come back together, so only a proposed one reports any ahead.
+      if (this.driver.isLeader()) return this.propose(batch, signal, committed, ahead);
       const leader = this.driver.status().leader;
       if (leader !== null && this.transport.peerInfo(leader)?.connected) {
         try {
@@ -138,6 +140,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     batch: readonly VoterCommand[],
     signal: AbortSignal,
     committed: () => boolean,
+    ahead: OutcomesAhead<CommandResult> | undefined,
   ): Promise<CommandOutcome<CommandResult>[]> {
     const timestampMs = this.clock.wallMs();
     const monotonicMs = this.clock.monotonicMs();
@@ -155,7 +158,15 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         ...(c.generated ? { generated: c.generated } : {}),
       }),
     );
-    const results = await this.driver.propose(data, signal, committed);
+    const results = await this.driver.propose(
+      data,
+      signal,
+      committed,
+      ahead && {
+        count: ahead.count,
+        settle: (i, result) => ahead.settle(i, toOutcome(result, batch[i]!.commandId)),
+      },
+    );
     return results.map((r, i) => toOutcome(r, batch[i]!.commandId));
   }
 

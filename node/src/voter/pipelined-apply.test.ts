@@ -35,6 +35,36 @@ describe("a leader's apply of a committed batch", () => {
     expect(events.indexOf(`apply ${aIndex}`)).toBeLessThan(events.indexOf(`apply ${bIndex}`));
   });
 
+  it("applies the entries a batch names ahead at its commit, before the next batch goes out, and the rest after", async () => {
+    const cluster = await startCluster();
+    const driver = cluster.voter(await cluster.waitForLeader()).driver;
+    const events = trace(driver);
+    let second: Promise<ApplyResult[]> | undefined;
+    const first = driver.propose(
+      [entry(), entry(), entry()],
+      undefined,
+      () => {
+        queueMicrotask(() => {
+          second = driver.propose([entry()], undefined, () => false);
+        });
+        return true;
+      },
+      { count: 1, settle: (i, result) => events.push(`ahead ${i} ${result.entryIndex}`) },
+    );
+    const [a, , c] = await first;
+    const [b] = await second!;
+    const [aIndex, cIndex, bIndex] = [a!.entryIndex, c!.entryIndex, b!.entryIndex];
+    expect(cIndex).toBe(aIndex + 2);
+    expect(bIndex).toBe(cIndex + 1);
+    // The entry ahead is applied and reported at the commit; the others after the next batch's send.
+    const sendNext = events.indexOf(`send ${bIndex}`);
+    expect(events.indexOf(`apply ${aIndex}`)).toBeLessThan(events.indexOf(`ahead 0 ${aIndex}`));
+    expect(events.indexOf(`ahead 0 ${aIndex}`)).toBeLessThan(sendNext);
+    expect(sendNext).toBeLessThan(events.indexOf(`apply ${aIndex + 1}`));
+    expect(events.indexOf(`apply ${cIndex}`)).toBeLessThan(events.indexOf(`apply ${bIndex}`));
+    expect(events.filter((e) => e.startsWith("ahead"))).toEqual([`ahead 0 ${aIndex}`]);
+  });
+
   it("is not held back when nothing else is proposed", async () => {
     const cluster = await startCluster();
     const driver = cluster.voter(await cluster.waitForLeader()).driver;

@@ -32,6 +32,22 @@ async function state<T>(p: Promise<T>): Promise<"pending" | { value: T } | { err
 }
 
 describe("ProposalWaiters", () => {
+  it("reports the results of the entries a batch names ahead as each is settled, and says how far they reach", async () => {
+    const w = new ProposalWaiters();
+    const ahead: string[] = [];
+    const batch = w.add(4, 3, 1, undefined, () => true, {
+      count: 2,
+      settle: (i, result) => ahead.push(`${i}:${result.entryIndex}`),
+    });
+    expect(w.noticeCommits(entries(1, 3, 1))).toEqual({ more: false, aheadUpTo: 0 });
+    expect(w.noticeCommits(entries(4, 6, 1))).toEqual({ more: true, aheadUpTo: 5 });
+    w.settle([entry(4, 1)], [noop(4)]);
+    expect(ahead).toEqual(["0:4"]);
+    w.settle([entry(5, 1), entry(6, 1)], [noop(5), noop(6)]);
+    expect(ahead).toEqual(["0:4", "1:5"]);
+    expect(await state(batch)).toEqual({ value: [noop(4), noop(5), noop(6)] });
+  });
+
   it("resolves a batch with each entry's apply result once all of it applied", async () => {
     const w = new ProposalWaiters();
     const batch = w.add(5, 3, 2);
@@ -101,14 +117,14 @@ describe("ProposalWaiters", () => {
       told.push("c");
       return false;
     });
-    expect(w.noticeCommits(entries(1, 2, 1))).toBe(false);
+    expect(w.noticeCommits(entries(1, 2, 1)).more).toBe(false);
     expect(told).toEqual(["a"]);
     // Batch c ends at 5: not complete yet.
-    expect(w.noticeCommits(entries(3, 4, 1))).toBe(true);
+    expect(w.noticeCommits(entries(3, 4, 1)).more).toBe(true);
     expect(told).toEqual(["a", "b"]);
-    expect(w.noticeCommits(entries(5, 5, 1))).toBe(false);
+    expect(w.noticeCommits(entries(5, 5, 1)).more).toBe(false);
     expect(told).toEqual(["a", "b", "c"]);
-    expect(w.noticeCommits(entries(6, 9, 1))).toBe(false);
+    expect(w.noticeCommits(entries(6, 9, 1)).more).toBe(false);
     expect(told).toEqual(["a", "b", "c"]);
   });
 
@@ -116,10 +132,10 @@ describe("ProposalWaiters", () => {
     const w = new ProposalWaiters();
     const notify = vi.fn(() => true);
     void w.add(2, 2, 1, undefined, notify).catch(() => undefined);
-    expect(w.noticeCommits([entry(2, 1), entry(3, 2)])).toBe(false);
+    expect(w.noticeCommits([entry(2, 1), entry(3, 2)]).more).toBe(false);
     expect(notify).not.toHaveBeenCalled();
     // The notice is gone: nothing is told later either.
-    expect(w.noticeCommits(entries(3, 3, 1))).toBe(false);
+    expect(w.noticeCommits(entries(3, 3, 1)).more).toBe(false);
     expect(notify).not.toHaveBeenCalled();
   });
 
@@ -127,7 +143,7 @@ describe("ProposalWaiters", () => {
     const w = new ProposalWaiters();
     const notify = vi.fn(() => true);
     void w.add(1, 1, 1, undefined, notify);
-    expect(w.noticeCommits([])).toBe(false);
+    expect(w.noticeCommits([]).more).toBe(false);
     expect(notify).not.toHaveBeenCalled();
   });
 
@@ -190,7 +206,7 @@ describe("ProposalWaiters", () => {
     w.detachNotices();
     expect(remove2).toHaveBeenCalledTimes(1);
     // Both are forgotten.
-    expect(w.noticeCommits(entries(1, 2, 1))).toBe(false);
+    expect(w.noticeCommits(entries(1, 2, 1)).more).toBe(false);
     expect(notify).not.toHaveBeenCalled();
   });
 });

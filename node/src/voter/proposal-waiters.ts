@@ -17,7 +17,25 @@ interface CommitNotice {
   readonly notify: () => boolean;
   /** Stops listening to the proposal's abort signal. */
   readonly detach: () => void;
+  /** The last index of the entries whose results go ahead of the batch (EntriesAhead), or 0. */
+  readonly aheadUpTo: number;
 }
+
+/** The first `count` entries of a batch, whose results `settle` hears as soon as each is applied. */
+export interface EntriesAhead {
+  readonly count: number;
+  readonly settle: (index: number, result: ApplyResult) => void;
+}
+
+/** What the commits of one Ready mean for the proposers (see noticeCommits). */
+export interface CommitsNoticed {
+  /** A proposer has more to propose at once, which the leader then sends before applying. */
+  readonly more: boolean;
+  /** The last committed index whose entry a proposer wants applied at once (EntriesAhead), or 0. */
+  readonly aheadUpTo: number;
+}
+
+const NOTHING_NOTICED: CommitsNoticed = { more: false, aheadUpTo: 0 };
 
 /**
  * The proposals waiting for their entries' apply results, by log index, and the proposers waiting to
@@ -32,7 +50,7 @@ export class ProposalWaiters {
   /**
    * Waits for the apply results of `count` entries proposed at `term` from index `first`. `signal`
    * cuts the wait short with UnknownWriteOutcome; `committed` is called when the last of them
-   * commits as proposed (see noticeCommits).
+   * commits as proposed (see noticeCommits); `ahead` hears its entries' results as each is settled.
    */
   add(
     first: number,
@@ -40,13 +58,22 @@ export class ProposalWaiters {
     term: number,
     signal?: AbortSignal,
     committed?: () => boolean,
+    ahead?: EntriesAhead,
   ): Promise<ApplyResult[]> {
     const all = Promise.all(
       Array.from(
         { length: count },
         (_, i) =>
           new Promise<ApplyResult>((resolve, reject) => {
-            this.waiters.set(first + i, { term, resolve, reject });
+            const settle = ahead?.settle;
+            const onResult =
+              settle !== undefined && i < ahead!.count
+                ? (result: ApplyResult): void => {
+                    resolve(result);
+                    settle(i, result);
+                  }
+                : resolve;
+            this.waiters.set(first + i, { term, resolve: onResult, reject });
           }),
       ),
     );
@@ -75,7 +102,14 @@ export class ProposalWaiters {
       }
     }
     if (committed && count > 0) {
-      this.notices.push({ lastIndex: first + count - 1, term, notify: committed, detach });
+      const aheadCount = Math.min(ahead?.count ?? 0, count);
+      this.notices.push({
+        lastIndex: first + count - 1,
+        term,
+        notify: committed,
+        detach,
+        aheadUpTo: aheadCount > 0 ? first + aheadCount - 1 : 0,
+      });
     }
     return all;
   }
@@ -88,15 +122,16 @@ export class ProposalWaiters {
   }
 
   /**
-   * Tells the proposers whose batches `committed` completes, in order; true when one of them has more
-   * to propose at once. A batch whose last entry committed with another term was overwritten: its
-   * proposer hears nothing here.
+   * Tells the proposers whose batches `committed` completes, in order, whether one of them has more
+   * to propose at once, and how far the entries they want applied at once reach. A batch whose last
+   * entry committed with another term was overwritten: its proposer hears nothing here.
    */
-  noticeCommits(committed: readonly Entry[]): boolean {
+  noticeCommits(committed: readonly Entry[]): CommitsNoticed {
     const last = committed[committed.length - 1];
-    if (last === undefined) return false;
+    if (last === undefined) return NOTHING_NOTICED;
     const first = committed[0]!.index;
     let more = false;
+    let aheadUpTo = 0;
     let taken = 0;
     for (const notice of this.notices) {
       if (notice.lastIndex > last.index) break;
@@ -104,9 +139,10 @@ export class ProposalWaiters {
       if (notice.lastIndex < first || committed[notice.lastIndex - first]!.term !== notice.term) continue;
       notice.detach();
       if (notice.notify()) more = true;
+      if (notice.aheadUpTo > aheadUpTo) aheadUpTo = notice.aheadUpTo;
     }
     if (taken > 0) this.notices = this.notices.slice(taken);
-    return more;
+    return more || aheadUpTo > 0 ? { more, aheadUpTo } : NOTHING_NOTICED;
   }
 
   /** Settles the proposals of the applied `entries` with `results`, in the same order. */

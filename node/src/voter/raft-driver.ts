@@ -28,7 +28,7 @@ import { FileSnapshotSink } from "./file-snapshot-sink.js";
 import { FollowerApplyPolicy } from "./follower-apply-policy.js";
 import { HeldAppendOutbox } from "./held-append-outbox.js";
 import { confChangeRefusal, unavailable } from "./proposal-errors.js";
-import { ProposalWaiters } from "./proposal-waiters.js";
+import { type EntriesAhead, ProposalWaiters } from "./proposal-waiters.js";
 import { ReadWaiters } from "./read-waiters.js";
 import { SnapshotBackoff } from "./snapshot-backoff.js";
 import { SnapshotSender } from "./snapshot-sender.js";
@@ -236,12 +236,14 @@ export class RaftDriver {
    * UnknownWriteOutcome, since the caller cannot know whether a later leader committed it.
    * `committed` is called, from inside the handling of a Ready and before the apply, once the batch's
    * entries are committed as proposed; never when another leader overwrote them. When it returns true
-   * (more to propose at once), the apply waits until the next Ready's messages are sent.
+   * (more to propose at once), the apply waits until the next Ready's messages are sent, but for the
+   * entries `ahead` names, which are applied at the commit and whose results it hears at once.
    */
   propose(
     data: readonly Uint8Array[],
     signal?: AbortSignal,
     committed?: () => boolean,
+    ahead?: EntriesAhead,
   ): Promise<ApplyResult[]> {
     this.checkUsable();
     let first: number;
@@ -253,7 +255,7 @@ export class RaftDriver {
       throw err;
     }
     this.wake();
-    return this.proposals.add(first, data.length, term, signal, committed);
+    return this.proposals.add(first, data.length, term, signal, committed, ahead);
   }
 
   /**
@@ -424,7 +426,7 @@ export class RaftDriver {
 
   private async handle(rd: Ready): Promise<void> {
     if (rd.softState) this.onSoftState(rd);
-    const moreToPropose = this.proposals.noticeCommits(rd.committedEntries);
+    const noticed = this.proposals.noticeCommits(rd.committedEntries);
     // A leader's replication traffic goes out while its own copy is written (the core counts that
     // copy toward a quorum only after advance()); everything else waits for the fsync.
     for (const m of rd.messages) if (canSendBeforePersist(m)) this.send(m);
@@ -478,8 +480,13 @@ export class RaftDriver {
         "installed snapshot from the leader",
       );
     }
-    if (moreToPropose && this.lastRole === "leader" && rd.entries.length === 0 && rd.snapshot === null) {
-      for (const entry of committed) this.deferredApply.push(entry);
+    if (noticed.more && this.lastRole === "leader" && rd.entries.length === 0 && rd.snapshot === null) {
+      // What a proposer wants answered at once (its control commands) is applied now, with what
+      // precedes it; only the rest waits for the next unit's appends (decision 0026).
+      let ahead = 0;
+      while (ahead < committed.length && committed[ahead]!.index <= noticed.aheadUpTo) ahead++;
+      if (noticed.aheadUpTo > 0) this.apply(committed.slice(0, ahead));
+      for (let i = ahead; i < committed.length; i++) this.deferredApply.push(committed[i]!);
     } else if (
       rd.snapshot === null &&
       this.followerApply.holdsBack(this.lastRole, this.deferredApply.length, committed.length)
