@@ -46,8 +46,10 @@ type SchedulerState = "running" | "stopping" | "exited";
  * never preempted; only the replication deadline ends it early. Once the target reports a unit
  * committed, its replication is over and the next unit starts while the committed one is applied: on
  * the leader, the next unit's entries then reach the followers while the last unit's are applied,
- * rather than after. Each command's reservation is released when its outcome is known, just before
- * its caller is answered.
+ * rather than after. A unit's leading control commands are answered as soon as the target reports
+ * their outcomes, ahead of the data behind them (OutcomesAhead); the rest when the unit's outcomes are
+ * known. Each command's reservation is released when its outcome is known, just before its caller is
+ * answered.
  *
  * Callers cannot cancel: a client that disconnects simply stops waiting for the outcome, while the
  * command keeps its place and its reservation, since it may still commit.
