@@ -60,17 +60,17 @@ export class ProposalWaiters {
     committed?: () => boolean,
     ahead?: EntriesAhead,
   ): Promise<ApplyResult[]> {
+    const aheadCount = Math.min(ahead?.count ?? 0, count);
     const all = Promise.all(
       Array.from(
         { length: count },
         (_, i) =>
           new Promise<ApplyResult>((resolve, reject) => {
-            const settle = ahead?.settle;
             const onResult =
-              settle !== undefined && i < ahead!.count
+              ahead !== undefined && i < aheadCount
                 ? (result: ApplyResult): void => {
                     resolve(result);
-                    settle(i, result);
+                    ahead.settle(i, result);
                   }
                 : resolve;
             this.waiters.set(first + i, { term, resolve: onResult, reject });
@@ -102,7 +102,6 @@ export class ProposalWaiters {
       }
     }
     if (committed && count > 0) {
-      const aheadCount = Math.min(ahead?.count ?? 0, count);
       this.notices.push({
         lastIndex: first + count - 1,
         term,
