@@ -4,6 +4,7 @@
  * asserted: a missed target is printed, not failed).
  */
 
+import { cpus } from "node:os";
 import { SETTLE_MS } from "./overload-control.js";
 import { describeStages, type StageFigure } from "./overload-stage-trace.js";
 
@@ -156,7 +157,9 @@ export function describePhase(r: PhaseRecord): string {
     );
   }
   if (r.stages) {
-    lines.push(`      leader's control stages, mean/p99 ms: ${describeStages(r.stages.control)}`);
+    // A closed loop sends no control writes; an idle phase no data.
+    if (r.phase !== "closed-loop")
+      lines.push(`      leader's control stages, mean/p99 ms: ${describeStages(r.stages.control)}`);
     if (r.phase !== "idle")
       lines.push(`      leader's data stages, mean/p99 ms: ${describeStages(r.stages.data)}`);
   }
@@ -259,6 +262,15 @@ export function targets(keyload: SystemRun | undefined, etcd: SystemRun | undefi
     out.push(
       `${who}: CPU ${ms(f.cpuMsPerWrite)} ms per acknowledged write (etcd ${ms(etcdFlood?.cpuMsPerWrite)})`,
     );
+    if (etcdFlood && etcdFlood.goodput > 0) {
+      // What etcd's goodput would take at KeyLoad's CPU per write, beside the flooding client's own
+      // cores: a goodput target the machine's cores cannot hold needs less work per write first.
+      const cores = (msPerWrite: number | undefined): string =>
+        fin(msPerWrite) ? ((etcdFlood.goodput * msPerWrite) / 1000).toFixed(2) : "—";
+      out.push(
+        `${who}: etcd's ${int(etcdFlood.goodput)} writes/s would keep ${cores(f.cpuMsPerWrite)} cores busy in the voters at this flood's CPU per write (${cores(best?.cpuMsPerWrite)} at the best closed loop's), beside ${f.benchCores.toFixed(2)} of the flooding client; the machine has ${cpus().length}`,
+      );
+    }
     if (f.client === "keyload") {
       const vsImmediate = immediate && immediate.goodput > 0 ? f.goodput / immediate.goodput : undefined;
       out.push(

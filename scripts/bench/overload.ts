@@ -368,11 +368,13 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
 
     const closed: PhaseRecord[] = [];
     for (const level of closedLoopLevels) {
+      const stagesBefore = await scrapeStages(leaderUrl);
       const fromMs = Date.now();
       const sampler = new ProcessSampler(pids, [prober.pid]);
       const result = await closedLoop(level, closedLoopSeconds);
       const sampled = sampler.stop();
       checkStopping();
+      const stagesAfter = await scrapeStages(leaderUrl);
       const errors: Record<string, number> = result.errorKinds;
       const r = record({
         system: "keyload",
@@ -389,6 +391,10 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
         seconds: result.seconds,
         latencies: result.latencies,
         errors,
+        stages: {
+          control: stagesBetween(stagesBefore, stagesAfter, "control"),
+          data: stagesBetween(stagesBefore, stagesAfter, "data"),
+        },
       });
       console.log(describePhase(r));
       closed.push(r);
