@@ -1,8 +1,10 @@
 import { describe, expect, it } from "vitest";
-import type { ConfChange } from "./conf-change.js";
+import { type ConfChange, encodeConfChange } from "./conf-change.js";
 import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
+import { MemoryStorage } from "./memory-storage.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
+import { entry, heartbeat, ofType, voteResponse } from "./test-fixtures/helpers.js";
 import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
@@ -205,6 +207,39 @@ describe("membership changes", () => {
     c.tickUntil(() => c.leader() === "b", 300, ["b"]);
     expect(c.node("a").status()).toMatchObject({ role: "follower", conf: { voters: ["b"] } });
     expect(c.node("b").status().conf.voters).toEqual(["b"]);
+  });
+
+  it("a node whose own removal applies while it campaigns stops campaigning", () => {
+    const storage = new MemoryStorage({ voters: VOTERS });
+    const removal = {
+      ...entry(2, 1),
+      type: "conf" as const,
+      data: encodeConfChange({ type: "remove", node: "c" }),
+    };
+    storage.append([entry(1, 1, "x"), removal]);
+    storage.setHardState({ term: 1, vote: "a", commit: 1 });
+    const node = new RaftNode({ id: "c", storage, random: new SeededRandom(7) });
+    // The leader's commit reaches c: the Ready that hands out the removal is taken, not yet advanced.
+    node.step(heartbeat("a", "c", 1, 2));
+    const rd = node.ready();
+    expect(rd.committedEntries.at(-1)).toMatchObject({ index: 2, type: "conf" });
+    // Meanwhile the leader goes quiet and c, still a voter of what it has applied, starts a pre-vote.
+    for (let i = 0; i < 100 && node.status().role === "follower"; i++) node.tick();
+    expect(node.status().role).toBe("pre-candidate");
+    node.advance();
+    expect(node.status().conf.voters).toEqual(["a", "b"]);
+    expect(node.status().role).toBe("follower");
+    // The pre-votes its campaign gathers no longer make it a candidate.
+    node.step(voteResponse("a", "c", 2, false, true));
+    node.step(voteResponse("b", "c", 2, false, true));
+    expect(node.status()).toMatchObject({ role: "follower", term: 1 });
+    while (node.hasReady()) {
+      const next = node.ready();
+      expect(ofType(next.messages, "vote")).toEqual([]);
+      node.advance();
+    }
+    for (let i = 0; i < 100; i++) node.tick();
+    expect(node.status().role).toBe("follower");
   });
 
   it("answers the configuration at an index only once advance() has passed it", () => {

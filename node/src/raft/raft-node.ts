@@ -395,7 +395,12 @@ export class RaftNode {
     // Keep the last configuration at or below the storage's snapshot; older ones are no longer asked for.
     while (this.confHistory.length > 1 && this.confHistory[1]!.index <= floor) this.confHistory.shift();
     this.confHistory.push({ index, conf: state });
-    if (this.role !== "leader") return;
+    if (this.role !== "leader") {
+      // Removed (or made a learner) during its own campaign: the others' votes could still make a
+      // quorum of the configuration it has left, and elect it.
+      if (this.role !== "follower" && !this.promotable()) this.becomeFollower(this.term, null);
+      return;
+    }
     if (!this.conf.isVoter(this.id)) {
       // Removed (or made a learner): hand leadership to the most caught-up voter rather than leave the
       // cluster to wait out an election timeout, then stop leading.

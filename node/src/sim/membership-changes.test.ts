@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { runSeeds } from "./run-seeds.js";
-import type { SimResult } from "./simulator.js";
+import { runSeed, type SimResult } from "./simulator.js";
 
 // Enough seeds that a joined node comes to lead in at least one: which seeds do depends on every random draw.
 const SEEDS = 60;
@@ -43,4 +43,11 @@ describe("the default profile", () => {
       "shut-down",
     ]);
   });
+
+  it.each([96022329, 96022824])(
+    "seed %i: a leader that removed itself and stepped down does not campaign on once the removal applies",
+    (seed) => {
+      expect(runSeed(seed).violation?.message).toBeUndefined();
+    },
+  );
 });
