@@ -45,6 +45,22 @@ describe("planReady", () => {
     expect(plan.held).toEqual({ last: hard, unsaved: hard });
   });
 
+  it("writes a commit index that hands out a membership change, with it or held before", () => {
+    const change: Entry = { term: 2, index: 4, type: "conf", data: new Uint8Array([1]) };
+    const hard = { ...stored, commit: 4 };
+    const plan = planReady(ready({ hardState: hard, committedEntries: [change] }), fresh);
+    expect(plan.write).toEqual({ snapshot: null, entries: [], hardState: hard });
+    expect(plan.applyDuringWrite).toEqual([]);
+    expect(plan.applyAfterWrite).toEqual([change]);
+    expect(plan.held).toEqual({ last: hard, unsaved: null });
+    const held: HeldHardState = { last: hard, unsaved: hard };
+    expect(planReady(ready({ committedEntries: [change] }), held).write).toEqual({
+      snapshot: null,
+      entries: [],
+      hardState: hard,
+    });
+  });
+
   it("carries the held commit index with the next write", () => {
     const held: HeldHardState = { last: { ...stored, commit: 4 }, unsaved: { ...stored, commit: 4 } };
     const plan = planReady(ready({ entries: entries(5, 6, 2) }), held);

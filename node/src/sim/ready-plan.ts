@@ -20,7 +20,10 @@ export interface ReadyPlan {
   readonly early: readonly Message[];
   /** Null when the Ready persists nothing, or only moves the commit index. */
   readonly write: DiskWrite | null;
-  /** Committed entries below the Ready's first new entry: durable since the previous write. */
+  /**
+   * Committed entries below the Ready's first new entry, up to any membership change: durable since
+   * the previous write.
+   */
   readonly applyDuringWrite: readonly Entry[];
   /** Votes and acknowledgements, which vouch for what the write persists. */
   readonly late: readonly Message[];
@@ -30,8 +33,9 @@ export interface ReadyPlan {
 
 /**
  * Plans a Ready as the production driver handles it. A hard state whose term and vote are unchanged
- * is not written on its own: the next write carries it, and a crash before then loses it (a restart
- * raises it again from the state machine, see raiseCommitToApplied). The driver applies during the
+ * is not written on its own, unless it commits a membership change: the next write carries it, and a
+ * crash before then loses it (a restart raises it again from the state machine, see
+ * raiseCommitToApplied). The driver applies during the
  * fsync only on its thread-pool site (a leader always, a follower on some appends) and later
  * otherwise; the plan always takes the earlier point, which leaves a crash the most to find. Mirrored
  * rather than shared: the driver's ordering lives in its `handle`, bound to timers, files and the
@@ -43,7 +47,15 @@ export function planReady(rd: Ready, held: HeldHardState): ReadyPlan {
   const hard = rd.hardState;
   const last = hard ?? held.last;
   const onlyCommitMoved = hard !== null && hard.term === held.last.term && hard.vote === held.last.vote;
-  if (rd.snapshot === null && rd.entries.length === 0 && (hard === null || onlyCommitMoved)) {
+  // A committed membership change is written with the commit that reaches it (the driver's
+  // commitsConfChange).
+  const confCommitted = (hard ?? held.unsaved) !== null && rd.committedEntries.some((e) => e.type === "conf");
+  if (
+    rd.snapshot === null &&
+    rd.entries.length === 0 &&
+    (hard === null || onlyCommitMoved) &&
+    !confCommitted
+  ) {
     return {
       early,
       write: null,
@@ -63,7 +75,12 @@ export function planReady(rd: Ready, held: HeldHardState): ReadyPlan {
   let stable = 0;
   if (rd.snapshot === null) {
     const firstNew = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
-    while (stable < committed.length && committed[stable]!.index < firstNew) stable++;
+    while (
+      stable < committed.length &&
+      committed[stable]!.index < firstNew &&
+      committed[stable]!.type !== "conf"
+    )
+      stable++;
   }
   return {
     early,

@@ -85,3 +85,25 @@ describe("a leader's commit index", () => {
     expect(Date.now() - started).toBeLessThan(500);
   });
 });
+
+describe("a follower's commit index", () => {
+  it("is written at once when it hands out a membership change, not held for the next write", async () => {
+    const cluster = await startCluster({ env: SLOW_HEARTBEATS });
+    const leaderIndex = await cluster.waitForLeader();
+    const leader = cluster.voter(leaderIndex).driver;
+    await leader.propose([entry()]);
+    const follower = cluster.voter((leaderIndex + 1) % 3).driver;
+    const { writer } = driverParts(follower);
+    const written: number[] = [];
+    const write = writer.write.bind(writer);
+    vi.spyOn(writer, "write").mockImplementation((w) => {
+      if (w.hardState) written.push(w.hardState.commit);
+      return write(w);
+    });
+    await leader.proposeConfChange({ type: "add-learner", node: "voter9" });
+    const changeIndex = leader.status().lastIndex;
+    await waitFor(() => follower.status().applied >= changeIndex, "the follower to apply the change", 5_000);
+    // No entry came after the change: only the write of its commit can have carried that commit.
+    expect(Math.max(0, ...written)).toBeGreaterThanOrEqual(changeIndex);
+  });
+});

@@ -432,7 +432,12 @@ export class RaftDriver {
     for (const m of rd.messages) if (canSendBeforePersist(m)) this.send(m);
     let committed = rd.committedEntries;
     const hard = rd.hardState;
-    if (rd.snapshot || rd.entries.length > 0 || (hard && !this.onlyCommitMoved(hard))) {
+    if (
+      rd.snapshot ||
+      rd.entries.length > 0 ||
+      (hard && !this.onlyCommitMoved(hard)) ||
+      this.commitsConfChange(rd)
+    ) {
       // A commit index held back from earlier Readies rides along with this write.
       const hardState = hard ?? (rd.snapshot ? null : this.unsavedCommit);
       this.unsavedCommit = null;
@@ -517,7 +522,14 @@ export class RaftDriver {
     if (rd.snapshot !== null) return committed;
     const firstNew = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
     let stable = 0;
-    while (stable < committed.length && committed[stable]!.index < firstNew) stable++;
+    // A membership change waits for the write: the core takes it at advance(), after the write, and
+    // its proposer, answered at the apply, must find it taken.
+    while (
+      stable < committed.length &&
+      committed[stable]!.index < firstNew &&
+      committed[stable]!.type !== "conf"
+    )
+      stable++;
     if (stable === 0 && this.deferredApply.length === 0) return committed;
     await this.opts.writer.syncStarted();
     this.opts.transport.flush();
@@ -561,6 +573,18 @@ export class RaftDriver {
       if (status.role !== "leader" || status.progress[id]?.state !== "snapshot")
         this.snapshotSender.close(id);
     }
+  }
+
+  /**
+   * Whether `rd` hands out a committed membership change. Its commit index is then written and fsynced
+   * with the Ready, not held for the next write: the core takes the new configuration at advance(),
+   * and a crash that lost the commit would bring this voter back on the old one after the others had
+   * counted on the new one. A quorum of the new one may be all that is left, each back on the old
+   * configuration, where no one can be elected (docs/decisions/0010-commit-index-rides-along.md).
+   */
+  private commitsConfChange(rd: Ready): boolean {
+    if ((rd.hardState ?? this.unsavedCommit) === null) return false;
+    return rd.committedEntries.some((e) => e.type === "conf");
   }
 
   private onlyCommitMoved(hard: HardState): boolean {

@@ -2,6 +2,7 @@ import { afterEach, vi } from "vitest";
 import type { FsyncSite } from "../../fs/fsync.js";
 import type { Message } from "../../raft/types.js";
 import type { ApplyResult } from "../../state/apply-result.js";
+import type { LogWrite } from "../../storage/durable-log-writer.js";
 import type { RaftDriver } from "../raft-driver.js";
 import { type ClusterOptions, VoterCluster } from "./voter-cluster.js";
 
@@ -26,6 +27,7 @@ export interface DriverParts {
   readonly transport: { send(m: Message): void };
   readonly store: { sync(): Promise<void>; setFsyncSite(site: FsyncSite): void };
   readonly stateMachine: { applyBatch(entries: readonly { index: number }[]): ApplyResult[] };
+  readonly writer: { write(write: LogWrite): Promise<void> };
 }
 
 export function driverParts(driver: RaftDriver): DriverParts {
