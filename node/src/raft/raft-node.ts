@@ -895,9 +895,18 @@ export class RaftNode {
 
   private handleAppendResponse(m: AppendResponseMessage, pr: Progress): void {
     if (m.reject) {
-      if (m.index >= pr.match && m.rejectHint < pr.match && pr.state !== "snapshot") {
-        // The follower no longer holds entries it acknowledged: its data directory was wiped or
-        // restored from an old copy. Start over from what it has rather than probe forever above it.
+      if (
+        pr.state === "probe" &&
+        m.index === pr.match &&
+        pr.next === pr.match + 1 &&
+        m.rejectHint < pr.match
+      ) {
+        // The probe at `match` itself was refused: the follower no longer holds entries it
+        // acknowledged (its data directory was wiped or restored from an old copy). Start over from
+        // what it has rather than probe forever above it. A refusal of a later index with a hint
+        // below `match` is no such sign: it may answer an append sent before the acknowledgement and
+        // be overtaken on the wire, and acting on it would resend the log to a healthy follower.
+        // Such a refusal ends pipelining (below), and the probe at `match` that follows decides.
         pr.match = m.rejectHint;
         pr.becomeProbe();
         this.sendAppend(m.from, pr, false);

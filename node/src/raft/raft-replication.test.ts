@@ -282,6 +282,33 @@ describe("replication from the leader", () => {
     expect(s.node.status().commit).toBe(4);
   });
 
+  it("a late rejection from before an acknowledgement does not take the follower for wiped", () => {
+    const s = soloLeader();
+    s.node.proposeBatch([text("w"), text("x"), text("y"), text("z")]);
+    s.flush();
+    s.step(appendResponse("b", "a", 1, 4));
+    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 4, next: 6 });
+    // b refused the append after 5 while it held only 2; the refusal arrives after its ack of 4.
+    const late = s.step(appendResponse("b", "a", 1, 5, true, 2, 1));
+    expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 4, next: 5 });
+    expect(ofType(late.messages, "append")).toMatchObject([{ to: "b", index: 4, logTerm: 1 }]);
+    // b holds 4 and says so: pipelining resumes from 5, not from 3.
+    const resumed = s.step(appendResponse("b", "a", 1, 5));
+    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 5, next: 6 });
+    expect(appendsTo(resumed.messages, "b")).toEqual([]);
+  });
+
+  it("a follower refusing the probe at its acknowledged match is restarted from what it holds", () => {
+    const s = soloLeader();
+    s.node.proposeBatch([text("w"), text("x"), text("y"), text("z")]);
+    s.flush();
+    s.step(appendResponse("b", "a", 1, 4));
+    s.step(appendResponse("b", "a", 1, 5, true, 2, 1));
+    const h = s.step(appendResponse("b", "a", 1, 4, true, 0, 0));
+    expect(s.node.status().progress.b).toMatchObject({ match: 0 });
+    expect(ofType(h.messages, "append")).toMatchObject([{ to: "b", index: 0 }]);
+  });
+
   it("a probing leader ignores a rejection of anything but its last probe", () => {
     // Leader of term 2 over a term-1 log of two entries; c has never answered.
     const s = soloLeader({ storage: storageWithLog(VOTERS, [1, 1], { term: 1, commit: 2 }), applied: 2 });
