@@ -54,7 +54,10 @@ export { SimulationFailure } from "./sim-failure.js";
 export interface SimOptions {
   /** Steps of faulty operation before the final convergence phase. */
   readonly steps?: number;
-  /** Steps the final phase may take to converge before it is a liveness failure. */
+  /**
+   * Steps the final phase may take to converge before it is a liveness failure (default twice the
+   * faulty steps, at least 10,000).
+   */
   readonly convergenceSteps?: number;
   readonly profile?: FaultProfile;
   /** Builds each core; a test passes a deliberately broken subclass here. */
@@ -111,8 +114,10 @@ export class Simulator {
     this.profile = options.profile ?? DEFAULT_PROFILE;
     this.faultySteps = options.steps ?? 1000;
     // Generous: the network still reorders while converging, and go-back-N replication (as etcd's)
-    // can take a few thousand steps to settle when a whole pipeline of small appends is shuffled.
-    this.convergenceSteps = options.convergenceSteps ?? 10_000;
+    // can take a few thousand steps to settle when a whole pipeline of small appends is shuffled: a
+    // follower takes about one entry per round trip, and each round trip costs a window of messages.
+    // The log a follower may have to catch up grows with the faulty phase, and so does the budget.
+    this.convergenceSteps = options.convergenceSteps ?? Math.max(10_000, 2 * this.faultySteps);
     this.createNode = options.createNode ?? ((o) => new RaftNode(o));
     this.trace = new Trace(options.traceCapacity ?? 200);
     this.counters = emptyCounters();
