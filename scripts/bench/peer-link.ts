@@ -86,7 +86,17 @@ function append(shape: Shape, index: number): Message {
     const data = new Uint8Array(shape.entryBytes).fill((index + i) & 0xff);
     entries.push({ term: 1, index: index + i, type: "normal", data });
   }
-  return { type: "append", from: "a", to: "b", term: 1, index: index - 1, logTerm: 1, entries, commit: 0 };
+  return {
+    type: "append",
+    from: "a",
+    to: "b",
+    term: 1,
+    index: index - 1,
+    logTerm: 1,
+    entries,
+    commit: 0,
+    epoch: 1,
+  };
 }
 
 interface Result {

@@ -23,6 +23,7 @@ function appendWith(data: Uint8Array, index = 1001): Message {
     logTerm: 7,
     entries: [{ term: 7, index, type: "normal", data }],
     commit: 990,
+    epoch: 2,
   };
 }
 

@@ -7,7 +7,17 @@ import { anyMessage, appendOf, messageArbitraries } from "./test-fixtures/raft-m
 
 const samples: Message[] = [
   appendOf(3, 5),
-  { type: "append-response", from: "a", to: "b", term: 3, index: 9, reject: true, rejectHint: 4, logTerm: 2 },
+  {
+    type: "append-response",
+    from: "a",
+    to: "b",
+    term: 3,
+    index: 9,
+    reject: true,
+    rejectHint: 4,
+    logTerm: 2,
+    epoch: 5,
+  },
   { type: "vote", from: "a", to: "b", term: 3, index: 9, logTerm: 2, transfer: true },
   { type: "pre-vote", from: "a", to: "b", term: 3, index: 9, logTerm: 2, transfer: false },
   { type: "vote-response", from: "a", to: "b", term: 3, reject: false },

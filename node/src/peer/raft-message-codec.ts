@@ -72,12 +72,14 @@ export function encodeRaftMessageParts(message: Message): readonly Uint8Array[] 
       w.uint(message.entries.length);
       for (const entry of message.entries) writeEntry(w, entry);
       w.uint(message.commit);
+      w.uint(message.epoch);
       break;
     case "append-response":
       w.uint(message.index);
       w.bool(message.reject);
       w.uint(message.rejectHint);
       w.uint(message.logTerm);
+      w.uint(message.epoch);
       break;
     case "vote":
     case "pre-vote":
@@ -135,7 +137,8 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
       const entries: Entry[] = [];
       for (let i = 0; i < count; i++) entries.push(readEntry(r));
       const commit = r.uint();
-      message = { type: "append", from, to, term, index, logTerm, entries, commit };
+      const epoch = r.uint();
+      message = { type: "append", from, to, term, index, logTerm, entries, commit, epoch };
       break;
     }
     case TAG["append-response"]: {
@@ -143,7 +146,8 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
       const reject = r.bool();
       const rejectHint = r.uint();
       const logTerm = r.uint();
-      message = { type: "append-response", from, to, term, index, reject, rejectHint, logTerm };
+      const epoch = r.uint();
+      message = { type: "append-response", from, to, term, index, reject, rejectHint, logTerm, epoch };
       break;
     }
     case TAG.vote:

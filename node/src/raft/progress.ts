@@ -35,6 +35,13 @@ export class Progress {
   /** The highest ReadIndex round this peer has confirmed. */
   readRound = 0;
   transfer: SnapshotTransfer | null = null;
+  /**
+   * Counts the state changes: appends carry it and their answers echo it, so the leader knows an
+   * answer to one sent in the current state from one overtaken on the wire since an earlier state.
+   */
+  epoch = 0;
+  /** `match` when the current epoch began: the follower held at least this much before any of its appends. */
+  epochMatch = 0;
   readonly inflights: Inflights;
 
   constructor(next: number, maxInflightMsgs: number, maxInflightBytes: number) {
@@ -54,6 +61,16 @@ export class Progress {
     this.next = this.match + 1;
   }
 
+  /**
+   * The follower no longer holds what it acknowledged: nothing it holds is known to match any more.
+   * Probe from `hint`, the last index where its log may agree with the leader's.
+   */
+  restartFrom(hint: number): void {
+    this.match = 0;
+    this.resetState("probe");
+    this.next = hint + 1;
+  }
+
   becomeSnapshot(snapshot: Snapshot): void {
     this.resetState("snapshot");
     this.transfer = {
@@ -67,6 +84,8 @@ export class Progress {
   }
 
   private resetState(state: ProgressState): void {
+    this.epoch++;
+    this.epochMatch = this.match;
     this.state = state;
     this.probeSent = false;
     this.transfer = null;

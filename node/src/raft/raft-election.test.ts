@@ -174,6 +174,7 @@ describe("elections", () => {
           reject: true,
           rejectHint: 0,
           logTerm: 0,
+          epoch: 0,
         }),
         null,
       ],

@@ -817,6 +817,7 @@ export class RaftNode {
         logTerm: prevTerm,
         entries,
         commit: this.log.committed,
+        epoch: pr.epoch,
       });
       sentAny = true;
       const lastSent = entries[entries.length - 1];
@@ -895,25 +896,20 @@ export class RaftNode {
 
   private handleAppendResponse(m: AppendResponseMessage, pr: Progress): void {
     if (m.reject) {
-      if (
-        pr.state === "probe" &&
-        m.index === pr.match &&
-        pr.next === pr.match + 1 &&
-        m.rejectHint < pr.match
-      ) {
-        // The probe at `match` itself was refused: the follower no longer holds entries it
-        // acknowledged (its data directory was wiped or restored from an old copy). Start over from
-        // what it has rather than probe forever above it. A refusal of a later index with a hint
-        // below `match` is no such sign: it may answer an append sent before the acknowledgement and
-        // be overtaken on the wire, and acting on it would resend the log to a healthy follower.
-        // Such a refusal ends pipelining (below), and the probe at `match` that follows decides.
-        pr.match = m.rejectHint;
-        pr.becomeProbe();
+      let hint = m.rejectHint;
+      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
+      if (m.epoch === pr.epoch && m.rejectHint < pr.epochMatch) {
+        // The follower no longer holds entries it acknowledged: its data directory was restored from
+        // an old copy. Start over from what it has rather than probe forever above it. Only an answer
+        // to an append of the current epoch proves it: that append left after the follower had
+        // acknowledged `epochMatch`, and a healthy follower's hint never falls below an index it
+        // acknowledged (its terms there are the leader's). A refusal from an earlier epoch may have
+        // been overtaken on the wire by later acknowledgements, and believing it would resend the
+        // log to a healthy follower.
+        pr.restartFrom(hint);
         this.sendAppend(m.from, pr, false);
         return;
       }
-      let hint = m.rejectHint;
-      if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
       if (pr.maybeDecrTo(m.index, hint)) {
         if (pr.state === "replicate") pr.becomeProbe();
         this.sendAppend(m.from, pr, false);
@@ -1086,12 +1082,12 @@ export class RaftNode {
   private handleAppend(m: AppendMessage): void {
     if (m.commit > this.leaderCommit) this.leaderCommit = m.commit;
     if (m.index < this.log.committed) {
-      this.acknowledge(m.from, this.log.committed);
+      this.acknowledge(m.from, this.log.committed, m.epoch);
       return;
     }
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== null) {
-      this.acknowledge(m.from, lastNew);
+      this.acknowledge(m.from, lastNew, m.epoch);
       return;
     }
     // Tell the leader where our logs can next agree so it skips whole terms in one round trip.
@@ -1103,12 +1099,13 @@ export class RaftNode {
       reject: true,
       rejectHint: hint.index,
       logTerm: hint.term,
+      epoch: m.epoch,
     });
   }
 
-  /** A successful append answer: our log matches the leader's up to `index`. */
-  private acknowledge(to: NodeId, index: number): void {
-    this.send({ type: "append-response", to, index, reject: false, rejectHint: 0, logTerm: 0 });
+  /** A successful answer: our log matches the leader's up to `index`; `epoch` that of the append answered. */
+  private acknowledge(to: NodeId, index: number, epoch = 0): void {
+    this.send({ type: "append-response", to, index, reject: false, rejectHint: 0, logTerm: 0, epoch });
   }
 
   private handleHeartbeat(m: HeartbeatMessage): void {

@@ -32,7 +32,7 @@ const payload = (n: number): Uint8Array => new Uint8Array(n).fill(7);
 describe("AppendEntries on the follower", () => {
   it("rejects when the follower lacks the previous entry, with a hint, leaving the log alone", () => {
     const s = follower([1, 1], 1);
-    const h = s.step(append("b", "a", 1, 3, 1, [entry(4, 1)], 0));
+    const h = s.step(append("b", "a", 1, 3, 1, [entry(4, 1)], 0, 3));
     expect(ofType(h.messages, "append-response")).toEqual([
       {
         type: "append-response",
@@ -43,6 +43,7 @@ describe("AppendEntries on the follower", () => {
         reject: true,
         rejectHint: 2,
         logTerm: 1,
+        epoch: 3,
       },
     ]);
     expect(s.terms()).toEqual([1, 1]);
@@ -60,8 +61,8 @@ describe("AppendEntries on the follower", () => {
 
   it("accepts after a match and acknowledges the last new index", () => {
     const s = follower([1, 1], 1);
-    const h = s.step(append("b", "a", 1, 2, 1, entriesWithTerms([1, 1], 3), 0));
-    expect(ofType(h.messages, "append-response")).toMatchObject([{ reject: false, index: 4 }]);
+    const h = s.step(append("b", "a", 1, 2, 1, entriesWithTerms([1, 1], 3), 0, 2));
+    expect(ofType(h.messages, "append-response")).toMatchObject([{ reject: false, index: 4, epoch: 2 }]);
     expect(h.entries.map((e) => e.index)).toEqual([3, 4]);
     expect(s.terms()).toEqual([1, 1, 1, 1]);
   });
@@ -282,31 +283,42 @@ describe("replication from the leader", () => {
     expect(s.node.status().commit).toBe(4);
   });
 
-  it("a late rejection from before an acknowledgement does not take the follower for wiped", () => {
+  it("a refusal overtaken by later answers does not take the follower for one that lost its data", () => {
     const s = soloLeader();
     s.node.proposeBatch([text("w"), text("x"), text("y"), text("z")]);
-    s.flush();
-    s.step(appendResponse("b", "a", 1, 4));
-    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 4, next: 6 });
-    // b refused the append after 5 while it held only 2; the refusal arrives after its ack of 4.
-    const late = s.step(appendResponse("b", "a", 1, 5, true, 2, 1));
-    expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 4, next: 5 });
-    expect(ofType(late.messages, "append")).toMatchObject([{ to: "b", index: 4, logTerm: 1 }]);
-    // b holds 4 and says so: pipelining resumes from 5, not from 3.
-    const resumed = s.step(appendResponse("b", "a", 1, 5));
-    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 5, next: 6 });
-    expect(appendsTo(resumed.messages, "b")).toEqual([]);
+    const out = s.flush();
+    const [toB] = appendsTo(out.messages, "b");
+    // b refused the append after 4 while it held 2, then caught up; its answers arrive out of order.
+    s.step(appendResponse("b", "a", 1, 3));
+    const refused = s.step(appendResponse("b", "a", 1, 4, true, 3, 1, toB!.epoch));
+    const [probe] = appendsTo(refused.messages, "b", false);
+    expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 3, next: 4 });
+    expect(probe).toMatchObject({ index: 3 });
+    expect(probe!.epoch).toBeGreaterThan(toB!.epoch);
+    // Refusals sent while b held only 2, overtaken by its acknowledgement of 3: of the append after
+    // 4, and of the one after 3, the index the leader now probes at.
+    const late = s.step(appendResponse("b", "a", 1, 4, true, 2, 1, toB!.epoch));
+    expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 3, next: 4 });
+    expect(appendsTo(late.messages, "b", false)).toEqual([]);
+    s.step(appendResponse("b", "a", 1, 3, true, 2, 1, toB!.epoch));
+    expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 3, next: 4 });
   });
 
-  it("a follower refusing the probe at its acknowledged match is restarted from what it holds", () => {
+  it("a follower refusing an append of the current epoch below its match is restarted from what it holds", () => {
     const s = soloLeader();
     s.node.proposeBatch([text("w"), text("x"), text("y"), text("z")]);
-    s.flush();
-    s.step(appendResponse("b", "a", 1, 4));
-    s.step(appendResponse("b", "a", 1, 5, true, 2, 1));
-    const h = s.step(appendResponse("b", "a", 1, 4, true, 0, 0));
-    expect(s.node.status().progress.b).toMatchObject({ match: 0 });
-    expect(ofType(h.messages, "append")).toMatchObject([{ to: "b", index: 0 }]);
+    const out = s.flush();
+    const [toB] = appendsTo(out.messages, "b");
+    s.step(appendResponse("b", "a", 1, 3));
+    const refused = s.step(appendResponse("b", "a", 1, 4, true, 3, 1, toB!.epoch));
+    const [probe] = appendsTo(refused.messages, "b", false);
+    // b's data directory was restored from a copy that holds only the first entry.
+    const h = s.step(appendResponse("b", "a", 1, 3, true, 1, 1, probe!.epoch));
+    expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 0, next: 2 });
+    expect(appendsTo(h.messages, "b", false)).toMatchObject([{ index: 1, logTerm: 1 }]);
+    // It takes the rest from there, and counts toward commits again as it acknowledges.
+    s.step(appendResponse("b", "a", 1, 5, false, 0, 0, probe!.epoch + 1));
+    expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 5 });
   });
 
   it("a probing leader ignores a rejection of anything but its last probe", () => {

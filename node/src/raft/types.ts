@@ -66,6 +66,8 @@ export interface AppendMessage extends MessageBase {
   readonly logTerm: number;
   readonly entries: readonly Entry[];
   readonly commit: number;
+  /** The leader's replication epoch for this follower when it sent this (Progress.epoch). */
+  readonly epoch: number;
 }
 
 export interface AppendResponseMessage extends MessageBase {
@@ -76,6 +78,8 @@ export interface AppendResponseMessage extends MessageBase {
   /** On rejection: a hint (index, term) from the follower's log for fast backtracking. */
   readonly rejectHint: number;
   readonly logTerm: number;
+  /** The epoch of the append this answers; 0 when it answers no append. */
+  readonly epoch: number;
 }
 
 export interface VoteMessage extends MessageBase {

@@ -3,6 +3,7 @@ import { FIGURE_EIGHT_PROFILE } from "./fault-profile.js";
 import { SAFETY_INVARIANTS } from "./invariants.js";
 import { runSeed, type SimOptions, type SimResult } from "./simulator.js";
 import { BROKEN_COMMIT_RULE } from "./test-fixtures/counting-commit-node.js";
+import { LatestEpochNode } from "./test-fixtures/latest-epoch-node.js";
 
 const SEARCH_BUDGET = 300;
 
@@ -31,5 +32,16 @@ describe("a core that commits earlier-term entries by counting", () => {
     // And the failure replays exactly.
     const again = runSeed(failure!.seed, BROKEN_COMMIT_RULE);
     expect(again.violation?.message).toBe(violation.message);
+  });
+});
+
+describe("a leader that takes a late refusal for news", () => {
+  it(`is caught lowering a follower's match within ${SEARCH_BUDGET} seeds`, () => {
+    const options: SimOptions = { createNode: (o) => new LatestEpochNode(o) };
+    const failure = firstFailure(options);
+    expect(failure, "no seed exposed the lowered match").toBeDefined();
+    expect(failure!.violation!.invariant).toBe("monotonic-progress");
+    expect(failure!.violation!.message).toMatch(/lowered its match for \S+ from \d+ to \d+/);
+    expect(runSeed(failure!.seed).violation?.message).toBeUndefined();
   });
 });

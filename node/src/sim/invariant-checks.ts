@@ -57,6 +57,24 @@ export function checkCommitProgress(
   }
 }
 
+/**
+ * A leader's match for a follower never goes back within its term: an acknowledged entry is on the
+ * follower's disk, and no disk the simulator loses comes back under its ID. A leader that lowers it
+ * took a late answer for news and resends what the follower holds.
+ */
+export function checkMatchProgress(node: SimNode, before: RaftStatus | null, s: RaftStatus): void {
+  if (before === null || before.role !== "leader" || s.role !== "leader" || before.term !== s.term) return;
+  for (const [id, pr] of Object.entries(s.progress)) {
+    const was = before.progress[id]?.match ?? 0;
+    if (pr.match < was) {
+      fail(
+        "monotonic-progress",
+        `${node.id} lowered its match for ${id} from ${was} to ${pr.match} in term ${s.term}`,
+      );
+    }
+  }
+}
+
 /** The next entry to apply follows the last one applied and is committed as the node knows it. */
 export function checkApplyOrder(node: SimNode, e: Entry): void {
   const applied = node.state.live.applied;

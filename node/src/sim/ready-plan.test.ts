@@ -22,6 +22,7 @@ const append: Message = {
   logTerm: 2,
   entries: [],
   commit: 4,
+  epoch: 1,
 };
 const answer: Message = {
   type: "append-response",
@@ -32,6 +33,7 @@ const answer: Message = {
   reject: false,
   rejectHint: 0,
   logTerm: 0,
+  epoch: 1,
 };
 
 describe("planReady", () => {

@@ -28,6 +28,7 @@ import {
   checkCommitProgress,
   checkConverged,
   checkIdleReadys,
+  checkMatchProgress,
   checkSend,
   checkSnapshotInstalled,
   checkSnapshotSent,
@@ -493,6 +494,7 @@ export class Simulator {
     }
     this.membership.observeStatus(node.id, before, s);
     checkCommitProgress(node, s, (id) => this.nodes.diskOf(id));
+    checkMatchProgress(node, before, s);
     if (s.term > this.counters.maxTerm) this.counters.maxTerm = s.term;
     node.commit = s.commit;
     node.status = s;

@@ -12,6 +12,7 @@ const append = (to: string, commit: number, entries: Entry[] = []): Message => (
   logTerm: 1,
   entries,
   commit,
+  epoch: 1,
 });
 const heartbeat = (to: string): Message => ({
   type: "heartbeat",

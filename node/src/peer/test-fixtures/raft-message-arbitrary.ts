@@ -38,6 +38,7 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
     logTerm: uint,
     entries: fc.array(entry, { maxLength: 6 }),
     commit: uint,
+    epoch: uint,
   }),
   "append-response": fc.record({
     type: fc.constant("append-response" as const),
@@ -46,6 +47,7 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
     reject: fc.boolean(),
     rejectHint: uint,
     logTerm: uint,
+    epoch: uint,
   }),
   vote: fc.record({
     type: fc.constant("vote" as const),
@@ -124,5 +126,6 @@ export function appendOf(count: number, size: number): Message {
     logTerm: 7,
     entries,
     commit: 990,
+    epoch: 3,
   };
 }

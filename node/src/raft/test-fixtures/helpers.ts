@@ -211,8 +211,9 @@ export function append(
   logTerm: number,
   entries: readonly Entry[],
   commit: number,
+  epoch = 0,
 ): AppendMessage {
-  return { type: "append", from, to, term, index, logTerm, entries, commit };
+  return { type: "append", from, to, term, index, logTerm, entries, commit, epoch };
 }
 
 export function appendResponse(
@@ -223,8 +224,9 @@ export function appendResponse(
   reject = false,
   rejectHint = 0,
   logTerm = 0,
+  epoch = 0,
 ): AppendResponseMessage {
-  return { type: "append-response", from, to, term, index, reject, rejectHint, logTerm };
+  return { type: "append-response", from, to, term, index, reject, rejectHint, logTerm, epoch };
 }
 
 export function vote(
