@@ -84,11 +84,11 @@ export function formatMessage(m: Message): string {
   const head = `${m.type} ${m.from}->${m.to} t${m.term}`;
   switch (m.type) {
     case "append":
-      return `${head} prev=${m.index}/${m.logTerm} ents=${formatEntries(m.entries)} commit=${m.commit}`;
+      return `${head} prev=${m.index}/${m.logTerm} ents=${formatEntries(m.entries)} commit=${m.commit} e${m.epoch}`;
     case "append-response":
       return m.reject
-        ? `${head} REJECT idx=${m.index} hint=${m.rejectHint}/${m.logTerm}`
-        : `${head} ok idx=${m.index}`;
+        ? `${head} REJECT idx=${m.index} hint=${m.rejectHint}/${m.logTerm} e${m.epoch}`
+        : `${head} ok idx=${m.index} e${m.epoch}`;
     case "vote":
     case "pre-vote":
       return `${head} last=${m.index}/${m.logTerm}${m.transfer ? " transfer" : ""}`;
