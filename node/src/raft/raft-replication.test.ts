@@ -283,41 +283,42 @@ describe("replication from the leader", () => {
     expect(s.node.status().commit).toBe(4);
   });
 
-  it("a refusal overtaken by later answers does not take the follower for one that lost its data", () => {
+  /**
+   * A leader whose pipeline to b broke: b acknowledged 3, then refused the append after 4 while it
+   * held 3, and the leader probes at 3. Returns the first append to b and the probe.
+   */
+  function probingAfterRefusal(): { s: Solo; first: AppendMessage; probe: AppendMessage } {
     const s = soloLeader();
     s.node.proposeBatch([text("w"), text("x"), text("y"), text("z")]);
-    const out = s.flush();
-    const [toB] = appendsTo(out.messages, "b");
-    // b refused the append after 4 while it held 2, then caught up; its answers arrive out of order.
+    const [first] = appendsTo(s.flush().messages, "b");
     s.step(appendResponse("b", "a", 1, 3));
-    const refused = s.step(appendResponse("b", "a", 1, 4, true, 3, 1, toB!.epoch));
+    const refused = s.step(appendResponse("b", "a", 1, 4, true, 3, 1, first!.epoch));
     const [probe] = appendsTo(refused.messages, "b", false);
     expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 3, next: 4 });
     expect(probe).toMatchObject({ index: 3 });
-    expect(probe!.epoch).toBeGreaterThan(toB!.epoch);
+    return { s, first: first!, probe: probe! };
+  }
+
+  it("a refusal overtaken by later answers does not take the follower for one that lost its data", () => {
+    const { s, first, probe } = probingAfterRefusal();
+    expect(probe.epoch).toBeGreaterThan(first.epoch);
     // Refusals sent while b held only 2, overtaken by its acknowledgement of 3: of the append after
     // 4, and of the one after 3, the index the leader now probes at.
-    const late = s.step(appendResponse("b", "a", 1, 4, true, 2, 1, toB!.epoch));
+    const late = s.step(appendResponse("b", "a", 1, 4, true, 2, 1, first.epoch));
     expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 3, next: 4 });
     expect(appendsTo(late.messages, "b", false)).toEqual([]);
-    s.step(appendResponse("b", "a", 1, 3, true, 2, 1, toB!.epoch));
+    s.step(appendResponse("b", "a", 1, 3, true, 2, 1, first.epoch));
     expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 3, next: 4 });
   });
 
   it("a follower refusing an append of the current epoch below its match is restarted from what it holds", () => {
-    const s = soloLeader();
-    s.node.proposeBatch([text("w"), text("x"), text("y"), text("z")]);
-    const out = s.flush();
-    const [toB] = appendsTo(out.messages, "b");
-    s.step(appendResponse("b", "a", 1, 3));
-    const refused = s.step(appendResponse("b", "a", 1, 4, true, 3, 1, toB!.epoch));
-    const [probe] = appendsTo(refused.messages, "b", false);
+    const { s, probe } = probingAfterRefusal();
     // b's data directory was restored from a copy that holds only the first entry.
-    const h = s.step(appendResponse("b", "a", 1, 3, true, 1, 1, probe!.epoch));
+    const h = s.step(appendResponse("b", "a", 1, 3, true, 1, 1, probe.epoch));
     expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 0, next: 2 });
     expect(appendsTo(h.messages, "b", false)).toMatchObject([{ index: 1, logTerm: 1 }]);
     // It takes the rest from there, and counts toward commits again as it acknowledges.
-    s.step(appendResponse("b", "a", 1, 5, false, 0, 0, probe!.epoch + 1));
+    s.step(appendResponse("b", "a", 1, 5, false, 0, 0, probe.epoch + 1));
     expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 5 });
   });
 
