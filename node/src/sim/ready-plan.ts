@@ -35,11 +35,11 @@ export interface ReadyPlan {
  * Plans a Ready as the production driver handles it. A hard state whose term and vote are unchanged
  * is not written on its own, unless it commits a membership change: the next write carries it, and a
  * crash before then loses it (a restart raises it again from the state machine, see
- * raiseCommitToApplied). The driver applies during the
- * fsync only on its thread-pool site (a leader always, a follower on some appends) and later
- * otherwise; the plan always takes the earlier point, which leaves a crash the most to find. Mirrored
- * rather than shared: the driver's ordering lives in its `handle`, bound to timers, files and the
- * database, so a change to one must be made to the other.
+ * raiseCommitToApplied). The driver applies during the fsync only on its thread-pool site (a leader
+ * always, a follower on some appends) and later otherwise; the plan always takes the earlier point,
+ * which leaves a crash the most to find. Mirrored rather than shared: the driver's ordering lives in
+ * its `handle`, bound to timers, files and the database, so a change to one must be made to the
+ * other.
  */
 export function planReady(rd: Ready, held: HeldHardState): ReadyPlan {
   const early = rd.messages.filter(canSendBeforePersist);
