@@ -12,6 +12,8 @@ import {
   type CommandOutcome,
   type CommandReservation,
   CommandScheduler,
+  type PayloadSize,
+  payloadSize,
 } from "@keyload/node/admission";
 import {
   type PerOperation,
@@ -28,12 +30,13 @@ import { scriptArgs } from "./script-args.js";
 /** Reservations held at once: admissions and releases interleave as they would under load. */
 const WINDOW = 128;
 
-const PAYLOADS = [
+/** The sizes of four payloads, as the edge measures them when it reads a body. */
+const PAYLOADS: readonly PayloadSize[] = [
   '{"value":{"name":"widget","count":12,"tags":["a","b"]},"expectedVersion":4}',
   '{"value":"Grüße aus Köln — ümlaut and em dash"}',
   '{"value":"astral 😀 payload"}',
   "",
-];
+].map(payloadSize);
 
 export interface CommandAdmissionBenchResult {
   pairs: number;
@@ -50,7 +53,7 @@ function admitOrThrow(
   governor: CommandAdmissionGovernor,
   lane: "data" | "control",
   scope: Scope,
-  payload: string,
+  payload: PayloadSize,
 ): CommandReservation {
   const result = governor.tryAdmit({
     lane,

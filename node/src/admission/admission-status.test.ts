@@ -5,6 +5,7 @@ import { type AdmissionStatus, admissionStatus } from "./admission-status.js";
 import { CommandAdmissionGovernor } from "./command-admission-governor.js";
 import { DiskFloor } from "./disk-floor.js";
 import { HttpAdmissionGovernor } from "./http-admission-governor.js";
+import { payloadSize } from "./payload-accounting.js";
 
 const MiB = 1024 * 1024;
 
@@ -98,8 +99,18 @@ describe("admissionStatus", () => {
   it("lists usage and scopes of both governors while they hold reservations", () => {
     const commands = new CommandAdmissionGovernor({ MaxCommands: 100 });
     const http = new HttpAdmissionGovernor();
-    const queued = commands.tryAdmit({ lane: "data", tenantId: "t2", principalId: "p1", payload: "ab" });
-    const active = commands.tryAdmit({ lane: "control", tenantId: "t1", principalId: "p9", payload: "" });
+    const queued = commands.tryAdmit({
+      lane: "data",
+      tenantId: "t2",
+      principalId: "p1",
+      payload: payloadSize("ab"),
+    });
+    const active = commands.tryAdmit({
+      lane: "control",
+      tenantId: "t1",
+      principalId: "p9",
+      payload: payloadSize(""),
+    });
     if (queued instanceof AdmissionRefusal || active instanceof AdmissionRefusal) throw new Error("refused");
     active.markActive();
     const unverified = http.reserve({ kind: "control" });

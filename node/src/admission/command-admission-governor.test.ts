@@ -4,14 +4,14 @@ import { ReservationStateError } from "./admission-errors.js";
 import { AdmissionRefusal } from "./admission-refusal.js";
 import { CommandAdmissionGovernor, type CommandAdmissionRequest } from "./command-admission-governor.js";
 import { CommandReservation } from "./command-reservation.js";
-import { retainedBytes } from "./payload-accounting.js";
+import { payloadSize, retainedBytes } from "./payload-accounting.js";
 
 function data(tenantId: string, principalId: string, payload = "{}"): CommandAdmissionRequest {
-  return { lane: "data", tenantId, principalId, payload };
+  return { lane: "data", tenantId, principalId, payload: payloadSize(payload) };
 }
 
 function control(tenantId: string, principalId: string, payload = "{}"): CommandAdmissionRequest {
-  return { lane: "control", tenantId, principalId, payload };
+  return { lane: "control", tenantId, principalId, payload: payloadSize(payload) };
 }
 
 function admit(governor: CommandAdmissionGovernor, request: CommandAdmissionRequest): CommandReservation {
@@ -26,13 +26,15 @@ function refusal(governor: CommandAdmissionGovernor, request: CommandAdmissionRe
   return result;
 }
 
+const retained = (text: string): number => retainedBytes(payloadSize(text));
+
 const tick = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("CommandAdmissionGovernor", () => {
   it("accounts a command's retained bytes and its scope", () => {
     const governor = new CommandAdmissionGovernor();
     const reservation = admit(governor, data("t1", "p1", "é😀"));
-    expect(reservation.retainedBytes).toBe(retainedBytes("é😀"));
+    expect(reservation.retainedBytes).toBe(retained("é😀"));
     expect([reservation.lane, reservation.tenantId, reservation.principalId]).toEqual(["data", "t1", "p1"]);
     expect(governor.usage("data")).toEqual({
       commands: 1,
@@ -80,7 +82,7 @@ describe("CommandAdmissionGovernor", () => {
 
   it("checks count, then bytes, then tenant, then principal", () => {
     const big = "x".repeat(1000);
-    const bytes = retainedBytes(big);
+    const bytes = retained(big);
     const governor = new CommandAdmissionGovernor({
       MaxCommands: 2,
       MaxRetainedBytes: 2 * bytes,
@@ -185,7 +187,7 @@ describe("CommandAdmissionGovernor", () => {
       for (let i = 0; i < 30; i++) {
         for (let t = (n * 7 + i) % 3; t > 0; t--) await tick();
         const payload = payloads[(n + 3 * i) % payloads.length] ?? "";
-        const result = governor.tryAdmit({ lane, tenantId, principalId, payload });
+        const result = governor.tryAdmit({ lane, tenantId, principalId, payload: payloadSize(payload) });
         check();
         if (result instanceof AdmissionRefusal) {
           refusals[lane].add(result.reason);
@@ -196,7 +198,7 @@ describe("CommandAdmissionGovernor", () => {
           const principal = scopes.find((s) => s.tenantId === tenantId && s.principalId === principalId);
           if (result.reason === "CommandCount") expect(usage.commands).toBe(limits[lane].commands);
           if (result.reason === "CommandBytes") {
-            expect(result.requested).toBe(retainedBytes(payload));
+            expect(result.requested).toBe(retained(payload));
             expect(usage.retainedBytes + result.requested).toBeGreaterThan(limits[lane].bytes);
           }
           if (result.reason === "TenantCommands") expect(tenant?.tenantCommands).toBe(limits[lane].tenant);
@@ -217,8 +219,8 @@ describe("CommandAdmissionGovernor", () => {
     // Each lane was driven to its count limit and close to its byte limit.
     expect(peak.data.commands).toBe(limits.data.commands);
     expect(peak.control.commands).toBe(limits.control.commands);
-    expect(peak.data.bytes).toBeGreaterThan(limits.data.bytes - retainedBytes("😀".repeat(2000)));
-    expect(peak.control.bytes).toBeGreaterThan(limits.control.bytes - retainedBytes("😀".repeat(2000)));
+    expect(peak.data.bytes).toBeGreaterThan(limits.data.bytes - retained("😀".repeat(2000)));
+    expect(peak.control.bytes).toBeGreaterThan(limits.control.bytes - retained("😀".repeat(2000)));
     for (const lane of ["data", "control"] as const)
       expect(governor.usage(lane)).toEqual({ commands: 0, retainedBytes: 0, queued: 0, active: 0 });
     expect(governor.status().verifiedScopes).toEqual([]);
@@ -252,7 +254,7 @@ describe("CommandAdmissionGovernor", () => {
     const governor = new CommandAdmissionGovernor();
     const submitWith = (key: string) => {
       const principal = catalog.get(key)!;
-      return governor.tryAdmit({ lane: "data", ...principal, payload: "{}" });
+      return governor.tryAdmit({ lane: "data", ...principal, payload: payloadSize("{}") });
     };
     for (let i = 0; i < 32; i++) {
       expect(submitWith("key-a")).toBeInstanceOf(CommandReservation);
@@ -289,7 +291,7 @@ describe("CommandAdmissionGovernor", () => {
 
   it("bounds the control lane's retained bytes by ControlMaxRetainedBytes, apart from the data lane's", () => {
     const payload = "x".repeat(1000);
-    const bytes = retainedBytes(payload);
+    const bytes = retained(payload);
     const governor = new CommandAdmissionGovernor({
       ControlMaxRetainedBytes: 2 * bytes,
       MaxRetainedBytes: bytes,
@@ -301,7 +303,7 @@ describe("CommandAdmissionGovernor", () => {
       lane: "control",
       limit: "ControlMaxRetainedBytes",
       limitValue: 2 * bytes,
-      requested: retainedBytes(""),
+      requested: retained(""),
       inUse: 2 * bytes,
     });
     admit(governor, data("t3", "p3", payload));

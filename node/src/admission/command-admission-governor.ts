@@ -10,14 +10,15 @@ import {
 import { CommandLane, type CommandLaneUsage } from "./command-lane.js";
 import type { CommandReservation } from "./command-reservation.js";
 import type { DiskFloor } from "./disk-floor.js";
+import type { PayloadSize } from "./payload-accounting.js";
 
 export interface CommandAdmissionRequest {
   readonly lane: Lane;
   /** Tenant and principal from the verified principal catalog, never from the request body. */
   readonly tenantId: string;
   readonly principalId: string;
-  /** The request body text as received; an empty body is a zero-length payload. */
-  readonly payload: string;
+  /** The sizes of the request body as received; an empty body is a zero-length payload. */
+  readonly payload: PayloadSize;
 }
 
 export interface CommandScopeStatus {

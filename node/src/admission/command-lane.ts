@@ -3,7 +3,7 @@ import { type NamedLimit, namedLimit } from "./admission-property.js";
 import { AdmissionRefusal } from "./admission-refusal.js";
 import type { CommandAdmissionLimits, CommandAdmissionProperty } from "./command-admission-options.js";
 import { CommandReservation } from "./command-reservation.js";
-import { retainedBytes, utf8ByteLength } from "./payload-accounting.js";
+import { type PayloadSize, retainedBytes } from "./payload-accounting.js";
 import { VerifiedScopes } from "./verified-scopes.js";
 
 type LaneLimit = NamedLimit<CommandAdmissionProperty>;
@@ -52,17 +52,18 @@ export class CommandLane {
    * Checks the payload size (control), then count, bytes, tenant, principal: the lane-wide checks come
    * first because they need no map lookup, and nothing is counted until every check has passed.
    */
-  tryAdmit(tenantId: string, principalId: string, payload: string): CommandReservation | AdmissionRefusal {
+  tryAdmit(
+    tenantId: string,
+    principalId: string,
+    payload: PayloadSize,
+  ): CommandReservation | AdmissionRefusal {
     const cap = this.maxPayloadBytes;
-    // Measured only once needed on the data lane, so a full lane refuses a large payload without reading it.
-    let utf8Bytes = -1;
-    if (cap !== undefined) {
-      utf8Bytes = utf8ByteLength(payload);
-      if (utf8Bytes > cap.value) return this.refuse("ControlPayloadTooLarge", cap, utf8Bytes, 0);
+    if (cap !== undefined && payload.utf8Length > cap.value) {
+      return this.refuse("ControlPayloadTooLarge", cap, payload.utf8Length, 0);
     }
     const commands = this.queued + this.active;
     if (commands >= this.maxCommands.value) return this.refuse("CommandCount", this.maxCommands, 1, commands);
-    const bytes = retainedBytes(payload, utf8Bytes < 0 ? utf8ByteLength(payload) : utf8Bytes);
+    const bytes = retainedBytes(payload);
     if (this.retainedBytes + bytes > this.maxRetainedBytes.value)
       return this.refuse("CommandBytes", this.maxRetainedBytes, bytes, this.retainedBytes);
     const scope = this.scopes.tryAcquire(

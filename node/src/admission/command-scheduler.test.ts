@@ -7,6 +7,7 @@ import { CommandAdmissionGovernor } from "./command-admission-governor.js";
 import type { CommandReservation } from "./command-reservation.js";
 import { CommandScheduler } from "./command-scheduler.js";
 import type { CommandSchedulerOptions } from "./command-scheduler-options.js";
+import { payloadSize } from "./payload-accounting.js";
 import type { CommandOutcome, OutcomesAhead, ReplicationTarget } from "./replication-target.js";
 import { flush } from "./test-fixtures/flush.js";
 import { ManualClock } from "./test-fixtures/manual-clock.js";
@@ -83,7 +84,12 @@ class Harness {
   }
 
   reserve(lane: Lane, payload = "{}"): CommandReservation {
-    const result = this.governor.tryAdmit({ lane, tenantId: "t", principalId: "p", payload });
+    const result = this.governor.tryAdmit({
+      lane,
+      tenantId: "t",
+      principalId: "p",
+      payload: payloadSize(payload),
+    });
     if (result instanceof AdmissionRefusal) throw new Error(result.message);
     return result;
   }
@@ -539,7 +545,12 @@ describe("CommandScheduler", () => {
       },
     });
     const governor = new CommandAdmissionGovernor();
-    const reservation = governor.tryAdmit({ lane: "data", tenantId: "t", principalId: "p", payload: "" });
+    const reservation = governor.tryAdmit({
+      lane: "data",
+      tenantId: "t",
+      principalId: "p",
+      payload: payloadSize(""),
+    });
     if (reservation instanceof AdmissionRefusal) throw new Error("refused");
     const outcome = await throwing.submit(reservation, { id: "x", lane: "data" });
     expect(outcome).toMatchObject({ ok: false, error: { code: "UnknownWriteOutcome" } });

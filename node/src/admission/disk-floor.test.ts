@@ -4,6 +4,7 @@ import { AdmissionRefusal } from "./admission-refusal.js";
 import { CommandAdmissionGovernor, type CommandAdmissionRequest } from "./command-admission-governor.js";
 import type { CommandReservation } from "./command-reservation.js";
 import { DiskFloor, type DiskFloorSettings } from "./disk-floor.js";
+import { payloadSize } from "./payload-accounting.js";
 
 const MiB = 1024 * 1024;
 const SETTINGS: DiskFloorSettings = {
@@ -15,7 +16,7 @@ const SETTINGS: DiskFloorSettings = {
 const RESERVE = 50 * MiB;
 
 function request(lane: "data" | "control"): CommandAdmissionRequest {
-  return { lane, tenantId: "t1", principalId: "p1", payload: '{"value":1}' };
+  return { lane, tenantId: "t1", principalId: "p1", payload: payloadSize('{"value":1}') };
 }
 
 function admitted(outcome: CommandReservation | AdmissionRefusal): CommandReservation {

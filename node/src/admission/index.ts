@@ -64,6 +64,8 @@ export { HttpReservation } from "./http-reservation.js";
 export {
   ENVELOPE_OVERHEAD_BYTES,
   modeledBytes,
+  type PayloadSize,
+  payloadSize,
   retainedBytes,
   utf8ByteLength,
 } from "./payload-accounting.js";

@@ -13,12 +13,23 @@ export function utf8ByteLength(text: string): number {
   return Buffer.byteLength(text, "utf8");
 }
 
+/** The two sizes of a payload the accounting counts. */
+export interface PayloadSize {
+  readonly utf16Length: number;
+  readonly utf8Length: number;
+}
+
+/** The sizes of a payload given as text. */
+export function payloadSize(text: string): PayloadSize {
+  return { utf16Length: text.length, utf8Length: utf8ByteLength(text) };
+}
+
 /**
  * A command's retained bytes: its UTF-16 form, twice its UTF-8 size (serialization and escaping in the
- * Raft envelope) and the envelope overhead. `utf8Bytes` lets a caller that already counted pass it in.
+ * Raft envelope) and the envelope overhead.
  */
-export function retainedBytes(payload: string, utf8Bytes: number = utf8ByteLength(payload)): number {
-  return 2 * payload.length + 2 * utf8Bytes + ENVELOPE_OVERHEAD_BYTES;
+export function retainedBytes(payload: PayloadSize): number {
+  return 2 * payload.utf16Length + 2 * payload.utf8Length + ENVELOPE_OVERHEAD_BYTES;
 }
 
 /** An HTTP request's modeled bytes: working space, four times the admitted body and the overhead. */

@@ -1,5 +1,6 @@
 import type { Lane } from "@keyload/contract";
 import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
+import type { CommandPayload } from "../requests/command-payload.js";
 import type { Role } from "../requests/roles.js";
 import type { ClusterKind, ClusterParams } from "./cluster-kinds.js";
 import type { ReadKind, ReadParams } from "./read-kinds.js";
@@ -33,7 +34,7 @@ abstract class EdgeBound {
 
 /** One write of a request, as the edge submits it. */
 export class EdgeCommandSubmission extends EdgeBound implements CommandSubmission {
-  readonly payload: string;
+  readonly payload: CommandPayload;
   readonly commandId: string;
 
   constructor(

@@ -331,7 +331,7 @@ describe("body caps", () => {
     );
     expect(response.statusCode).toBe(200);
     expect(JSON.parse(response.body)).toEqual({ commandId: "c1", key: "k", version: 1 });
-    expect(fx.service.submitted[0]?.payload).toBe(text);
+    expect(fx.service.submitted[0]?.payload.text()).toBe(text);
     expect(usage).toEqual({ requests: 1, modeledBytes: 8 * MiB + 4 * 8 * MiB + 4096 });
   });
 });

@@ -172,11 +172,11 @@ describe("every route's happy path", () => {
         expect(command).toMatchObject({
           kind: route.kind,
           params: sample.params,
-          payload: text ?? "",
           commandId: "cmd-1",
           identity: KEYS[who].identity,
           lane: route.lane,
         });
+        expect(command.payload.text()).toBe(text ?? "");
         expect(command.signal.aborted).toBe(false);
         expect(body).toEqual({ commandId: "cmd-1", ...sample.params, applied: route.kind });
         expect(response.headers["keyload-commit-index"]).toBe("10");
@@ -225,10 +225,13 @@ describe("what the voter receives", () => {
     }
   });
 
-  it("gets the body text exactly as received as the payload", async () => {
-    const text = '{ "value" :\t[1, 2.50, "\\u00e9"] ,"expectedVersion":0 }\n';
+  it("gets the body exactly as received as the payload, with its sizes", async () => {
+    const text = '{ "value" :\t[1, 2.50, "\\u00e9", "é😀"] ,"expectedVersion":0 }\n';
     await fx.putAsWriter(text);
-    expect(fx.service.submitted[0]?.payload).toBe(text);
+    const payload = fx.service.submitted[0]!.payload;
+    expect(Buffer.from(payload.bytes).equals(Buffer.from(text))).toBe(true);
+    expect(payload.text()).toBe(text);
+    expect([payload.utf16Length, payload.utf8Length]).toEqual([text.length, Buffer.byteLength(text)]);
   });
 
   it("accepts application/json with a charset parameter", async () => {
@@ -257,7 +260,7 @@ describe("what the voter receives", () => {
       payload: "",
     });
     expect(response.statusCode).toBe(200);
-    expect(fx.service.submitted[0]?.payload).toBe("");
+    expect(fx.service.submitted[0]?.payload.utf8Length).toBe(0);
   });
 
   it("passes an optional body when one is sent", async () => {
@@ -271,7 +274,7 @@ describe("what the voter receives", () => {
       },
       payload: '{"expectedVersion":3}',
     });
-    expect(fx.service.submitted[0]?.payload).toBe('{"expectedVersion":3}');
+    expect(fx.service.submitted[0]?.payload.text()).toBe('{"expectedVersion":3}');
   });
 
   it("percent-decodes keys, reserved characters included", async () => {

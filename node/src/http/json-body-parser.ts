@@ -1,20 +1,22 @@
 import type { IncomingMessage } from "node:http";
 import { InvalidArgumentError } from "@keyload/contract";
 import type { FastifyRequest } from "fastify";
+import { CommandPayload } from "../requests/command-payload.js";
 import { readGuardedBody } from "./guarded-body-reader.js";
 import { edgeOf } from "./request-edge.js";
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 /**
- * The one body parser of the edge (application/json). It reads the body under its guard, keeps the text
- * exactly as received, which is the command's payload, and parses it only to validate it: the request
+ * The one body parser of the edge (application/json). It reads the body under its guard, keeps its bytes
+ * exactly as received, which are the command's payload, and parses it only to validate it: the request
  * already holds its slot and passed authentication by now.
  */
 export async function parseJsonBody(request: FastifyRequest, payload: IncomingMessage): Promise<unknown> {
   refuseOtherCharsets(request.headers["content-type"]);
-  const text = decodeUtf8(await readGuardedBody(request, payload));
-  edgeOf(request).payload = text;
+  const bytes = await readGuardedBody(request, payload);
+  const text = decodeUtf8(bytes);
+  edgeOf(request).payload = CommandPayload.received(bytes, text.length);
   return text.length === 0 ? undefined : parseJson(text);
 }
 

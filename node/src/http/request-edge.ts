@@ -1,6 +1,7 @@
 import { InternalError } from "@keyload/contract";
 import type { FastifyRequest } from "fastify";
 import type { HttpReservation } from "../admission/index.js";
+import { CommandPayload } from "../requests/command-payload.js";
 import type { RouteSpec } from "./routes.js";
 import type { Identity } from "./voter-service.js";
 
@@ -17,7 +18,7 @@ declare module "fastify" {
 
 /**
  * What the edge knows about one request, from its first hook to its response: the route, the HTTP slot,
- * the verified identity, the command ID and the body text. It releases the slot once the response is over
+ * the verified identity, the command ID and the body. It releases the slot once the response is over
  * (written, or the connection gone) and no voter call still works for the request: a client that hangs up
  * does not free the slot of a query still running on its behalf.
  */
@@ -25,8 +26,8 @@ export class RequestEdge {
   reservation: HttpReservation | undefined = undefined;
   identity: Identity | undefined = undefined;
   commandId: string | undefined = undefined;
-  /** The body text as received; "" when the request has none. */
-  payload = "";
+  /** The body as received; empty when the request has none. */
+  payload = CommandPayload.EMPTY;
   /** performance.now() when the first voter call started and when the last one settled; 0 before. */
   calledAt = 0;
   answeredAt = 0;

@@ -41,6 +41,9 @@ function commandBody(answer: CommandAnswer): Record<string, unknown> {
 export function commandHandler(route: CommandRoute, service: VoterService): RouteHandlerMethod {
   return async function handleCommand(request: FastifyRequest, reply: FastifyReply) {
     const edge = edgeOf(request);
+    // The parsed body served the route's schema; the command carries the body's bytes, and the parsed
+    // copy would otherwise stay on the heap until the answer (CommandPayload says why that costs).
+    request.body = undefined;
     const answer = await edge.call(() =>
       service.submitCommand(
         new EdgeCommandSubmission(edge, route.kind, pick(request.params, route.params), route.lane),

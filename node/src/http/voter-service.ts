@@ -2,6 +2,7 @@ import type { Lane } from "@keyload/contract";
 import type { Registry } from "prom-client";
 import type { CommandStageObserver } from "../admission/index.js";
 import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
+import type { CommandPayload } from "../requests/command-payload.js";
 import type { Role } from "../requests/roles.js";
 import type { ClusterKind, ClusterParams } from "./cluster-kinds.js";
 import type { ReadKind, ReadParams } from "./read-kinds.js";
@@ -20,8 +21,8 @@ export interface CommandSubmission {
   readonly kind: CommandKind;
   /** The route's path parameters (COMMAND_KINDS names them), percent-decoded. */
   readonly params: RouteParams;
-  /** The request body text exactly as received; "" for a request without a body. */
-  readonly payload: string;
+  /** The request body exactly as received; empty for a request without a body. */
+  readonly payload: CommandPayload;
   /** The `KeyLoad-Command-Id` header, already checked against the contract's alphabet. */
   readonly commandId: string;
   readonly identity: Identity;

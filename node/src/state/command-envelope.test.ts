@@ -67,6 +67,13 @@ describe("command envelope", () => {
     expect(decodeCommand(encoded)).not.toHaveProperty("keyId");
   });
 
+  it("encodes a payload given as its UTF-8 bytes as it encodes the same payload's text", () => {
+    const payload = '{"value":"é€😀 and \\"quotes\\""}';
+    const fromBytes = encodeCommand({ ...BASE, payload: new TextEncoder().encode(payload) });
+    expect(fromBytes).toEqual(encodeCommand({ ...BASE, payload }));
+    expect(decodeCommand(fromBytes)).toEqual({ ...BASE, payload });
+  });
+
   it("round-trips arbitrary valid envelopes", () => {
     const id = fc.stringMatching(/^[A-Za-z0-9._:-]{1,128}$/);
     fc.assert(

@@ -99,7 +99,13 @@ const PREFIX_BYTES = 7;
 const encoder = new TextEncoder();
 const strictDecoder = new TextDecoder("utf-8", { fatal: true });
 
-export function encodeCommand(envelope: CommandEnvelope): Uint8Array {
+/**
+ * What `encodeCommand` takes: an envelope whose payload is its text, or already its UTF-8 bytes (a
+ * request's body as the edge received it), which go into the entry as they are.
+ */
+export type CommandDraft = Omit<CommandEnvelope, "payload"> & { readonly payload: string | Uint8Array };
+
+export function encodeCommand(envelope: CommandDraft): Uint8Array {
   const header = JSON.stringify({
     commandId: envelope.commandId,
     kind: envelope.kind,
@@ -114,14 +120,17 @@ export function encodeCommand(envelope: CommandEnvelope): Uint8Array {
   // Sized first so both strings encode straight into the entry, without an intermediate copy each.
   const headerBytes = Buffer.byteLength(header, "utf8");
   const payloadStart = PREFIX_BYTES + headerBytes;
-  const out = new Uint8Array(payloadStart + Buffer.byteLength(envelope.payload, "utf8"));
+  const { payload } = envelope;
+  const payloadBytes = typeof payload === "string" ? Buffer.byteLength(payload, "utf8") : payload.byteLength;
+  const out = new Uint8Array(payloadStart + payloadBytes);
   out[0] = MAGIC_0;
   out[1] = MAGIC_1;
   // A format-2 command decoded from an old entry stays format 2 when encoded again.
   out[2] = envelope.generated?.unkeyed ? UNKEYED_FORMAT_VERSION : FORMAT_VERSION;
   new DataView(out.buffer).setUint32(3, headerBytes);
   encoder.encodeInto(header, out.subarray(PREFIX_BYTES, payloadStart));
-  encoder.encodeInto(envelope.payload, out.subarray(payloadStart));
+  if (typeof payload === "string") encoder.encodeInto(payload, out.subarray(payloadStart));
+  else out.set(payload, payloadStart);
   return out;
 }
 

@@ -15,6 +15,7 @@ import type { CommandOutcome, OutcomesAhead, ReplicationTarget } from "../admiss
 import { PeerInterruptedError, PeerUnavailableError } from "../peer/peer-errors.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
+import { CommandPayload } from "../requests/command-payload.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import { encodeCommand } from "../state/command-envelope.js";
 import { type LeaderClock, SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
@@ -27,7 +28,7 @@ export interface VoterCommand {
   readonly kind: CommandKind;
   readonly lane: Lane;
   readonly params: RouteParams;
-  readonly payload: string;
+  readonly payload: CommandPayload;
   readonly tenant: string;
   readonly principal: string;
   /** The API key that authenticated the request, checked again when the command applies. */
@@ -154,7 +155,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         timestampMs,
         monotonicMs,
         params: c.params,
-        payload: c.payload,
+        payload: c.payload.bytes,
         ...(c.generated ? { generated: c.generated } : {}),
       }),
     );
@@ -175,7 +176,9 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     batch: readonly VoterCommand[],
     signal: AbortSignal,
   ): Promise<CommandOutcome<CommandResult>[]> {
-    const body = Buffer.from(JSON.stringify({ commands: batch }));
+    // On the wire a payload is its text: JSON carries it, and the leader takes the bytes back from it.
+    const commands = batch.map((c) => ({ ...c, payload: c.payload.text() }));
+    const body = Buffer.from(JSON.stringify({ commands }));
     let answer: Uint8Array;
     try {
       answer = await this.transport.request(leader, FORWARD_CHANNEL, body, {
@@ -361,7 +364,7 @@ function parseForwardedBatch(body: Uint8Array): VoterCommand[] {
     ) {
       throw new TypeError("malformed forwarded command");
     }
-    return c as unknown as VoterCommand;
+    return { ...c, payload: CommandPayload.fromText(c.payload) } as unknown as VoterCommand;
   });
 }
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Identity, ReadRequest } from "../http/voter-service.js";
 import type { Entry } from "../raft/types.js";
+import { CommandPayload } from "../requests/command-payload.js";
 import { ADMIN_ROLES, READ_ROLES, type Role } from "../requests/roles.js";
 import { generateApiKey } from "../state/api-key.js";
 import type { StateMachine } from "../state/state-machine.js";
@@ -134,7 +135,7 @@ describe("commands", () => {
     await service.submitCommand({
       kind: "catalog.put",
       params: { key: "k" },
-      payload: '{"value":1}',
+      payload: CommandPayload.fromText('{"value":1}'),
       commandId: "c1",
       identity: verified(),
       lane: "data",

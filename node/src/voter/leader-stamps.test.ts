@@ -2,6 +2,7 @@ import pino from "pino";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { Entry } from "../raft/types.js";
+import { CommandPayload } from "../requests/command-payload.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import { bootstrapAdminCommand } from "../state/bootstrap-admin-command.js";
 import { decodeCommand, encodeCommand } from "../state/command-envelope.js";
@@ -84,7 +85,7 @@ async function send(
         kind,
         lane: "data",
         params: queueParams,
-        payload: JSON.stringify(body),
+        payload: CommandPayload.fromText(JSON.stringify(body)),
         tenant: "system",
         principal: "admin",
         keyId: "bootstrap",

@@ -18,15 +18,18 @@ describe("three voters on loopback", () => {
       commandId: "w1",
     });
     expect(put).toMatchObject({ status: 200, body: { commandId: "w1", key: "a/b", version: 1 } });
-    // Written through a follower, which forwards to the leader.
+    // Written through a follower, which forwards to the leader: the payload's text survives the trip.
     const viaFollower = await call(cluster.voter(follower).httpUrl, "PUT", "/v1/catalog/a%2Fb", {
-      body: { value: { n: 2 }, expectedVersion: 1 },
+      body: { value: { n: 2, s: "é€😀" }, expectedVersion: 1 },
       commandId: "w2",
     });
     expect(viaFollower).toMatchObject({ status: 200, body: { version: 2 } });
     for (let i = 0; i < 3; i++) {
       const got = await call(cluster.voter(i).httpUrl, "GET", "/v1/catalog/a%2Fb");
-      expect(got).toMatchObject({ status: 200, body: { key: "a/b", value: { n: 2 }, version: 2 } });
+      expect(got).toMatchObject({
+        status: 200,
+        body: { key: "a/b", value: { n: 2, s: "é€😀" }, version: 2 },
+      });
     }
   });
 
