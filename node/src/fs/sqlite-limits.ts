@@ -37,7 +37,7 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
 };
 
 /** A WAL frame: a 4 KiB page and its 24-byte header. */
-const WAL_FRAME_BYTES = 4096 + 24;
+export const WAL_FRAME_BYTES = 4096 + 24;
 
 /** Sets the limits on a connection; SQLite takes the page cache in KiB when the value is negative. */
 export function applySqliteLimits(db: Database.Database, limits: SqliteLimits): void {

@@ -73,6 +73,30 @@ describe("StateWalCheckpoints", () => {
     }
   });
 
+  it("starts a cycle once the WAL outgrows its target, however many commits the cycle was scaled to", async () => {
+    const c = new StateWalCheckpoints(join(dir, "s.db"), 400);
+    checkpoints = c;
+    const walPath = join(dir, "s.db-wal");
+    const settle = async (): Promise<void> => {
+      await tick();
+      for (let waited = 0; c.busy && waited < 1000; waited++) await tick();
+    };
+    // An idle voter: single-row commits scale the cycle to many commits.
+    for (let n = 0; n < 600; n++) {
+      commit(c, n, 1);
+      await settle();
+    }
+    const idleCycles = c.stats.cycles;
+    // A flood begins: each commit now dirties 40 pages, and at the idle cycle's length the WAL would
+    // hold thousands of frames before the next cycle.
+    for (let n = 0; n < 60; n++) {
+      commit(c, n * 40, 40);
+      await settle();
+    }
+    expect(c.stats.cycles).toBeGreaterThan(idleCycles + 3);
+    expect(statSync(walPath).size).toBeLessThan(3 * 400 * 4120);
+  });
+
   it("leaves frames a reader held back to the worker, never to the applying thread's last pass", async () => {
     const c = new StateWalCheckpoints(join(dir, "s.db"), 100);
     checkpoints = c;

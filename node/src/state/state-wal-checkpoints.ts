@@ -1,6 +1,7 @@
+import { statSync } from "node:fs";
 import { InternalError } from "@keyload/contract";
 import type Database from "better-sqlite3";
-import { checkpointFramesWithin } from "../fs/sqlite-limits.js";
+import { checkpointFramesWithin, WAL_FRAME_BYTES } from "../fs/sqlite-limits.js";
 import { WalCheckpointer } from "../fs/wal-checkpointer.js";
 
 /**
@@ -43,9 +44,13 @@ interface CheckpointRow {
  *
  * A cycle: after `commitsPerCycle` commits, a worker copies what the WAL holds while applies carry on.
  * Then, right after the next commit, the applying thread copies the few frames committed meanwhile
- * itself, unless the worker could not copy most of them (FINAL_MAX_BACKLOG_FRAMES): SQLite restarts the WAL from its beginning only at a write transaction that starts once every
- * frame has been copied, which a checkpoint running beside the commits never achieves. The cycle length
- * adapts so that a cycle finds about TARGET_FRAMES frames.
+ * itself, unless the worker could not copy most of them (FINAL_MAX_BACKLOG_FRAMES): SQLite restarts
+ * the WAL from its beginning only at a write transaction that starts once every frame has been copied,
+ * which a checkpoint running beside the commits never achieves. The cycle length adapts so that a cycle
+ * finds about TARGET_FRAMES frames, and a cycle also starts as soon as the WAL file grows past that
+ * many: commits that grow larger at once (a flood after an idle spell) would otherwise fill the WAL
+ * with many times the target, each new frame costing the disk and the page cache fresh space, before
+ * the cycle scaled to the small ones came round.
  */
 export class StateWalCheckpoints {
   readonly stats = {
@@ -59,6 +64,9 @@ export class StateWalCheckpoints {
   private readonly checkpointer: WalCheckpointer;
   private commits = 0;
   private commitsPerCycle: number;
+  private readonly walPath: string;
+  /** The WAL file's size after the last commit. */
+  private walBytes = 0;
   private phase: "idle" | "bulk" | "final" = "idle";
   private running: Promise<void> | null = null;
   private failure: Error | null = null;
@@ -69,6 +77,7 @@ export class StateWalCheckpoints {
     private readonly targetFrames = TARGET_FRAMES,
   ) {
     this.checkpointer = new WalCheckpointer(path);
+    this.walPath = `${path}-wal`;
     this.commitsPerCycle = Math.max(1, Math.round((FIRST_CYCLE_COMMITS * targetFrames) / TARGET_FRAMES));
   }
 
@@ -93,7 +102,9 @@ export class StateWalCheckpoints {
       if (row !== undefined && row.checkpointed === row.log) this.stats.restarts++;
       return;
     }
-    if (this.phase !== "idle" || ++this.commits < this.commitsPerCycle) return;
+    const outgrown = this.walOutgrown();
+    if (this.phase !== "idle") return;
+    if (++this.commits < this.commitsPerCycle && !outgrown) return;
     this.phase = "bulk";
     const commits = this.commits;
     this.running = this.checkpointer.checkpoint().then(
@@ -118,6 +129,18 @@ export class StateWalCheckpoints {
     void this.running.finally(() => {
       this.running = null;
     });
+  }
+
+  /**
+   * Whether the last commit grew the WAL file past TARGET_FRAMES frames. After a restart SQLite writes
+   * the WAL from its start again, so the file grows only once a cycle's frames pass its size (at most
+   * the `journal_size_limit` it is cut back to at a restart).
+   */
+  private walOutgrown(): boolean {
+    const bytes = statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
+    const grew = bytes > this.walBytes;
+    this.walBytes = bytes;
+    return grew && bytes > this.targetFrames * WAL_FRAME_BYTES;
   }
 
   /** A worker pass is under way; the applying thread never waits for it. */
