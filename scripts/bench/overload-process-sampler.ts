@@ -1,9 +1,10 @@
 /**
  * Resident memory and CPU time of server processes over a phase: RSS read from /proc/<pid>/status once
  * a second (the peak is kept), CPU time from /proc/<pid>/stat at the phase's start and end, and the
- * whole machine's busy time, so that a report can say how much other work shared the cores.
+ * whole machine's busy time, so that a report can say how much other work shared the cores. Files a
+ * server keeps within a limit (its WALs) are sized at the same samples, their peaks kept too.
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync } from "node:fs";
 import { machineBusySeconds, processCpuSeconds } from "./server-processes.js";
 
 /** Resident set size of one process in bytes, or 0 once it is gone. */
@@ -29,6 +30,12 @@ export interface ProcessFigures {
   readonly pid: number;
   readonly peakRssBytes: number;
   readonly cpuSeconds: number;
+  /** The largest size each of the process's watched files had at a sample, in their order. */
+  readonly peakFileBytes: readonly number[];
+}
+
+function fileBytes(path: string): number {
+  return statSync(path, { throwIfNoEntry: false })?.size ?? 0;
 }
 
 export interface SamplerResult {
@@ -44,6 +51,8 @@ export interface SamplerResult {
 
 export class ProcessSampler {
   private readonly peaks: Map<number, number>;
+  /** Per process, the peak size of each watched file. */
+  private readonly filePeaks: number[][];
   private readonly cpuBefore: Map<number, number>;
   private readonly helperBefore: number;
   private readonly machineBefore: number;
@@ -54,8 +63,11 @@ export class ProcessSampler {
   constructor(
     private readonly pids: readonly number[],
     private readonly helperPids: readonly number[] = [],
+    /** Per process, in the order of `pids`, the files whose peak size to keep. */
+    private readonly files: readonly (readonly string[])[] = [],
   ) {
     this.peaks = new Map(pids.map((pid) => [pid, residentBytes(pid)]));
+    this.filePeaks = pids.map((_, i) => (files[i] ?? []).map(fileBytes));
     this.cpuBefore = new Map(pids.map((pid) => [pid, cpuOrZero(pid)]));
     this.helperBefore = helperPids.reduce((sum, pid) => sum + cpuOrZero(pid), 0);
     this.machineBefore = machineBusySeconds();
@@ -64,6 +76,11 @@ export class ProcessSampler {
 
   private sample(): void {
     for (const pid of this.pids) this.peaks.set(pid, Math.max(this.peaks.get(pid) ?? 0, residentBytes(pid)));
+    this.filePeaks.forEach((peaks, i) => {
+      (this.files[i] ?? []).forEach((path, j) => {
+        peaks[j] = Math.max(peaks[j]!, fileBytes(path));
+      });
+    });
   }
 
   stop(): SamplerResult {
@@ -72,10 +89,11 @@ export class ProcessSampler {
     const self = process.cpuUsage(this.selfBefore);
     return {
       seconds: (performance.now() - this.started) / 1000,
-      processes: this.pids.map((pid) => ({
+      processes: this.pids.map((pid, i) => ({
         pid,
         peakRssBytes: this.peaks.get(pid) ?? 0,
         cpuSeconds: cpuOrZero(pid) - (this.cpuBefore.get(pid) ?? 0),
+        peakFileBytes: this.filePeaks[i]!,
       })),
       machineBusySeconds: machineBusySeconds() - this.machineBefore,
       helperCpuSeconds: this.helperPids.reduce((sum, pid) => sum + cpuOrZero(pid), 0) - this.helperBefore,

@@ -41,6 +41,9 @@ export interface ServerFigures {
   readonly gcMax?: number;
   readonly peakRssBytes: number;
   readonly cpuSeconds: number;
+  /** KeyLoad only: the largest size the state database's WAL and the log database's WAL reached. */
+  readonly peakStateWalBytes?: number;
+  readonly peakLogWalBytes?: number;
 }
 
 export interface PhaseRecord {
@@ -151,7 +154,10 @@ export function describePhase(r: PhaseRecord): string {
           (s) =>
             `${s.name}${s.leader ? "*" : ""} ${s.loopP99 !== undefined ? `loop p99 (worst second) ${ms(s.loopP99)} max ${ms(s.loopMax)} ms, ` : ""}` +
             `${s.gcShare !== undefined ? `GC ${(100 * s.gcShare).toFixed(0)} % (longest ${ms(s.gcMax)} ms), ` : ""}` +
-            `RSS ${mib(s.peakRssBytes)} MiB, CPU ${s.cpuSeconds.toFixed(1)} s`,
+            `RSS ${mib(s.peakRssBytes)} MiB, CPU ${s.cpuSeconds.toFixed(1)} s` +
+            (s.peakStateWalBytes !== undefined && s.peakLogWalBytes !== undefined
+              ? `, WAL peak state ${mib(s.peakStateWalBytes)} / log ${mib(s.peakLogWalBytes)} MiB`
+              : ""),
         )
         .join("; ")}`,
     );

@@ -172,6 +172,8 @@ interface Server {
   readonly pid: number;
   /** KeyLoad voters only: where their event-loop samples are. */
   readonly loopDir?: string;
+  /** KeyLoad voters only: their state database's WAL and their log database's, in that order. */
+  readonly walFiles?: readonly [string, string];
 }
 
 function controlFigures(r: ControlResult): ControlFigures {
@@ -210,11 +212,15 @@ interface PhaseInputs {
 function record(p: PhaseInputs): PhaseRecord {
   const servers: ServerFigures[] = p.servers.map((s, i) => {
     const figures = p.sampled.processes[i]!;
+    const [stateWal, logWal] = figures.peakFileBytes;
     const base = {
       name: s.name,
       leader: i === p.leader,
       peakRssBytes: figures.peakRssBytes,
       cpuSeconds: figures.cpuSeconds,
+      ...(stateWal !== undefined && logWal !== undefined
+        ? { peakStateWalBytes: stateWal, peakLogWalBytes: logWal }
+        : {}),
     };
     if (s.loopDir === undefined) return base;
     const samples = readLoopSamples(s.loopDir, s.name, p.fromMs, p.toMs);
@@ -314,8 +320,17 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
     const leaderUrl = cluster.voters[leader]!.httpUrl;
     const endpoints = [leaderUrl, ...cluster.voters.filter((_, i) => i !== leader).map((v) => v.httpUrl)];
     const keys = await createPrincipals(endpoints, cluster.adminKey, principals, tenants);
-    const servers: Server[] = cluster.voters.map((v) => ({ name: v.id, pid: v.process.pid, loopDir }));
+    const servers: Server[] = cluster.voters.map((v) => ({
+      name: v.id,
+      pid: v.process.pid,
+      loopDir,
+      walFiles: [
+        join(dir, v.id, "state", "state.sqlite-wal"),
+        join(dir, v.id, "raft", "raft-log.sqlite-wal"),
+      ],
+    }));
     const pids = servers.map((s) => s.pid);
+    const walFiles = servers.map((s) => s.walFiles ?? []);
     const value = randomValue(valueBytes);
     const body = Buffer.from(JSON.stringify({ value }));
     const auth = keys.floodKeys.map((k) => `Bearer ${k}`);
@@ -370,7 +385,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
     for (const level of closedLoopLevels) {
       const stagesBefore = await scrapeStages(leaderUrl);
       const fromMs = Date.now();
-      const sampler = new ProcessSampler(pids, [prober.pid]);
+      const sampler = new ProcessSampler(pids, [prober.pid], walFiles);
       const result = await closedLoop(level, closedLoopSeconds);
       const sampled = sampler.stop();
       checkStopping();
@@ -555,6 +570,7 @@ async function measurePhase(
   const sampler = new ProcessSampler(
     servers.map((s) => s.pid),
     [prober.pid],
+    servers.map((s) => s.walFiles ?? []),
   );
   const [control, flood] = await Promise.all([prober.run(seconds), load()]);
   const toMs = fromMs + seconds * 1000;
