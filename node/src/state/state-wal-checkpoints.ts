@@ -88,6 +88,8 @@ export class StateWalCheckpoints {
   afterCommit(db: Database.Database): void {
     if (this.closed) return;
     if (this.failure !== null) throw failed(this.failure);
+    // Sized after every commit, whatever the phase, so that growth is always that of the last commit.
+    const outgrown = this.walOutgrown();
     if (this.phase === "final") {
       let row: CheckpointRow | undefined;
       try {
@@ -102,7 +104,6 @@ export class StateWalCheckpoints {
       if (row !== undefined && row.checkpointed === row.log) this.stats.restarts++;
       return;
     }
-    const outgrown = this.walOutgrown();
     if (this.phase !== "idle") return;
     if (++this.commits < this.commitsPerCycle && !outgrown) return;
     this.phase = "bulk";
@@ -132,7 +133,7 @@ export class StateWalCheckpoints {
   }
 
   /**
-   * Whether the last commit grew the WAL file past TARGET_FRAMES frames. After a restart SQLite writes
+   * Whether the last commit grew the WAL file past the cycle's target. After a restart SQLite writes
    * the WAL from its start again, so the file grows only once a cycle's frames pass its size (at most
    * the `journal_size_limit` it is cut back to at a restart).
    */
