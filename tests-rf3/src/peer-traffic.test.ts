@@ -4,15 +4,12 @@ import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { closeAll, holdDataSlot } from "./test-fixtures/held-data-slots.js";
 import { waitForMetric } from "./test-fixtures/metric-wait.js";
-import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 import type { RawRequest } from "./test-fixtures/raw-request.js";
 import { metricOf } from "./test-fixtures/voter-metrics.js";
 import { ensureFollower, ensureLeader } from "./test-fixtures/voter-roles.js";
 import { waitUntil } from "./test-fixtures/wait-until.js";
 
 const startCluster = clusterPerTest();
-// Making a chosen voter the leader cuts one voter off for a moment (voter-roles.ts).
-const noPartitions = await partitionsUnavailable();
 
 /** The one voter whose public data pool the test fills: three slots, against the default 32. */
 const SMALL_POOL = { KeyLoad__HttpAdmission__MaxRequests: "3" };
@@ -53,73 +50,68 @@ function others(cluster: TestCluster, voter: TestVoter): TestVoter[] {
 }
 
 describe("peer traffic spends no public pool", () => {
-  it.skipIf(noPartitions !== undefined)(
-    `with the leader's data pool full, writes forwarded by the followers commit and replicate, and its health probes answer${noPartitions === undefined ? "" : ` (skipped: ${noPartitions})`}`,
-    async () => {
-      const cluster = await startCluster({ env: SHARED, voterEnv: { voter1: SMALL_POOL } });
-      const leader = await ensureLeader(cluster, "voter1");
-      const followers = others(cluster, leader);
-      const tenant = await cluster.createTenant({ tenantId: "acme", principalId: "acme-app" });
-      const writer = cluster.client(tenant.apiKey, { maxAttempts: 1, adaptiveThrottle: false });
-      const operator = cluster.client();
+  it("with the leader's data pool full, writes forwarded by the followers commit and replicate, and its health probes answer", async () => {
+    const cluster = await startCluster({ env: SHARED, voterEnv: { voter1: SMALL_POOL } });
+    const leader = await ensureLeader(cluster, "voter1");
+    const followers = others(cluster, leader);
+    const tenant = await cluster.createTenant({ tenantId: "acme", principalId: "acme-app" });
+    const writer = cluster.client(tenant.apiKey, { maxAttempts: 1, adaptiveThrottle: false });
+    const operator = cluster.client();
 
-      const held: RawRequest[] = [];
-      try {
-        await fillDataPool(leader, tenant.apiKey, operator, held);
-        await expect(writer.get("acme/anything", { endpoint: leader.httpUrl })).rejects.toMatchObject({
-          code: "ResourceExhausted",
-          reason: "HttpRequests",
-          governor: "http",
-          pool: "data",
-          status: 429,
-        });
+    const held: RawRequest[] = [];
+    try {
+      await fillDataPool(leader, tenant.apiKey, operator, held);
+      await expect(writer.get("acme/anything", { endpoint: leader.httpUrl })).rejects.toMatchObject({
+        code: "ResourceExhausted",
+        reason: "HttpRequests",
+        governor: "http",
+        pool: "data",
+        status: 429,
+      });
 
-        // Each follower forwards its writes over the peer port; the leader commits them, which takes its
-        // appends reaching a follower and that follower's acknowledgement coming back.
-        for (const follower of followers) {
-          for (const n of [1, 2]) {
-            await expect(
-              writer.put(
-                `acme/${follower.name}-${n}`,
-                { n },
-                {
-                  endpoint: follower.httpUrl,
-                  commandId: `${follower.name}-${n}`,
-                },
-              ),
-            ).resolves.toMatchObject({ version: 1 });
-          }
+      // Each follower forwards its writes over the peer port; the leader commits them, which takes its
+      // appends reaching a follower and that follower's acknowledgement coming back.
+      for (const follower of followers) {
+        for (const n of [1, 2]) {
+          await expect(
+            writer.put(
+              `acme/${follower.name}-${n}`,
+              { n },
+              {
+                endpoint: follower.httpUrl,
+                commandId: `${follower.name}-${n}`,
+              },
+            ),
+          ).resolves.toMatchObject({ version: 1 });
         }
-        // A read through a follower: its read index comes from the leader over the peer port.
-        const last = followers[1]!;
-        await expect(writer.get(`acme/${last.name}-2`, { endpoint: followers[0]!.httpUrl })).resolves.toEqual(
-          {
-            key: `acme/${last.name}-2`,
-            value: { n: 2 },
-            version: 1,
-          },
-        );
-        const { index } = await writer.getCommand(`${last.name}-2`, { endpoint: followers[0]!.httpUrl });
-        for (const follower of followers) await appliedThrough(operator, follower, index);
-
-        await expectHealthy(operator, leader, "leader");
-        // The control pool is a reserve of its own: a control write to the leader itself commits.
-        await expect(
-          writer.dispatch("acme-channel", "rebalance", { n: 1 }, { endpoint: leader.httpUrl }),
-        ).resolves.toMatchObject({ sequence: 1 });
-        // None of this took or freed a slot of the full pool.
-        expect(
-          await metricOf(operator, leader.httpUrl, "keyload_http_admission_requests", { pool: "data" }),
-        ).toBe(3);
-      } finally {
-        closeAll(held);
       }
-      await waitForMetric(operator, leader.httpUrl, "keyload_http_admission_requests", { pool: "data" }, 0);
+      // A read through a follower: its read index comes from the leader over the peer port.
+      const last = followers[1]!;
+      await expect(writer.get(`acme/${last.name}-2`, { endpoint: followers[0]!.httpUrl })).resolves.toEqual({
+        key: `acme/${last.name}-2`,
+        value: { n: 2 },
+        version: 1,
+      });
+      const { index } = await writer.getCommand(`${last.name}-2`, { endpoint: followers[0]!.httpUrl });
+      for (const follower of followers) await appliedThrough(operator, follower, index);
+
+      await expectHealthy(operator, leader, "leader");
+      // The control pool is a reserve of its own: a control write to the leader itself commits.
       await expect(
-        writer.get(`acme/${followers[0]!.name}-1`, { endpoint: leader.httpUrl }),
-      ).resolves.toMatchObject({ version: 1 });
-    },
-  );
+        writer.dispatch("acme-channel", "rebalance", { n: 1 }, { endpoint: leader.httpUrl }),
+      ).resolves.toMatchObject({ sequence: 1 });
+      // None of this took or freed a slot of the full pool.
+      expect(
+        await metricOf(operator, leader.httpUrl, "keyload_http_admission_requests", { pool: "data" }),
+      ).toBe(3);
+    } finally {
+      closeAll(held);
+    }
+    await waitForMetric(operator, leader.httpUrl, "keyload_http_admission_requests", { pool: "data" }, 0);
+    await expect(
+      writer.get(`acme/${followers[0]!.name}-1`, { endpoint: leader.httpUrl }),
+    ).resolves.toMatchObject({ version: 1 });
+  });
 
   it("with a follower's data pool full, its control writes are forwarded and commit, the leader's writes replicate to it, and its health probes answer", async () => {
     const cluster = await startCluster({ env: SHARED, voterEnv: { voter2: SMALL_POOL } });

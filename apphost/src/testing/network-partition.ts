@@ -12,6 +12,9 @@ import { isAlive, recordOf } from "../process-table.js";
  * the peer's port (peer-transport.ts). Dropping, in OUTPUT, the packets of voter A's group to voter B's
  * peer port silences A towards B (a one-way cut); doing so for every pair across groups, both ways,
  * cuts the groups apart. The rules live in a chain of their own, which `heal` removes entirely.
+ *
+ * A rule matches a voter's packets only while the voter runs: once it is killed, the kernel still sends
+ * what its sockets had queued, from sockets no process owns, and those packets pass every rule.
  */
 export interface PartitionedVoter {
   readonly name: VoterName;

@@ -1,31 +1,20 @@
-import { type TestCluster, type TestVoter, VOTER_NAMES, type VoterName } from "@keyload/apphost/testing";
+import type { TestCluster, TestVoter, VoterName } from "@keyload/apphost/testing";
 
 /**
- * Makes `name` the leader, for a test whose forwarded settings single out one voter. When another voter
- * leads, the third voter is cut off while a write commits on the leader and `name` alone; the leader is
- * then killed and the cut healed. The third voter lacks that write, so `name` is the only voter that can
- * win the election that follows: no timing decides it. The killed voter is started again and the
- * cluster waits until every voter follows `name`. Needs what `partition` needs (root and iptables).
+ * Makes `name` the leader through the admin route that hands leadership over (what `pnpm apphost
+ * transfer-leader` does), then waits until every voter follows it. No election timing decides it.
+ *
+ * Not by cutting a voter off and killing the leader: a killed leader's kernel still sends what its
+ * sockets had queued (an orphaned socket has no owner for the partition's rules to match), so the voter
+ * that was cut off can receive the very write meant to keep it from winning.
  */
 export async function ensureLeader(cluster: TestCluster, name: VoterName): Promise<TestVoter> {
-  const elected: VoterName[] = [];
-  for (let attempt = 1; attempt <= 5; attempt++) {
-    const leader = await cluster.waitForLeader();
-    if (leader.name === name) return leader;
-    const third = VOTER_NAMES.find((v) => v !== name && v !== leader.name)!;
-    await cluster.partition([[leader.name, name], [third]]);
-    await cluster
-      .client(cluster.adminKey, { adaptiveThrottle: false })
-      .put(`voter-roles/${name}/${attempt}`, { leader: name }, { endpoint: leader.httpUrl });
-    await cluster.kill(leader.name);
-    await cluster.heal();
-    elected.push((await cluster.waitForLeader({ excluding: [leader.name] })).name);
-    await cluster.start(leader.name);
-    await cluster.waitForReady();
-  }
-  // The third voter can win only with the write it should lack; a cut that let it through is retried.
+  const current = await cluster.waitForLeader();
+  if (current.name === name) return current;
+  await cluster.client(cluster.adminKey).transferLeader(name);
+  await cluster.waitForReady();
   const leader = await cluster.waitForLeader();
-  if (leader.name !== name) throw new Error(`${name} never led; the elections chose ${elected.join(", ")}`);
+  if (leader.name !== name) throw new Error(`${name} took over leadership, but ${leader.name} leads now`);
   return leader;
 }
 
