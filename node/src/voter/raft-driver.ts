@@ -23,6 +23,7 @@ import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
 import type { SnapshotFile } from "../storage/snapshot-file-store.js";
 import { StorageClosedError } from "../storage/storage-errors.js";
+import { applySliceEnd } from "./apply-slices.js";
 import { ApplyWaiters } from "./apply-waiters.js";
 import { FileSnapshotSink } from "./file-snapshot-sink.js";
 import { FollowerApplyPolicy } from "./follower-apply-policy.js";
@@ -85,7 +86,8 @@ export class RaftDriver {
    * the worker learns is committed lets it propose the next one, whose entries then reach the
    * followers first. A follower's are held back to be applied together (FollowerApplyPolicy): during a
    * later fsync, `followerApplyHoldMs` later (armHeldApply), or at once for a read or a forwarded
-   * command's answer waiting for them (serveReads).
+   * command's answer waiting for them (serveReads). And on any voter, the rest of a batch larger than
+   * one slice, applied in the next turns (applyRestSoon).
    */
   private deferredApply: Entry[] = [];
   private readonly reads: ReadWaiters;
@@ -124,6 +126,8 @@ export class RaftDriver {
   private readonly followerApply: FollowerApplyPolicy;
   /** Applies what a follower held back once no append has come to carry it (see deferredApply). */
   private heldApplyTimer: NodeJS.Timeout | undefined;
+  /** The rest of a batch larger than a slice is to be applied in the next turn (applyRestSoon). */
+  private applyRestScheduled = false;
   /** The leader this voter last knew of, and the changes to another one it has seen (leaderChanges). */
   private lastLeader: NodeId | null = null;
   private leaderChangesSeen = 0;
@@ -475,7 +479,7 @@ export class RaftDriver {
     if (answered) this.opts.transport.flush();
     const sm = this.opts.stateMachine;
     if (rd.snapshot) {
-      this.apply([]);
+      this.apply([], true);
       const path = this.opts.store.currentSnapshotPath();
       if (path === null) throw new Error("a persisted snapshot has no file");
       sm.restoreFromSnapshot(path);
@@ -490,7 +494,7 @@ export class RaftDriver {
       // precedes it; only the rest waits for the next unit's appends (decision 0026).
       let ahead = 0;
       while (ahead < committed.length && committed[ahead]!.index <= noticed.aheadUpTo) ahead++;
-      if (noticed.aheadUpTo > 0) this.apply(committed.slice(0, ahead));
+      if (noticed.aheadUpTo > 0) this.apply(committed.slice(0, ahead), true);
       for (let i = ahead; i < committed.length; i++) this.deferredApply.push(committed[i]!);
     } else if (
       rd.snapshot === null &&
@@ -591,8 +595,11 @@ export class RaftDriver {
     return hard.term === this.lastHard.term && hard.vote === this.lastHard.vote;
   }
 
-  /** Applies what an earlier Ready deferred, then `entries`. */
-  private apply(entries: readonly Entry[]): void {
+  /**
+   * Applies what an earlier Ready deferred, then `entries`: one slice of them (applySliceEnd), the rest
+   * in the next turns of the event loop, or all of them at once when `whole`.
+   */
+  private apply(entries: readonly Entry[], whole = false): void {
     if (this.failure !== null) return;
     if (this.deferredApply.length > 0) {
       const deferred = this.deferredApply;
@@ -601,6 +608,12 @@ export class RaftDriver {
       entries = deferred;
     }
     if (entries.length === 0) return;
+    const end = whole ? entries.length : applySliceEnd(entries);
+    if (end < entries.length) {
+      this.deferredApply = entries.slice(end);
+      entries = entries.slice(0, end);
+      this.applyRestSoon();
+    }
     const started = performance.now();
     const results = this.opts.stateMachine.applyBatch(entries);
     const seconds = (performance.now() - started) / 1000;
@@ -633,6 +646,23 @@ export class RaftDriver {
   releaseHeldAppend(to: NodeId): void {
     if (this.failure !== null) return;
     this.heldAppends.release(to);
+  }
+
+  /** Applies the next slice of what `apply` left over in the next turn, and so on until none is left. */
+  private applyRestSoon(): void {
+    if (this.applyRestScheduled) return;
+    this.applyRestScheduled = true;
+    setImmediate(() => {
+      this.applyRestScheduled = false;
+      if (!this.running || this.failure !== null || this.deferredApply.length === 0) return;
+      try {
+        this.apply([]);
+        this.serveReads();
+        this.maybeSnapshot();
+      } catch (err) {
+        this.fail(err);
+      }
+    });
   }
 
   /** Applies at once what this follower holds back. */
