@@ -23,4 +23,17 @@ describe("ProcessSampler", () => {
     expect(figures!.peakFileBytes).toEqual([1 << 20, 0]);
     expect(figures!.peakRssBytes).toBeGreaterThan(0);
   });
+
+  it("tells how long a main thread ran over the phase, and how long it waited for a CPU", () => {
+    const sampler = new ProcessSampler([process.pid]);
+    const until = performance.now() + 200;
+    while (performance.now() < until);
+    const { seconds, processes } = sampler.stop();
+    // Busy for 200 ms of wall time: on a CPU, or runnable and waiting for one; nothing from before.
+    const { runSeconds, waitSeconds } = processes[0]!.mainThread!;
+    expect(runSeconds + waitSeconds).toBeGreaterThan(0.19);
+    expect(runSeconds + waitSeconds).toBeLessThanOrEqual(seconds + 0.01);
+    expect(runSeconds).toBeGreaterThan(0.05);
+    expect(waitSeconds).toBeGreaterThanOrEqual(0);
+  });
 });

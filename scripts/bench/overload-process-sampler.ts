@@ -2,10 +2,17 @@
  * Resident memory and CPU time of server processes over a phase: RSS read from /proc/<pid>/status once
  * a second (the peak is kept), CPU time from /proc/<pid>/stat at the phase's start and end, and the
  * whole machine's busy time, so that a report can say how much other work shared the cores. Files a
- * server keeps within a limit (its WALs) are sized at the same samples, their peaks kept too.
+ * server keeps within a limit (its WALs) are sized at the same samples, their peaks kept too. And how
+ * long each main thread ran and waited for a CPU: on cores the flood oversubscribes, an event loop's
+ * delay is mostly that wait, not a long task.
  */
 import { readFileSync, statSync } from "node:fs";
-import { machineBusySeconds, processCpuSeconds } from "./server-processes.js";
+import {
+  machineBusySeconds,
+  mainThreadSchedule,
+  processCpuSeconds,
+  type ThreadSchedule,
+} from "./server-processes.js";
 
 /** Resident set size of one process in bytes, or 0 once it is gone. */
 export function residentBytes(pid: number): number {
@@ -32,6 +39,8 @@ export interface ProcessFigures {
   readonly cpuSeconds: number;
   /** The largest size each of the process's watched files had at a sample, in their order. */
   readonly peakFileBytes: readonly number[];
+  /** Over the phase, how long the main thread ran and how long it waited for a CPU; undefined unknown. */
+  readonly mainThread?: ThreadSchedule;
 }
 
 function fileBytes(path: string): number {
@@ -49,11 +58,25 @@ export interface SamplerResult {
   readonly selfCpuSeconds: number;
 }
 
+function scheduleOver(
+  before: ThreadSchedule | undefined,
+  after: ThreadSchedule | undefined,
+): { mainThread?: ThreadSchedule } {
+  if (before === undefined || after === undefined) return {};
+  return {
+    mainThread: {
+      runSeconds: after.runSeconds - before.runSeconds,
+      waitSeconds: after.waitSeconds - before.waitSeconds,
+    },
+  };
+}
+
 export class ProcessSampler {
   private readonly peaks: Map<number, number>;
   /** Per process, the peak size of each watched file. */
   private readonly filePeaks: number[][];
   private readonly cpuBefore: Map<number, number>;
+  private readonly scheduleBefore: Map<number, ThreadSchedule | undefined>;
   private readonly helperBefore: number;
   private readonly machineBefore: number;
   private readonly started = performance.now();
@@ -69,6 +92,7 @@ export class ProcessSampler {
     this.peaks = new Map(pids.map((pid) => [pid, residentBytes(pid)]));
     this.filePeaks = pids.map((_, i) => (files[i] ?? []).map(fileBytes));
     this.cpuBefore = new Map(pids.map((pid) => [pid, cpuOrZero(pid)]));
+    this.scheduleBefore = new Map(pids.map((pid) => [pid, mainThreadSchedule(pid)]));
     this.helperBefore = helperPids.reduce((sum, pid) => sum + cpuOrZero(pid), 0);
     this.machineBefore = machineBusySeconds();
     this.timer = setInterval(() => this.sample(), 1000);
@@ -94,6 +118,7 @@ export class ProcessSampler {
         peakRssBytes: this.peaks.get(pid) ?? 0,
         cpuSeconds: cpuOrZero(pid) - (this.cpuBefore.get(pid) ?? 0),
         peakFileBytes: this.filePeaks[i]!,
+        ...scheduleOver(this.scheduleBefore.get(pid), mainThreadSchedule(pid)),
       })),
       machineBusySeconds: machineBusySeconds() - this.machineBefore,
       helperCpuSeconds: this.helperPids.reduce((sum, pid) => sum + cpuOrZero(pid), 0) - this.helperBefore,

@@ -41,6 +41,9 @@ export interface ServerFigures {
   readonly gcMax?: number;
   readonly peakRssBytes: number;
   readonly cpuSeconds: number;
+  /** Shares of the phase the main thread ran, and waited runnable for a CPU; where the kernel says. */
+  readonly mainThreadRunShare?: number;
+  readonly mainThreadWaitShare?: number;
   /** KeyLoad only: the largest size the state database's WAL and the log database's WAL reached. */
   readonly peakStateWalBytes?: number;
   readonly peakLogWalBytes?: number;
@@ -96,6 +99,7 @@ export const ms = (n: number | undefined): string => (fin(n) ? n.toFixed(n < 10 
 const mib = (bytes: number | undefined): string =>
   fin(bytes) && bytes > 0 ? (bytes / 2 ** 20).toFixed(0) : "—";
 const x = (n: number | undefined): string => (fin(n) ? `${n.toFixed(2)}×` : "—");
+const percent = (share: number): string => (fin(share) ? `${(100 * share).toFixed(0)} %` : "—");
 const size = (bytes: number): string =>
   bytes >= 1024 && bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} B`;
 
@@ -155,6 +159,9 @@ export function describePhase(r: PhaseRecord): string {
             `${s.name}${s.leader ? "*" : ""} ${s.loopP99 !== undefined ? `loop p99 (worst second) ${ms(s.loopP99)} max ${ms(s.loopMax)} ms, ` : ""}` +
             `${s.gcShare !== undefined ? `GC ${(100 * s.gcShare).toFixed(0)} % (longest ${ms(s.gcMax)} ms), ` : ""}` +
             `RSS ${mib(s.peakRssBytes)} MiB, CPU ${s.cpuSeconds.toFixed(1)} s` +
+            (s.mainThreadRunShare !== undefined && s.mainThreadWaitShare !== undefined
+              ? ` (main thread ran ${percent(s.mainThreadRunShare)}, waited for a CPU ${percent(s.mainThreadWaitShare)})`
+              : "") +
             (s.peakStateWalBytes !== undefined && s.peakLogWalBytes !== undefined
               ? `, WAL peak state ${mib(s.peakStateWalBytes)} / log ${mib(s.peakLogWalBytes)} MiB`
               : ""),

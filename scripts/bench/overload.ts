@@ -218,6 +218,12 @@ function record(p: PhaseInputs): PhaseRecord {
       leader: i === p.leader,
       peakRssBytes: figures.peakRssBytes,
       cpuSeconds: figures.cpuSeconds,
+      ...(figures.mainThread === undefined
+        ? {}
+        : {
+            mainThreadRunShare: figures.mainThread.runSeconds / p.sampled.seconds,
+            mainThreadWaitShare: figures.mainThread.waitSeconds / p.sampled.seconds,
+          }),
       ...(stateWal !== undefined && logWal !== undefined
         ? { peakStateWalBytes: stateWal, peakLogWalBytes: logWal }
         : {}),

@@ -123,6 +123,26 @@ export function processCpuSeconds(pid: number): number {
   return (utime + stime) / ticksPerSecond();
 }
 
+/** Seconds a thread has run on a CPU, and waited runnable for one, since it started. */
+export interface ThreadSchedule {
+  readonly runSeconds: number;
+  readonly waitSeconds: number;
+}
+
+/**
+ * The schedule of a process's main thread, from /proc/<pid>/schedstat (the thread-group leader's own
+ * figures); undefined when the process is gone or the kernel keeps no such statistics.
+ */
+export function mainThreadSchedule(pid: number): ThreadSchedule | undefined {
+  try {
+    const [run, wait] = readFileSync(`/proc/${pid}/schedstat`, "utf8").trim().split(" ").map(Number);
+    if (!Number.isFinite(run) || !Number.isFinite(wait)) return undefined;
+    return { runSeconds: run! / 1e9, waitSeconds: wait! / 1e9 };
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU seconds of all the given processes together. */
 export function totalCpuSeconds(pids: readonly number[]): number {
   let sum = 0;
