@@ -16,15 +16,35 @@ const SMALL_POOL = { KeyLoad__HttpAdmission__MaxRequests: "3" };
 /** Forwarded to every voter: the control pool, which the tests write through while the data pool is full. */
 const SHARED = { KeyLoad__HttpAdmission__ControlMaxRequests: "12" };
 
-/** Fills `voter`'s data pool from raw connections and waits until the voter holds every slot. */
+/**
+ * Fills `voter`'s data pool from raw connections, waits until the voter holds every slot, and checks
+ * that a data request of `writer`'s to it is then refused for want of one.
+ */
 async function fillDataPool(
   voter: TestVoter,
   apiKey: string,
+  writer: KeyLoadClient,
   operator: KeyLoadClient,
   held: RawRequest[],
 ): Promise<void> {
   for (const n of [1, 2, 3]) held.push(holdDataSlot(voter.httpUrl, apiKey, `held-${n}`));
   await waitForMetric(operator, voter.httpUrl, "keyload_http_admission_requests", { pool: "data" }, 3);
+  await expect(writer.get("acme/anything", { endpoint: voter.httpUrl })).rejects.toMatchObject({
+    code: "ResourceExhausted",
+    reason: "HttpRequests",
+    governor: "http",
+    pool: "data",
+    status: 429,
+  });
+}
+
+/** The tests' tenant, a writer of it that sends each request once, and a client without a key. */
+async function clientsOf(
+  cluster: TestCluster,
+): Promise<{ tenant: { apiKey: string }; writer: KeyLoadClient; operator: KeyLoadClient }> {
+  const tenant = await cluster.createTenant({ tenantId: "acme", principalId: "acme-app" });
+  const writer = cluster.client(tenant.apiKey, { maxAttempts: 1, adaptiveThrottle: false });
+  return { tenant, writer, operator: cluster.client() };
 }
 
 /** Waits until `voter` reports (on `/health/ready`) that it has applied the entry at `index`. */
@@ -54,20 +74,11 @@ describe("peer traffic spends no public pool", () => {
     const cluster = await startCluster({ env: SHARED, voterEnv: { voter1: SMALL_POOL } });
     const leader = await ensureLeader(cluster, "voter1");
     const followers = others(cluster, leader);
-    const tenant = await cluster.createTenant({ tenantId: "acme", principalId: "acme-app" });
-    const writer = cluster.client(tenant.apiKey, { maxAttempts: 1, adaptiveThrottle: false });
-    const operator = cluster.client();
+    const { tenant, writer, operator } = await clientsOf(cluster);
 
     const held: RawRequest[] = [];
     try {
-      await fillDataPool(leader, tenant.apiKey, operator, held);
-      await expect(writer.get("acme/anything", { endpoint: leader.httpUrl })).rejects.toMatchObject({
-        code: "ResourceExhausted",
-        reason: "HttpRequests",
-        governor: "http",
-        pool: "data",
-        status: 429,
-      });
+      await fillDataPool(leader, tenant.apiKey, writer, operator, held);
 
       // Each follower forwards its writes over the peer port; the leader commits them, which takes its
       // appends reaching a follower and that follower's acknowledgement coming back.
@@ -118,20 +129,11 @@ describe("peer traffic spends no public pool", () => {
     const leader = await ensureFollower(cluster, "voter2");
     const follower = cluster.voter("voter2");
     const other = others(cluster, leader).find((v) => v.name !== follower.name)!;
-    const tenant = await cluster.createTenant({ tenantId: "acme", principalId: "acme-app" });
-    const writer = cluster.client(tenant.apiKey, { maxAttempts: 1, adaptiveThrottle: false });
-    const operator = cluster.client();
+    const { tenant, writer, operator } = await clientsOf(cluster);
 
     const held: RawRequest[] = [];
     try {
-      await fillDataPool(follower, tenant.apiKey, operator, held);
-      await expect(writer.get("acme/anything", { endpoint: follower.httpUrl })).rejects.toMatchObject({
-        code: "ResourceExhausted",
-        reason: "HttpRequests",
-        governor: "http",
-        pool: "data",
-        status: 429,
-      });
+      await fillDataPool(follower, tenant.apiKey, writer, operator, held);
 
       // A control write sent to the follower spends its control pool, and is forwarded to the leader
       // over the peer port; a control read through it gets its read index from the leader.
