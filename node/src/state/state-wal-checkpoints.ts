@@ -3,6 +3,7 @@ import { InternalError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import { checkpointFramesWithin, WAL_FRAME_BYTES } from "../fs/sqlite-limits.js";
 import { WalCheckpointer } from "../fs/wal-checkpointer.js";
+import { WalGrowth } from "../fs/wal-growth.js";
 
 /**
  * WAL frames (4 KiB pages, ~8 MiB) a cycle aims to checkpoint. Applies commit in groups
@@ -62,11 +63,10 @@ export class StateWalCheckpoints {
     finalBacklogMax: 0,
   };
   private readonly checkpointer: WalCheckpointer;
+  /** Starts a cycle early when the last commit grew the WAL file past the cycle's target. */
+  private readonly growth: WalGrowth;
   private commits = 0;
   private commitsPerCycle: number;
-  private readonly walPath: string;
-  /** The WAL file's size after the last commit. */
-  private walBytes = 0;
   private phase: "idle" | "bulk" | "final" = "idle";
   private running: Promise<void> | null = null;
   private failure: Error | null = null;
@@ -77,7 +77,11 @@ export class StateWalCheckpoints {
     private readonly targetFrames = TARGET_FRAMES,
   ) {
     this.checkpointer = new WalCheckpointer(path);
-    this.walPath = `${path}-wal`;
+    const wal = `${path}-wal`;
+    this.growth = new WalGrowth(
+      () => statSync(wal, { throwIfNoEntry: false })?.size ?? 0,
+      targetFrames * WAL_FRAME_BYTES,
+    );
     this.commitsPerCycle = Math.max(1, Math.round((FIRST_CYCLE_COMMITS * targetFrames) / TARGET_FRAMES));
   }
 
@@ -89,7 +93,7 @@ export class StateWalCheckpoints {
     if (this.closed) return;
     if (this.failure !== null) throw failed(this.failure);
     // Sized after every commit, whatever the phase, so that growth is always that of the last commit.
-    const outgrown = this.walOutgrown();
+    const outgrown = this.growth.outgrown();
     if (this.phase === "final") {
       let row: CheckpointRow | undefined;
       try {
@@ -130,18 +134,6 @@ export class StateWalCheckpoints {
     void this.running.finally(() => {
       this.running = null;
     });
-  }
-
-  /**
-   * Whether the last commit grew the WAL file past the cycle's target. After a restart SQLite writes
-   * the WAL from its start again, so the file grows only once a cycle's frames pass its size (at most
-   * the `journal_size_limit` it is cut back to at a restart).
-   */
-  private walOutgrown(): boolean {
-    const bytes = statSync(this.walPath, { throwIfNoEntry: false })?.size ?? 0;
-    const grew = bytes > this.walBytes;
-    this.walBytes = bytes;
-    return grew && bytes > this.targetFrames * WAL_FRAME_BYTES;
   }
 
   /** A worker pass is under way; the applying thread never waits for it. */

@@ -1,9 +1,10 @@
-import { closeSync, fdatasync, fdatasyncSync } from "node:fs";
+import { closeSync, fdatasync, fdatasyncSync, fstatSync } from "node:fs";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
 import type { FsyncSite } from "../fs/fsync.js";
 import { DEFAULT_STORAGE_LIMITS } from "../fs/sqlite-limits.js";
 import type { CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
+import { WalGrowth } from "../fs/wal-growth.js";
 import {
   LogCompactedError,
   LogUnavailableError,
@@ -116,6 +117,11 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private cleanup: Promise<void> = Promise.resolve();
   private walBytes = 0;
   /**
+   * Starts a cycle when the WAL file grew past `checkpointBytes`, whatever `walBytes` says: the WAL
+   * holds more than was counted, or a checkpoint's restart did not happen.
+   */
+  private readonly walGrowth: WalGrowth;
+  /**
    * Within a commit: the last entry it inserted, and whether it changed what only the state row holds
    * (compaction point, snapshot). Unless it did, the batch state is recorded on that entry's row.
    */
@@ -156,6 +162,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     gcNext: number | null,
   ) {
     this.ackedSeq = state.seq;
+    this.walGrowth = new WalGrowth(() => fstatSync(walFd).size, options.checkpointBytes);
     this.syncSite = options.fsync;
     this.absorber = new JournalAbsorber(db, options.absorbIntervalMs, {
       state: () => this.state,
@@ -792,7 +799,10 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
    * one short checkpoint (about two fsyncs) per cycle, on the worker thread: the event loop runs on.
    */
   private maybeCheckpoint(): void {
-    if (this.walBytes < this.options.checkpointBytes || this.checkpointing) return;
+    // Sized at every call, so that growth is always that of the commits since the last one.
+    const outgrown = this.walGrowth.outgrown();
+    if (this.checkpointing) return;
+    if (this.walBytes < this.options.checkpointBytes && !outgrown) return;
     this.checkpointing = this.checkpoint(this.walBytes);
   }
 

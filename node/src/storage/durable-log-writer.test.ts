@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { RaftInvariantError, SnapshotOutOfDateError } from "../raft/errors.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
@@ -268,6 +269,32 @@ describe("DurableLogWriter", () => {
     expect(store.entries(firstNew, index + 1, 1e12)).toEqual(entries(firstNew, index, 1, 1024));
     // Some 3 MiB of fsynced writes: seconds when the disk is shared.
   }, 30_000);
+
+  it("checkpoints once the WAL file outgrows the checkpoint size, whatever it counted", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, { checkpointBytes: 256 * 1024 });
+    await w.write({ ...none, entries: entries(1, 4, 1, 1024) });
+    const wal = join(dir, `${LOG_FILE}-wal`);
+    // Frames the store did not write, so never counted: another connection's 1 MiB.
+    const other = new Database(join(dir, LOG_FILE));
+    try {
+      other.exec("CREATE TABLE uncounted (data BLOB)");
+      other.prepare("INSERT INTO uncounted VALUES (?)").run(Buffer.alloc(1024 * 1024));
+    } finally {
+      other.close();
+    }
+    expect(statSync(wal).size).toBeGreaterThan(1024 * 1024);
+    const before = w.store.stats.checkpoints;
+    // A single small write, far below the checkpoint size in what the store counts.
+    await w.write({ ...none, entries: entries(5, 5, 1, 1024) });
+    await waitFor(() => w.store.stats.checkpoints > before);
+    // The cycle let SQLite restart the WAL: more writes go over it, the file does not grow.
+    const grown = statSync(wal).size;
+    for (let i = 6; i <= 40; i++) await w.write({ ...none, entries: entries(i, i, 1, 1024) });
+    // Until the database has taken them in from the journal (every 20 ms).
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(statSync(wal).size).toBe(grown);
+  });
 });
 
 async function waitFor(cond: () => boolean): Promise<void> {
