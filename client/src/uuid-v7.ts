@@ -1,6 +1,9 @@
-import { getRandomValues } from "node:crypto";
+import { RandomPool } from "./random-pool.js";
 
 const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(2, "0"));
+
+/** Serves `uuidV7()` called without random bytes of its own. */
+const sharedPool = new RandomPool();
 
 /**
  * A UUIDv7 (RFC 9562): a 48-bit Unix millisecond timestamp, then version 7, 74 random bits and the
@@ -11,7 +14,7 @@ const HEX = Array.from({ length: 256 }, (_, byte) => byte.toString(16).padStart(
  */
 export function uuidV7(
   nowMs: number = Date.now(),
-  random: Uint8Array = getRandomValues(new Uint8Array(16)),
+  random: Uint8Array = sharedPool.fillRandom(new Uint8Array(16)),
 ): string {
   if (!Number.isSafeInteger(nowMs) || nowMs < 0 || nowMs > 0xffff_ffff_ffff) {
     throw new RangeError(`a UUIDv7 timestamp is 48 bits of milliseconds, not ${nowMs}`);
@@ -29,8 +32,13 @@ export function uuidV7(
   bytes[5] = low & 0xff;
   bytes[6] = 0x70 | (bytes[6]! & 0x0f);
   bytes[8] = 0x80 | (bytes[8]! & 0x3f);
-  const hex = Array.from(bytes, (byte) => HEX[byte]).join("");
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  let id = "";
+  for (let i = 0; i < 16; i++) {
+    // The dashes of the 8-4-4-4-12 form go before bytes 4, 6, 8 and 10.
+    if (i === 4 || i === 6 || i === 8 || i === 10) id += "-";
+    id += HEX[bytes[i]!]!;
+  }
+  return id;
 }
 
 /** The largest value of the 12-bit counter in `rand_a`. */
@@ -51,7 +59,7 @@ export class UuidV7Generator {
 
   constructor(
     private readonly now: () => number = Date.now,
-    private readonly fillRandom: (bytes: Uint8Array) => Uint8Array = (bytes) => getRandomValues(bytes),
+    private readonly fillRandom: (bytes: Uint8Array) => Uint8Array = poolFill(),
   ) {}
 
   next(): string {
@@ -76,4 +84,10 @@ export class UuidV7Generator {
 /** A random start for a millisecond's counter, below 2^11 so at least 2048 IDs fit before it runs out. */
 function seedCounter(random: Uint8Array): number {
   return ((random[6]! & 0x07) << 8) | random[7]!;
+}
+
+/** A generator's own pool of random bytes. */
+function poolFill(): (bytes: Uint8Array) => Uint8Array {
+  const pool = new RandomPool();
+  return (bytes) => pool.fillRandom(bytes);
 }
