@@ -11,6 +11,11 @@ export interface ApplyContext {
   /** The key that sent the command; undefined for an entry that carries none (see CommandEnvelope). */
   readonly keyId: string | undefined;
   readonly commandId: string;
+  /**
+   * The command's payload holds no backslash, so no string parsed from it needs an escape when written
+   * back as JSON (see storedJson).
+   */
+  readonly plainPayload: boolean;
   readonly limits: CanonicalLimits;
 }
 

@@ -109,6 +109,22 @@ describe("documents", () => {
     expect(h.sm.getDocument("t1", "max")?.value).toBe(Number.MAX_VALUE);
   });
 
+  it("stores a value as JSON.stringify writes it, whatever the payload's spelling", async () => {
+    const long = "é😀/".repeat(100);
+    const payloads = [
+      `{ "value" : { "b" : [ 1.0, -0, 1E+2 ], "2" : "${long}", "1" : null } }`,
+      `{"value":"${long}"}`,
+      `{"value":"${long}\\u0041\\n\\""}`,
+      `{"value":{"text":"${long}","quoted":"say \\"hi\\"","tab":"\\t"}}`,
+    ];
+    for (const [i, payload] of payloads.entries()) {
+      h.ok("catalog.put", payload, { params: { key: `k${i}` } });
+      const page = await h.sm.bulkGet("t1", parseBulkGetRequest({ keys: [`k${i}`] }));
+      const stored = JSON.stringify((JSON.parse(payload) as { value: unknown }).value);
+      expect(page.text).toContain(`"value":${stored},"version":1`);
+    }
+  });
+
   it("gets many keys at once, in request order", async () => {
     put("a", 1);
     put("c", 3);

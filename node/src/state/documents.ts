@@ -2,8 +2,9 @@ import { FailedPreconditionError, NotFoundError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import type { ApplyContext } from "./apply-context.js";
 import type { ChangeFeed } from "./change-feed.js";
-import { checkJsonValue, documentText } from "./json-value.js";
+import { checkJsonValue, indexedJsonValue } from "./json-value.js";
 import type { SearchChanges } from "./search-changes.js";
+import { storedJson } from "./stored-json.js";
 
 export interface StoredDocument {
   readonly key: string;
@@ -85,9 +86,10 @@ export class Documents {
     const row = this.find.get(ctx.tenant, key);
     checkVersion(key, row, expectedVersion);
     // The value check refuses the same values on every voter, whichever tenants its index follows.
-    const text = this.search.follows(ctx.tenant) ? documentText(value) : null;
-    if (text === null) checkJsonValue(value);
-    const json = JSON.stringify(value);
+    const { text, shape } = this.search.follows(ctx.tenant)
+      ? indexedJsonValue(value)
+      : { text: null, shape: checkJsonValue(value) };
+    const json = storedJson(value, shape, ctx.plainPayload);
     let version: number;
     let id: number;
     if (row === undefined) {

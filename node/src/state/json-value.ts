@@ -6,14 +6,27 @@ import { invalid } from "./json-body.js";
  */
 const MAX_JSON_DEPTH = 64;
 
+/** What a check counted in a value: how it is best written back as JSON (see storedJson). */
+export interface JsonValueShape {
+  /** Every value in the tree, the root and each string, number, array or object within it. */
+  readonly values: number;
+  /** The characters of its strings, field names left out. */
+  readonly stringChars: number;
+}
+
 /**
  * Checks a document value (see checkJsonValue) and collects its string leaves (not field names) for
  * full-text search.
  */
 export function documentText(value: unknown): string {
+  return indexedJsonValue(value).text;
+}
+
+/** documentText, and the value's shape as checkJsonValue counts it. */
+export function indexedJsonValue(value: unknown): { readonly text: string; readonly shape: JsonValueShape } {
   const parts: string[] = [];
-  walk(value, (text) => parts.push(text));
-  return parts.join("\n");
+  const shape = walk(value, (text) => parts.push(text));
+  return { text: parts.join("\n"), shape };
 }
 
 /**
@@ -21,16 +34,20 @@ export function documentText(value: unknown): string {
  * and that every number is finite. JSON.parse reads a number beyond a double's range (1e400) as
  * Infinity, which JSON.stringify writes as null: accepted, it would be stored as something else.
  */
-export function checkJsonValue(value: unknown): void {
-  walk(value, null);
+export function checkJsonValue(value: unknown): JsonValueShape {
+  return walk(value, null);
 }
 
 /** Iterative, so the walk itself cannot overflow the stack it protects. */
-function walk(value: unknown, onString: ((text: string) => void) | null): void {
+function walk(value: unknown, onString: ((text: string) => void) | null): JsonValueShape {
+  let values = 0;
+  let stringChars = 0;
   const stack: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
   for (let item = stack.pop(); item !== undefined; item = stack.pop()) {
+    values++;
     const current = item.value;
     if (typeof current === "string") {
+      stringChars += current.length;
       onString?.(current);
     } else if (typeof current === "number") {
       if (!Number.isFinite(current))
@@ -44,4 +61,5 @@ function walk(value: unknown, onString: ((text: string) => void) | null): void {
         stack.push({ value: children[i], depth: item.depth + 1 });
     }
   }
+  return { values, stringChars };
 }

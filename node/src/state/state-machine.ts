@@ -437,6 +437,7 @@ export class StateMachine {
       principal: envelope.principal,
       keyId: envelope.keyId,
       commandId,
+      plainPayload: !envelope.payload.includes("\\"),
       limits: this.limits,
     };
     const denied = stores.principals.commandRefusal(ctx, envelope.kind);
