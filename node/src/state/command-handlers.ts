@@ -62,8 +62,8 @@ export const COMMAND_HANDLERS: Record<EntryKind, CommandHandler> = {
   "queue.enqueue": (ctx, env, { queues }) => {
     const body = parseBody(env.payload, false);
     if (!("body" in body)) throw invalid("body is required");
-    checkJsonValue(body.body);
-    return queues.enqueue(ctx, routeParam(env, "queue"), body.body, delay(ctx, body), 0);
+    const message = { body: body.body, shape: checkJsonValue(body.body) };
+    return queues.enqueue(ctx, routeParam(env, "queue"), message, delay(ctx, body), 0);
   },
   "queue.lease": (ctx, env, { queues }) => {
     const body = parseBody(env.payload, true);

@@ -1,7 +1,9 @@
 import { LeaseLostError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
+import type { JsonValueShape } from "./json-value.js";
 import { deadLetterQueueOf, isDeadLetterQueue } from "./queue-names.js";
+import { storedJson } from "./stored-json.js";
 
 export interface EnqueueResult {
   readonly queue: string;
@@ -91,10 +93,17 @@ export class Queues {
   }
 
   /** `ordinal` tells apart the messages one command enqueues (an outbox holds several). */
-  enqueue(ctx: ApplyContext, queue: string, body: unknown, delayMs: number, ordinal: number): EnqueueResult {
+  enqueue(
+    ctx: ApplyContext,
+    queue: string,
+    message: { readonly body: unknown; readonly shape: JsonValueShape },
+    delayMs: number,
+    ordinal: number,
+  ): EnqueueResult {
     const messageId = `${ctx.index}.${ordinal}`;
     const visibleAtMs = ctx.nowMs + delayMs;
-    this.insert.run(ctx.tenant, queue, messageId, JSON.stringify(body), ctx.nowMs, visibleAtMs);
+    const body = storedJson(message.body, message.shape, ctx.plainPayload);
+    this.insert.run(ctx.tenant, queue, messageId, body, ctx.nowMs, visibleAtMs);
     return { queue, messageId, visibleAtMs };
   }
 

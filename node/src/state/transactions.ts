@@ -10,7 +10,7 @@ import {
   requireInteger,
   requireString,
 } from "./json-body.js";
-import { checkJsonValue } from "./json-value.js";
+import { checkJsonValue, type JsonValueShape } from "./json-value.js";
 import type { CanonicalLimits } from "./limits.js";
 import { checkQueueName } from "./queue-names.js";
 import type { EnqueueResult, Queues } from "./queues.js";
@@ -27,6 +27,7 @@ export type Operation =
 export interface OutboxMessage {
   readonly queue: string;
   readonly body: unknown;
+  readonly shape: JsonValueShape;
   readonly delayMs: number;
 }
 
@@ -84,10 +85,11 @@ function parseOperation(raw: unknown): Operation {
 function parseOutboxMessage(raw: unknown, limits: CanonicalLimits): OutboxMessage {
   if (!isJsonObject(raw)) throw invalid("an outbox message must be a JSON object");
   if (!("body" in raw)) throw invalid("an outbox message needs a body");
-  checkJsonValue(raw.body);
+  const shape = checkJsonValue(raw.body);
   return {
     queue: checkQueueName(requireString(raw, "queue")),
     body: raw.body,
+    shape,
     delayMs: optionalInteger(raw, "delayMs", 0, limits.maxDelayMs) ?? 0,
   };
 }
@@ -101,7 +103,7 @@ export function applyWriteSet(
 ): WriteSetResult {
   const results = writes.operations.map((operation) => applyOperation(ctx, documents, operation));
   const outbox = writes.outbox.map((message, ordinal) =>
-    queues.enqueue(ctx, message.queue, message.body, message.delayMs, ordinal),
+    queues.enqueue(ctx, message.queue, message, message.delayMs, ordinal),
   );
   return { results, outbox };
 }
