@@ -56,6 +56,12 @@ describe("storedJson", () => {
     expect(storedJson(value, { values: 1, stringChars: 64 }, true)).toBe(JSON.stringify(value));
   });
 
+  it("writes field names JavaScript gives a meaning as JSON.stringify does", () => {
+    const text = '{"__proto__":{"a":"x"},"constructor":"y","toJSON":"z","hasOwnProperty":[]}';
+    const value: unknown = JSON.parse(text);
+    expect(storedJson(value, { values: 1, stringChars: 64 }, true)).toBe(text);
+  });
+
   it("leaves escaping to JSON.stringify when the payload held a backslash", () => {
     const value: unknown = JSON.parse('{"a":"say \\"hi\\"\\n","b":"x"}');
     expect(storedJson(value, { values: 1, stringChars: 1000 }, false)).toBe(
