@@ -8,7 +8,7 @@ const MAX_JSON_DEPTH = 64;
 
 /** What a check counted in a value: how it is best written back as JSON (see storedJson). */
 export interface JsonValueShape {
-  /** Every value in the tree, the root and each string, number, array or object within it. */
+  /** The values in the tree: the root and every value nested in it, at any depth. */
   readonly values: number;
   /** The characters of its strings, field names left out. */
   readonly stringChars: number;
