@@ -9,6 +9,7 @@ import {
   RaftInvariantError,
   SnapshotOutOfDateError,
 } from "../raft/errors.js";
+import { LOG_PAGE_BYTES } from "./log-database.js";
 import { LOG_FILE, SNAPSHOT_DIR } from "./log-recovery.js";
 import type { SnapshotSource } from "./snapshot-source.js";
 import {
@@ -49,6 +50,38 @@ describe("DurableLogStore", () => {
     expect(store.term(5)).toBe(1);
     expect(store.term(6)).toBe(2);
     expect(store.entries(4, 7, 1e9)).toEqual([entry(4, 1, 100), entry(5, 1, 100), entry(6, 2, 100)]);
+  });
+
+  it("keeps the page size its log database was created with, and stores entries of any size in it", async () => {
+    const pageBytes = (dir: string): unknown => {
+      const db = new Database(join(dir, LOG_FILE), { readonly: true });
+      try {
+        return db.pragma("page_size", { simple: true });
+      } finally {
+        db.close();
+      }
+    };
+    const fresh = fx.dir();
+    // A log an earlier build created: 4 KiB pages, SQLite's default.
+    const earlier = fx.dir();
+    const db = new Database(join(earlier, LOG_FILE));
+    db.pragma("page_size = 4096");
+    db.pragma("journal_mode = WAL");
+    db.close();
+    const sizes = [16, 1024, 40_000, 100_000];
+    const written = sizes.map((size, i) => entry(i + 1, 1, size));
+    for (const [dir, expected] of [
+      [fresh, LOG_PAGE_BYTES],
+      [earlier, 4096],
+    ] as const) {
+      const w = fx.openWriter(dir);
+      await w.write({ snapshot: null, entries: written, hardState: hs(1, "n1", 2) });
+      await w.close();
+      const store = fx.open(dir);
+      expect(store.entries(1, sizes.length + 1, 1e9)).toEqual(written);
+      await store.close();
+      expect(pageBytes(dir)).toBe(expected);
+    }
   });
 
   it("tells its sync listeners how long each sync's fsyncs took", async () => {

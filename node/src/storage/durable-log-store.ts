@@ -41,11 +41,13 @@ import {
 import { checkWriteShape } from "./write-shape.js";
 
 /**
- * WAL bytes a commit adds beyond its entries, for the checkpoint estimate: a frame is a 4 KiB page
- * plus its header, and a commit rewrites at least the leaf it appends to, often an interior page or
- * the state row's page too.
+ * WAL bytes a commit adds beyond its entries, for the checkpoint estimate: a frame is a page plus its
+ * 24-byte header, and a commit rewrites at least the leaf it appends to, often an interior page or the
+ * state row's page too.
  */
-const PAGES_PER_COMMIT_BYTES = 2 * 4120;
+function commitOverheadBytes(pageBytes: number): number {
+  return 2 * (pageBytes + 24);
+}
 
 /** One unit of the write side, applied in order within a group commit. */
 export type StoreOp =
@@ -116,6 +118,8 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
   private retired: { file: string; seq: number }[] = [];
   private cleanup: Promise<void> = Promise.resolve();
   private walBytes = 0;
+  /** WAL bytes a commit adds beyond its entries (commitOverheadBytes). */
+  private readonly commitOverhead: number;
   /**
    * Starts a cycle when the WAL file grew past `checkpointBytes`, whatever `walBytes` says: the WAL
    * holds more than was counted, or a checkpoint's restart did not happen.
@@ -162,6 +166,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     gcNext: number | null,
   ) {
     this.ackedSeq = state.seq;
+    this.commitOverhead = commitOverheadBytes(db.pageBytes());
     this.walGrowth = new WalGrowth(() => fstatSync(walFd).size, options.checkpointBytes);
     this.syncSite = options.fsync;
     this.absorber = new JournalAbsorber(db, options.absorbIntervalMs, {
@@ -174,7 +179,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.compaction = new LogCompaction(db, index, options.gcStepEntries, options.gcStepIntervalMs, gcNext, {
       held: () => this.stopped !== null || this.gate !== null,
       deleted: () => {
-        this.walBytes += PAGES_PER_COMMIT_BYTES;
+        this.walBytes += this.commitOverhead;
       },
       fail: (err) => {
         this.fail(err);
@@ -379,7 +384,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.databaseUnsynced = true;
     this.stats.commits++;
     this.stats.commitMicros.record(micros(started));
-    this.walBytes += PAGES_PER_COMMIT_BYTES;
+    this.walBytes += this.commitOverhead;
     this.options.faultHook?.("log-committed");
     this.maybeCheckpoint();
     return results;
@@ -439,7 +444,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
 
   /** After the database took `batches` in: counts their WAL bytes, fsyncs the WAL in the background. */
   private absorbed(batches: readonly PendingBatch[]): void {
-    this.walBytes += PAGES_PER_COMMIT_BYTES;
+    this.walBytes += this.commitOverhead;
     for (const b of batches)
       for (const op of b.ops) for (const e of op.entries) this.walBytes += entrySize(e);
     // A failure has stopped the store already.
@@ -557,7 +562,7 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     this.state = next;
     this.index.compactTo(index);
     this.cache.dropTo(index);
-    this.walBytes += PAGES_PER_COMMIT_BYTES;
+    this.walBytes += this.commitOverhead;
     this.compaction.markFrom(offset + 1);
     this.compaction.schedule();
   }

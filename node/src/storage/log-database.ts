@@ -45,6 +45,16 @@ CREATE TABLE state (
 ) STRICT;
 `;
 
+/**
+ * The page size of a log database this build creates. SQLite keeps a database's page size for good, so
+ * one created with 4 KiB pages keeps them. Entries are appended in order and read in runs, so a large
+ * page costs little: small entries share it. A 64 KiB entry spans three pages here, where 4 KiB pages
+ * made it a chain of seventeen. SQLite pays per page to write it to the WAL (a header and a page,
+ * two writes), to copy it at the checkpoint, and to free it when compaction deletes the entry
+ * (docs/decisions/0032-large-log-pages.md).
+ */
+export const LOG_PAGE_BYTES = 32 * 1024;
+
 /** The snapshot the log stands on: its metadata and the file holding it (none for the empty one). */
 export interface SnapshotRecord {
   readonly meta: SnapshotMeta;
@@ -230,6 +240,8 @@ export class LogDatabase {
       throw translateSqliteError(path, err);
     }
     try {
+      // Takes effect only while the file is new: before WAL mode writes its first page.
+      db.pragma(`page_size = ${LOG_PAGE_BYTES}`);
       const mode = db.pragma("journal_mode = WAL", { simple: true });
       if (mode !== "wal") throw new StorageFailedError(`${path}: SQLite refused WAL mode (${String(mode)})`);
       db.pragma("synchronous = NORMAL");
@@ -322,6 +334,11 @@ export class LogDatabase {
   /** Deletes the entries in [lo, hi). */
   deleteRange(lo: number, hi: number): void {
     this.guard(() => this.deleteRangeStmt.run(lo, hi));
+  }
+
+  /** The file's page size: LOG_PAGE_BYTES, or what it was created with. */
+  pageBytes(): number {
+    return this.guard(() => this.db.pragma("page_size", { simple: true }) as number);
   }
 
   /** The lowest index of any stored row, compacted or not, or null when the table is empty. */
