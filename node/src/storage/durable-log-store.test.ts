@@ -225,6 +225,24 @@ describe("DurableLogStore", () => {
     expect(store.entries(31, 51, 1e9)).toEqual(entries(31, 50, 1));
   });
 
+  it("checkpoints while compaction deletes rows, with nothing appended meanwhile", async () => {
+    const dir = fx.dir();
+    const w = fx.openWriter(dir, { checkpointBytes: 256 * 1024, gcStepEntries: 128 });
+    for (let i = 1; i <= 3000; i += 100) {
+      await w.write({ snapshot: null, entries: entries(i, i + 99, 1, 1024), hardState: null });
+    }
+    await w.createSnapshot(fileSource(3000, 1, dataFor(9, 9, 300)), () => CONF);
+    // Until the database has taken every batch in from the journal (every 20 ms) and a checkpoint
+    // has followed the last of them.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const before = w.store.stats.checkpoints;
+    w.store.compact(3000);
+    await waitFor(() => countRows(dir) === 0);
+    // Deleting 3 MiB of rows wrote several times checkpointBytes of pages to the WAL.
+    expect(w.store.stats.checkpoints).toBeGreaterThan(before + 1);
+    await w.close();
+  });
+
   it("reports entry sizes for the snapshot policy and the snapshot's size", async () => {
     const dir = fx.dir();
     const w = fx.openWriter(dir);

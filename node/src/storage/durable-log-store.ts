@@ -178,8 +178,11 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     });
     this.compaction = new LogCompaction(db, index, options.gcStepEntries, options.gcStepIntervalMs, gcNext, {
       held: () => this.stopped !== null || this.gate !== null,
+      // A step's deletes go to the WAL like an append's rows: its growth is checked after each step
+      // as after each absorb, or compaction alone (nothing appended) would grow it unchecked.
       deleted: () => {
         this.walBytes += this.commitOverhead;
+        this.maybeCheckpoint();
       },
       fail: (err) => {
         this.fail(err);
