@@ -36,8 +36,13 @@ export const DEFAULT_STORAGE_LIMITS: StorageLimits = {
   search: { cacheBytes: 16 * MiB, mmapBytes: 0, walLimitBytes: 64 * MiB },
 };
 
-/** A WAL frame: a 4 KiB page and its 24-byte header. */
-export const WAL_FRAME_BYTES = 4096 + 24;
+/** A WAL frame: a page and its 24-byte header. */
+export function walFrameBytes(pageBytes: number): number {
+  return pageBytes + 24;
+}
+
+/** A WAL frame of a database with SQLite's default 4 KiB pages. */
+export const WAL_FRAME_BYTES = walFrameBytes(4096);
 
 /** Sets the limits on a connection; SQLite takes the page cache in KiB when the value is negative. */
 export function applySqliteLimits(db: Database.Database, limits: SqliteLimits): void {

@@ -2,7 +2,7 @@ import { closeSync, fdatasync, fdatasyncSync, fstatSync } from "node:fs";
 import { createHistogram, type RecordableHistogram } from "node:perf_hooks";
 import { promisify } from "node:util";
 import type { FsyncSite } from "../fs/fsync.js";
-import { DEFAULT_STORAGE_LIMITS } from "../fs/sqlite-limits.js";
+import { DEFAULT_STORAGE_LIMITS, walFrameBytes } from "../fs/sqlite-limits.js";
 import type { CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
 import { WalGrowth } from "../fs/wal-growth.js";
 import {
@@ -41,12 +41,11 @@ import {
 import { checkWriteShape } from "./write-shape.js";
 
 /**
- * WAL bytes a commit adds beyond its entries, for the checkpoint estimate: a frame is a page plus its
- * 24-byte header, and a commit rewrites at least the leaf it appends to, often an interior page or the
- * state row's page too.
+ * WAL bytes a commit adds beyond its entries, for the checkpoint estimate: a commit rewrites at least
+ * the leaf it appends to, often an interior page or the state row's page too.
  */
 function commitOverheadBytes(pageBytes: number): number {
-  return 2 * (pageBytes + 24);
+  return 2 * walFrameBytes(pageBytes);
 }
 
 /** One unit of the write side, applied in order within a group commit. */
