@@ -18,7 +18,7 @@
  * on Ctrl-C.
  */
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { cpus, release, tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
@@ -70,6 +70,10 @@ const HELP = `pnpm bench:overload [-- options]
   --from-source          run the voters' sources through tsx instead of the compiled dist
   --cpu-prof DIR         run the voters with --cpu-prof, profiles written to DIR as they stop (for
                          cpu-profile-summary.ts; each phase prints its window in seconds)
+  --node-flags=FLAGS     more Node flags for every voter, space-separated, after an "=" since they
+                         start with dashes: --node-flags=--trace-gc, or --node-flags=--perf-basic-prof
+                         for perf to name the JIT's functions
+  --logs DIR             keep each voter's log (what it and Node print) as DIR/<size>-<voter>.log
   --help`;
 
 const { values: opts } = parseArgs({
@@ -91,6 +95,8 @@ const { values: opts } = parseArgs({
     dir: { type: "string", default: tmpdir() },
     "from-source": { type: "boolean", default: false },
     "cpu-prof": { type: "string" },
+    "node-flags": { type: "string", default: "" },
+    logs: { type: "string" },
     help: { type: "boolean", default: false },
   },
 });
@@ -120,6 +126,7 @@ const closedLoopSeconds = positive("closed-loop-seconds", opts["closed-loop-seco
 const warmupSeconds = positive("warmup", opts.warmup, true);
 const keySpace = Math.trunc(positive("keys", opts.keys));
 const controlIntervalMs = positive("control-interval", opts["control-interval"]);
+const extraNodeFlags = opts["node-flags"].split(" ").filter((flag) => flag !== "");
 const clientModes: FloodClient[] =
   opts.client === "both" ? ["immediate", "keyload"] : opts.client === "keyload" ? ["keyload"] : ["immediate"];
 if (!["immediate", "keyload", "both"].includes(opts.client)) {
@@ -315,7 +322,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
   const cluster = await KeyLoadCluster.start({
     root: dir,
     env: probe.env,
-    nodeFlags: [...probe.nodeFlags, ...cpuProfileFlags()],
+    nodeFlags: [...probe.nodeFlags, ...cpuProfileFlags(), ...extraNodeFlags],
     fromSource: opts["from-source"],
     onSpawn: track,
   });
@@ -512,8 +519,20 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
       probers.splice(probers.indexOf(prober), 1);
     }
     await cluster.stop();
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      keepLogs(dir, cluster.voters, valueBytes);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   }
+}
+
+/** With --logs, each voter's log outlives the temp dir. */
+function keepLogs(dir: string, voters: readonly { readonly id: string }[], valueBytes: number): void {
+  if (opts.logs === undefined) return;
+  const logsDir = resolve(opts.logs);
+  mkdirSync(logsDir, { recursive: true });
+  for (const { id } of voters) copyFileSync(join(dir, `${id}.log`), join(logsDir, `${valueBytes}-${id}.log`));
 }
 
 /**
