@@ -140,7 +140,8 @@ export interface ClientFloodSpec {
   readonly connections: number;
   readonly seconds: number;
   key(connection: number, seq: number): string;
-  readonly value: string;
+  /** The value of the `seq`-th write of `connection`. */
+  value(connection: number, seq: number): string;
   readonly signal?: AbortSignal;
 }
 
@@ -167,7 +168,7 @@ export async function runClientFlood(spec: ClientFloodSpec): Promise<FloodResult
     for (let seq = 0; !stop.signal.aborted; seq++) {
       const first = performance.now();
       try {
-        await client.put(spec.key(index, seq), spec.value, { signal: stop.signal });
+        await client.put(spec.key(index, seq), spec.value(index, seq), { signal: stop.signal });
         if (performance.now() <= end) {
           acked++;
           latencies.push(performance.now() - first);

@@ -286,6 +286,22 @@ function randomValue(bytes: number): string {
   return randomBytes(bytes).toString("base64").slice(0, bytes);
 }
 
+/**
+ * How many values a run writes in turn, so that a document written again gets another value, as real
+ * writes do. With one value for every write, SQLite finds the overflow pages of a rewritten 64 KiB
+ * document unchanged and skips them: the closed loop, which rewrote the documents it had written, sent
+ * its state WAL a third of the frames per write that the flood did, whose writes were mostly a
+ * tenant's first of a key. Prime, so that neither phase's key pattern comes back to a key on the
+ * value it wrote there last.
+ */
+const VALUE_POOL = 61;
+
+const valuePool = (bytes: number, encode: (value: string) => string = (v) => v): string[] =>
+  Array.from({ length: VALUE_POOL }, () => encode(randomValue(bytes)));
+
+/** The value the `seq`-th write of `connection` carries. */
+const valueIndex = (connection: number, seq: number): number => (connection * 17 + seq) % VALUE_POOL;
+
 const keyOf = (connection: number, seq: number): string =>
   `k${(connection * 7919 + seq * 104_729) % keySpace}`;
 
@@ -344,8 +360,8 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
     }));
     const pids = servers.map((s) => s.pid);
     const walFiles = servers.map((s) => s.walFiles ?? []);
-    const value = randomValue(valueBytes);
-    const body = Buffer.from(JSON.stringify({ value }));
+    const values = valuePool(valueBytes);
+    const bodies = values.map((value) => Buffer.from(JSON.stringify({ value })));
     const auth = keys.floodKeys.map((k) => `Bearer ${k}`);
     console.log(
       `KeyLoad ${valueBytes} B: voters ${cluster.voters.map((v) => `${v.id} pid ${v.process.pid}`).join(", ")}; leader ${cluster.voters[leader]!.id}`,
@@ -375,7 +391,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
             authorization: auth[seq % auth.length]!,
             "keyload-command-id": `closed-${runTag}-${phase}-${seq}`,
           },
-          body: body.toString(),
+          body: bodies[valueIndex(0, seq)]!.toString(),
         }),
       };
     };
@@ -462,7 +478,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
                     authorization: auth[connection % auth.length]!,
                     "keyload-command-id": `flood-${runTag}-${phase}-${connection}-${seq}`,
                   },
-                  body,
+                  body: bodies[valueIndex(connection, seq)]!,
                 }),
                 refusal: (status, text) => {
                   if (status !== 429) return undefined;
@@ -480,7 +496,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
                 connections,
                 seconds: floodSeconds,
                 key: keyOf,
-                value,
+                value: (connection, seq) => values[valueIndex(connection, seq)]!,
                 signal: stopping.signal,
               });
       const r = await measurePhase(
@@ -688,10 +704,11 @@ async function runEtcd(valueBytes: number): Promise<SystemRun> {
     stopCompactor = compactor(leaderUrl);
     const servers: Server[] = cluster.members.map((m) => ({ name: m.name, pid: m.process.pid }));
     const pids = servers.map((s) => s.pid);
-    const value = Buffer.from(randomValue(valueBytes)).toString("base64");
-    const tail = Buffer.from(`","value":"${value}"}`);
-    const bodyFor = (key: string): Buffer =>
-      Buffer.concat([Buffer.from(`{"key":"${Buffer.from(key).toString("base64")}`), tail]);
+    const tails = valuePool(valueBytes, (v) => Buffer.from(v).toString("base64")).map((value) =>
+      Buffer.from(`","value":"${value}"}`),
+    );
+    const bodyFor = (key: string, valueAt: number): Buffer =>
+      Buffer.concat([Buffer.from(`{"key":"${Buffer.from(key).toString("base64")}`), tails[valueAt]!]);
     console.log(
       `etcd ${valueBytes} B: members ${cluster.members.map((m) => `${m.name} pid ${m.process.pid}`).join(", ")}; leader ${cluster.members[leader]!.name}`,
     );
@@ -717,7 +734,7 @@ async function runEtcd(valueBytes: number): Promise<SystemRun> {
               method: "POST",
               path: "/v3/kv/put",
               headers: { "content-type": "application/json" },
-              body: bodyFor(keyOf(0, seq)).toString(),
+              body: bodyFor(keyOf(0, seq), valueIndex(0, seq)).toString(),
             }),
           },
           16,
@@ -761,7 +778,7 @@ async function runEtcd(valueBytes: number): Promise<SystemRun> {
             method: "POST",
             path: "/v3/kv/put",
             headers: { "content-type": "application/json" },
-            body: bodyFor(keyOf(connection, seq)),
+            body: bodyFor(keyOf(connection, seq), valueIndex(connection, seq)),
           }),
           // etcd refuses with gRPC ResourceExhausted ("too many requests"), 429 through its gateway.
           refusal: (status, text) => {
