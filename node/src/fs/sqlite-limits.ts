@@ -41,6 +41,11 @@ export function walFrameBytes(pageBytes: number): number {
   return pageBytes + 24;
 }
 
+/** The page size a database was created with: SQLite keeps it for good once the file holds a page. */
+export function pageBytesOf(db: Database.Database): number {
+  return db.pragma("page_size", { simple: true }) as number;
+}
+
 /** A WAL frame of a database with SQLite's default 4 KiB pages. */
 export const WAL_FRAME_BYTES = walFrameBytes(4096);
 

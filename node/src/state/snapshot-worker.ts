@@ -7,6 +7,7 @@ import { parentPort } from "node:worker_threads";
 import { KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { fsyncPath } from "../fs/fsync.js";
+import { pageBytesOf } from "../fs/sqlite-limits.js";
 import { lowerThreadPriority } from "./background-priority.js";
 import { ownSnapshotPosition } from "./snapshot-files.js";
 import type { SnapshotCopyReply, SnapshotCopyRequest } from "./snapshot-protocol.js";
@@ -15,12 +16,12 @@ const port = parentPort!;
 lowerThreadPriority();
 
 /**
- * Pages per backup step: 512, 2 MiB at SQLite's 4 KiB pages. After each step the copy written so far
- * is fdatasynced, so the disk takes it in small pieces. In one step, the whole copy reached the disk in
- * the backup's final commit, and every other fsync on the disk (each voter's log journal) waited
- * behind it (docs/decisions/0015-background-snapshot-copies.md).
+ * Bytes per backup step, 2 MiB: 512 pages of 4 KiB, 128 of 16 KiB (STATE_PAGE_BYTES). After each step
+ * the copy written so far is fdatasynced, so the disk takes it in small pieces. In one step, the whole
+ * copy reached the disk in the backup's final commit, and every other fsync on the disk (each voter's
+ * log journal) waited behind it (docs/decisions/0015-background-snapshot-copies.md).
  */
-const STEP_PAGES = 512;
+const STEP_BYTES = 2 * 1024 * 1024;
 
 async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
   const db = new Database(request.source, { readonly: true, fileMustExist: true });
@@ -31,11 +32,12 @@ async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
     // applying thread's) commits between two steps; in WAL mode the reader never blocks that writer.
     db.exec("BEGIN");
     db.prepare("SELECT count(*) FROM sqlite_master").pluck().get();
+    const stepPages = Math.max(1, Math.floor(STEP_BYTES / pageBytesOf(db)));
     await db.backup(request.target, {
       progress: () => {
         target ??= existsSync(request.target) ? openSync(request.target, "r") : null;
         if (target !== null) fdatasyncSync(target);
-        return STEP_PAGES;
+        return stepPages;
       },
     });
   } finally {

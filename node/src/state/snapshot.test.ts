@@ -90,13 +90,16 @@ describe("snapshots", () => {
     expect(done).toBe(true);
     const covered = await pending;
     const copy = new Database(temp.path("big-snap.db"), { readonly: true });
-    const pages = copy.pragma("page_count", { simple: true }) as number;
+    const bytes =
+      (copy.pragma("page_count", { simple: true }) as number) *
+      (copy.pragma("page_size", { simple: true }) as number);
     const meta = copy.prepare("SELECT applied_index AS applied FROM meta").get() as { applied: number };
     // The copy may have begun before the table existed.
     const hasChurn = copy.prepare("SELECT count(*) FROM sqlite_master WHERE name = 'churn'").pluck().get();
     const copied = hasChurn === 1 ? (copy.prepare("SELECT count(*) FROM churn").pluck().get() as number) : 0;
     copy.close();
-    expect(pages).toBeGreaterThan(4 * 512);
+    // More than four of the worker's 2 MiB steps.
+    expect(bytes).toBeGreaterThan(4 * 2 * 1024 * 1024);
     expect(commits).toBeGreaterThan(copied);
     expect(meta.applied).toBe(covered.index);
   }, 30_000);

@@ -1,8 +1,10 @@
 import { InternalError } from "@keyload/contract";
+import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { hashApiKey } from "./api-key.js";
 import type { EntryKind } from "./command-envelope.js";
 import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
+import { STATE_PAGE_BYTES } from "./database.js";
 import { DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
 import {
   ADMIN_KEY,
@@ -78,6 +80,62 @@ describe("state machine", () => {
     expect(reopened.applied()).toEqual({ index: 1, term: 1 });
     expect(reopened.dump()).toBe(dump);
     expect(reopened.getDocument("t1", "k")).toEqual({ key: "k", value: { a: 1 }, version: 1 });
+  });
+
+  it("keeps the page size its database was created with, through rewrites, reopens and snapshots", async () => {
+    const pageBytes = (name: string): unknown => {
+      const db = new Database(temp.path(`${name}.db`), { readonly: true });
+      try {
+        return db.pragma("page_size", { simple: true });
+      } finally {
+        db.close();
+      }
+    };
+    // A state an earlier build created: 4 KiB pages, SQLite's default.
+    const earlier = new Database(temp.path("earlier.db"));
+    earlier.pragma("page_size = 4096");
+    earlier.pragma("journal_mode = WAL");
+    earlier.close();
+    const sizes = [10, 1024, 40_000, 100_000];
+    const fill = (h: Harness, round: number): void => {
+      for (const size of sizes) {
+        h.ok("catalog.put", { value: String(round).repeat(size) }, { params: { key: `k${size}` } });
+      }
+    };
+    for (const [name, expected] of [
+      ["fresh", STATE_PAGE_BYTES],
+      ["earlier", 4096],
+    ] as const) {
+      const sm = temp.create(name);
+      const h = new Harness(sm);
+      // Each document written twice, the second time with another value of the same size.
+      fill(h, 1);
+      fill(h, 2);
+      await sm.close();
+      const reopened = temp.create(name);
+      for (const size of sizes) {
+        expect(reopened.getDocument("t1", `k${size}`)).toEqual({
+          key: `k${size}`,
+          value: "2".repeat(size),
+          version: 2,
+        });
+      }
+      await reopened.close();
+      expect(pageBytes(name)).toBe(expected);
+    }
+    // A snapshot of either page size installs on a voter whose database has the other.
+    for (const [from, to] of [
+      ["fresh", "earlier"],
+      ["earlier", "fresh"],
+    ] as const) {
+      const source = temp.create(from);
+      await source.createSnapshot(temp.path(`${from}.snap`));
+      const target = temp.create(to);
+      target.restoreFromSnapshot(temp.path(`${from}.snap`));
+      expect(target.dump()).toBe(source.dump());
+      await target.close();
+      await source.close();
+    }
   });
 
   it("commits a malformed envelope as a deterministic InvalidArgument that takes no command ID", () => {

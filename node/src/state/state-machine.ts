@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { CommandIdConflictError, InternalError, InvalidArgumentError, KeyLoadError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import { fsyncPathAsync } from "../fs/fsync.js";
-import { DEFAULT_STORAGE_LIMITS, type StorageLimits } from "../fs/sqlite-limits.js";
+import { DEFAULT_STORAGE_LIMITS, pageBytesOf, type StorageLimits } from "../fs/sqlite-limits.js";
 import type { Entry } from "../raft/types.js";
 import type { JsonText } from "../requests/json-text.js";
 import { READ_LIMITS } from "../requests/read-limits.js";
@@ -34,7 +34,7 @@ import type { IndexChange } from "./search-protocol.js";
 import { matchExpression, type SearchRequest, tenantToken } from "./search-query.js";
 import { SnapshotCopier } from "./snapshot-copier.js";
 import { inspectSnapshot, removeInterruptedInstall, replaceDatabaseFile } from "./snapshot-files.js";
-import { StateWalCheckpoints, targetFramesWithin } from "./state-wal-checkpoints.js";
+import { StateWalCheckpoints, targetBytesWithin } from "./state-wal-checkpoints.js";
 import { createStores, type Stores } from "./stores.js";
 
 export interface StateMachineOptions {
@@ -43,10 +43,10 @@ export interface StateMachineOptions {
   /** Overrides of the canonical limits; must be identical on every voter. */
   readonly limits?: Partial<CanonicalLimits>;
   /**
-   * WAL frames each background checkpoint cycle aims at (default TARGET_FRAMES, or fewer under a small
-   * WAL limit); crash tests make it small so that their kills land inside cycles.
+   * WAL bytes each background checkpoint cycle aims at (default ~8 MiB, or less under a small WAL
+   * limit); crash tests make it small so that their kills land inside cycles.
    */
-  readonly checkpointFrames?: number;
+  readonly checkpointBytes?: number;
   /** The state database's and the search index's page cache, mapping and WAL limit. */
   readonly sqlite?: Pick<StorageLimits, "state" | "search">;
   /**
@@ -99,7 +99,7 @@ export class StateMachine {
     removeInterruptedInstall(options.path);
     this.checkpoints = new StateWalCheckpoints(
       options.path,
-      options.checkpointFrames ?? targetFramesWithin(this.sqlite.state.walLimitBytes),
+      options.checkpointBytes ?? targetBytesWithin(this.sqlite.state.walLimitBytes),
     );
     this.reader = new CatalogReader(options.path, this.sqlite.state);
     this.session = this.openSession();
@@ -388,6 +388,7 @@ export class StateMachine {
 
   private openSession(): Session {
     const db = openDatabase(this.options.path, this.sqlite.state, this.options.keyHasher);
+    this.checkpoints.usePageSize(pageBytesOf(db));
     const stores = createStores(db, this.searchedTenants, this.options.keyHasher);
     const writeMeta = db.prepare<[number, number, number, number, number]>(
       "UPDATE meta SET applied_index = ?, applied_term = ?, clock_ms = ?, clock_term = ?, clock_monotonic_ms = ? WHERE id = 1",

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { WAL_FRAME_BYTES } from "../fs/sqlite-limits.js";
 import { StateWalCheckpoints } from "./state-wal-checkpoints.js";
 
 let dir: string;
@@ -50,7 +51,7 @@ async function firstThrow(c: StateWalCheckpoints, on: Database.Database): Promis
 
 describe("StateWalCheckpoints", () => {
   it("copies the WAL back on a worker and lets SQLite restart it, keeping it near the target", async () => {
-    const c = new StateWalCheckpoints(join(dir, "s.db"), 100);
+    const c = new StateWalCheckpoints(join(dir, "s.db"), 100 * WAL_FRAME_BYTES);
     checkpoints = c;
     const walPath = join(dir, "s.db-wal");
     for (let n = 0; n < 400; n++) {
@@ -74,7 +75,7 @@ describe("StateWalCheckpoints", () => {
   });
 
   it("starts a cycle once the WAL outgrows its target, however many commits the cycle was scaled to", async () => {
-    const c = new StateWalCheckpoints(join(dir, "s.db"), 400);
+    const c = new StateWalCheckpoints(join(dir, "s.db"), 400 * WAL_FRAME_BYTES);
     checkpoints = c;
     const walPath = join(dir, "s.db-wal");
     const settle = async (): Promise<void> => {
@@ -98,7 +99,7 @@ describe("StateWalCheckpoints", () => {
   });
 
   it("leaves frames a reader held back to the worker, never to the applying thread's last pass", async () => {
-    const c = new StateWalCheckpoints(join(dir, "s.db"), 100);
+    const c = new StateWalCheckpoints(join(dir, "s.db"), 100 * WAL_FRAME_BYTES);
     checkpoints = c;
     // A snapshot's copy: a read transaction that no checkpoint may pass while it lasts.
     const reader = new Database(join(dir, "s.db"), { readonly: true });
@@ -125,7 +126,7 @@ describe("StateWalCheckpoints", () => {
   });
 
   it("answers a failure of its own last pass with a typed error, and keeps refusing", async () => {
-    const c = new StateWalCheckpoints(join(dir, "s.db"), 100);
+    const c = new StateWalCheckpoints(join(dir, "s.db"), 100 * WAL_FRAME_BYTES);
     checkpoints = c;
     commit(c, 0, 10);
     const closed = new Database(join(dir, "other.db"));
@@ -137,7 +138,7 @@ describe("StateWalCheckpoints", () => {
   });
 
   it("stops the applies once a background checkpoint has failed", async () => {
-    const c = new StateWalCheckpoints(join(dir, "missing.db"), 100);
+    const c = new StateWalCheckpoints(join(dir, "missing.db"), 100 * WAL_FRAME_BYTES);
     checkpoints = c;
     for (let n = 0; n < 16; n++) commit(c, n, 1);
     const thrown = await firstThrow(c, db);

@@ -1,35 +1,36 @@
 import { statSync } from "node:fs";
 import { InternalError } from "@keyload/contract";
 import type Database from "better-sqlite3";
-import { checkpointFramesWithin, WAL_FRAME_BYTES } from "../fs/sqlite-limits.js";
+import { WAL_FRAME_BYTES, walFrameBytes } from "../fs/sqlite-limits.js";
 import { WalCheckpointer } from "../fs/wal-checkpointer.js";
 import { WalGrowth } from "../fs/wal-growth.js";
 
 /**
- * WAL frames (4 KiB pages, ~8 MiB) a cycle aims to checkpoint. Applies commit in groups
+ * WAL a cycle aims to checkpoint, ~8 MiB (2,000 frames of 4 KiB pages). Applies commit in groups
  * (ApplyCommits), which already writes a page many applies rewrite once per group; a larger WAL (~40
  * MiB was tried, as SQLite's autocheckpoint) made each checkpoint's fsync long enough to show in the
  * p99 under load, with the same throughput (docs/decisions/0016-state-checkpoints-off-the-apply-path.md).
+ * In bytes, as the database's pages may be 4 or 16 KiB (STATE_PAGE_BYTES).
  */
-const TARGET_FRAMES = 2000;
+const TARGET_BYTES = 2000 * WAL_FRAME_BYTES;
 /**
- * Commits before the first cycle at TARGET_FRAMES (scaled for another target); later cycles scale it
- * by the frames the last one found.
+ * Commits before the first cycle at TARGET_BYTES (scaled for another target); later cycles scale it
+ * by the WAL the last one found.
  */
 const FIRST_CYCLE_COMMITS = 16;
 const MAX_CYCLE_COMMITS = 256;
 /**
- * The most frames a worker pass may leave uncopied for the applying thread's last pass. A reader holds
- * frames back from every checkpoint (a snapshot's copy holds its read transaction for seconds, while
- * the WAL grows by tens of megabytes under load): the applying thread then copied all of them itself,
- * with two fsyncs on a disk busy with the snapshot, and every voter's event loop stopped for up to a
- * second just as its snapshot ended. Beyond this, the next cycle's worker pass copies them instead.
+ * The most WAL a worker pass may leave uncopied for the applying thread's last pass (~1 MiB). A reader
+ * holds frames back from every checkpoint (a snapshot's copy holds its read transaction for seconds,
+ * while the WAL grows by tens of megabytes under load): the applying thread then copied all of them
+ * itself, with two fsyncs on a disk busy with the snapshot, and every voter's event loop stopped for up
+ * to a second just as its snapshot ended. Beyond this, the next cycle's worker pass copies them instead.
  */
-const FINAL_MAX_BACKLOG_FRAMES = 256;
+const FINAL_MAX_BACKLOG_BYTES = 256 * WAL_FRAME_BYTES;
 
-/** The frames a cycle aims at under a WAL limit: TARGET_FRAMES, or fewer to stay within half of it. */
-export function targetFramesWithin(walLimitBytes: number): number {
-  return checkpointFramesWithin(walLimitBytes, TARGET_FRAMES);
+/** The WAL a cycle aims at under a WAL limit: TARGET_BYTES, or less to stay within half of it. */
+export function targetBytesWithin(walLimitBytes: number): number {
+  return Math.max(WAL_FRAME_BYTES, Math.min(TARGET_BYTES, Math.floor(walLimitBytes / 2)));
 }
 
 interface CheckpointRow {
@@ -45,11 +46,10 @@ interface CheckpointRow {
  *
  * A cycle: after `commitsPerCycle` commits, a worker copies what the WAL holds while applies carry on.
  * Then, right after the next commit, the applying thread copies the few frames committed meanwhile
- * itself, unless the worker could not copy most of them (FINAL_MAX_BACKLOG_FRAMES): SQLite restarts
+ * itself, unless the worker could not copy most of them (FINAL_MAX_BACKLOG_BYTES): SQLite restarts
  * the WAL from its beginning only at a write transaction that starts once every frame has been copied,
  * which a checkpoint running beside the commits never achieves. The cycle length adapts so that a cycle
- * finds about TARGET_FRAMES frames, and a cycle also starts as soon as the WAL file grows past that
- * many: commits that grow larger at once (a flood after an idle spell) would otherwise fill the WAL
+ * finds about TARGET_BYTES of WAL, and a cycle also starts as soon as the WAL file grows past that: commits that grow larger at once (a flood after an idle spell) would otherwise fill the WAL
  * with many times the target, each new frame costing the disk and the page cache fresh space, before
  * the cycle scaled to the small ones came round.
  */
@@ -67,6 +67,8 @@ export class StateWalCheckpoints {
   private readonly growth: WalGrowth;
   private commits = 0;
   private commitsPerCycle: number;
+  /** A WAL frame of the database's pages (usePageSize). */
+  private frameBytes = WAL_FRAME_BYTES;
   private phase: "idle" | "bulk" | "final" = "idle";
   private running: Promise<void> | null = null;
   private failure: Error | null = null;
@@ -74,15 +76,20 @@ export class StateWalCheckpoints {
 
   constructor(
     path: string,
-    private readonly targetFrames = TARGET_FRAMES,
+    private readonly targetBytes = TARGET_BYTES,
   ) {
     this.checkpointer = new WalCheckpointer(path);
     const wal = `${path}-wal`;
-    this.growth = new WalGrowth(
-      () => statSync(wal, { throwIfNoEntry: false })?.size ?? 0,
-      targetFrames * WAL_FRAME_BYTES,
-    );
-    this.commitsPerCycle = Math.max(1, Math.round((FIRST_CYCLE_COMMITS * targetFrames) / TARGET_FRAMES));
+    this.growth = new WalGrowth(() => statSync(wal, { throwIfNoEntry: false })?.size ?? 0, targetBytes);
+    this.commitsPerCycle = Math.max(1, Math.round((FIRST_CYCLE_COMMITS * targetBytes) / TARGET_BYTES));
+  }
+
+  /**
+   * The page size of the database the commits go to (4 KiB until told), read again whenever the file
+   * is opened: a snapshot installed from another voter may have pages of another size.
+   */
+  usePageSize(pageBytes: number): void {
+    this.frameBytes = walFrameBytes(pageBytes);
   }
 
   /**
@@ -114,10 +121,10 @@ export class StateWalCheckpoints {
     const commits = this.commits;
     this.running = this.checkpointer.checkpoint().then(
       (r) => {
-        const scaled = Math.round((commits * this.targetFrames) / Math.max(1, r.log));
+        const scaled = Math.round((commits * this.targetBytes) / Math.max(1, r.log * this.frameBytes));
         this.commitsPerCycle = Math.min(MAX_CYCLE_COMMITS, Math.max(1, scaled));
         const backlog = r.log - r.checkpointed;
-        if (backlog > FINAL_MAX_BACKLOG_FRAMES) {
+        if (backlog * this.frameBytes > FINAL_MAX_BACKLOG_BYTES) {
           this.stats.deferred++;
           this.commits = 0;
           this.phase = "idle";

@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { crc32c } from "../checksum/crc32c.js";
-import { applySqliteLimits, type SqliteLimits } from "../fs/sqlite-limits.js";
+import { applySqliteLimits, pageBytesOf, type SqliteLimits } from "../fs/sqlite-limits.js";
 import { checksumOfEntry, entryChecksum } from "../raft/entry-checksum.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
@@ -338,7 +338,7 @@ export class LogDatabase {
 
   /** The file's page size: LOG_PAGE_BYTES, or what it was created with. */
   pageBytes(): number {
-    return this.guard(() => this.db.pragma("page_size", { simple: true }) as number);
+    return this.guard(() => pageBytesOf(this.db));
   }
 
   /** The lowest index of any stored row, compacted or not, or null when the table is empty. */

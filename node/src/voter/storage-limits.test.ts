@@ -72,7 +72,7 @@ describe("the databases' native limits", () => {
 
     const state = stateMachine as unknown as {
       readonly session: { readonly db: Database.Database };
-      readonly checkpoints: { readonly targetFrames: number };
+      readonly checkpoints: { readonly targetBytes: number };
     };
     expect(pragmas(state.session.db)).toEqual({
       cacheBytes: 5 * MiB,
@@ -80,8 +80,8 @@ describe("the databases' native limits", () => {
       walLimitBytes: 10 * MiB,
       autocheckpoint: 0,
     });
-    // Half of 10 MiB in frames of a 4 KiB page and its header.
-    expect(state.checkpoints.targetFrames).toBe(Math.floor((5 * MiB) / 4120));
+    // Half of 10 MiB, in bytes of the database's own frames.
+    expect(state.checkpoints.targetBytes).toBe(5 * MiB);
 
     // The search worker opens its index the same way, with the limits it is handed.
     index = SearchIndexStore.open(join(root, "index.search"), config.storage.search);

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { SeededRandom } from "../../raft/seeded-random.js";
 import type { Entry } from "../../raft/types.js";
 import { StateMachine } from "../state-machine.js";
-import { CRASH_CHECKPOINT_FRAMES, CRASH_LIMITS, decodeLogLine } from "./crash-log.js";
+import { CRASH_CHECKPOINT_BYTES, CRASH_LIMITS, decodeLogLine } from "./crash-log.js";
 import { TEST_KEY_HASHER } from "./state-fixtures.js";
 
 const [path, logPath, seed] = process.argv.slice(2) as [string, string, string];
@@ -17,7 +17,7 @@ const sm = StateMachine.open({
   keyHasher: TEST_KEY_HASHER,
   path,
   limits: CRASH_LIMITS,
-  checkpointFrames: CRASH_CHECKPOINT_FRAMES,
+  checkpointBytes: CRASH_CHECKPOINT_BYTES,
 });
 const random = new SeededRandom(Number(seed));
 for (let start = sm.applied().index; start < entries.length; ) {

@@ -1,3 +1,4 @@
+import { walFrameBytes } from "../../fs/sqlite-limits.js";
 import type { ConfState, Entry } from "../../raft/types.js";
 import type { SnapshotPolicyOptions } from "../../storage/snapshot-policy.js";
 import type { CanonicalLimits } from "../limits.js";
@@ -27,5 +28,5 @@ export function decodeLogLine(line: string): Entry {
   return { ...raw, data: new Uint8Array(Buffer.from(raw.data, "base64")) };
 }
 
-/** WAL frames per state checkpoint cycle in the crash children: a cycle every commit or two. */
-export const CRASH_CHECKPOINT_FRAMES = 8;
+/** WAL per state checkpoint cycle in the crash children, two 16 KiB frames: a cycle every commit or two. */
+export const CRASH_CHECKPOINT_BYTES = 2 * walFrameBytes(16 * 1024);

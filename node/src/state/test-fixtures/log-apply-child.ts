@@ -16,7 +16,7 @@ import { DurableLogWriter } from "../../storage/durable-log-writer.js";
 import { SnapshotPolicy } from "../../storage/snapshot-policy.js";
 import { StateMachine } from "../state-machine.js";
 import {
-  CRASH_CHECKPOINT_FRAMES,
+  CRASH_CHECKPOINT_BYTES,
   CRASH_CONF,
   CRASH_LIMITS,
   CRASH_SNAPSHOT_POLICY,
@@ -33,7 +33,7 @@ const sm = StateMachine.open({
   keyHasher: TEST_KEY_HASHER,
   path: join(dir, "state.db"),
   limits: CRASH_LIMITS,
-  checkpointFrames: CRASH_CHECKPOINT_FRAMES,
+  checkpointBytes: CRASH_CHECKPOINT_BYTES,
 });
 replayCommitted(store, sm);
 const source = {
