@@ -21,6 +21,15 @@ export interface MetaRow {
 }
 
 /**
+ * The page size of a new state database; one created with SQLite's default 4 KiB pages keeps them. A
+ * document is a row, and a rewritten 64 KiB document with 4 KiB pages was a leaf cell and a chain of
+ * sixteen overflow pages, each one more WAL frame (two writes) and one more copy at the checkpoint.
+ * Small documents and index entries share a page, so larger pages cost them little
+ * (docs/decisions/0033-state-pages-of-16-kib.md).
+ */
+export const STATE_PAGE_BYTES = 16 * 1024;
+
+/**
  * Opens the state database, creating the schema when the file is new. The bootstrap admin is not
  * seeded here but created by a replicated command (see Principals.bootstrapAdmin), so that no voter's
  * own configuration can make its state differ from the others'.
@@ -35,15 +44,6 @@ export interface MetaRow {
  * every apply would cost a disk flush per batch for nothing the log does not already guarantee.
  * `limits` bound the connection's page cache, its mapping and the size its WAL is cut back to.
  */
-/**
- * The page size of a new state database; one created with SQLite's default 4 KiB pages keeps them. A
- * document is a row, and a rewritten 64 KiB document with 4 KiB pages was a leaf cell and a chain of
- * sixteen overflow pages, each one more WAL frame (two writes) and one more copy at the checkpoint.
- * Small documents and index entries share a page, so larger pages cost them little
- * (docs/decisions/0033-state-pages-of-16-kib.md).
- */
-export const STATE_PAGE_BYTES = 16 * 1024;
-
 export function openDatabase(
   path: string,
   limits: SqliteLimits = DEFAULT_STORAGE_LIMITS.state,
