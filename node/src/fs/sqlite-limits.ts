@@ -57,10 +57,10 @@ export function applySqliteLimits(db: Database.Database, limits: SqliteLimits): 
 }
 
 /**
- * The most WAL frames a checkpoint cycle may wait for under `walLimitBytes`: half of it, so that the
- * WAL is checkpointed and restarted before it passes the size it is cut back to, and `preferred` when
- * that is smaller.
+ * The most WAL bytes a checkpoint may wait for under `walLimitBytes`: half of it, so that the WAL is
+ * checkpointed and restarted before it passes the size it is cut back to, and `preferred` when that is
+ * smaller.
  */
-export function checkpointFramesWithin(walLimitBytes: number, preferred: number): number {
-  return Math.max(1, Math.min(preferred, Math.floor(walLimitBytes / 2 / WAL_FRAME_BYTES)));
+export function checkpointBytesWithin(walLimitBytes: number, preferred: number): number {
+  return Math.max(1, Math.min(preferred, Math.floor(walLimitBytes / 2)));
 }

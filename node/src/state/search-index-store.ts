@@ -2,9 +2,10 @@ import { rmSync } from "node:fs";
 import Database from "better-sqlite3";
 import {
   applySqliteLimits,
-  checkpointFramesWithin,
+  checkpointBytesWithin,
   DEFAULT_STORAGE_LIMITS,
   type SqliteLimits,
+  WAL_FRAME_BYTES,
 } from "../fs/sqlite-limits.js";
 import type { IndexChange, IndexHit } from "./search-protocol.js";
 
@@ -179,7 +180,8 @@ function openIndex(path: string, limits: SqliteLimits): Database.Database {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = NORMAL");
     applySqliteLimits(db, limits);
-    db.pragma(`wal_autocheckpoint = ${checkpointFramesWithin(limits.walLimitBytes, AUTOCHECKPOINT_PAGES)}`);
+    const bytes = checkpointBytesWithin(limits.walLimitBytes, AUTOCHECKPOINT_PAGES * WAL_FRAME_BYTES);
+    db.pragma(`wal_autocheckpoint = ${Math.max(1, Math.floor(bytes / WAL_FRAME_BYTES))}`);
     db.exec(DDL);
     return db;
   } catch (error) {

@@ -1,7 +1,7 @@
 import { statSync } from "node:fs";
 import { InternalError } from "@keyload/contract";
 import type Database from "better-sqlite3";
-import { WAL_FRAME_BYTES, walFrameBytes } from "../fs/sqlite-limits.js";
+import { checkpointBytesWithin, WAL_FRAME_BYTES, walFrameBytes } from "../fs/sqlite-limits.js";
 import { WalCheckpointer } from "../fs/wal-checkpointer.js";
 import { WalGrowth } from "../fs/wal-growth.js";
 
@@ -30,7 +30,7 @@ const FINAL_MAX_BACKLOG_BYTES = 256 * WAL_FRAME_BYTES;
 
 /** The WAL a cycle aims at under a WAL limit: TARGET_BYTES, or less to stay within half of it. */
 export function targetBytesWithin(walLimitBytes: number): number {
-  return Math.max(WAL_FRAME_BYTES, Math.min(TARGET_BYTES, Math.floor(walLimitBytes / 2)));
+  return checkpointBytesWithin(walLimitBytes, TARGET_BYTES);
 }
 
 interface CheckpointRow {
@@ -49,9 +49,10 @@ interface CheckpointRow {
  * itself, unless the worker could not copy most of them (FINAL_MAX_BACKLOG_BYTES): SQLite restarts
  * the WAL from its beginning only at a write transaction that starts once every frame has been copied,
  * which a checkpoint running beside the commits never achieves. The cycle length adapts so that a cycle
- * finds about TARGET_BYTES of WAL, and a cycle also starts as soon as the WAL file grows past that: commits that grow larger at once (a flood after an idle spell) would otherwise fill the WAL
- * with many times the target, each new frame costing the disk and the page cache fresh space, before
- * the cycle scaled to the small ones came round.
+ * finds about TARGET_BYTES of WAL, and a cycle also starts as soon as the WAL file grows past that:
+ * commits that grow larger at once (a flood after an idle spell) would otherwise fill the WAL with many
+ * times the target, each new frame costing the disk and the page cache fresh space, before the cycle
+ * scaled to the small ones came round.
  */
 export class StateWalCheckpoints {
   readonly stats = {

@@ -1,5 +1,5 @@
 import type { FsyncSite } from "../fs/fsync.js";
-import type { SqliteLimits } from "../fs/sqlite-limits.js";
+import { checkpointBytesWithin, type SqliteLimits } from "../fs/sqlite-limits.js";
 import type { ConfState } from "../raft/types.js";
 import type { FaultHook } from "./fault-hook.js";
 import { StorageArgumentError } from "./storage-errors.js";
@@ -69,9 +69,9 @@ export type ResolvedOptions = Required<Omit<DurableLogStoreOptions, "conf" | "fa
  */
 export function resolveOptions(options: DurableLogStoreOptions, sqlite: SqliteLimits): ResolvedOptions {
   // A checkpoint starts by half the WAL's limit, so that the WAL restarts before it passes it.
-  const checkpointBytes = Math.min(
+  const checkpointBytes = checkpointBytesWithin(
+    sqlite.walLimitBytes,
     positive("checkpointBytes", options.checkpointBytes ?? DEFAULTS.checkpointBytes),
-    Math.max(1, Math.floor(sqlite.walLimitBytes / 2)),
   );
   return {
     cacheEntries: positive("cacheEntries", options.cacheEntries ?? DEFAULTS.cacheEntries),
