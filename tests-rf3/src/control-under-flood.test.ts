@@ -1,10 +1,14 @@
 import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TestCluster, TestVoter } from "@keyload/apphost/testing";
-import { type KeyLoadClient, ResourceExhaustedError } from "@keyload/client";
+import { type KeyLoadClient, NotFoundError, ResourceExhaustedError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { closeAll } from "./test-fixtures/held-data-slots.js";
+import { RawRequest } from "./test-fixtures/raw-request.js";
+import { requestLines } from "./test-fixtures/request-log.js";
 import { metricOf } from "./test-fixtures/voter-metrics.js";
+import { waitUntil } from "./test-fixtures/wait-until.js";
 
 /**
  * A regression guard, not a benchmark: on three voters with the shipped admission settings, a sustained
@@ -14,7 +18,8 @@ import { metricOf } from "./test-fixtures/voter-metrics.js";
  * commit on their first attempt within a bound far above what they take, and the voter that led
  * before the flood leads after it, in the same term. Control work has its own HTTP pool, its own
  * command lane and goes first at the command scheduler; a change that lets data work crowd it out (or stall
- * the leader's heartbeats into an election) fails here.
+ * the leader's heartbeats into an election) fails here. Writes whose clients hang up in the middle of the
+ * flood, some admitted and some still waiting for a slot, give back all they held.
  */
 const FLOODERS = 64;
 /**
@@ -41,6 +46,13 @@ const MIN_CONTROL_OPS = 30;
 const MESSAGES = 100;
 const QUEUE = "flood-jobs";
 const CHANNEL = "flood-control";
+
+/**
+ * Writes whose clients hang up in the middle of the flood, per group: one group once the leader has
+ * admitted them (and waits for their bodies), one at once (most often still waiting for a slot). Within
+ * the shipped per-principal cap of 8, so none is refused for its principal.
+ */
+const HANG_UPS = 4;
 
 const startCluster = clusterPerTest();
 
@@ -119,6 +131,27 @@ async function timed<T extends { readonly commandId: string }>(
   }
 }
 
+/**
+ * A catalog put on a connection of its own that has sent its head and half its declared body, for the
+ * test to hang up on. The client would not do this on cue: an aborted call may never have left its pool.
+ */
+async function halfSentPut(endpoint: string, apiKey: string, commandId: string): Promise<RawRequest> {
+  const body = JSON.stringify({ value: { pad: "x".repeat(VALUE_BYTES) } });
+  const put = RawRequest.send(endpoint, {
+    method: "PUT",
+    path: `/v1/catalog/${encodeURIComponent(commandId)}`,
+    headers: {
+      authorization: `Bearer ${apiKey}`,
+      "content-type": "application/json",
+      "content-length": String(Buffer.byteLength(body)),
+      "keyload-command-id": commandId,
+    },
+  });
+  // Resolves once the head and these bytes are with the kernel: a hang-up after it cannot drop them.
+  await put.write(body.slice(0, body.length / 2));
+  return put;
+}
+
 /** The term the voter reports on its liveness route, and the leader it follows. */
 async function termOf(ops: KeyLoadClient, voter: TestVoter): Promise<{ term: unknown; leader: unknown }> {
   const { detail } = await ops.live({ endpoint: voter.httpUrl });
@@ -187,9 +220,34 @@ describe("control work under a sustained data flood, shipped settings", () => {
       }
     }
 
+    // The principal whose writes hang up mid-flood, in a tenant of its own so none waits on its tenant.
+    const quitter = await cluster.createTenant({ tenantId: `${tenant.tenantId}-quitter` });
+    const admin = cluster.client(cluster.adminKey, { adaptiveThrottle: false });
+
     const leader = await cluster.waitForLeader();
     const before = await termOf(ops, leader);
     expect(typeof before.term).toBe("number");
+
+    // Hang-ups in the flood, which must each give back whatever they held, whichever stage they were at:
+    // the check after every test wants every voter idle. First writes the leader has admitted (bound to
+    // their principal, reading their bodies) before the flood began, hung up once it fills the pool.
+    const hungUp: string[] = [];
+    const open: RawRequest[] = [];
+    for (let i = 0; i < HANG_UPS; i++) {
+      hungUp.push(`quitter-admitted-${i}`);
+      open.push(await halfSentPut(leader.httpUrl, quitter.apiKey, `quitter-admitted-${i}`));
+    }
+    try {
+      await waitUntil("the leader to admit the writes to be hung up", async (seen) => {
+        const status = await admin.admissionStatus({ endpoint: leader.httpUrl });
+        const scope = status.httpAdmission.verifiedScopes.find((s) => s.principalId === quitter.principalId);
+        seen(status.httpAdmission);
+        return scope?.principalRequests === HANG_UPS ? true : undefined;
+      });
+    } catch (error) {
+      closeAll(open);
+      throw error;
+    }
 
     const flooding = flood(
       principals.map((p) =>
@@ -208,14 +266,50 @@ describe("control work under a sustained data flood, shipped settings", () => {
       // Saturated: the leader's data pool is full, with flood writes waiting for its slots, before the
       // control work starts.
       await expect.poll(poolFull, { timeout: 20_000, interval: 20 }).toBe(true);
+      closeAll(open.splice(0));
       acceptedBeforeWindow = flooding.accepted();
       control = await controlLoop(cluster, tenant.apiKey, leader, performance.now() + CONTROL_WINDOW_MS);
       // Still saturated at the window's end: the control work ran against the flood throughout.
       await expect.poll(poolFull, { timeout: 5_000, interval: 20 }).toBe(true);
       expect(flooding.accepted()).toBeGreaterThan(acceptedBeforeWindow);
+
+      // Then writes sent into the full pool and dropped at once, most often while they wait for a slot.
+      for (let i = 0; i < HANG_UPS; i++) {
+        hungUp.push(`quitter-waiting-${i}`);
+        (await halfSentPut(leader.httpUrl, quitter.apiKey, `quitter-waiting-${i}`)).close();
+      }
     } finally {
+      closeAll(open);
       await flooding.stop();
       floodMs = performance.now() - floodStarted;
+    }
+
+    // The leader saw every hang-up, and nothing else of the test's hung up. The admitted writes had
+    // their key verified (their lines name the tenant); a write dropped while it waited for a slot never
+    // got as far as its command ID. Nothing is left waiting for a slot.
+    const abortedLines = await waitUntil("the leader to log every hang-up", async (seen) => {
+      const lines = requestLines(cluster, leader.name).filter((l) => l.aborted);
+      seen(lines);
+      return lines.length >= hungUp.length ? lines : undefined;
+    });
+    expect(abortedLines).toHaveLength(hungUp.length);
+    for (const line of abortedLines) {
+      expect(line).toMatchObject({ method: "PUT", status: null });
+      expect(line.commandId === undefined || hungUp.includes(line.commandId), line.commandId).toBe(true);
+    }
+    expect(
+      abortedLines.filter((l) => l.commandId?.startsWith("quitter-admitted-")).map((l) => l.tenantId),
+    ).toEqual(Array.from({ length: HANG_UPS }, () => quitter.tenantId));
+    await expect
+      .poll(
+        () => metricOf(ops, leader.httpUrl, "keyload_http_admission_waiting_requests", { pool: "data" }),
+        { timeout: 5_000, interval: 50 },
+      )
+      .toBe(0);
+    // None was submitted: a body that never came whole is no command.
+    const quitterClient = cluster.client(quitter.apiKey);
+    for (const commandId of hungUp) {
+      await expect(quitterClient.getCommand(commandId)).rejects.toBeInstanceOf(NotFoundError);
     }
 
     const latencies = control.map((op) => op.ms).sort((a, b) => a - b);
@@ -232,6 +326,7 @@ describe("control work under a sustained data flood, shipped settings", () => {
       floodRefused: flooding.refusals(),
       floodPrincipals: principals.length,
       refusalReasons: flooding.reasons(),
+      hangUpsWhileWaiting: abortedLines.filter((l) => l.commandId === undefined).length,
     };
     console.info(`control under flood: ${JSON.stringify(summary)}`);
 

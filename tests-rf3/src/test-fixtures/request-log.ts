@@ -8,6 +8,8 @@ export interface RequestLogLine {
   readonly status: number | null;
   readonly aborted: boolean;
   readonly commandId?: string;
+  /** Absent when the request ended before its key was verified. */
+  readonly tenantId?: string;
 }
 
 /** Every request line `voter` has logged so far, oldest first. */
