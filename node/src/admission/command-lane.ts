@@ -4,7 +4,7 @@ import { AdmissionRefusal } from "./admission-refusal.js";
 import type { CommandAdmissionLimits, CommandAdmissionProperty } from "./command-admission-options.js";
 import { CommandReservation } from "./command-reservation.js";
 import { type PayloadSize, retainedBytes } from "./payload-accounting.js";
-import { VerifiedScopes } from "./verified-scopes.js";
+import { type ScopeCaps, ScopeRefusal, VerifiedScopes } from "./verified-scopes.js";
 
 type LaneLimit = NamedLimit<CommandAdmissionProperty>;
 const limit = namedLimit<CommandAdmissionProperty>;
@@ -24,8 +24,7 @@ export class CommandLane {
   private retainedBytes = 0;
   private readonly maxCommands: LaneLimit;
   private readonly maxRetainedBytes: LaneLimit;
-  private readonly maxPerTenant: LaneLimit;
-  private readonly maxPerPrincipal: LaneLimit;
+  private readonly scopeCaps: ScopeCaps<LaneLimit>;
   /** Only the control lane caps a single payload. */
   private readonly maxPayloadBytes: LaneLimit | undefined;
 
@@ -36,14 +35,18 @@ export class CommandLane {
     if (lane === "control") {
       this.maxCommands = limit(limits, "ControlMaxCommands");
       this.maxRetainedBytes = limit(limits, "ControlMaxRetainedBytes");
-      this.maxPerTenant = limit(limits, "ControlMaxCommandsPerTenant");
-      this.maxPerPrincipal = limit(limits, "ControlMaxCommandsPerPrincipal");
+      this.scopeCaps = {
+        tenant: limit(limits, "ControlMaxCommandsPerTenant"),
+        principal: limit(limits, "ControlMaxCommandsPerPrincipal"),
+      };
       this.maxPayloadBytes = limit(limits, "ControlMaxPayloadBytes");
     } else {
       this.maxCommands = limit(limits, "MaxCommands");
       this.maxRetainedBytes = limit(limits, "MaxRetainedBytes");
-      this.maxPerTenant = limit(limits, "MaxCommandsPerTenant");
-      this.maxPerPrincipal = limit(limits, "MaxCommandsPerPrincipal");
+      this.scopeCaps = {
+        tenant: limit(limits, "MaxCommandsPerTenant"),
+        principal: limit(limits, "MaxCommandsPerPrincipal"),
+      };
       this.maxPayloadBytes = undefined;
     }
   }
@@ -66,21 +69,11 @@ export class CommandLane {
     const bytes = retainedBytes(payload);
     if (this.retainedBytes + bytes > this.maxRetainedBytes.value)
       return this.refuse("CommandBytes", this.maxRetainedBytes, bytes, this.retainedBytes);
-    const scope = this.scopes.tryAcquire(
-      tenantId,
-      principalId,
-      this.maxPerTenant.value,
-      this.maxPerPrincipal.value,
-    );
-    if (scope === "tenant")
-      return this.refuse("TenantCommands", this.maxPerTenant, 1, this.scopes.tenantCount(tenantId));
-    if (scope === "principal")
-      return this.refuse(
-        "PrincipalCommands",
-        this.maxPerPrincipal,
-        1,
-        this.scopes.principalCount(tenantId, principalId),
-      );
+    const scope = this.scopes.tryAcquire(tenantId, principalId, this.scopeCaps);
+    if (scope instanceof ScopeRefusal) {
+      const reason = scope.scope === "tenant" ? "TenantCommands" : "PrincipalCommands";
+      return this.refuse(reason, scope.cap, 1, scope.inUse);
+    }
     this.queued++;
     this.retainedBytes += bytes;
     return new CommandReservation(this, scope, bytes);

@@ -6,7 +6,7 @@ import { HttpReservation } from "./http-reservation.js";
 import { HttpSlotQueue, type SlotWaiter } from "./http-slot-queue.js";
 import { modeledBytes } from "./payload-accounting.js";
 import type { RetryAfterAdvice } from "./retry-after-advice.js";
-import { type PrincipalScope, VerifiedScopes } from "./verified-scopes.js";
+import { type PrincipalScope, type ScopeCaps, ScopeRefusal, VerifiedScopes } from "./verified-scopes.js";
 
 /**
  * What a route does with its slot: `heavy` reads (query, search, graph traversal, bulk read) and other
@@ -47,8 +47,7 @@ export class HttpPool {
   private modeled = 0;
   private readonly maxRequests: PoolLimit;
   private readonly maxModeledBytes: PoolLimit;
-  private readonly maxPerTenant: PoolLimit;
-  private readonly maxPerPrincipal: PoolLimit;
+  private readonly scopeCaps: ScopeCaps<PoolLimit>;
   private readonly maxBodyBytes: PoolLimit;
   private readonly heavyReadBytes: number;
   private readonly requestBytes: number;
@@ -62,16 +61,20 @@ export class HttpPool {
     if (pool === "control") {
       this.maxRequests = limit(limits, "ControlMaxRequests");
       this.maxModeledBytes = limit(limits, "ControlMaxModeledBytes");
-      this.maxPerTenant = limit(limits, "ControlMaxRequestsPerTenant");
-      this.maxPerPrincipal = limit(limits, "ControlMaxRequestsPerPrincipal");
+      this.scopeCaps = {
+        tenant: limit(limits, "ControlMaxRequestsPerTenant"),
+        principal: limit(limits, "ControlMaxRequestsPerPrincipal"),
+      };
       this.maxBodyBytes = limit(limits, "MaxControlBodyBytes");
       this.heavyReadBytes = 0;
       this.requestBytes = 0;
     } else {
       this.maxRequests = limit(limits, "MaxRequests");
       this.maxModeledBytes = limit(limits, "MaxModeledBytes");
-      this.maxPerTenant = limit(limits, "MaxRequestsPerTenant");
-      this.maxPerPrincipal = limit(limits, "MaxRequestsPerPrincipal");
+      this.scopeCaps = {
+        tenant: limit(limits, "MaxRequestsPerTenant"),
+        principal: limit(limits, "MaxRequestsPerPrincipal"),
+      };
       this.maxBodyBytes = limit(limits, "MaxDataBodyBytes");
       this.heavyReadBytes = limits.HeavyReadBytes;
       this.requestBytes = limits.DataRequestBytes;
@@ -121,21 +124,11 @@ export class HttpPool {
 
   /** Moves one request from the ingress scope to the principal's, unless a cap refuses. */
   bind(tenantId: string, principalId: string): PrincipalScope | AdmissionRefusal {
-    const scope = this.scopes.tryAcquire(
-      tenantId,
-      principalId,
-      this.maxPerTenant.value,
-      this.maxPerPrincipal.value,
-    );
-    if (scope === "tenant")
-      return this.refuse("TenantRequests", this.maxPerTenant, 1, this.scopes.tenantCount(tenantId));
-    if (scope === "principal")
-      return this.refuse(
-        "PrincipalRequests",
-        this.maxPerPrincipal,
-        1,
-        this.scopes.principalCount(tenantId, principalId),
-      );
+    const scope = this.scopes.tryAcquire(tenantId, principalId, this.scopeCaps);
+    if (scope instanceof ScopeRefusal) {
+      const reason = scope.scope === "tenant" ? "TenantRequests" : "PrincipalRequests";
+      return this.refuse(reason, scope.cap, 1, scope.inUse);
+    }
     this.ingressCount--;
     return scope;
   }

@@ -12,8 +12,20 @@ export interface PrincipalScope {
   count: number;
 }
 
-/** Why a scope refused: the tenant or the principal is at its cap. */
-export type ScopeRefusal = "tenant" | "principal";
+/** A lane's or pool's per-tenant and per-principal caps, each with whatever names it in a refusal. */
+export interface ScopeCaps<L extends { readonly value: number }> {
+  readonly tenant: L;
+  readonly principal: L;
+}
+
+/** Why a scope refused: the tenant or the principal is at its cap, `inUse` counting what it holds. */
+export class ScopeRefusal<L> {
+  constructor(
+    readonly scope: "tenant" | "principal",
+    readonly cap: L,
+    readonly inUse: number,
+  ) {}
+}
 
 export interface ScopeEntry {
   readonly tenantId: string;
@@ -31,16 +43,17 @@ export class VerifiedScopes {
   private readonly tenants = new Map<string, TenantScope>();
 
   /** Counts one more reservation for the principal, unless that would pass either cap. */
-  tryAcquire(
+  tryAcquire<L extends { readonly value: number }>(
     tenantId: string,
     principalId: string,
-    maxPerTenant: number,
-    maxPerPrincipal: number,
-  ): PrincipalScope | ScopeRefusal {
+    caps: ScopeCaps<L>,
+  ): PrincipalScope | ScopeRefusal<L> {
     let tenant = this.tenants.get(tenantId);
     let principal = tenant?.principals.get(principalId);
-    if (tenant !== undefined && tenant.count >= maxPerTenant) return "tenant";
-    if (principal !== undefined && principal.count >= maxPerPrincipal) return "principal";
+    if (tenant !== undefined && tenant.count >= caps.tenant.value)
+      return new ScopeRefusal("tenant", caps.tenant, tenant.count);
+    if (principal !== undefined && principal.count >= caps.principal.value)
+      return new ScopeRefusal("principal", caps.principal, principal.count);
     if (tenant === undefined) {
       tenant = { tenantId, count: 0, principals: new Map() };
       this.tenants.set(tenantId, tenant);
@@ -58,14 +71,6 @@ export class VerifiedScopes {
     const tenant = principal.tenant;
     if (--principal.count === 0) tenant.principals.delete(principal.principalId);
     if (--tenant.count === 0) this.tenants.delete(tenant.tenantId);
-  }
-
-  tenantCount(tenantId: string): number {
-    return this.tenants.get(tenantId)?.count ?? 0;
-  }
-
-  principalCount(tenantId: string, principalId: string): number {
-    return this.tenants.get(tenantId)?.principals.get(principalId)?.count ?? 0;
   }
 
   /** Every live principal scope, ordered by tenant and principal so snapshots are stable. */
