@@ -12,6 +12,7 @@ import {
   type Snapshot,
   type SnapshotChunkMessage,
 } from "../raft/index.js";
+import { ConvergenceWatch, convergenceProgress } from "./convergence-watch.js";
 import { entryDigest } from "./digest.js";
 import { EventQueue } from "./event-queue.js";
 import { FaultInjector } from "./fault-injector.js";
@@ -49,6 +50,9 @@ import { type Counters, emptyCounters, type SimStats } from "./sim-stats.js";
 import { SimWorkload } from "./sim-workload.js";
 import { Trace, type TraceKind } from "./trace.js";
 
+/** The final phase's whole budget, in windows without progress (SimOptions.convergenceSteps). */
+const CONVERGENCE_CAP_WINDOWS = 20;
+
 // Importers take the failure type from here, with the run that produces it.
 export { SimulationFailure } from "./sim-failure.js";
 
@@ -56,8 +60,8 @@ export interface SimOptions {
   /** Steps of faulty operation before the final convergence phase. */
   readonly steps?: number;
   /**
-   * Steps the final phase may take to converge before it is a liveness failure (default twice the
-   * faulty steps, at least 10,000).
+   * Steps the final phase may go without progress toward convergence before it is a liveness failure
+   * (default 10,000); it may take twenty times that in all (ConvergenceWatch).
    */
   readonly convergenceSteps?: number;
   readonly profile?: FaultProfile;
@@ -115,10 +119,9 @@ export class Simulator {
     this.profile = options.profile ?? DEFAULT_PROFILE;
     this.faultySteps = options.steps ?? 1000;
     // Generous: the network still reorders while converging, and go-back-N replication (as etcd's)
-    // can take a few thousand steps to settle when a whole pipeline of small appends is shuffled: a
-    // follower takes about one entry per round trip, and each round trip costs a window of messages.
-    // The log a follower may have to catch up grows with the faulty phase, and so does the budget.
-    this.convergenceSteps = options.convergenceSteps ?? Math.max(10_000, 2 * this.faultySteps);
+    // can take a few hundred steps per entry caught up when a whole pipeline of small appends is
+    // shuffled: a follower takes about one entry per round trip, and each costs a window of messages.
+    this.convergenceSteps = options.convergenceSteps ?? 10_000;
     this.createNode = options.createNode ?? ((o) => new RaftNode(o));
     this.trace = new Trace(options.traceCapacity ?? 200);
     this.counters = emptyCounters();
@@ -307,13 +310,14 @@ export class Simulator {
       }
     }
     const start = this.step;
+    const watch = new ConvergenceWatch(
+      start,
+      this.convergenceSteps,
+      CONVERGENCE_CAP_WINDOWS * this.convergenceSteps,
+    );
     while (!this.converged()) {
-      if (this.step - start >= this.convergenceSteps) {
-        throw new InvariantViolation(
-          "liveness",
-          `no convergence within ${this.convergenceSteps} steps after healing: ${this.describeNodes()}`,
-        );
-      }
+      const stuck = watch.check(this.step, convergenceProgress(this.knownLeader(), this.nodes.running()));
+      if (stuck !== undefined) throw new InvariantViolation("liveness", `${stuck}: ${this.describeNodes()}`);
       this.processNext();
     }
     this.counters.convergenceSteps = this.step - start;
