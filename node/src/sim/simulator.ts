@@ -118,9 +118,9 @@ export class Simulator {
   ) {
     this.profile = options.profile ?? DEFAULT_PROFILE;
     this.faultySteps = options.steps ?? 1000;
-    // Generous: the network still reorders while converging, and go-back-N replication (as etcd's)
-    // can take a few hundred steps per entry caught up when a whole pipeline of small appends is
-    // shuffled: a follower takes about one entry per round trip, and each costs a window of messages.
+    // A window without progress, not a budget for the whole phase (ConvergenceWatch): far longer than
+    // a converging cluster goes between gains, even when go-back-N replication (as etcd's) catches a
+    // follower up through shuffled pipelines of small appends, a few entries per pipeline.
     this.convergenceSteps = options.convergenceSteps ?? 10_000;
     this.createNode = options.createNode ?? ((o) => new RaftNode(o));
     this.trace = new Trace(options.traceCapacity ?? 200);
