@@ -364,7 +364,11 @@ export class KeyLoadClient {
     return this.write("admin.putPrincipal", {}, body, options);
   }
 
-  /** A new API key for the principal; its plain text is in the result, and nowhere else, ever. */
+  /**
+   * A new API key for the principal; its plain text is in the result, and nowhere else, ever. When an
+   * earlier attempt under the same command ID made the key and its answer was lost, `apiKey` is absent:
+   * no one holds that key, so delete `keyId` and create another.
+   */
   createKey(principalId: string, options: WriteOptions = {}): Promise<CreateKeyResult> {
     return this.write("admin.createKey", { principalId }, undefined, options);
   }

@@ -27,7 +27,10 @@ export async function createWriters(
   try {
     const make = async ({ principalId, tenantId }: BenchPrincipal): Promise<string> => {
       await admin.putPrincipal({ principalId, tenantId, roles: ["writer"] });
-      return (await admin.createKey(principalId)).apiKey;
+      const { apiKey } = await admin.createKey(principalId);
+      // Absent only when a lost answer made the client retry; a bench on a healthy cluster stops there.
+      if (apiKey === undefined) throw new Error(`the key made for ${principalId} came back without its text`);
+      return apiKey;
     };
     // A few at a time: these are data-lane writes of one admin principal, whose budget is small.
     const keys: string[] = [];

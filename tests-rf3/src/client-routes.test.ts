@@ -257,7 +257,7 @@ describe("KeyLoadClient against a three-voter cluster", () => {
         created: true,
       });
       const key = await admin.createKey("viewer");
-      expect(key.apiKey.length).toBeGreaterThan(10);
+      expect(key.apiKey?.length).toBeGreaterThan(10);
       const viewer = cluster.client(key.apiKey);
       await admin.put("shared", "visible");
       expect((await viewer.get("shared")).value).toBe("visible");

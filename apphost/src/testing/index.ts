@@ -19,6 +19,7 @@ export type { VoterFailure } from "../voter-failure.js";
 export { dumpLogsOnFailure, type FailureHookContext, type LogSource } from "./failure-logs.js";
 export { linksBetween, partitionUnavailableReason, type VoterLink } from "./network-partition.js";
 export {
+  type ShownKey,
   type StartClusterOptions,
   startCluster,
   type TenantFixture,

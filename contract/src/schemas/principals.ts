@@ -24,7 +24,13 @@ export type PutPrincipalResult = Wire<typeof PutPrincipalResultSchema>;
 export const CreateKeyResultSchema = written({
   principalId: Type.String(),
   keyId: Type.String(),
-  apiKey: Type.String({ description: "The plain API key: shown this once, stored only as a hash" }),
+  apiKey: Type.Optional(
+    Type.String({
+      description:
+        "The plain API key, shown this once and stored only as a hash: absent from the answer to a retry " +
+        "under the same command ID, whose key was made by the earlier attempt (delete it and create another)",
+    }),
+  ),
 });
 export type CreateKeyResult = Wire<typeof CreateKeyResultSchema>;
 

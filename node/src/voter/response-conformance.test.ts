@@ -79,6 +79,10 @@ describe("answers of a real voter", () => {
       commandId: "a1",
     });
     const key = await documented("POST", "/v1/admin/principals/p1/keys", { commandId: "a2" });
+    expect(key.apiKey).toEqual(expect.any(String));
+    // A retry under the same ID answers the key it made, whose plain text no voter kept.
+    const retried = await documented("POST", "/v1/admin/principals/p1/keys", { commandId: "a2" });
+    expect(retried).toEqual({ commandId: "a2", principalId: "p1", keyId: key.keyId });
     await documented("PUT", "/v1/catalog/doc", { body: { value: { text: "hello world" } }, commandId: "c1" });
     await documented("GET", "/v1/catalog/doc");
     await documented("POST", "/v1/catalog/bulk-get", { body: { keys: ["doc", "none"] } });
@@ -107,6 +111,14 @@ describe("answers of a real voter", () => {
     await documented("POST", "/v1/dispatch/ops", { body: { directive: "go" }, commandId: "d1" });
     await documented("GET", "/v1/dispatch/ops?after=0");
     await documented("GET", "/v1/commands/c1");
+    // A command that committed as a refusal has that refusal for its outcome.
+    const stale = await call(url, "PUT", "/v1/catalog/doc", {
+      body: { value: 1, expectedVersion: 9 },
+      commandId: "c3",
+    });
+    expect(stale.status).toBe(412);
+    const refusal = await documented("GET", "/v1/commands/c3");
+    expect(refusal).toMatchObject({ status: "failed", error: { code: "FailedPrecondition" } });
     await documented("GET", "/v1/admin/admission");
     await documented("DELETE", "/v1/catalog/doc", { commandId: "c2" });
     await documented("DELETE", `/v1/admin/principals/p1/keys/${String(key.keyId)}`, { commandId: "a3" });
