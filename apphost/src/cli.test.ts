@@ -129,7 +129,13 @@ describe("the AppHost command line", () => {
 
   it("pauses and resumes a voter", async () => {
     expect((await runCli(["pause", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
-    expect((await status()).voters[1]).toMatchObject({ state: "paused", role: "unknown", health: "unknown" });
+    // A paused voter cannot say what it is; the running voters' configuration still holds it.
+    expect((await status()).voters[1]).toMatchObject({
+      state: "paused",
+      role: "unknown",
+      health: "unknown",
+      member: "voter",
+    });
     expect((await runCli(["resume", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
     expect((await status()).voters[1]).toMatchObject({ state: "running" });
   });

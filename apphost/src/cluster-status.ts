@@ -1,7 +1,16 @@
 import { type AdmissionUsage, admissionUsage } from "./admission-format.js";
-import { buildAppModel, defaultPorts, httpUrlOf, peerAddressOf, stateDirPaths } from "./app-model.js";
+import {
+  type AppModel,
+  buildAppModel,
+  defaultPorts,
+  httpUrlOf,
+  peerAddressOf,
+  stateDirPaths,
+} from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { readState } from "./apphost-state.js";
+import { readKeptCredentials } from "./cluster-credentials.js";
+import { configuredMembers } from "./configured-members.js";
 import { isAlive, type ProcessState, processState } from "./process-table.js";
 import type { RuntimeKind } from "./runtime-kind.js";
 import type { VoterAdmission } from "./voter-admission.js";
@@ -39,7 +48,10 @@ export interface VoterStatus {
   readonly commitIndex: number | null;
   readonly appliedIndex: number | null;
   readonly health: HealthState;
-  /** What it is in the configuration it has applied; null when not a member or not answering. */
+  /**
+   * What it is in the configuration it has applied or, when it cannot answer, in a running voter's;
+   * null when not a member, or when no voter can say.
+   */
   readonly member: MemberKind | null;
   readonly forwardedEnv: Readonly<Record<string, string>>;
   /** How it ended and its last log lines; present when `state` is `failed`. */
@@ -63,7 +75,7 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
   const stateFile = stateDirPaths(stateDir).stateFile;
   const state = readState(stateFile);
   const model = buildAppModel(stateDir, state?.voters ?? defaultPorts());
-  const voters = await Promise.all(
+  const probed = await Promise.all(
     model.voters.map(async (voter, i): Promise<VoterStatus> => {
       const record = state?.voters[i];
       const processRecord = record?.process ?? null;
@@ -100,6 +112,7 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
       };
     }),
   );
+  const voters = await withConfiguredMembers(probed, model);
   return {
     // Only a foreground AppHost still alive serves its dashboard.
     dashboardUrl: state?.owner && isAlive(state.owner) ? (state.owner.dashboardUrl ?? null) : null,
@@ -108,6 +121,23 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
     adminKeyFile: model.adminKeyFile,
     voters,
   };
+}
+
+/**
+ * Fills in `member` for the voters that cannot answer for themselves (health unknown or failed) from the
+ * configuration a running voter has applied, the leader's when it answers. With no running voter, or
+ * no admin key kept, they stay null: no one can say.
+ */
+async function withConfiguredMembers(voters: VoterStatus[], model: AppModel): Promise<VoterStatus[]> {
+  const silent = voters.filter((v) => v.health === "unknown" || v.health === "failed");
+  const answering = voters.filter((v) => v.health === "ready" || v.health === "live");
+  const asked = answering.find((v) => v.role === "leader") ?? answering[0];
+  const adminKey =
+    asked === undefined || silent.length === 0 ? undefined : readKeptCredentials(model)?.adminKey;
+  if (asked === undefined || adminKey === undefined) return voters;
+  const members = await configuredMembers(asked.httpUrl, adminKey, APPHOST_DEFAULTS.probeTimeoutMs);
+  if (members === null) return voters;
+  return voters.map((v) => (silent.includes(v) ? { ...v, member: members.get(v.name) ?? null } : v));
 }
 
 function healthState(health: VoterHealth): HealthState {
