@@ -21,7 +21,8 @@ Commands:
   down                                   stop the cluster gracefully (SIGTERM, then SIGKILL after a grace period)
   status [--json] [--watch]              each voter's state, health, role, term, commit and applied index and
                                          admission usage (used/limit); --watch redraws it every second
-  logs [voterN] [--follow] [--raw]       the voters' logs without health probes (--raw: the JSON lines as written);
+  logs [voterN] [--follow] [--raw]       the voters' logs without health probes and the AppHost's own polls
+                                         (--raw: the JSON lines as written);
        [--tail N] [--since DURATION]     the last N lines, the lines of the last 30s, 5m, 1h, 2d...
   admission [voterN] [--json]            each voter's admission limits and usage, disk and storage limits
                                          (--json: the voters' own answers)

@@ -129,22 +129,32 @@ describe("the AppHost command line", () => {
 
   it("pauses and resumes a voter", async () => {
     expect((await runCli(["pause", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
-    // A paused voter cannot say what it is; the running voters' configuration still holds it.
-    expect((await status()).voters[1]).toMatchObject({
-      state: "paused",
-      role: "unknown",
-      health: "unknown",
-      member: "voter",
-    });
+    expect((await status()).voters[1]).toMatchObject({ state: "paused", role: "unknown", health: "unknown" });
+    // A paused voter cannot say what it is; the configuration the others hold can, once they answer
+    // reads again (after an election, if it led).
+    await expect.poll(async () => (await status()).voters[1]!.member, { timeout: 10_000 }).toBe("voter");
     expect((await runCli(["resume", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
     expect((await status()).voters[1]).toMatchObject({ state: "running" });
   });
 
-  it("shows a voter's logs", async () => {
-    const logs = await runCli(["logs", "voter1", "--state-dir", stateDir]);
-    expect(logs.exitCode).toBe(0);
-    expect(logs.stdout).toMatch(/^voter1 +\| .*voter started/m);
-    const raw = await runCli(["logs", "voter3", "--raw", "--state-dir", stateDir]);
+  it("shows a voter's logs, a client's admission reads among them but not the AppHost's own", async () => {
+    const voter1 = (await status()).voters[0]!;
+    expect((await runCli(["admission", "voter1", "--state-dir", stateDir])).exitCode).toBe(0);
+    const adminKey = readFileSync(join(stateDir, "admin.key"), "utf8").trim();
+    const read = await fetch(`${voter1.httpUrl}/v1/admin/admission`, {
+      headers: { authorization: `Bearer ${adminKey}`, "user-agent": "capacity-audit/1.0" },
+    });
+    expect(read.status).toBe(200);
+    await read.body?.cancel();
+    const shown = async (): Promise<string> =>
+      (await runCli(["logs", "voter1", "--state-dir", stateDir])).stdout;
+    // The request's line is written once its answer has gone.
+    await expect.poll(shown).toMatch(/route=\/v1\/admin\/admission .*userAgent=capacity-audit\/1\.0/);
+    const logs = await shown();
+    expect(logs).toMatch(/^voter1 +\| .*voter started/m);
+    expect(logs).not.toContain("userAgent=keyload-apphost");
+    const raw = await runCli(["logs", "voter1", "--raw", "--state-dir", stateDir]);
+    expect(raw.stdout).toContain('"userAgent":"keyload-apphost"');
     expect(raw.stdout.split("\n").some((l) => JSON.parse(l).msg === "voter started")).toBe(true);
   });
 

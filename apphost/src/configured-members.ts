@@ -1,4 +1,5 @@
 import type { ClusterMembers } from "@keyload/client";
+import { poll } from "./apphost-poll.js";
 import type { MemberKind } from "./voter-health.js";
 
 /**
@@ -14,9 +15,8 @@ export async function configuredMembers(
   timeoutMs: number,
 ): Promise<ReadonlyMap<string, MemberKind> | null> {
   try {
-    const response = await fetch(`${httpUrl}/v1/admin/cluster/members`, {
-      headers: { authorization: `Bearer ${adminKey}` },
-      signal: AbortSignal.timeout(timeoutMs),
+    const response = await poll(`${httpUrl}/v1/admin/cluster/members`, timeoutMs, {
+      authorization: `Bearer ${adminKey}`,
     });
     const body = (await response.json().catch(() => null)) as ClusterMembers | null;
     if (!response.ok || !Array.isArray(body?.members)) return null;

@@ -2,6 +2,7 @@ import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { APPHOST_USER_AGENT } from "./apphost-poll.js";
 import { LogFeed } from "./dashboard-log-feed.js";
 import type { LogRow } from "./dashboard-messages.js";
 
@@ -31,8 +32,8 @@ describe("LogFeed", () => {
         line("old", 1),
         line("started", 3),
         line("request", 4, { route: "/health/ready" }),
-        line("request", 5, { route: "/v1/admin/admission" }),
-        line("request", 6, { route: "/metrics" }),
+        line("request", 5, { route: "/v1/admin/admission", userAgent: APPHOST_USER_AGENT }),
+        line("request", 6, { route: "/metrics", userAgent: APPHOST_USER_AGENT }),
         line("stored", 7, { route: "/v1/catalog/{key}" }),
       ].join(""),
     );

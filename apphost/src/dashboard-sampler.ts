@@ -1,4 +1,5 @@
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
+import { poll } from "./apphost-poll.js";
 import { clusterStatus, type VoterStatus } from "./cluster-status.js";
 import { admissionLimits, type MetricsReading, metricsReading } from "./dashboard-admission-reading.js";
 import type {
@@ -20,9 +21,7 @@ export interface SamplerOptions {
 /** A voter's admission usage and refusal counters, or null when its /metrics does not answer. */
 async function readMetrics(httpUrl: string): Promise<MetricsReading | null> {
   try {
-    const response = await fetch(`${httpUrl}/metrics`, {
-      signal: AbortSignal.timeout(APPHOST_DEFAULTS.probeTimeoutMs),
-    });
+    const response = await poll(`${httpUrl}/metrics`, APPHOST_DEFAULTS.probeTimeoutMs);
     return response.ok ? metricsReading(await response.text()) : null;
   } catch {
     return null;

@@ -1,4 +1,5 @@
 import { VOTER_NAMES } from "./app-model.js";
+import { APPHOST_USER_AGENT } from "./apphost-poll.js";
 
 /** ANSI colours for the voter prefixes, one per voter so interleaved lines stay easy to follow. */
 const PREFIX_COLOURS = ["\x1b[36m", "\x1b[35m", "\x1b[33m"] as const;
@@ -72,14 +73,12 @@ export function formatLogLine(voter: string, line: string, colour: boolean): str
   return `${prefix} ${paint(clock(entry.time), DIM, colour)} ${paint(style.name, style.colour, colour)} ${text}`;
 }
 
+const APPHOST_POLL = `"userAgent":${JSON.stringify(APPHOST_USER_AGENT)}`;
+
 /**
- * The AppHost's own polls (readiness and status health checks, the dashboard's admission and metrics
- * readings every second) would drown the console.
+ * Health probes (anyone's: readiness checks, an orchestrator's liveness probes) and the AppHost's own
+ * polls (the dashboard's admission and metrics readings every second) would drown the console.
  */
 export function isProbeLine(line: string): boolean {
-  return (
-    line.includes('"route":"/health/') ||
-    line.includes('"route":"/metrics"') ||
-    line.includes('"route":"/v1/admin/admission"')
-  );
+  return line.includes('"route":"/health/') || line.includes(APPHOST_POLL);
 }

@@ -2,6 +2,7 @@ import type { AdmissionStatus } from "@keyload/client";
 import { buildAppModel, httpUrlOf, stateDirPaths, type VoterName } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { AdmissionUnavailableError, NoClusterError, StateDirError } from "./apphost-errors.js";
+import { poll } from "./apphost-poll.js";
 import { readState } from "./apphost-state.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { processState } from "./process-table.js";
@@ -24,9 +25,8 @@ function errorOf(body: unknown): string {
 async function readAdmission(httpUrl: string, adminKey: string): Promise<AdmissionStatus> {
   let response: Response;
   try {
-    response = await fetch(`${httpUrl}/v1/admin/admission`, {
-      headers: { authorization: `Bearer ${adminKey}` },
-      signal: AbortSignal.timeout(APPHOST_DEFAULTS.admissionTimeoutMs),
+    response = await poll(`${httpUrl}/v1/admin/admission`, APPHOST_DEFAULTS.admissionTimeoutMs, {
+      authorization: `Bearer ${adminKey}`,
     });
   } catch (err) {
     throw new AdmissionUnavailableError(`${httpUrl} did not answer: ${(err as Error).message}`);

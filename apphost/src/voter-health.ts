@@ -1,3 +1,5 @@
+import { poll } from "./apphost-poll.js";
+
 /** What one voter says about itself on `GET /health/ready`. */
 export interface VoterHealth {
   /** The HTTP endpoint answered at all. */
@@ -49,7 +51,7 @@ function record(value: unknown): Record<string, unknown> | undefined {
  */
 export async function probeVoter(httpUrl: string, timeoutMs: number): Promise<VoterHealth> {
   try {
-    const response = await fetch(`${httpUrl}/health/ready`, { signal: AbortSignal.timeout(timeoutMs) });
+    const response = await poll(`${httpUrl}/health/ready`, timeoutMs);
     const body = record(await response.json().catch(() => undefined));
     const detail = response.ok ? record(body?.detail) : record(record(body?.error)?.details);
     const term = detail?.term;
@@ -78,7 +80,7 @@ export async function probeVoter(httpUrl: string, timeoutMs: number): Promise<Vo
 /** Whether the voter's HTTP endpoint answers at all (`GET /health/live`). */
 export async function isLive(httpUrl: string, timeoutMs: number): Promise<boolean> {
   try {
-    const response = await fetch(`${httpUrl}/health/live`, { signal: AbortSignal.timeout(timeoutMs) });
+    const response = await poll(`${httpUrl}/health/live`, timeoutMs);
     await response.body?.cancel();
     return response.ok;
   } catch {

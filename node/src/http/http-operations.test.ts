@@ -159,7 +159,7 @@ describe("metrics", () => {
 });
 
 describe("logs", () => {
-  it("writes one structured line per request naming route, status, duration, command and scope", async () => {
+  it("writes one structured line per request naming route, status, duration, command, scope and agent", async () => {
     fx = httpFixture();
     await fx.app.inject({
       method: "PUT",
@@ -168,6 +168,7 @@ describe("logs", () => {
         authorization: bearer("writer"),
         "keyload-command-id": "c-42",
         "content-type": "application/json",
+        "user-agent": "inventory-service/2.1",
       },
       payload: '{"value":1}',
     });
@@ -181,6 +182,7 @@ describe("logs", () => {
       commandId: "c-42",
       tenantId: "t1",
       principalId: "w1",
+      userAgent: "inventory-service/2.1",
       component: "http",
     });
     expect(typeof lines[0]?.durationMs).toBe("number");

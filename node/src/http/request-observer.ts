@@ -8,6 +8,8 @@ import type { RequestEdge } from "./request-edge.js";
 
 /** The route label of requests no route matched, so unknown URLs never become label values. */
 const UNMATCHED = "unmatched";
+/** As much of a caller's User-Agent as a request line keeps: enough to tell callers apart. */
+const MAX_USER_AGENT_CHARS = 200;
 
 interface Watched {
   readonly observer: RequestObserver;
@@ -37,7 +39,8 @@ function ended(response: ServerResponse, aborted: boolean): void {
 
 /**
  * Once per request, when its response is over: the latency histogram and one structured log line. The
- * line names the route template, never the URL (keys are user data) nor any header (the API key is one).
+ * line names the route template, never the URL (keys are user data), and of the headers only the
+ * caller's User-Agent (never the API key's).
  */
 export class RequestObserver {
   constructor(
@@ -79,6 +82,7 @@ export class RequestObserver {
         commandId: edge.commandId,
         tenantId: edge.identity?.tenantId,
         principalId: edge.identity?.principalId,
+        userAgent: request.headers["user-agent"]?.slice(0, MAX_USER_AGENT_CHARS),
       },
       "request",
     );
