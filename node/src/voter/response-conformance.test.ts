@@ -1,29 +1,16 @@
-import { ErrorBodySchema } from "@keyload/contract";
-import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { SCHEMA_VALIDATION } from "../http/http-app.js";
 import { ROUTES, type RouteSpec } from "../http/routes.js";
+import { SchemaChecker } from "./test-fixtures/schema-checker.js";
 import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
 
 let cluster: VoterCluster;
 let url: string;
-/**
- * Validates a body against a schema with the same validator and options the edge uses for requests:
- * one route per schema, which answers 204 when the posted body conforms.
- */
-let checker: FastifyInstance;
+let checker: SchemaChecker;
 
 beforeAll(async () => {
-  checker = Fastify({ ajv: { customOptions: SCHEMA_VALIDATION } });
-  checker.setErrorHandler((error, _request, reply) =>
-    reply.code(422).send({ message: error instanceof Error ? error.message : String(error) }),
-  );
-  ROUTES.forEach((route, i) => {
-    checker.post(`/${i}`, { schema: { body: route.response } }, (_request, reply) => reply.code(204).send());
-  });
-  checker.post("/error", { schema: { body: ErrorBodySchema } }, (_request, reply) => reply.code(204).send());
+  checker = await SchemaChecker.start();
   cluster = await VoterCluster.start();
   const leader = await cluster.waitForLeader();
   url = cluster.voter((leader + 1) % 3).httpUrl;
@@ -43,16 +30,6 @@ function routeOf(method: string, path: string): RouteSpec {
   return route;
 }
 
-async function conformanceOf(schemaPath: string, body: unknown): Promise<string | null> {
-  const answer = await checker.inject({
-    method: "POST",
-    url: schemaPath,
-    payload: JSON.stringify(body),
-    headers: { "content-type": "application/json" },
-  });
-  return answer.statusCode === 204 ? null : answer.body;
-}
-
 /** Calls a route on a real voter and checks its status and body against what the route documents. */
 async function documented(
   method: string,
@@ -67,7 +44,7 @@ async function documented(
   });
   expect({
     route: `${method} ${path}`,
-    error: await conformanceOf(`/${ROUTES.indexOf(route)}`, answer.body),
+    error: await checker.response(route, answer.body),
   }).toEqual({ route: `${method} ${path}`, error: null });
   return answer.body;
 }
@@ -127,6 +104,6 @@ describe("answers of a real voter", () => {
   it("match the error body schema", async () => {
     const missing = await call(url, "GET", "/v1/catalog/none");
     expect(missing.status).toBe(404);
-    expect(await conformanceOf("/error", missing.body)).toBeNull();
+    expect(await checker.error(missing.body)).toBeNull();
   });
 });
