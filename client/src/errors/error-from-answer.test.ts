@@ -56,6 +56,16 @@ describe("errorFromAnswer", () => {
     expect(conflict.withCommandId("c-2")).toBeInstanceOf(CommandIdConflictError);
   });
 
+  it("names the command ID the request carried, whatever ID the body names", () => {
+    const text =
+      '{"error":{"code":"InvalidArgument","reason":"InvalidBody","message":"m","commandId":"other"}}';
+    expect(errorFromAnswer({ ...answer, status: 400, text }).commandId).toBe("c-1");
+    // A request that carried none (a read) takes the body's.
+    expect(
+      errorFromAnswer({ ...answer, commandId: undefined, write: false, status: 400, text }).commandId,
+    ).toBe("other");
+  });
+
   it("makes an answer outside the contract Internal, or UnknownWriteOutcome for a write's 5xx", () => {
     const page = { ...answer, status: 502, text: "<html>bad gateway</html>" };
     expect(errorFromAnswer(page)).toBeInstanceOf(UnknownWriteOutcomeError);

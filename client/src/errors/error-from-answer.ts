@@ -36,7 +36,8 @@ export function errorFromAnswer(answer: ErrorAnswer): KeyLoadError {
       // So a received refusal's retryAfterSeconds is what the voter sent, not the contract's default.
       ...(answer.retryAfter === undefined ? {} : { retryAfterSeconds: Math.ceil(answer.retryAfter / 1000) }),
       reason: error.reason,
-      commandId: error.commandId ?? answer.commandId,
+      // The ID this request carried is the one to retry or resolve under, whatever the body says.
+      commandId: answer.commandId ?? error.commandId,
       details: error.details,
     });
   }
