@@ -42,11 +42,26 @@ describe("the cluster membership admin routes", () => {
     expect(fromFollower.body).toMatchObject({ leader: `voter${leader + 1}`, lastIndex: null });
     for (const m of fromFollower.body.members as { match?: number }[]) expect(m.match).toBeUndefined();
 
-    // Only the leader changes the configuration; a follower says where it is and proposes nothing.
-    const offLeader = await call(c.voter(follower).httpUrl, "DELETE", `${MEMBERS}/voter1`);
-    expect(offLeader.status).toBe(503);
-    expect(errorOf(offLeader.body).code).toBe("Unavailable");
-    expect(offLeader.headers.get(LEADER_HEADER)).toContain(`voter${leader + 1}`);
+    // Only the leader changes the configuration, or says a change is not needed: a follower's
+    // configuration may trail the cluster's. A follower says where the leader is and proposes nothing.
+    const followerUrl = c.voter(follower).httpUrl;
+    const offLeader: [string, string, unknown][] = [
+      ["DELETE", `${MEMBERS}/voter1`, undefined],
+      ["DELETE", `${MEMBERS}/voter2~0a1b2c3d`, undefined],
+      ["POST", MEMBERS, { memberId: "voter2" }],
+      ["POST", MEMBERS, { memberId: "voter2~0a1b2c3d" }],
+      ["POST", `${MEMBERS}/voter2/promote`, undefined],
+      ["POST", "/v1/admin/cluster/leader", { memberId: `voter${leader + 1}` }],
+    ];
+    for (const [method, path, body] of offLeader) {
+      const answer = await call(followerUrl, method, path, body === undefined ? {} : { body });
+      expect({ request: `${method} ${path}`, status: answer.status }).toEqual({
+        request: `${method} ${path}`,
+        status: 503,
+      });
+      expect(errorOf(answer.body)).toMatchObject({ code: "Unavailable", reason: "NotLeader" });
+      expect(answer.headers.get(LEADER_HEADER)).toContain(`voter${leader + 1}`);
+    }
 
     const cases: [string, string, unknown, number, string][] = [
       ["POST", MEMBERS, { memberId: "voter3~XYZ" }, 400, "InvalidMemberId"],

@@ -28,7 +28,10 @@ export interface ClusterMembershipOptions {
  * The administration of the Raft configuration, as etcd's `member add --learner`, `member promote` and
  * `member remove` do it: one change at a time through the leader, each answered once applied. A change
  * names the configuration it wants, so asking again is safe: adding a member already there, promoting a
- * voter or removing a member that is gone answers `changed: false` without proposing anything.
+ * voter or removing a member that is gone answers `changed: false` without proposing anything. Every
+ * change, and so every such answer, comes from a leader that has just confirmed it leads (a follower
+ * answers Unavailable with the leader hint): a follower's configuration, or a deposed leader's, may
+ * trail the cluster's and would answer for a configuration that no longer holds.
  */
 export class ClusterMembership {
   constructor(
@@ -55,7 +58,7 @@ export class ClusterMembership {
   /** Adds a new member as a learner: it receives the log and counts for nothing until promoted. */
   async addLearner(memberId: string): Promise<ClusterMemberChange> {
     this.checkMemberId(memberId);
-    const members = this.driver.members();
+    const members = await this.leadersMembers();
     const present = members.find((m) => m.id === memberId);
     if (present !== undefined) return { memberId, role: present.role, changed: false };
     const name = memberName(memberId);
@@ -74,13 +77,12 @@ export class ClusterMembership {
   /** Makes a learner that has caught up a voter. */
   async promote(memberId: string): Promise<ClusterMemberChange> {
     this.checkMemberId(memberId);
-    const member = this.driver.members().find((m) => m.id === memberId);
+    const member = (await this.leadersMembers()).find((m) => m.id === memberId);
     if (member === undefined) {
       throw new NotFoundError(`${memberId} is not a member`, { reason: "MemberNotFound" });
     }
     if (member.role === "voter") return { memberId, role: "voter", changed: false };
-    // Only the leader knows how far a learner is; a follower's refusal below sends the caller there.
-    if (this.driver.isLeader()) this.checkCaughtUp(member);
+    this.checkCaughtUp(member);
     await this.change({ type: "promote", node: memberId });
     return { memberId, role: "voter", changed: true };
   }
@@ -88,7 +90,7 @@ export class ClusterMembership {
   /** Removes a member; removing the leader hands leadership to another voter first. */
   async remove(memberId: string): Promise<ClusterMemberChange> {
     this.checkMemberId(memberId);
-    if (!this.driver.members().some((m) => m.id === memberId)) {
+    if (!(await this.leadersMembers()).some((m) => m.id === memberId)) {
       return { memberId, role: null, changed: false };
     }
     await this.change({ type: "remove", node: memberId });
@@ -102,7 +104,7 @@ export class ClusterMembership {
    */
   async transferLeader(memberIdOrName: string): Promise<ClusterLeaderTransfer> {
     this.checkMemberId(memberIdOrName);
-    const members = this.driver.members();
+    const members = await this.leadersMembers();
     const target =
       members.find((m) => m.id === memberIdOrName) ?? members.find((m) => m.name === memberIdOrName);
     if (target === undefined) {
@@ -137,6 +139,26 @@ export class ClusterMembership {
         reason: "UnknownVoterName",
       });
     }
+  }
+
+  /**
+   * The configuration as the cluster holds it now: this voter must lead (else Unavailable, with the
+   * leader hint when it knows one), and a read barrier confirms it still does and has applied every
+   * configuration committed before.
+   */
+  private async leadersMembers(): Promise<readonly Member[]> {
+    const { leader } = this.driver.status();
+    if (!this.driver.isLeader()) {
+      throw new UnavailableError(
+        leader === null ? "no leader is known; nothing was changed" : `${leader} leads; nothing was changed`,
+        {
+          reason: leader === null ? "NoLeader" : "NotLeader",
+          details: leader === null ? {} : { leaderId: leader },
+        },
+      );
+    }
+    await this.driver.readBarrier();
+    return this.driver.members();
   }
 
   private checkCaughtUp(learner: Member): void {
