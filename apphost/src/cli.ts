@@ -1,6 +1,8 @@
 /**
  * `pnpm apphost <command>`: the AppHost command line (contract section 2). Exit status 0 on success,
- * 2 for a command line it cannot understand, 130 when interrupted, 1 for any other failure.
+ * 2 for a command line it cannot understand, 130 when interrupted (a start cut short, or a second
+ * Ctrl-C that kills the voters), 1 for any other failure. One Ctrl-C is the normal end of a foreground
+ * `up`, `status --watch` and `logs --follow`: 0.
  */
 import { AppHostError, ControlChannelError, InterruptedError } from "./apphost-errors.js";
 import { parseCli, USAGE } from "./cli-options.js";

@@ -26,7 +26,10 @@ export interface KeyLoadClientOptions {
   /** Connections per voter. */
   readonly connections?: number;
   readonly tls?: ClientTlsOptions;
-  /** A call makes no new attempt once this long has passed since it started. */
+  /**
+   * How long a call may take, its attempts and the waits between them together: no attempt starts
+   * after it, and one under way waits for its answer no longer than the call has left.
+   */
   readonly deadlineMs?: number;
   /** Attempts per call, the first included. */
   readonly maxAttempts?: number;

@@ -18,6 +18,11 @@ export interface OutgoingRequest {
   readonly signal: AbortSignal | undefined;
   /** Bound to the ConnectionError of a failed exchange. */
   readonly commandId: string | undefined;
+  /**
+   * How long the call it belongs to may still take: the exchange then waits no longer than this for
+   * the answer's headers, nor between two chunks of its body. Unbounded when absent.
+   */
+  readonly timeLeftMs?: number;
 }
 
 /** The answer's status line and headers; the body is still unread. */
@@ -116,8 +121,8 @@ export class HttpTransport {
         headers: request.headers,
         body: toUndiciBody(request.body),
         signal: request.signal ?? null,
-        headersTimeout: this.options.requestTimeoutMs,
-        bodyTimeout: this.options.bodyTimeoutMs,
+        headersTimeout: within(this.options.requestTimeoutMs, request.timeLeftMs),
+        bodyTimeout: within(this.options.bodyTimeoutMs, request.timeLeftMs),
       });
       return { endpoint, status: answer.statusCode, headers: answer.headers, body: answer.body };
     } catch (error) {
@@ -148,6 +153,11 @@ export class HttpTransport {
       cause: error,
     });
   }
+}
+
+/** A timeout cut to what the call has left; at least 1 ms, as undici reads 0 as no timeout at all. */
+function within(timeoutMs: number, timeLeftMs: number | undefined): number {
+  return timeLeftMs === undefined ? timeoutMs : Math.max(1, Math.min(timeoutMs, Math.ceil(timeLeftMs)));
 }
 
 function toUndiciBody(body: OutgoingBody | undefined): string | Uint8Array | Readable | null {

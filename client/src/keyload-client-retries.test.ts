@@ -1,3 +1,4 @@
+import { type AddressInfo, createServer, type Socket } from "node:net";
 import { Readable } from "node:stream";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -161,6 +162,30 @@ describe("KeyLoadClient retries", () => {
     await expect(c.get("k")).rejects.toBeInstanceOf(UnavailableError);
     expect(Date.now() - started).toBeLessThan(1_000);
     expect(v.requests.length).toBeLessThanOrEqual(5);
+  });
+
+  it("ends a call at its deadline, even while an attempt still waits for its answer", async () => {
+    // Accepts connections and never answers.
+    const sockets = new Set<Socket>();
+    const silent = createServer((socket) => sockets.add(socket));
+    await new Promise<void>((resolve) => silent.listen(0, "127.0.0.1", resolve));
+    opened.push({
+      close: () => {
+        for (const socket of sockets) socket.destroy();
+        return new Promise<void>((resolve) => silent.close(() => resolve()));
+      },
+    });
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const c = client([url], { deadlineMs: 300, requestTimeoutMs: 10_000 });
+    for (const [call, expected] of [
+      [() => c.get("k"), { name: "ConnectionError", reason: "Timeout" }],
+      // Its attempt may have reached the voter: a write's outcome is unknown.
+      [() => c.put("k", 1), { name: "UnknownWriteOutcomeError" }],
+    ] as const) {
+      const started = Date.now();
+      await expect(call()).rejects.toMatchObject(expected);
+      expect(Date.now() - started).toBeLessThan(1_500);
+    }
   });
 
   it("waits out Retry-After, and a random share of it again, before trying a refused request again", async () => {

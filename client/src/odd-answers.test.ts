@@ -139,8 +139,8 @@ describe("answers of any shape", () => {
           );
           const tookMs = performance.now() - startedAt;
           const shown = `${name} after ${JSON.stringify([first, second]).slice(0, 400)}: ${String(outcome)}`;
-          // The deadline, and one attempt's timeout begun just before it, bound the call.
-          expect(tookMs, shown).toBeLessThan(DEADLINE_MS + 1_500);
+          // The deadline bounds the call, an attempt under way included (with slack for a busy machine).
+          expect(tookMs, shown).toBeLessThan(DEADLINE_MS + 500);
           if (outcome !== undefined) {
             const typed = outcome instanceof KeyLoadError || outcome instanceof ConnectionError;
             expect(typed, shown).toBe(true);

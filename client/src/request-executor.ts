@@ -118,7 +118,8 @@ export class RequestExecutor {
     let ambiguous = false;
     for (let attempt = 1; ; attempt++) {
       tried.add(endpoint);
-      const request = this.request(exchange, commandId, options.signal);
+      const timeLeftMs = this.options.deadlineMs - (this.options.now() - started);
+      const request = this.request(exchange, commandId, options.signal, timeLeftMs);
       const result = await this.attempt(exchange, endpoint, request, pinned !== undefined, read);
       if (result.ok) return result.value;
       const failure = result.failure;
@@ -159,6 +160,7 @@ export class RequestExecutor {
     exchange: Exchange,
     commandId: string | undefined,
     signal: AbortSignal | undefined,
+    timeLeftMs: number,
   ): OutgoingRequest {
     return {
       method: exchange.method,
@@ -167,6 +169,7 @@ export class RequestExecutor {
       body: openBody(exchange.body),
       signal,
       commandId,
+      timeLeftMs,
     };
   }
 
