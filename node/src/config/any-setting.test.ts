@@ -4,6 +4,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, describe, expect, it } from "vitest";
 import { ConfigError } from "./config-error.js";
+import { REQUIRED_ENV } from "./test-fixtures/required-env.js";
 import { loadVoterConfig, VOTER_CONFIG } from "./voter-config.js";
 
 /**
@@ -11,14 +12,6 @@ import { loadVoterConfig, VOTER_CONFIG } from "./voter-config.js";
  * starts with it or stops with a ConfigError (contract section 5: "an invalid value stops the node at
  * start with a message naming the key"), never with another error out of its own parsing.
  */
-
-const BASE = {
-  KeyLoad__Node__Id: "voter1",
-  KeyLoad__Node__DataDir: "/tmp/v1",
-  KeyLoad__Cluster__Voters: "voter1@127.0.0.1:7201,voter2@127.0.0.1:7202,voter3@127.0.0.1:7203",
-  KeyLoad__Cluster__Secret: "0123456789abcdef-secret",
-  KeyLoad__Bootstrap__AdminKey: "admin-key-0123456789",
-};
 
 const SETTINGS = Object.entries(VOTER_CONFIG).flatMap(([section, table]) =>
   table.map((property) => ({ section, name: property.name })),
@@ -85,11 +78,11 @@ describe("any setting's value", () => {
           const key = `KeyLoad:${section}:${name}`;
           const error = outcome(() =>
             asArgument
-              ? loadVoterConfig({ env: BASE, args: [`--${key}=${value}`] })
-              : loadVoterConfig({ env: { ...BASE, [`KeyLoad__${section}__${name}`]: value } }),
+              ? loadVoterConfig({ env: REQUIRED_ENV, args: [`--${key}=${value}`] })
+              : loadVoterConfig({ env: { ...REQUIRED_ENV, [`KeyLoad__${section}__${name}`]: value } }),
           );
           // A value refused alone names its own key; one refused against another setting may name that.
-        if (error !== undefined) expect(error.key.toLowerCase()).toMatch(/^keyload:[a-z]+:[a-z0-9]+$/);
+          if (error !== undefined) expect(error.key.toLowerCase()).toMatch(/^keyload:[a-z]+:[a-z0-9]+$/);
         },
       ),
       { numRuns: 2_000, seed: 20261206 },
@@ -102,7 +95,7 @@ describe("any setting's value", () => {
       fc.property(fc.constantFrom(...SETTINGS), fileValue, ({ section, name }, value) => {
         const file = join(dir, `config-${n++}.json`);
         writeFileSync(file, JSON.stringify({ KeyLoad: { [section]: { [name]: value } } }));
-        outcome(() => loadVoterConfig({ env: BASE, args: ["--config", file] }));
+        outcome(() => loadVoterConfig({ env: REQUIRED_ENV, args: ["--config", file] }));
       }),
       { numRuns: 500, seed: 20261206 },
     );

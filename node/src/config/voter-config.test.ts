@@ -3,15 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "./config-error.js";
+import { REQUIRED_ENV } from "./test-fixtures/required-env.js";
 import { loadVoterConfig } from "./voter-config.js";
-
-const BASE = {
-  KeyLoad__Node__Id: "voter1",
-  KeyLoad__Node__DataDir: "/tmp/v1",
-  KeyLoad__Cluster__Voters: "voter1@127.0.0.1:7201,voter2@127.0.0.1:7202,voter3@127.0.0.1:7203",
-  KeyLoad__Cluster__Secret: "0123456789abcdef-secret",
-  KeyLoad__Bootstrap__AdminKey: "admin-key-0123456789",
-};
 
 let dir: string | undefined;
 afterEach(() => {
@@ -31,7 +24,7 @@ function configError(fn: () => unknown): ConfigError {
 
 describe("loadVoterConfig", () => {
   it("fills the contract's defaults", () => {
-    const c = loadVoterConfig({ env: BASE });
+    const c = loadVoterConfig({ env: REQUIRED_ENV });
     expect(c.node).toEqual({
       id: "voter1",
       httpHost: "127.0.0.1",
@@ -67,7 +60,7 @@ describe("loadVoterConfig", () => {
 
   it("reads environment keys in any case and lets arguments win over them", () => {
     const env = {
-      ...BASE,
+      ...REQUIRED_ENV,
       KEYLOAD__commandadmission__maxretainedbytes: "1048576",
       keyload__Raft__ElectionTimeoutMs: "2000",
       KeyLoad__Raft__ReadyLagEntries: "5",
@@ -86,7 +79,7 @@ describe("loadVoterConfig", () => {
       JSON.stringify({ KeyLoad: { HttpAdmission: { MaxRequests: 5 }, raft: { heartbeatIntervalMs: 50 } } }),
     );
     const c = loadVoterConfig({
-      env: { ...BASE, KeyLoad__HttpAdmission__MaxRequests: "7" },
+      env: { ...REQUIRED_ENV, KeyLoad__HttpAdmission__MaxRequests: "7" },
       args: ["--config", file],
     });
     expect(c.httpAdmission.MaxRequests).toBe(7);
@@ -95,7 +88,7 @@ describe("loadVoterConfig", () => {
 
   it("names the key and the source of an invalid value", () => {
     const err = configError(() =>
-      loadVoterConfig({ env: { ...BASE, KeyLoad__CommandAdmission__MaxCommands: "-3" } }),
+      loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__CommandAdmission__MaxCommands: "-3" } }),
     );
     expect(err.key).toBe("KeyLoad:CommandAdmission:MaxCommands");
     expect(err.message).toContain("KeyLoad__CommandAdmission__MaxCommands");
@@ -103,27 +96,32 @@ describe("loadVoterConfig", () => {
   });
 
   it("never echoes a secret value", () => {
-    const err = configError(() => loadVoterConfig({ env: { ...BASE, KeyLoad__Cluster__Secret: "short" } }));
+    const err = configError(() =>
+      loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Cluster__Secret: "short" } }),
+    );
     expect(err.key).toBe("KeyLoad:Cluster:Secret");
     expect(err.message).not.toContain("short");
   });
 
   it("refuses unknown keys, missing required keys and malformed arguments", () => {
     expect(
-      configError(() => loadVoterConfig({ env: { ...BASE, KeyLoad__Raft__ElectionTimeout: "5" } })).key,
+      configError(() => loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Raft__ElectionTimeout: "5" } }))
+        .key,
     ).toBe("KeyLoad:Raft:ElectionTimeout");
-    const { KeyLoad__Node__DataDir: _omitted, ...withoutDataDir } = BASE;
+    const { KeyLoad__Node__DataDir: _omitted, ...withoutDataDir } = REQUIRED_ENV;
     expect(configError(() => loadVoterConfig({ env: withoutDataDir })).key).toBe("KeyLoad:Node:DataDir");
-    expect(configError(() => loadVoterConfig({ env: BASE, args: ["--verbose"] })).key).toBe("--verbose");
-    expect(configError(() => loadVoterConfig({ env: { ...BASE, KeyLoad__Node: "x" } })).key).toBe(
+    expect(configError(() => loadVoterConfig({ env: REQUIRED_ENV, args: ["--verbose"] })).key).toBe(
+      "--verbose",
+    );
+    expect(configError(() => loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Node: "x" } })).key).toBe(
       "KeyLoad__Node",
     );
   });
 
   it("accepts a deprecated setting, checks its value, leaves it out and reports where it came from", () => {
-    expect(loadVoterConfig({ env: BASE }).deprecations).toEqual([]);
+    expect(loadVoterConfig({ env: REQUIRED_ENV }).deprecations).toEqual([]);
     const c = loadVoterConfig({
-      env: BASE,
+      env: REQUIRED_ENV,
       args: ["--KeyLoad:Raft:SnapshotSizeRatio=3", "--KeyLoad:Raft:SnapshotIntervalEntries=500"],
     });
     expect(c.deprecations).toEqual([
@@ -136,7 +134,7 @@ describe("loadVoterConfig", () => {
     expect(Object.keys(c.raft)).not.toContain("snapshotSizeRatio");
     expect(c.raft.snapshotIntervalEntries).toBe(500);
     const err = configError(() =>
-      loadVoterConfig({ env: { ...BASE, KeyLoad__Raft__SnapshotSizeRatio: "two" } }),
+      loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Raft__SnapshotSizeRatio: "two" } }),
     );
     expect(err.key).toBe("KeyLoad:Raft:SnapshotSizeRatio");
     expect(err.message).toContain("an integer from 0 to 1000");
@@ -145,37 +143,41 @@ describe("loadVoterConfig", () => {
   it("checks the voter list and that it names this node", () => {
     expect(
       configError(() =>
-        loadVoterConfig({ env: { ...BASE, KeyLoad__Cluster__Voters: "voter1@h:1,voter1@h:2" } }),
+        loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Cluster__Voters: "voter1@h:1,voter1@h:2" } }),
       ).key,
     ).toBe("KeyLoad:Cluster:Voters");
     expect(
-      configError(() => loadVoterConfig({ env: { ...BASE, KeyLoad__Cluster__Voters: "voter2@h:1" } }))
+      configError(() => loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Cluster__Voters: "voter2@h:1" } }))
         .message,
     ).toContain("this node's id voter1");
   });
 
   it("refuses a heartbeat interval too close to the election timeout", () => {
-    const env = { ...BASE, KeyLoad__Raft__HeartbeatIntervalMs: "600" };
+    const env = { ...REQUIRED_ENV, KeyLoad__Raft__HeartbeatIntervalMs: "600" };
     expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Raft:HeartbeatIntervalMs");
   });
 
   it("reads the disk floor's settings and refuses a soft floor under the hard one", () => {
-    expect(loadVoterConfig({ env: BASE }).disk).toEqual({
+    expect(loadVoterConfig({ env: REQUIRED_ENV }).disk).toEqual({
       softFloorBytes: 0,
       marginBytes: 256 * 1024 * 1024,
       hardFloorBytes: 64 * 1024 * 1024,
       probeIntervalMs: 1000,
     });
-    const env = { ...BASE, KeyLoad__Disk__SoftFloorBytes: "1000", KeyLoad__Disk__HardFloorBytes: "2000" };
+    const env = {
+      ...REQUIRED_ENV,
+      KeyLoad__Disk__SoftFloorBytes: "1000",
+      KeyLoad__Disk__HardFloorBytes: "2000",
+    };
     expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Disk:SoftFloorBytes");
     const ok = { ...env, KeyLoad__Disk__SoftFloorBytes: "0" };
     expect(loadVoterConfig({ env: ok }).disk).toMatchObject({ softFloorBytes: 0, hardFloorBytes: 2000 });
   });
 
   it("bounds the databases' native limits", () => {
-    const tooLarge = { ...BASE, KeyLoad__Storage__StateMmapBytes: String(4 * 1024 ** 3) };
+    const tooLarge = { ...REQUIRED_ENV, KeyLoad__Storage__StateMmapBytes: String(4 * 1024 ** 3) };
     expect(configError(() => loadVoterConfig({ env: tooLarge })).key).toBe("KeyLoad:Storage:StateMmapBytes");
-    const tooSmall = { ...BASE, KeyLoad__Storage__LogWalLimitBytes: "4096" };
+    const tooSmall = { ...REQUIRED_ENV, KeyLoad__Storage__LogWalLimitBytes: "4096" };
     expect(configError(() => loadVoterConfig({ env: tooSmall })).key).toBe(
       "KeyLoad:Storage:LogWalLimitBytes",
     );
@@ -183,7 +185,8 @@ describe("loadVoterConfig", () => {
 
   it("reads the advertised HTTP URL as an origin and refuses one with a path, a query or another scheme", () => {
     const advertised = (url: string) =>
-      loadVoterConfig({ env: { ...BASE, KeyLoad__Node__HttpAdvertisedUrl: url } }).node.httpAdvertisedUrl;
+      loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Node__HttpAdvertisedUrl: url } }).node
+        .httpAdvertisedUrl;
     expect(advertised("http://voter1.example:7101")).toBe("http://voter1.example:7101");
     expect(advertised("http://Voter1.Example:80/")).toBe("http://voter1.example");
     expect(advertised("http://[fd00::1]:7101")).toBe("http://[fd00::1]:7101");
@@ -198,7 +201,7 @@ describe("loadVoterConfig", () => {
       "http://voter1.example:99999",
     ]) {
       const err = configError(() =>
-        loadVoterConfig({ env: { ...BASE, KeyLoad__Node__HttpAdvertisedUrl: bad } }),
+        loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Node__HttpAdvertisedUrl: bad } }),
       );
       expect(err.key, bad).toBe("KeyLoad:Node:HttpAdvertisedUrl");
       expect(err.message, bad).toContain("absolute http(s) URL");
@@ -207,7 +210,7 @@ describe("loadVoterConfig", () => {
 
   it("refuses a wildcard HTTP bind without an advertised URL, which would be handed out as the leader's address", () => {
     for (const host of ["0.0.0.0", "::", "0:0:0:0:0:0:0:0"]) {
-      const env = { ...BASE, KeyLoad__Node__HttpHost: host };
+      const env = { ...REQUIRED_ENV, KeyLoad__Node__HttpHost: host };
       const err = configError(() => loadVoterConfig({ env }));
       expect(err.key, host).toBe("KeyLoad:Node:HttpAdvertisedUrl");
       expect(err.message, host).toContain(`wildcard address ${host}`);
@@ -218,7 +221,9 @@ describe("loadVoterConfig", () => {
       });
     }
     // A specific address, the loopback included, is advertised as it is.
-    expect(loadVoterConfig({ env: { ...BASE, KeyLoad__Node__HttpHost: "::1" } }).node.httpHost).toBe("::1");
+    expect(loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Node__HttpHost: "::1" } }).node.httpHost).toBe(
+      "::1",
+    );
   });
 
   it("takes both TLS files or neither, and an advertised URL whose scheme says which", () => {
@@ -226,24 +231,36 @@ describe("loadVoterConfig", () => {
       KeyLoad__Tls__HttpCertFile: "/etc/keyload/voter1.pem",
       KeyLoad__Tls__HttpKeyFile: "/k.pem",
     };
-    expect(loadVoterConfig({ env: { ...BASE, ...tls } }).tls).toEqual({
+    expect(loadVoterConfig({ env: { ...REQUIRED_ENV, ...tls } }).tls).toEqual({
       httpCertFile: "/etc/keyload/voter1.pem",
       httpKeyFile: "/k.pem",
     });
-    const onlyCert = { ...BASE, KeyLoad__Tls__HttpCertFile: "/etc/keyload/voter1.pem" };
+    const onlyCert = { ...REQUIRED_ENV, KeyLoad__Tls__HttpCertFile: "/etc/keyload/voter1.pem" };
     expect(configError(() => loadVoterConfig({ env: onlyCert })).key).toBe("KeyLoad:Tls:HttpKeyFile");
-    const onlyKey = { ...BASE, KeyLoad__Tls__HttpKeyFile: "/k.pem" };
+    const onlyKey = { ...REQUIRED_ENV, KeyLoad__Tls__HttpKeyFile: "/k.pem" };
     expect(configError(() => loadVoterConfig({ env: onlyKey })).key).toBe("KeyLoad:Tls:HttpCertFile");
 
-    const httpsOverPlain = { ...BASE, KeyLoad__Node__HttpAdvertisedUrl: "https://voter1.example:7101" };
+    const httpsOverPlain = {
+      ...REQUIRED_ENV,
+      KeyLoad__Node__HttpAdvertisedUrl: "https://voter1.example:7101",
+    };
     expect(configError(() => loadVoterConfig({ env: httpsOverPlain })).message).toContain(
       "must be an http URL",
     );
-    const plainOverTls = { ...BASE, ...tls, KeyLoad__Node__HttpAdvertisedUrl: "http://voter1.example:7101" };
+    const plainOverTls = {
+      ...REQUIRED_ENV,
+      ...tls,
+      KeyLoad__Node__HttpAdvertisedUrl: "http://voter1.example:7101",
+    };
     const err = configError(() => loadVoterConfig({ env: plainOverTls }));
     expect(err.key).toBe("KeyLoad:Node:HttpAdvertisedUrl");
     expect(err.message).toContain("must be an https URL");
-    const wildcard = { ...BASE, ...tls, KeyLoad__Node__HttpHost: "0.0.0.0", KeyLoad__Node__HttpPort: "443" };
+    const wildcard = {
+      ...REQUIRED_ENV,
+      ...tls,
+      KeyLoad__Node__HttpHost: "0.0.0.0",
+      KeyLoad__Node__HttpPort: "443",
+    };
     expect(configError(() => loadVoterConfig({ env: wildcard })).message).toContain(
       "e.g. https://voter1.example:443",
     );
@@ -251,9 +268,9 @@ describe("loadVoterConfig", () => {
 
   it("bounds the open HTTP connections", () => {
     expect(
-      loadVoterConfig({ env: { ...BASE, KeyLoad__Connections__MaxHttp: "2" } }).connections.maxHttp,
+      loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Connections__MaxHttp: "2" } }).connections.maxHttp,
     ).toBe(2);
-    const none = { ...BASE, KeyLoad__Connections__MaxHttp: "0" };
+    const none = { ...REQUIRED_ENV, KeyLoad__Connections__MaxHttp: "0" };
     expect(configError(() => loadVoterConfig({ env: none })).key).toBe("KeyLoad:Connections:MaxHttp");
   });
 });
