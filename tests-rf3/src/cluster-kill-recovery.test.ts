@@ -21,18 +21,22 @@ describe("three voters killed with SIGKILL at random points", () => {
     });
     const up = [true, true, true];
     const random = new SeededRandom(20261202);
-    await RegisterWorkload.around(cluster, { writers: 6, readers: 2, reachable: (i) => up[i]! }, async () => {
-      for (let round = 0; round < ROUNDS; round++) {
-        await sleep(300 + random.nextInt(900));
-        // Every third round takes two voters down at once: no quorum until one is back.
-        const first = random.nextInt(3);
-        const victims = round % 3 === 2 ? [first, (first + 1 + random.nextInt(2)) % 3] : [first];
-        for (const v of victims) up[v] = false;
-        await Promise.all(victims.map((v) => cluster.kill(VOTER_NAMES[v]!)));
-        await sleep(100 + random.nextInt(700));
-        await Promise.all(victims.map((v) => cluster.start(VOTER_NAMES[v]!)));
-        for (const v of victims) up[v] = true;
-      }
-    });
+    await RegisterWorkload.around(
+      cluster,
+      { keys: 3, writers: 6, readers: 2, reachable: (i) => up[i]! },
+      async () => {
+        for (let round = 0; round < ROUNDS; round++) {
+          await sleep(300 + random.nextInt(900));
+          // Every third round takes two voters down at once: no quorum until one is back.
+          const first = random.nextInt(3);
+          const victims = round % 3 === 2 ? [first, (first + 1 + random.nextInt(2)) % 3] : [first];
+          for (const v of victims) up[v] = false;
+          await Promise.all(victims.map((v) => cluster.kill(VOTER_NAMES[v]!)));
+          await sleep(100 + random.nextInt(700));
+          await Promise.all(victims.map((v) => cluster.start(VOTER_NAMES[v]!)));
+          for (const v of victims) up[v] = true;
+        }
+      },
+    );
   });
 });

@@ -46,7 +46,7 @@ describe.skipIf(noPartitions !== undefined)(
             return others.map((o): VoterLink => [v, o]);
         }
       };
-      await RegisterWorkload.around(cluster, { writers: 6, readers: 3 }, async () => {
+      await RegisterWorkload.around(cluster, { keys: 3, writers: 6, readers: 3 }, async () => {
         for (let round = 0; round < ROUNDS; round++) {
           await sleep(300 + random.nextInt(700));
           await cluster.cut(await faults(round));

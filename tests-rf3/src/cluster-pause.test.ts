@@ -15,7 +15,7 @@ describe("three voters stopped (SIGSTOP) and resumed at random", () => {
       env: { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
     });
     const random = new SeededRandom(20261204);
-    await RegisterWorkload.around(cluster, { writers: 6, readers: 3 }, async () => {
+    await RegisterWorkload.around(cluster, { keys: 3, writers: 6, readers: 3 }, async () => {
       for (let round = 0; round < ROUNDS; round++) {
         await sleep(300 + random.nextInt(700));
         // Half the rounds stop the leader: it wakes believing it still leads, with requests queued.

@@ -3,7 +3,7 @@ import type { TestCluster } from "@keyload/apphost/testing";
 import {
   type CommandOutcome,
   ConnectionError,
-  type Document,
+  FailedPreconditionError,
   type KeyLoadClient,
   NotFoundError,
   ResourceExhaustedError,
@@ -11,6 +11,14 @@ import {
   UnknownWriteOutcomeError,
 } from "@keyload/client";
 import { expect } from "vitest";
+import {
+  type FinalDocument,
+  type ReadOp,
+  type RegisterOp,
+  registerViolations,
+  type WriteOp,
+  type WriteOutcome,
+} from "./register-history.js";
 import { SeededRandom } from "./seeded-random.js";
 
 /** Attempts per command ID: an unknown outcome is retried with the same ID, as the contract says. */
@@ -34,7 +42,9 @@ function explain(error: unknown): string {
 }
 
 export interface RegisterWorkloadOptions {
-  /** Writers, each the only writer of its own key `k<w>`. */
+  /** Catalog keys `k0..k<keys-1>`, which every writer writes. */
+  readonly keys: number;
+  /** Writers of random keys through random voters, half their writes conditional on a read before. */
   readonly writers: number;
   /** Readers of random keys through random voters. */
   readonly readers: number;
@@ -43,25 +53,24 @@ export interface RegisterWorkloadOptions {
 }
 
 /**
- * Single-writer registers over the catalog, written and read through every voter while a test
- * injects faults, and the checks that make them a linearizability test:
- * - a write's answer is either right or transient (429, 503, 504, no answer), never another error;
- * - each acknowledged write of a key answers a higher version than the one before;
- * - a read that began after a write was acknowledged sees that write or a later one, through any
- *   voter (an old leader cut off from the others must not answer from its own state);
- * - once the faults stop: every acknowledged write committed, a key's version counts the commands
- *   that committed to it (a retried command applied once), and every voter holds the same documents.
+ * Registers over the catalog, written and read through every voter while a test injects faults, and
+ * the checks that make them a linearizability test (register-history.ts):
+ * - a write's answer is right or transient (429, 503, 504, no answer), or FailedPrecondition for a
+ *   conditional one, never another error; a read's, the document, NotFound or transient;
+ * - once the faults stop, each command's durable outcome and each key's document on every voter:
+ *   every acknowledged write committed at the version it was answered, a refused one did not commit,
+ *   a key's versions count the commands that committed to it (a retried command applied once), every
+ *   voter holds the same documents, and the order the versions give every write and every read agrees
+ *   with real time (so no voter answered a stale read, through a new leader or an old one).
  * Each request goes to one voter, once (the client neither retries nor fails over): the workload
  * picks the voter and retries a write under its command ID itself.
  */
 export class RegisterWorkload {
-  /** key -> the last acknowledged write's value and version. */
-  private readonly acked = new Map<string, { value: number; version: number }>();
+  private readonly history: RegisterOp[] = [];
   private readonly urls: readonly string[];
   private readonly client: KeyLoadClient;
   private next = 0;
   private running = true;
-  private reads = 0;
   private failure: { readonly error: unknown } | undefined;
   private readonly loops: Promise<void>[];
 
@@ -73,10 +82,10 @@ export class RegisterWorkload {
     this.client = cluster.client(cluster.adminKey, { maxAttempts: 1, adaptiveThrottle: false });
     this.loops = [
       ...Array.from({ length: options.writers }, (_, w) => this.write(w)),
-      ...Array.from({ length: options.readers }, (_, r) => this.read(r)),
+      ...Array.from({ length: options.readers }, (_, r) => this.readLoop(r)),
     ].map((loop) =>
       loop.catch((error: unknown) => {
-        // The first failed check ends the workload; stop() reports it.
+        // The first unexpected answer ends the workload; stop() reports it.
         this.failure ??= { error };
         this.running = false;
       }),
@@ -99,11 +108,10 @@ export class RegisterWorkload {
       await workload.stop();
     }
     await cluster.waitForReady(30_000);
-    expect(workload.reads).toBeGreaterThan(0);
-    await workload.verifyConverged();
+    await workload.verify();
   }
 
-  /** Ends the writers and readers; throws the first failed check among them. */
+  /** Ends the writers and readers; throws the first unexpected answer among them. */
   async stop(): Promise<void> {
     this.running = false;
     await Promise.all(this.loops);
@@ -111,36 +119,32 @@ export class RegisterWorkload {
   }
 
   /** The checks once the cluster is whole and quiet again. */
-  async verifyConverged(): Promise<void> {
-    expect(this.acked.size).toBe(this.options.writers);
+  async verify(): Promise<void> {
+    const ops = this.history;
+    // The workload did what the checks need: reads that found a document, and conditional writes that
+    // committed.
+    expect(ops.some((op) => op.kind === "read" && op.seen !== "absent")).toBe(true);
+    expect(
+      ops.some(
+        (op) => op.kind === "write" && op.expectedVersion !== undefined && typeof op.answer === "object",
+      ),
+    ).toBe(true);
     const verifier = this.cluster.client(this.cluster.adminKey, { adaptiveThrottle: false });
     // Below the shipped limit of eight HTTP requests in flight per principal.
-    const outcomes = await mapLimit(range(this.next), 6, async (n): Promise<CommandOutcome | undefined> => {
-      try {
-        return await verifier.getCommand(`c${n}`);
-      } catch (error) {
-        // Never committed: the only other answer once the cluster is whole.
-        if (error instanceof NotFoundError) return undefined;
-        throw error;
-      }
-    });
-    const committed = new Map<string, number>();
-    for (const outcome of outcomes) {
-      const key = (outcome?.status === "committed" ? (outcome.result as { key?: string }) : {}).key;
-      if (key !== undefined) committed.set(key, (committed.get(key) ?? 0) + 1);
+    const outcomes = await mapLimit(
+      range(this.next),
+      6,
+      async (n) => [n, await outcomeOf(verifier, n)] as const,
+    );
+    const finals = new Map<string, FinalDocument>();
+    for (let k = 0; k < this.options.keys; k++) {
+      const key = `k${k}`;
+      const docs = await Promise.all(this.urls.map((endpoint) => documentAt(verifier, key, endpoint)));
+      for (const doc of docs) expect(doc, `${key} on every voter`).toEqual(docs[0]);
+      if (docs[0] !== undefined) finals.set(key, docs[0]);
     }
-    for (const [key, { value }] of this.acked) {
-      expect(outcomes[value], `the outcome of acknowledged write c${value}`).toMatchObject({
-        status: "committed",
-      });
-      const docs = await Promise.all(this.urls.map((endpoint) => verifier.get<number>(key, { endpoint })));
-      for (const doc of docs) {
-        // A later unacknowledged write may have committed too, never an earlier value.
-        expect(doc.value).toBeGreaterThanOrEqual(value);
-        expect(doc).toEqual(docs[0]);
-      }
-      expect(docs[0]!.version, `the version of ${key}`).toBe(committed.get(key));
-    }
+    const violations = registerViolations(ops, new Map(outcomes), finals);
+    expect(violations, `not linearizable:\n${violations.join("\n")}`).toEqual([]);
   }
 
   private target(random: SeededRandom): number | null {
@@ -148,63 +152,118 @@ export class RegisterWorkload {
     return (this.options.reachable?.(i) ?? true) ? i : null;
   }
 
+  /** A reachable voter's index, waiting while none of those `random` picks is. */
+  private async voter(random: SeededRandom): Promise<number | undefined> {
+    while (this.running) {
+      const i = this.target(random);
+      if (i !== null) return i;
+      await sleep(5);
+    }
+    return undefined;
+  }
+
   private async write(w: number): Promise<void> {
-    const key = `k${w}`;
-    // Each writer has its own sequence of voters, so writes go to leader and followers alike.
+    // Each writer has its own sequence of voters and keys, so writes go to leader and followers alike.
     const random = new SeededRandom(w + 1);
     while (this.running) {
+      const key = `k${random.nextInt(this.options.keys)}`;
+      let expectedVersion: number | undefined;
+      if (random.nextInt(2) === 0) {
+        const read = await this.read(key, random);
+        if (read === undefined) continue;
+        expectedVersion = read.seen === "absent" ? 0 : read.seen.version;
+      }
       const n = this.next++;
-      for (let attempt = 0; attempt < MAX_ATTEMPTS && this.running; ) {
-        const i = this.target(random);
-        if (i === null) {
-          await sleep(5);
-          continue;
-        }
-        attempt++;
-        let version: number;
+      const op: WriteOp = {
+        kind: "write",
+        key,
+        n,
+        start: performance.now(),
+        ...(expectedVersion === undefined ? {} : { expectedVersion }),
+      };
+      this.history.push(op);
+      for (let attempt = 0; attempt < MAX_ATTEMPTS && this.running; attempt++) {
+        const i = await this.voter(random);
+        if (i === undefined) break;
         try {
-          ({ version } = await this.client.put(key, n, { commandId: `c${n}`, endpoint: this.urls[i]! }));
+          const { version } = await this.client.put(key, n, {
+            commandId: `c${n}`,
+            endpoint: this.urls[i]!,
+            expectedVersion,
+          });
+          op.answer = { version };
         } catch (error) {
-          expect(isTransient(error), `the answer to write c${n}: ${explain(error)}`).toBe(true);
-          await sleep(20);
-          continue;
+          if (expectedVersion !== undefined && error instanceof FailedPreconditionError) {
+            op.answer = "failed-precondition";
+          } else {
+            expect(isTransient(error), `the answer to write c${n}: ${explain(error)}`).toBe(true);
+            await sleep(20);
+            continue;
+          }
         }
-        // One writer per key, one write at a time: each acknowledged write lands above the last.
-        expect(version, `the version write c${n} of ${key} answered`).toBeGreaterThan(
-          this.acked.get(key)?.version ?? 0,
-        );
-        this.acked.set(key, { value: n, version });
+        op.end = performance.now();
         break;
       }
     }
   }
 
-  private async read(r: number): Promise<void> {
+  private async readLoop(r: number): Promise<void> {
     const random = new SeededRandom(1000 + r);
-    while (this.running) {
-      const i = this.target(random);
-      if (i === null) {
-        await sleep(5);
-        continue;
+    while (this.running) await this.read(`k${random.nextInt(this.options.keys)}`, random);
+  }
+
+  /** One read of `key` through a voter `random` picks, recorded if answered. */
+  private async read(key: string, random: SeededRandom): Promise<ReadOp | undefined> {
+    const i = await this.voter(random);
+    if (i === undefined) return undefined;
+    const start = performance.now();
+    let seen: ReadOp["seen"];
+    try {
+      const doc = await this.client.get<number>(key, { endpoint: this.urls[i]! });
+      seen = { value: doc.value, version: doc.version };
+    } catch (error) {
+      if (!(error instanceof NotFoundError)) {
+        expect(isTransient(error), `the answer to a read: ${explain(error)}`).toBe(true);
+        await sleep(20);
+        return undefined;
       }
-      const key = `k${random.nextInt(this.options.writers)}`;
-      const floor = this.acked.get(key)?.value;
-      let doc: Document<number>;
-      try {
-        doc = await this.client.get<number>(key, { endpoint: this.urls[i]! });
-      } catch (error) {
-        if (error instanceof NotFoundError) {
-          expect(floor, `a read of ${key} through voter${i + 1} found nothing`).toBeUndefined();
-        } else {
-          expect(isTransient(error), `the answer to a read: ${explain(error)}`).toBe(true);
-          await sleep(20);
-        }
-        continue;
-      }
-      this.reads++;
-      const stale = `a read of ${key} through voter${i + 1}, begun after value ${floor} was acknowledged`;
-      if (floor !== undefined) expect(doc.value, stale).toBeGreaterThanOrEqual(floor);
+      seen = "absent";
     }
+    const op: ReadOp = { kind: "read", key, start, end: performance.now(), seen, via: `voter${i + 1}` };
+    this.history.push(op);
+    return op;
+  }
+}
+
+/** A command's durable outcome, as the history check reads it. */
+async function outcomeOf(client: KeyLoadClient, n: number): Promise<WriteOutcome> {
+  let outcome: CommandOutcome;
+  try {
+    outcome = await client.getCommand(`c${n}`);
+  } catch (error) {
+    // Never committed: the only other answer once the cluster is whole.
+    if (error instanceof NotFoundError) return { status: "none" };
+    throw error;
+  }
+  if (outcome.status === "committed") {
+    const { key, version } = outcome.result as { key: string; version: number };
+    return { status: "committed", key, version };
+  }
+  expect(outcome.status, `the outcome of c${n}`).toBe("failed");
+  return { status: "failed", code: outcome.error?.code ?? "none" };
+}
+
+async function documentAt(
+  client: KeyLoadClient,
+  key: string,
+  endpoint: string,
+): Promise<FinalDocument | undefined> {
+  try {
+    const { value, version } = await client.get<number>(key, { endpoint });
+    return { value, version };
+  } catch (error) {
+    if (error instanceof NotFoundError) return undefined;
+    throw error;
   }
 }
 
