@@ -12,7 +12,7 @@ import { parseArgs } from "node:util";
 import { exitStatus, handleInterrupts, interruptedBy, runInGroup, signalStatus } from "./process-group.mjs";
 
 const USAGE = `usage: pnpm soak (--minutes M | --rounds N) [--suites sim,rf3] [--seeds N] [--start S]
-                 [--steps N] [--profile NAME] [--filter 'kill|pause|partition']
+                 [--steps N] [--profile NAME] [--filter 'kill|pause|partition|faults']
 
   --minutes M   start no round after M minutes (a round in progress finishes)
   --rounds N    run N rounds at most (with --minutes, whichever comes first)
@@ -21,7 +21,7 @@ const USAGE = `usage: pnpm soak (--minutes M | --rounds N) [--suites sim,rf3] [-
   --start S     the first seed (default: a random one above the CI's range, printed)
   --steps N, --profile NAME   passed to the simulator
   --filter F    RF3 test files whose path holds one of F's |-separated words
-                (default kill|pause|partition)`;
+                (default kill|pause|partition|faults)`;
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** How long an interrupted step gets to clean up before its processes are killed. */
@@ -61,7 +61,7 @@ try {
       start: { type: "string" },
       steps: { type: "string" },
       profile: { type: "string" },
-      filter: { type: "string", default: "kill|pause|partition" },
+      filter: { type: "string", default: "kill|pause|partition|faults" },
       help: { type: "boolean", short: "h", default: false },
     },
     strict: true,

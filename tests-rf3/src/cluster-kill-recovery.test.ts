@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { VOTER_NAMES } from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
 import { RegisterWorkload } from "./test-fixtures/register-workload.js";
 import { SeededRandom } from "./test-fixtures/seeded-random.js";
 
@@ -13,15 +14,14 @@ describe("three voters killed with SIGKILL at random points", () => {
   it("lose no acknowledged write, serve no stale read, apply every command once and converge", async () => {
     const cluster = await startCluster({
       env: {
-        KeyLoad__Raft__ElectionTimeoutMs: "500",
-        KeyLoad__Raft__HeartbeatIntervalMs: "50",
+        ...FAST_RAFT,
         // Snapshots, compaction and snapshot installs happen between the kills too.
         KeyLoad__Raft__SnapshotIntervalEntries: "200",
       },
     });
     const up = [true, true, true];
     const random = new SeededRandom(20261202);
-    await RegisterWorkload.around(
+    await RegisterWorkload.run(
       cluster,
       { keys: 3, writers: 6, readers: 2, reachable: (i) => up[i]! },
       async () => {

@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { linksBetween, VOTER_NAMES, type VoterLink, type VoterName } from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
 import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 import { RegisterWorkload } from "./test-fixtures/register-workload.js";
 import { SeededRandom } from "./test-fixtures/seeded-random.js";
@@ -18,8 +19,7 @@ describe.skipIf(noPartitions !== undefined)(
     it("serve no stale read, lose no acknowledged write, apply every command once and converge", async () => {
       const cluster = await startCluster({
         env: {
-          KeyLoad__Raft__ElectionTimeoutMs: "500",
-          KeyLoad__Raft__HeartbeatIntervalMs: "50",
+          ...FAST_RAFT,
           KeyLoad__Raft__SnapshotIntervalEntries: "200",
         },
       });
@@ -46,7 +46,7 @@ describe.skipIf(noPartitions !== undefined)(
             return others.map((o): VoterLink => [v, o]);
         }
       };
-      await RegisterWorkload.around(cluster, { keys: 3, writers: 6, readers: 3 }, async () => {
+      await RegisterWorkload.run(cluster, { keys: 3, writers: 6, readers: 3 }, async () => {
         for (let round = 0; round < ROUNDS; round++) {
           await sleep(300 + random.nextInt(700));
           await cluster.cut(await faults(round));

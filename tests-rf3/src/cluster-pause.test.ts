@@ -2,6 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { VOTER_NAMES } from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
 import { RegisterWorkload } from "./test-fixtures/register-workload.js";
 import { SeededRandom } from "./test-fixtures/seeded-random.js";
 
@@ -12,10 +13,10 @@ const startCluster = clusterPerTest();
 describe("three voters stopped (SIGSTOP) and resumed at random", () => {
   it("serve no stale read from a leader that slept through its replacement, and converge", async () => {
     const cluster = await startCluster({
-      env: { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
+      env: FAST_RAFT,
     });
     const random = new SeededRandom(20261204);
-    await RegisterWorkload.around(cluster, { keys: 3, writers: 6, readers: 3 }, async () => {
+    await RegisterWorkload.run(cluster, { keys: 3, writers: 6, readers: 3 }, async () => {
       for (let round = 0; round < ROUNDS; round++) {
         await sleep(300 + random.nextInt(700));
         // Half the rounds stop the leader: it wakes believing it still leads, with requests queued.

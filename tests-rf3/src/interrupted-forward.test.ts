@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
+import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
 
 const startCluster = clusterPerTest();
 
@@ -7,8 +8,7 @@ describe("a forward the leader never answers", () => {
   it("answers UnknownWriteOutcome, and the same command ID later resolves to one application", async () => {
     const cluster = await startCluster({
       env: {
-        KeyLoad__Raft__ElectionTimeoutMs: "500",
-        KeyLoad__Raft__HeartbeatIntervalMs: "50",
+        ...FAST_RAFT,
         KeyLoad__Raft__ReplicationDeadlineMs: "1500",
       },
     });

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
-
-const FAST_RAFT = { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" };
+import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
 
 const startCluster = clusterPerTest();
 const connect = clientsPerTest();

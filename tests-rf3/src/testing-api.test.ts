@@ -5,6 +5,7 @@ import { UnauthenticatedError, UnavailableError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { failure } from "./test-fixtures/failure.js";
+import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
 
 const startCluster = clusterPerTest();
 
@@ -62,7 +63,7 @@ describe("the testing API", () => {
 
   it("kills, restarts, pauses, wipes and replaces voters, and dispose leaves nothing behind", async () => {
     const cluster = await startCluster({
-      env: { KeyLoad__Raft__ElectionTimeoutMs: "500", KeyLoad__Raft__HeartbeatIntervalMs: "50" },
+      env: FAST_RAFT,
     });
     const admin = cluster.adminClient();
     const first = await cluster.waitForLeader();

@@ -1,16 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TestCluster } from "@keyload/apphost/testing";
-import {
-  type CommandOutcome,
-  ConnectionError,
-  FailedPreconditionError,
-  type KeyLoadClient,
-  NotFoundError,
-  ResourceExhaustedError,
-  UnavailableError,
-  UnknownWriteOutcomeError,
-} from "@keyload/client";
+import { FailedPreconditionError, type KeyLoadClient, NotFoundError } from "@keyload/client";
 import { expect } from "vitest";
+import { durableOutcome, FaultWorkload, mapLimit } from "./fault-workload.js";
 import {
   type FinalDocument,
   type ReadOp,
@@ -20,26 +12,6 @@ import {
   type WriteOutcome,
 } from "./register-history.js";
 import { SeededRandom } from "./seeded-random.js";
-
-/** Attempts per command ID: an unknown outcome is retried with the same ID, as the contract says. */
-const MAX_ATTEMPTS = 5;
-
-/**
- * What a fault may answer: admission refused (429), no leader or quorum (503), outcome unknown (504),
- * or no answer at all (the voter died, or the request timed out).
- */
-function isTransient(error: unknown): boolean {
-  return (
-    error instanceof ResourceExhaustedError ||
-    error instanceof UnavailableError ||
-    error instanceof UnknownWriteOutcomeError ||
-    error instanceof ConnectionError
-  );
-}
-
-function explain(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
 
 export interface RegisterWorkloadOptions {
   /** Catalog keys `k0..k<keys-1>`, which every writer writes. */
@@ -62,60 +34,28 @@ export interface RegisterWorkloadOptions {
  *   a key's versions count the commands that committed to it (a retried command applied once), every
  *   voter holds the same documents, and the order the versions give every write and every read agrees
  *   with real time (so no voter answered a stale read, through a new leader or an old one).
- * Each request goes to one voter, once (the client neither retries nor fails over): the workload
- * picks the voter and retries a write under its command ID itself.
  */
-export class RegisterWorkload {
+export class RegisterWorkload extends FaultWorkload {
   private readonly history: RegisterOp[] = [];
-  private readonly urls: readonly string[];
-  private readonly client: KeyLoadClient;
   private next = 0;
-  private running = true;
-  private failure: { readonly error: unknown } | undefined;
-  private readonly loops: Promise<void>[];
 
   constructor(
-    private readonly cluster: TestCluster,
+    cluster: TestCluster,
     private readonly options: RegisterWorkloadOptions,
   ) {
-    this.urls = cluster.voters.map((v) => v.httpUrl);
-    this.client = cluster.client(cluster.adminKey, { maxAttempts: 1, adaptiveThrottle: false });
-    this.loops = [
+    super(cluster, options.reachable);
+    this.start([
       ...Array.from({ length: options.writers }, (_, w) => this.write(w)),
       ...Array.from({ length: options.readers }, (_, r) => this.readLoop(r)),
-    ].map((loop) =>
-      loop.catch((error: unknown) => {
-        // The first unexpected answer ends the workload; stop() reports it.
-        this.failure ??= { error };
-        this.running = false;
-      }),
-    );
+    ]);
   }
 
-  /**
-   * Runs the workload while `faults` runs, then, with every voter ready again, makes every check: the
-   * usual shape of a fault test.
-   */
-  static async around(
+  static run(
     cluster: TestCluster,
     options: RegisterWorkloadOptions,
     faults: () => Promise<void>,
   ): Promise<void> {
-    const workload = new RegisterWorkload(cluster, options);
-    try {
-      await faults();
-    } finally {
-      await workload.stop();
-    }
-    await cluster.waitForReady(30_000);
-    await workload.verify();
-  }
-
-  /** Ends the writers and readers; throws the first unexpected answer among them. */
-  async stop(): Promise<void> {
-    this.running = false;
-    await Promise.all(this.loops);
-    if (this.failure) throw this.failure.error;
+    return FaultWorkload.around(new RegisterWorkload(cluster, options), faults);
   }
 
   /** The checks once the cluster is whole and quiet again. */
@@ -132,34 +72,19 @@ export class RegisterWorkload {
     const verifier = this.cluster.client(this.cluster.adminKey, { adaptiveThrottle: false });
     // Below the shipped limit of eight HTTP requests in flight per principal.
     const outcomes = await mapLimit(
-      range(this.next),
+      Array.from({ length: this.next }, (_, n) => n),
       6,
       async (n) => [n, await outcomeOf(verifier, n)] as const,
     );
     const finals = new Map<string, FinalDocument>();
     for (let k = 0; k < this.options.keys; k++) {
       const key = `k${k}`;
-      const docs = await Promise.all(this.urls.map((endpoint) => documentAt(verifier, key, endpoint)));
+      const docs = await Promise.all(this.cluster.voters.map((v) => documentAt(verifier, key, v.httpUrl)));
       for (const doc of docs) expect(doc, `${key} on every voter`).toEqual(docs[0]);
       if (docs[0] !== undefined) finals.set(key, docs[0]);
     }
     const violations = registerViolations(ops, new Map(outcomes), finals);
     expect(violations, `not linearizable:\n${violations.join("\n")}`).toEqual([]);
-  }
-
-  private target(random: SeededRandom): number | null {
-    const i = random.nextInt(this.urls.length);
-    return (this.options.reachable?.(i) ?? true) ? i : null;
-  }
-
-  /** A reachable voter's index, waiting while none of those `random` picks is. */
-  private async voter(random: SeededRandom): Promise<number | undefined> {
-    while (this.running) {
-      const i = this.target(random);
-      if (i !== null) return i;
-      await sleep(5);
-    }
-    return undefined;
   }
 
   private async write(w: number): Promise<void> {
@@ -182,28 +107,23 @@ export class RegisterWorkload {
         ...(expectedVersion === undefined ? {} : { expectedVersion }),
       };
       this.history.push(op);
-      for (let attempt = 0; attempt < MAX_ATTEMPTS && this.running; attempt++) {
-        const i = await this.voter(random);
-        if (i === undefined) break;
-        try {
+      op.answer = await this.command<WriteOp["answer"] & {}>(
+        random,
+        `write c${n}`,
+        async (endpoint) => {
           const { version } = await this.client.put(key, n, {
             commandId: `c${n}`,
-            endpoint: this.urls[i]!,
+            endpoint,
             expectedVersion,
           });
-          op.answer = { version };
-        } catch (error) {
-          if (expectedVersion !== undefined && error instanceof FailedPreconditionError) {
-            op.answer = "failed-precondition";
-          } else {
-            expect(isTransient(error), `the answer to write c${n}: ${explain(error)}`).toBe(true);
-            await sleep(20);
-            continue;
-          }
-        }
-        op.end = performance.now();
-        break;
-      }
+          return { version };
+        },
+        (error) =>
+          expectedVersion !== undefined && error instanceof FailedPreconditionError
+            ? ("failed-precondition" as const)
+            : undefined,
+      );
+      if (op.answer !== undefined) op.end = performance.now();
     }
   }
 
@@ -219,11 +139,11 @@ export class RegisterWorkload {
     const start = performance.now();
     let seen: ReadOp["seen"];
     try {
-      const doc = await this.client.get<number>(key, { endpoint: this.urls[i]! });
+      const doc = await this.client.get<number>(key, { endpoint: this.endpoint(i) });
       seen = { value: doc.value, version: doc.version };
     } catch (error) {
       if (!(error instanceof NotFoundError)) {
-        expect(isTransient(error), `the answer to a read: ${explain(error)}`).toBe(true);
+        this.expectTransient(error, `a read of ${key}`);
         await sleep(20);
         return undefined;
       }
@@ -235,22 +155,12 @@ export class RegisterWorkload {
   }
 }
 
-/** A command's durable outcome, as the history check reads it. */
+/** What a command's durable outcome says of the key and version it wrote. */
 async function outcomeOf(client: KeyLoadClient, n: number): Promise<WriteOutcome> {
-  let outcome: CommandOutcome;
-  try {
-    outcome = await client.getCommand(`c${n}`);
-  } catch (error) {
-    // Never committed: the only other answer once the cluster is whole.
-    if (error instanceof NotFoundError) return { status: "none" };
-    throw error;
-  }
-  if (outcome.status === "committed") {
-    const { key, version } = outcome.result as { key: string; version: number };
-    return { status: "committed", key, version };
-  }
-  expect(outcome.status, `the outcome of c${n}`).toBe("failed");
-  return { status: "failed", code: outcome.error?.code ?? "none" };
+  const outcome = await durableOutcome(client, `c${n}`);
+  if (outcome.status !== "committed") return outcome;
+  const { key, version } = outcome.result as { key: string; version: number };
+  return { status: "committed", key, version };
 }
 
 async function documentAt(
@@ -265,23 +175,4 @@ async function documentAt(
     if (error instanceof NotFoundError) return undefined;
     throw error;
   }
-}
-
-function range(n: number): number[] {
-  return Array.from({ length: n }, (_, i) => i);
-}
-
-/** Runs `fn` over `items` with at most `limit` in flight, results in order. */
-async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: limit }, async () => {
-      while (next < items.length) {
-        const i = next++;
-        out[i] = await fn(items[i]!);
-      }
-    }),
-  );
-  return out;
 }
