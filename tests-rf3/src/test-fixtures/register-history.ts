@@ -1,13 +1,13 @@
+import { type Placed, placedRead, placedWrite, realTimeInversions } from "./version-order.js";
+
 /**
  * A linearizability check for versioned registers: catalog keys written by many writers, some of them
  * conditionally (`expectedVersion`), and read through any voter while faults are injected.
  *
  * A key's version counts the puts committed to it, so the versions are the order the cluster applied
- * them in: the write that committed at version v is the key's v-th write, and a read that saw version
- * v sits between it and the (v+1)-th. The history is linearizable if and only if that order agrees
- * with real time: whenever one operation ended before another began, the first is not later in the
- * version order. Checking that for every such pair needs no search (as a general checker such as
- * Knossos or Porcupine must make), so every operation of a long run is checked.
+ * them in, and the history is linearizable if and only if that order agrees with real time
+ * (version-order.ts). Checking that needs no search (as a general checker such as Knossos or
+ * Porcupine must make), so every operation of a long run is checked.
  *
  * Each write carries a value no other write carries (its command's number), so a read names the
  * write it saw. A write that was never answered (a crash, a timeout, retries given up) may still have
@@ -151,20 +151,7 @@ function checkVersionsCountCommits(
   }
 }
 
-/** An operation placed in the key's version order, with the real-time interval it was in flight. */
-interface Placed {
-  /** 2v for the write that made version v, 2v + 1 for a read that saw v: reads after the write. */
-  readonly place: number;
-  readonly start: number;
-  /** Infinity when it was never answered: it may have taken effect at any time after its start. */
-  readonly end: number;
-  readonly name: string;
-}
-
-/**
- * No operation that ended before another began is later than it in the version order. A sweep over
- * the operations by start keeps the latest place among those already ended.
- */
+/** No operation that ended before another began is later than it in the version order. */
 function checkRealTimeOrder(
   keyOps: readonly RegisterOp[],
   outcomeOf: (n: number) => WriteOutcome,
@@ -175,40 +162,15 @@ function checkRealTimeOrder(
     if (op.kind === "read") {
       const version = op.seen === "absent" ? 0 : op.seen.version;
       const saw = op.seen === "absent" ? "nothing" : `version ${version}`;
-      placed.push({
-        place: 2 * version + 1,
-        start: op.start,
-        end: op.end,
-        name: `a read through ${op.via} that saw ${saw}`,
-      });
+      placed.push(placedRead(version, op.start, op.end, `a read through ${op.via} that saw ${saw}`));
       continue;
     }
     const outcome = outcomeOf(op.n);
     if (outcome.status !== "committed" || outcome.key !== op.key) continue;
-    const end = op.answer === undefined ? Number.POSITIVE_INFINITY : (op.end ?? Number.POSITIVE_INFINITY);
-    placed.push({
-      place: 2 * outcome.version,
-      start: op.start,
-      end,
-      name: `write c${op.n} (version ${outcome.version})`,
-    });
+    const end = op.answer === undefined ? undefined : op.end;
+    placed.push(placedWrite(outcome.version, op.start, end, `write c${op.n} (version ${outcome.version})`));
   }
-  const byStart = [...placed].sort((a, b) => a.start - b.start);
-  const byEnd = [...placed].sort((a, b) => a.end - b.end);
-  let ended = 0;
-  let latest: Placed | undefined;
-  for (const op of byStart) {
-    while (ended < byEnd.length && byEnd[ended]!.end < op.start) {
-      const done = byEnd[ended++]!;
-      if (latest === undefined || done.place > latest.place) latest = done;
-    }
-    if (latest !== undefined && latest.place > op.place) {
-      const key = keyOps[0]!.key;
-      report(
-        `${key}: ${latest.name} ended before ${op.name} began, yet the first is later in the version order`,
-      );
-    }
-  }
+  realTimeInversions(keyOps[0]!.key, placed, report);
 }
 
 function byKey(ops: readonly RegisterOp[]): Map<string, RegisterOp[]> {
