@@ -9,7 +9,7 @@ import {
   type TransferOp,
   type TransferOutcome,
 } from "./bank-history.js";
-import { durableOutcome, FaultWorkload, mapLimit } from "./fault-workload.js";
+import { durableOutcome, FaultWorkload, type FaultWorkloadOptions, mapLimit } from "./fault-workload.js";
 import { SeededRandom } from "./seeded-random.js";
 
 /** What each account holds before the first transfer. */
@@ -17,15 +17,13 @@ const OPENING = 100;
 /** The largest amount one transfer moves. */
 const MAX_AMOUNT = 10;
 
-export interface BankWorkloadOptions {
+export interface BankWorkloadOptions extends FaultWorkloadOptions {
   /** Accounts `acct0..acct<accounts-1>`. */
   readonly accounts: number;
   /** Transferers, each reading two random accounts and moving an amount between them. */
   readonly transferers: number;
   /** Readers of every account at once, through random voters. */
   readonly readers: number;
-  /** Whether voter `i` (of `cluster.voters`) can be sent to now (a killed one cannot); any by default. */
-  readonly reachable?: (i: number) => boolean;
 }
 
 /**

@@ -13,6 +13,8 @@ import type { SeededRandom } from "./seeded-random.js";
 
 /** Attempts per command ID: an unknown outcome is retried with the same ID, as the contract says. */
 const MAX_ATTEMPTS = 5;
+/** How long a drain after the faults may take; the checks report what it left. */
+const DRAIN_MS = 30_000;
 
 /**
  * What a fault may answer: admission refused (429), no leader or quorum (503), outcome unknown (504),
@@ -27,6 +29,11 @@ function isTransient(error: unknown): boolean {
   );
 }
 
+export interface FaultWorkloadOptions {
+  /** Whether voter `i` (of `cluster.voters`) can be sent to now (a killed one cannot); any by default. */
+  readonly reachable?: (i: number) => boolean;
+}
+
 /**
  * A workload run through every voter while a test injects faults, checked once they stop: its loops
  * send each request to one voter, once (the client neither retries nor fails over), pick the voter
@@ -39,6 +46,7 @@ export abstract class FaultWorkload {
   private readonly urls: readonly string[];
   private failure: { readonly error: unknown } | undefined;
   private loops: Promise<void>[] = [];
+  private nextCommand = 0;
 
   constructor(
     protected readonly cluster: TestCluster,
@@ -90,6 +98,27 @@ export abstract class FaultWorkload {
       await sleep(5);
     }
     return undefined;
+  }
+
+  /** A command ID no other command of the workload has, `prefix` saying what it is for. */
+  protected commandId(prefix: string): string {
+    return `${prefix}${this.nextCommand++}`;
+  }
+
+  /**
+   * Calls `take` until it has found nothing twice, `pauseMs` apart (what a consumer abandoned during the
+   * faults has lapsed by then, and been taken), or the drain's time is up.
+   */
+  protected async drain(take: () => Promise<boolean>, pauseMs: number): Promise<void> {
+    const deadline = performance.now() + DRAIN_MS;
+    for (let empty = 0; empty < 2 && performance.now() < deadline; ) {
+      if (await take()) {
+        empty = 0;
+      } else {
+        empty++;
+        await sleep(pauseMs);
+      }
+    }
   }
 
   protected endpoint(i: number): string {

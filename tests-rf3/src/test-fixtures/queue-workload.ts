@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { TestCluster } from "@keyload/apphost/testing";
 import { type KeyLoadClient, LeaseLostError, type LeaseResult } from "@keyload/client";
 import { expect } from "vitest";
-import { durableOutcome, FaultWorkload, mapLimit } from "./fault-workload.js";
+import { durableOutcome, FaultWorkload, type FaultWorkloadOptions, mapLimit } from "./fault-workload.js";
 import {
   type AckOp,
   type EnqueueOp,
@@ -18,14 +18,10 @@ const VISIBILITY_MS = 1500;
 /** How often a consumer abandons a message rather than acknowledging it. */
 const ABANDON_ONE_IN = 6;
 const QUEUE = "jobs";
-/** How long the drain after the faults may take. */
-const DRAIN_MS = 30_000;
 
-export interface QueueWorkloadOptions {
+export interface QueueWorkloadOptions extends FaultWorkloadOptions {
   readonly producers: number;
   readonly consumers: number;
-  /** Whether voter `i` (of `cluster.voters`) can be sent to now (a killed one cannot); any by default. */
-  readonly reachable?: (i: number) => boolean;
 }
 
 /**
@@ -37,7 +33,6 @@ export class QueueWorkload extends FaultWorkload {
   private readonly enqueues: EnqueueOp[] = [];
   private readonly leases: LeaseOp[] = [];
   private readonly acks: AckOp[] = [];
-  private nextCommand = 0;
 
   constructor(cluster: TestCluster, options: QueueWorkloadOptions) {
     super(cluster, options.reachable);
@@ -58,11 +53,8 @@ export class QueueWorkload extends FaultWorkload {
   /** Acknowledges whatever is left in the queue and its dead-letter queue, then makes every check. */
   async verify(): Promise<void> {
     const drainer = this.cluster.client(this.cluster.adminKey, { adaptiveThrottle: false });
-    // A queue that never empties is reported by the checks below (a message acknowledged twice).
-    const deadline = performance.now() + DRAIN_MS;
     for (const queue of [QUEUE, `${QUEUE}.dead-letter`]) {
-      // Empty twice, a lease's length apart: an abandoned lease has expired and its message been taken.
-      for (let empty = 0; empty < 2 && performance.now() < deadline; ) {
+      await this.drain(async () => {
         const commandId = this.commandId("l");
         const lease = await drainer.lease<{ n: number }>(
           queue,
@@ -70,23 +62,18 @@ export class QueueWorkload extends FaultWorkload {
           { commandId },
         );
         this.record(lease, 60_000);
-        if (lease.leaseToken === null) {
-          empty++;
-          await sleep(VISIBILITY_MS + 200);
-          continue;
-        }
-        empty = 0;
         for (const message of lease.messages) {
           const op: AckOp = {
             commandId: this.commandId("a"),
             messageId: message.messageId,
-            token: lease.leaseToken,
+            token: lease.leaseToken!,
           };
           this.acks.push(op);
-          await drainer.ack(queue, message.messageId, lease.leaseToken, { commandId: op.commandId });
+          await drainer.ack(queue, message.messageId, op.token, { commandId: op.commandId });
           op.answered = "acked";
         }
-      }
+        return lease.messages.length > 0;
+      }, VISIBILITY_MS + 200);
     }
     expect(this.enqueues.some((op) => op.answered !== undefined)).toBe(true);
     expect(this.acks.some((op) => op.answered === "acked")).toBe(true);
@@ -104,10 +91,6 @@ export class QueueWorkload extends FaultWorkload {
     const history: QueueHistory = { enqueues: this.enqueues, leases: this.leases, acks: this.acks };
     const violations = queueViolations(history, { enqueues: new Map(enqueues), acks: new Map(acks) });
     expect(violations, `the queue broke its promises:\n${violations.join("\n")}`).toEqual([]);
-  }
-
-  private commandId(prefix: string): string {
-    return `${prefix}${this.nextCommand++}`;
   }
 
   private async produce(p: number): Promise<void> {

@@ -2,7 +2,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { TestCluster } from "@keyload/apphost/testing";
 import { FailedPreconditionError, type KeyLoadClient, NotFoundError } from "@keyload/client";
 import { expect } from "vitest";
-import { durableOutcome, FaultWorkload, mapLimit } from "./fault-workload.js";
+import { durableOutcome, FaultWorkload, type FaultWorkloadOptions, mapLimit } from "./fault-workload.js";
 import {
   type FinalDocument,
   type ReadOp,
@@ -13,15 +13,13 @@ import {
 } from "./register-history.js";
 import { SeededRandom } from "./seeded-random.js";
 
-export interface RegisterWorkloadOptions {
+export interface RegisterWorkloadOptions extends FaultWorkloadOptions {
   /** Catalog keys `k0..k<keys-1>`, which every writer writes. */
   readonly keys: number;
   /** Writers of random keys through random voters, half their writes conditional on a read before. */
   readonly writers: number;
   /** Readers of random keys through random voters. */
   readonly readers: number;
-  /** Whether voter `i` (of `cluster.voters`) can be sent to now (a killed one cannot); any by default. */
-  readonly reachable?: (i: number) => boolean;
 }
 
 /**
