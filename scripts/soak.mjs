@@ -21,7 +21,8 @@ const USAGE = `usage: pnpm soak (--minutes M | --rounds N) [--suites sim,rf3] [-
   --start S     the first seed (default: a random one above the CI's range, printed)
   --steps N, --profile NAME   passed to the simulator
   --filter F    RF3 test files whose path holds one of F's |-separated words
-                (default kill|pause|partition|faults)`;
+                (default kill|pause|partition|faults); round r runs them with
+                KEYLOAD_FAULT_SEED=S+(r-1)N, which moves every seed of their schedules and workloads`;
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 /** How long an interrupted step gets to clean up before its processes are killed. */
@@ -121,8 +122,12 @@ async function simulate(from) {
   };
 }
 
-/** @param {string} report where vitest writes its JSON report @returns {Promise<StepResult>} */
-async function faultTests(report) {
+/**
+ * @param {string} report where vitest writes its JSON report
+ * @param {number} seed moves every seed of the fault tests' schedules and workloads (KEYLOAD_FAULT_SEED)
+ * @returns {Promise<StepResult>}
+ */
+async function faultTests(report, seed) {
   rmSync(report, { force: true });
   const command = [
     "pnpm",
@@ -138,6 +143,7 @@ async function faultTests(report) {
   const output = await runInGroup(command, {
     cwd: root,
     stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, KEYLOAD_FAULT_SEED: String(seed) },
     graceMs: GRACE_MS,
   });
   let results;
@@ -183,8 +189,12 @@ try {
     for (const suite of suites) {
       const stepStart = Date.now();
       const from = start + (round - 1) * seeds;
-      const what = suite === "sim" ? `sim seeds ${from}-${from + seeds - 1}` : `rf3 ${filters.join("|")}`;
-      const result = suite === "sim" ? await simulate(from) : await faultTests(join(reportDir, "rf3.json"));
+      const what =
+        suite === "sim"
+          ? `sim seeds ${from}-${from + seeds - 1}`
+          : `rf3 ${filters.join("|")} with KEYLOAD_FAULT_SEED=${from}`;
+      const result =
+        suite === "sim" ? await simulate(from) : await faultTests(join(reportDir, "rf3.json"), from);
       const took = seconds(Date.now() - stepStart);
       if (interruptedBy()) {
         console.log(`round ${round}: ${what}: interrupted (${took})`);
