@@ -20,7 +20,8 @@ export interface OutgoingRequest {
   readonly commandId: string | undefined;
   /**
    * How long the call it belongs to may still take: the exchange then waits no longer than this for
-   * the answer's headers, nor between two chunks of its body. Unbounded when absent.
+   * the answer's headers, nor between two chunks of its body, and when its connection attempt and its
+   * wait for the headers could together outlast it, no longer than this at all. Unbounded when absent.
    */
   readonly timeLeftMs?: number;
 }
@@ -31,6 +32,8 @@ export interface IncomingAnswer {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
   readonly body: Dispatcher.ResponseData["body"];
+  /** Aborts the exchange, body included, at the call's deadline, when it needed one (`timeLeftMs`). */
+  readonly deadline?: AbortSignal;
 }
 
 export interface TransportOptions {
@@ -87,8 +90,13 @@ function errorCode(error: unknown): string | undefined {
   return error instanceof AggregateError ? errorCode(error.errors[0]) : undefined;
 }
 
-function failureOf(error: unknown, signal: AbortSignal | undefined): ConnectionFailure {
+function failureOf(
+  error: unknown,
+  signal: AbortSignal | undefined,
+  deadline: AbortSignal | undefined,
+): ConnectionFailure {
   if (signal?.aborted) return "Aborted";
+  if (deadline?.aborted) return "Timeout";
   const code = errorCode(error);
   if (code !== undefined && CONNECT_CODES.has(code)) return "ConnectFailed";
   if (code !== undefined && (CERTIFICATE_CODES.has(code) || /^ERR_(SSL|TLS)_/.test(code))) return "TlsFailed";
@@ -113,20 +121,29 @@ export class HttpTransport {
 
   async send(endpoint: string, request: OutgoingRequest): Promise<IncomingAnswer> {
     const url = new URL(endpoint);
+    const deadline = this.deadline(request.timeLeftMs);
+    const signal =
+      deadline === undefined || request.signal === undefined
+        ? (deadline ?? request.signal)
+        : AbortSignal.any([request.signal, deadline]);
     try {
-      const answer = await this.agent.request({
+      const pending = this.agent.request({
         origin: url.origin,
         path: url.pathname.replace(/\/+$/, "") + request.path,
         method: request.method,
         headers: request.headers,
         body: toUndiciBody(request.body),
-        signal: request.signal ?? null,
+        signal: signal ?? null,
         headersTimeout: within(this.options.requestTimeoutMs, request.timeLeftMs),
         bodyTimeout: within(this.options.bodyTimeoutMs, request.timeLeftMs),
       });
-      return { endpoint, status: answer.statusCode, headers: answer.headers, body: answer.body };
+      const answer = await (signal === undefined ? pending : untilAborted(pending, signal));
+      const { statusCode: status, headers, body } = answer;
+      return deadline === undefined
+        ? { endpoint, status, headers, body }
+        : { endpoint, status, headers, body, deadline };
     } catch (error) {
-      throw this.connectionError(error, endpoint, request);
+      throw this.connectionError(error, endpoint, request, deadline);
     }
   }
 
@@ -135,16 +152,36 @@ export class HttpTransport {
     try {
       return await answer.body.text();
     } catch (error) {
-      throw this.connectionError(error, answer.endpoint, request);
+      throw this.connectionError(error, answer.endpoint, request, answer.deadline);
     }
+  }
+
+  /**
+   * undici's connect timeout is the agent's, and runs before the wait for the headers starts: an
+   * exchange with less time left than the two together gets a signal that ends it at the call's
+   * deadline. One with more (a call's first attempts, with the defaults) needs none, and pays no timer.
+   */
+  private deadline(timeLeftMs: number | undefined): AbortSignal | undefined {
+    if (
+      timeLeftMs === undefined ||
+      timeLeftMs >= this.options.connectTimeoutMs + this.options.requestTimeoutMs
+    ) {
+      return undefined;
+    }
+    return AbortSignal.timeout(Math.max(1, Math.ceil(timeLeftMs)));
   }
 
   async close(): Promise<void> {
     await this.agent.close();
   }
 
-  private connectionError(error: unknown, endpoint: string, request: OutgoingRequest): ConnectionError {
-    const reason = failureOf(error, request.signal);
+  private connectionError(
+    error: unknown,
+    endpoint: string,
+    request: OutgoingRequest,
+    deadline: AbortSignal | undefined,
+  ): ConnectionError {
+    const reason = failureOf(error, request.signal, deadline);
     const detail = error instanceof Error ? error.message : String(error);
     return new ConnectionError(`${request.method} ${endpoint}${request.path}: ${reason} (${detail})`, {
       reason,
@@ -153,6 +190,33 @@ export class HttpTransport {
       cause: error,
     });
   }
+}
+
+/**
+ * undici heeds an abort only once the request's connection attempt has ended, which may take the whole
+ * connect timeout; the exchange ends at the abort. The request, marked aborted, is then never written,
+ * and an answer that still comes is discarded.
+ */
+function untilAborted(
+  pending: Promise<Dispatcher.ResponseData>,
+  signal: AbortSignal,
+): Promise<Dispatcher.ResponseData> {
+  return new Promise((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    pending.then(
+      (answer) => {
+        signal.removeEventListener("abort", onAbort);
+        if (signal.aborted) answer.body.destroy();
+        else resolve(answer);
+      },
+      (error: unknown) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /** A timeout cut to what the call has left; at least 1 ms, as undici reads 0 as no timeout at all. */

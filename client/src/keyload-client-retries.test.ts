@@ -14,6 +14,7 @@ import {
 } from "./index.js";
 import { closedPort } from "./test-fixtures/closed-port.js";
 import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { StalledListener } from "./test-fixtures/stalled-listener.js";
 
 const OK_PUT = { status: 200, body: { commandId: "from-voter", key: "k", version: 1 } };
 const UNAVAILABLE: ScriptedAnswer = { status: 503, body: errorBody("Unavailable", "NoLeader") };
@@ -181,6 +182,29 @@ describe("KeyLoadClient retries", () => {
       [() => c.get("k"), { name: "ConnectionError", reason: "Timeout" }],
       // Its attempt may have reached the voter: a write's outcome is unknown.
       [() => c.put("k", 1), { name: "UnknownWriteOutcomeError" }],
+    ] as const) {
+      const started = Date.now();
+      await expect(call()).rejects.toMatchObject(expected);
+      expect(Date.now() - started).toBeLessThan(1_500);
+    }
+  });
+
+  it("ends a call at its deadline, even while an attempt still waits for its connection", async () => {
+    const stalled = await StalledListener.start();
+    opened.push(stalled);
+    // The agent's connect timeout outlasts the deadline, and the wait for the headers then starts.
+    const c = client([stalled.url], { deadlineMs: 300, connectTimeoutMs: 5_000, requestTimeoutMs: 10_000 });
+    // With time to spare, only the caller's abort can end the wait.
+    const spare = client([stalled.url], { connectTimeoutMs: 5_000 });
+    for (const [call, expected] of [
+      [() => c.get("k"), { name: "ConnectionError", reason: "Timeout" }],
+      // Cut short by the deadline, it cannot tell whether it was sent: a write's outcome is unknown.
+      [() => c.put("k", 1), { name: "UnknownWriteOutcomeError" }],
+      // The caller's own abort ends the wait for a connection too.
+      [
+        () => spare.get("k", { signal: AbortSignal.timeout(100) }),
+        { name: "ConnectionError", reason: "Aborted" },
+      ],
     ] as const) {
       const started = Date.now();
       await expect(call()).rejects.toMatchObject(expected);
