@@ -81,6 +81,8 @@ describe("the disk floor", () => {
     expect(control.details).toMatchObject({ limit: "HardFloorBytes", limitValue: PiB });
     const data = await refusal(admin.put("disk/1", { n: 1 }));
     expect([data.reason, data.lane]).toEqual(["DiskFloor", "data"]);
+    // Below both floors, a data refusal names the one it is furthest under.
+    expect(data.details).toMatchObject({ limit: "HardFloorBytes", limitValue: PiB });
     expect(await admin.readDispatch("ops")).toMatchObject({ directives: [] });
   });
 });

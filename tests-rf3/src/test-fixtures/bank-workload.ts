@@ -36,7 +36,7 @@ export class BankWorkload extends FaultWorkload {
   private readonly reads: AccountsRead[] = [];
 
   constructor(cluster: TestCluster, options: BankWorkloadOptions) {
-    super(cluster, options.reachable);
+    super(cluster, options);
     this.bank = {
       accounts: Array.from({ length: options.accounts }, (_, i) => `acct${i}`),
       opening: OPENING,

@@ -50,8 +50,7 @@ export abstract class FaultWorkload {
 
   constructor(
     protected readonly cluster: TestCluster,
-    /** Whether voter `i` (of `cluster.voters`) can be sent to now (a killed one cannot); any if absent. */
-    private readonly reachable?: (i: number) => boolean,
+    private readonly faultOptions: FaultWorkloadOptions,
   ) {
     this.urls = cluster.voters.map((v) => v.httpUrl);
     this.client = cluster.client(cluster.adminKey, { maxAttempts: 1, adaptiveThrottle: false });
@@ -94,7 +93,7 @@ export abstract class FaultWorkload {
   protected async voter(random: SeededRandom): Promise<number | undefined> {
     while (this.running) {
       const i = random.nextInt(this.urls.length);
-      if (this.reachable?.(i) ?? true) return i;
+      if (this.faultOptions.reachable?.(i) ?? true) return i;
       await sleep(5);
     }
     return undefined;

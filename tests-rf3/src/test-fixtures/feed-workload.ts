@@ -47,7 +47,7 @@ export class FeedWorkload extends FaultWorkload {
   private readonly acks: DeliveryAckOp[] = [];
 
   constructor(cluster: TestCluster, options: FeedWorkloadOptions) {
-    super(cluster, options.reachable);
+    super(cluster, options);
     this.start([
       ...Array.from({ length: options.writers }, (_, w) => this.write(w)),
       ...Array.from({ length: options.consumers }, (_, c) => this.consume(c)),

@@ -35,7 +35,7 @@ export class QueueWorkload extends FaultWorkload {
   private readonly acks: AckOp[] = [];
 
   constructor(cluster: TestCluster, options: QueueWorkloadOptions) {
-    super(cluster, options.reachable);
+    super(cluster, options);
     this.start([
       ...Array.from({ length: options.producers }, (_, p) => this.produce(p)),
       ...Array.from({ length: options.consumers }, (_, c) => this.consume(c)),

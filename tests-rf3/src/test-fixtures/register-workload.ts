@@ -41,7 +41,7 @@ export class RegisterWorkload extends FaultWorkload {
     cluster: TestCluster,
     private readonly options: RegisterWorkloadOptions,
   ) {
-    super(cluster, options.reachable);
+    super(cluster, options);
     this.start([
       ...Array.from({ length: options.writers }, (_, w) => this.write(w)),
       ...Array.from({ length: options.readers }, (_, r) => this.readLoop(r)),
