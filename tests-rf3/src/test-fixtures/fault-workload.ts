@@ -3,6 +3,7 @@ import type { TestCluster } from "@keyload/apphost/testing";
 import {
   ConnectionError,
   type KeyLoadClient,
+  LeaseLostError,
   NotFoundError,
   ResourceExhaustedError,
   UnavailableError,
@@ -148,6 +149,24 @@ export abstract class FaultWorkload {
       }
     }
     return undefined;
+  }
+
+  /**
+   * Sends an acknowledgement under a lease (a queue message's, a subscription delivery's) as `command`
+   * sends a command: acked, refused LeaseLost (the lease had lapsed or was taken again), or undefined
+   * when no attempt was answered.
+   */
+  protected acknowledge(
+    random: SeededRandom,
+    what: string,
+    send: (endpoint: string) => Promise<unknown>,
+  ): Promise<"acked" | "lease-lost" | undefined> {
+    return this.command(
+      random,
+      what,
+      (endpoint) => send(endpoint).then(() => "acked" as const),
+      (error) => (error instanceof LeaseLostError ? ("lease-lost" as const) : undefined),
+    );
   }
 
   protected expectTransient(error: unknown, what: string): void {

@@ -1,3 +1,5 @@
+import { violationsOf } from "./violations.js";
+
 /**
  * The checks of a subscription's history under faults: writers put documents under the subscription's
  * prefix, consumers take its deliveries (one outstanding at a time), acknowledge most and let the rest
@@ -62,105 +64,101 @@ export interface FeedOutcomes {
   readonly acks: ReadonlyMap<string, FeedOutcome>;
 }
 
-/** Stops the report growing without bound when one fault breaks many operations. */
-const MAX_VIOLATIONS = 20;
-
 /** Everything a subscription that keeps its promises could not have answered; empty if none. */
 export function feedViolations(history: FeedHistory, outcomes: FeedOutcomes): string[] {
-  const violations: string[] = [];
-  const report = (violation: string): void => {
-    if (violations.length < MAX_VIOLATIONS) violations.push(violation);
-  };
-  const none: FeedOutcome = { status: "none" };
+  return violationsOf((report) => {
+    const none: FeedOutcome = { status: "none" };
 
-  // key@version -> the write that committed it.
-  const committed = new Map<string, number>();
-  for (const op of history.writes) {
-    const outcome = outcomes.writes.get(op.n) ?? none;
-    if (op.answered !== undefined && (outcome.status !== "committed" || outcome.version !== op.answered)) {
-      report(`write f${op.n} was answered version ${op.answered}, and its outcome is ${describe(outcome)}`);
+    // key@version -> the write that committed it.
+    const committed = new Map<string, number>();
+    for (const op of history.writes) {
+      const outcome = outcomes.writes.get(op.n) ?? none;
+      if (op.answered !== undefined && (outcome.status !== "committed" || outcome.version !== op.answered)) {
+        report(`write f${op.n} was answered version ${op.answered}, and its outcome is ${describe(outcome)}`);
+      }
+      if (outcome.status === "committed") committed.set(`${outcome.key}@${outcome.version}`, op.n);
     }
-    if (outcome.status === "committed") committed.set(`${outcome.key}@${outcome.version}`, op.n);
-  }
 
-  const acked = new Set<string>();
-  for (const op of history.acks) {
-    const outcome = outcomes.acks.get(op.commandId) ?? none;
-    if (op.answered === "acked" && outcome.status !== "committed") {
-      report(`ack ${op.commandId} of ${op.deliveryId} was answered, and its outcome is ${describe(outcome)}`);
-    }
-    if (op.answered === "lease-lost" && (outcome.status !== "failed" || outcome.code !== "LeaseLost")) {
-      report(
-        `ack ${op.commandId} of ${op.deliveryId} was answered LeaseLost, and its outcome is ${describe(outcome)}`,
-      );
-    }
-    if (outcome.status === "committed") acked.add(op.deliveryId);
-  }
-
-  // Each delivered change is a committed put, as it wrote it unless superseded.
-  for (const delivery of history.deliveries) {
-    if (delivery.trimmed)
-      report(`delivery ${delivery.deliveryId} reports changes trimmed before they were read`);
-    for (const change of delivery.changes) {
-      const n = committed.get(`${change.key}@${change.version}`);
-      if (change.kind !== "put" || n === undefined) {
+    const acked = new Set<string>();
+    for (const op of history.acks) {
+      const outcome = outcomes.acks.get(op.commandId) ?? none;
+      if (op.answered === "acked" && outcome.status !== "committed") {
         report(
-          `delivery ${delivery.deliveryId} carried ${change.kind} ${change.key}@${change.version}, no committed put`,
-        );
-      } else if (!change.superseded && change.value !== n) {
-        report(
-          `delivery ${delivery.deliveryId} carried ${change.key}@${change.version} as ${JSON.stringify(change.value)}, not ${n}`,
+          `ack ${op.commandId} of ${op.deliveryId} was answered, and its outcome is ${describe(outcome)}`,
         );
       }
-    }
-  }
-
-  // In the cluster's time, a delivery begins only once the one before it has lapsed, or was acknowledged
-  // (then it takes up after it); one that begins where a lapsed one did carries the same changes.
-  const byStart = [...history.deliveries].sort(
-    (a, b) => a.expiresAtMs - a.visibilityMs - (b.expiresAtMs - b.visibilityMs),
-  );
-  for (let i = 1; i < byStart.length; i++) {
-    const [before, after] = [byStart[i - 1]!, byStart[i]!];
-    const start = after.expiresAtMs - after.visibilityMs;
-    if (acked.has(before.deliveryId)) {
-      if (after.changes[0]!.seq <= before.changes.at(-1)!.seq) {
+      if (op.answered === "lease-lost" && (outcome.status !== "failed" || outcome.code !== "LeaseLost")) {
         report(
-          `delivery ${after.deliveryId} began at seq ${after.changes[0]!.seq}, within acknowledged ${before.deliveryId}`,
+          `ack ${op.commandId} of ${op.deliveryId} was answered LeaseLost, and its outcome is ${describe(outcome)}`,
         );
       }
-    } else if (start < before.expiresAtMs) {
-      report(
-        `delivery ${after.deliveryId} began at ${start}, while ${before.deliveryId} was outstanding until ${before.expiresAtMs}`,
-      );
-    } else if (!oneLeadsTheOther(before, after)) {
-      report(`delivery ${after.deliveryId} followed lapsed ${before.deliveryId} with other changes`);
+      if (outcome.status === "committed") acked.add(op.deliveryId);
     }
-  }
 
-  // The acknowledged deliveries carry every committed put once, in feed order, each key's versions rising.
-  const seen = new Map<string, number>();
-  let lastSeq = 0;
-  const lastVersion = new Map<string, number>();
-  for (const delivery of byStart.filter((d) => acked.has(d.deliveryId))) {
-    for (const change of delivery.changes) {
-      if (change.seq <= lastSeq) report(`change ${change.seq} was acknowledged after change ${lastSeq}`);
-      lastSeq = Math.max(lastSeq, change.seq);
-      const at = `${change.key}@${change.version}`;
-      seen.set(at, (seen.get(at) ?? 0) + 1);
-      if ((change.version ?? 0) <= (lastVersion.get(change.key) ?? 0)) {
-        report(
-          `${change.key}'s version ${change.version} was acknowledged after ${lastVersion.get(change.key)}`,
-        );
+    // Each delivered change is a committed put, as it wrote it unless superseded.
+    for (const delivery of history.deliveries) {
+      if (delivery.trimmed)
+        report(`delivery ${delivery.deliveryId} reports changes trimmed before they were read`);
+      for (const change of delivery.changes) {
+        const n = committed.get(`${change.key}@${change.version}`);
+        if (change.kind !== "put" || n === undefined) {
+          report(
+            `delivery ${delivery.deliveryId} carried ${change.kind} ${change.key}@${change.version}, no committed put`,
+          );
+        } else if (!change.superseded && change.value !== n) {
+          report(
+            `delivery ${delivery.deliveryId} carried ${change.key}@${change.version} as ${JSON.stringify(change.value)}, not ${n}`,
+          );
+        }
       }
-      lastVersion.set(change.key, change.version ?? 0);
     }
-  }
-  for (const [at, n] of committed) {
-    const times = seen.get(at) ?? 0;
-    if (times !== 1) report(`put ${at} (write f${n}) was acknowledged ${times} times`);
-  }
-  return violations;
+
+    // In the cluster's time, a delivery begins only once the one before it has lapsed, or was acknowledged
+    // (then it takes up after it); one that begins where a lapsed one did carries the same changes.
+    const byStart = [...history.deliveries].sort(
+      (a, b) => a.expiresAtMs - a.visibilityMs - (b.expiresAtMs - b.visibilityMs),
+    );
+    for (let i = 1; i < byStart.length; i++) {
+      const [before, after] = [byStart[i - 1]!, byStart[i]!];
+      const start = after.expiresAtMs - after.visibilityMs;
+      if (acked.has(before.deliveryId)) {
+        if (after.changes[0]!.seq <= before.changes.at(-1)!.seq) {
+          report(
+            `delivery ${after.deliveryId} began at seq ${after.changes[0]!.seq}, within acknowledged ${before.deliveryId}`,
+          );
+        }
+      } else if (start < before.expiresAtMs) {
+        report(
+          `delivery ${after.deliveryId} began at ${start}, while ${before.deliveryId} was outstanding until ${before.expiresAtMs}`,
+        );
+      } else if (!oneLeadsTheOther(before, after)) {
+        report(`delivery ${after.deliveryId} followed lapsed ${before.deliveryId} with other changes`);
+      }
+    }
+
+    // The acknowledged deliveries carry every committed put once, in feed order, each key's versions rising.
+    const seen = new Map<string, number>();
+    let lastSeq = 0;
+    const lastVersion = new Map<string, number>();
+    for (const delivery of byStart.filter((d) => acked.has(d.deliveryId))) {
+      for (const change of delivery.changes) {
+        if (change.seq <= lastSeq) report(`change ${change.seq} was acknowledged after change ${lastSeq}`);
+        lastSeq = Math.max(lastSeq, change.seq);
+        const at = `${change.key}@${change.version}`;
+        seen.set(at, (seen.get(at) ?? 0) + 1);
+        if ((change.version ?? 0) <= (lastVersion.get(change.key) ?? 0)) {
+          report(
+            `${change.key}'s version ${change.version} was acknowledged after ${lastVersion.get(change.key)}`,
+          );
+        }
+        lastVersion.set(change.key, change.version ?? 0);
+      }
+    }
+    for (const [at, n] of committed) {
+      const times = seen.get(at) ?? 0;
+      if (times !== 1) report(`put ${at} (write f${n}) was acknowledged ${times} times`);
+    }
+  });
 }
 
 /**

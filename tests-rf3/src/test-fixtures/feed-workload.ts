@@ -1,11 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TestCluster } from "@keyload/apphost/testing";
-import {
-  type DeliveryResult,
-  FailedPreconditionError,
-  type KeyLoadClient,
-  LeaseLostError,
-} from "@keyload/client";
+import { type DeliveryResult, FailedPreconditionError, type KeyLoadClient } from "@keyload/client";
 import { expect } from "vitest";
 import { durableOutcome, FaultWorkload, type FaultWorkloadOptions, mapLimit } from "./fault-workload.js";
 import {
@@ -146,14 +141,8 @@ export class FeedWorkload extends FaultWorkload {
       if (fate === LATE) await sleep(VISIBILITY_MS + 100);
       const op: DeliveryAckOp = { commandId: this.commandId("a"), deliveryId: taken.deliveryId };
       this.acks.push(op);
-      op.answered = await this.command(
-        random,
-        `ack ${op.commandId}`,
-        (endpoint) =>
-          this.client
-            .ackDelivery(SUBSCRIPTION, taken.deliveryId, { commandId: op.commandId, endpoint })
-            .then(() => "acked" as const),
-        (error) => (error instanceof LeaseLostError ? ("lease-lost" as const) : undefined),
+      op.answered = await this.acknowledge(random, `ack ${op.commandId}`, (endpoint) =>
+        this.client.ackDelivery(SUBSCRIPTION, taken.deliveryId, { commandId: op.commandId, endpoint }),
       );
     }
   }

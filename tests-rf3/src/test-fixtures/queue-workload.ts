@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { TestCluster } from "@keyload/apphost/testing";
-import { type KeyLoadClient, LeaseLostError, type LeaseResult } from "@keyload/client";
+import type { KeyLoadClient, LeaseResult } from "@keyload/client";
 import { expect } from "vitest";
 import { durableOutcome, FaultWorkload, type FaultWorkloadOptions, mapLimit } from "./fault-workload.js";
 import {
@@ -133,14 +133,8 @@ export class QueueWorkload extends FaultWorkload {
           token: lease.leaseToken,
         };
         this.acks.push(op);
-        op.answered = await this.command(
-          random,
-          `ack ${op.commandId}`,
-          (endpoint) =>
-            this.client
-              .ack(QUEUE, message.messageId, lease.leaseToken!, { commandId: op.commandId, endpoint })
-              .then(() => "acked" as const),
-          (error) => (error instanceof LeaseLostError ? ("lease-lost" as const) : undefined),
+        op.answered = await this.acknowledge(random, `ack ${op.commandId}`, (endpoint) =>
+          this.client.ack(QUEUE, message.messageId, op.token, { commandId: op.commandId, endpoint }),
         );
       }
     }

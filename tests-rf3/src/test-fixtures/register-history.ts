@@ -1,4 +1,5 @@
 import { type Placed, placedRead, placedWrite, realTimeInversions } from "./version-order.js";
+import { type Report, violationsOf } from "./violations.js";
 
 /**
  * A linearizability check for versioned registers: catalog keys written by many writers, some of them
@@ -53,9 +54,6 @@ export interface FinalDocument {
   readonly version: number;
 }
 
-/** Stops the report growing without bound when one fault breaks many operations. */
-const MAX_VIOLATIONS = 20;
-
 /**
  * Everything in `ops` that no linearizable register could have answered, given each command's durable
  * `outcomes` (by `n`) and each key's `finals`; empty when the history is linearizable.
@@ -65,25 +63,22 @@ export function registerViolations(
   outcomes: ReadonlyMap<number, WriteOutcome>,
   finals: ReadonlyMap<string, FinalDocument>,
 ): string[] {
-  const violations: string[] = [];
-  const report = (violation: string): void => {
-    if (violations.length < MAX_VIOLATIONS) violations.push(violation);
-  };
-  const outcomeOf = (n: number): WriteOutcome => outcomes.get(n) ?? { status: "none" };
+  return violationsOf((report) => {
+    const outcomeOf = (n: number): WriteOutcome => outcomes.get(n) ?? { status: "none" };
 
-  for (const op of ops) {
-    if (op.kind === "write") checkWriteAnswer(op, outcomeOf(op.n), report);
-    else checkReadNamesItsWrite(op, outcomeOf, report);
-  }
-  for (const [key, keyOps] of byKey(ops)) {
-    checkVersionsCountCommits(key, keyOps, outcomeOf, finals.get(key), report);
-    checkRealTimeOrder(keyOps, outcomeOf, report);
-  }
-  return violations;
+    for (const op of ops) {
+      if (op.kind === "write") checkWriteAnswer(op, outcomeOf(op.n), report);
+      else checkReadNamesItsWrite(op, outcomeOf, report);
+    }
+    for (const [key, keyOps] of byKey(ops)) {
+      checkVersionsCountCommits(key, keyOps, outcomeOf, finals.get(key), report);
+      checkRealTimeOrder(keyOps, outcomeOf, report);
+    }
+  });
 }
 
 /** An answer is durable: a version answered is the one the command committed at, and so is a refusal. */
-function checkWriteAnswer(op: WriteOp, outcome: WriteOutcome, report: (v: string) => void): void {
+function checkWriteAnswer(op: WriteOp, outcome: WriteOutcome, report: Report): void {
   const name = `write c${op.n} of ${op.key}`;
   if (outcome.status === "committed") {
     if (outcome.key !== op.key) report(`${name} committed to ${outcome.key}`);
@@ -102,11 +97,7 @@ function checkWriteAnswer(op: WriteOp, outcome: WriteOutcome, report: (v: string
 }
 
 /** A read saw what a committed write wrote, at the version that write committed at. */
-function checkReadNamesItsWrite(
-  op: ReadOp,
-  outcomeOf: (n: number) => WriteOutcome,
-  report: (v: string) => void,
-): void {
+function checkReadNamesItsWrite(op: ReadOp, outcomeOf: (n: number) => WriteOutcome, report: Report): void {
   if (op.seen === "absent") return;
   const outcome = outcomeOf(op.seen.value);
   if (outcome.status !== "committed" || outcome.key !== op.key || outcome.version !== op.seen.version) {
@@ -126,7 +117,7 @@ function checkVersionsCountCommits(
   keyOps: readonly RegisterOp[],
   outcomeOf: (n: number) => WriteOutcome,
   final: FinalDocument | undefined,
-  report: (v: string) => void,
+  report: Report,
 ): void {
   const atVersion = new Map<number, number>();
   for (const op of keyOps) {
@@ -155,7 +146,7 @@ function checkVersionsCountCommits(
 function checkRealTimeOrder(
   keyOps: readonly RegisterOp[],
   outcomeOf: (n: number) => WriteOutcome,
-  report: (v: string) => void,
+  report: Report,
 ): void {
   const placed: Placed[] = [];
   for (const op of keyOps) {

@@ -1,3 +1,5 @@
+import type { Report } from "./violations.js";
+
 /**
  * A key's versions order the writes that made them, and a read that saw version v sits after the write
  * that made v and before the one that made v + 1. A history is linearizable for that key if and only
@@ -28,11 +30,7 @@ export function placedRead(version: number, start: number, end: number, name: st
  * Reports each operation that began after another had ended yet comes before it in `key`'s version
  * order. A sweep over the operations by start keeps the latest place among those already ended.
  */
-export function realTimeInversions(
-  key: string,
-  placed: readonly Placed[],
-  report: (v: string) => void,
-): void {
+export function realTimeInversions(key: string, placed: readonly Placed[], report: Report): void {
   const byStart = [...placed].sort((a, b) => a.start - b.start);
   const byEnd = [...placed].sort((a, b) => a.end - b.end);
   let ended = 0;
