@@ -53,9 +53,15 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
       }
       const waiting = admit(deps, request, edge, route);
       if (waiting !== undefined) {
+        // A client that left during the wait released its slot (RequestEdge.end): its request goes no
+        // further, holding nothing, and there is no one to answer.
         waiting.then(
-          () => done(),
-          (error: unknown) => deps.replies.send(request, reply, error, hasBody(request.headers)),
+          () => {
+            if (!edge.over) done();
+          },
+          (error: unknown) => {
+            if (!edge.over) deps.replies.send(request, reply, error, hasBody(request.headers));
+          },
         );
         return;
       }

@@ -2,7 +2,7 @@ import { request as httpRequest } from "node:http";
 import type { InjectOptions } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectContractError } from "./test-fixtures/contract-error.js";
-import { bearer, type KEYS } from "./test-fixtures/fake-voter-service.js";
+import { bearer, KEYS } from "./test-fixtures/fake-voter-service.js";
 import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
 import { exchange, open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
 
@@ -392,6 +392,56 @@ describe("the slot lasts until the response is over", () => {
     expect(fx.governor.usage("data").requests).toBe(1);
     gate.resolve();
     await waitFor(() => fx.governor.usage("data").requests === 0, "the slot to be released");
+  });
+
+  describe("a client that leaves while its key is looked up runs nothing", () => {
+    // Its slot is released when it leaves: a route that ran after that would hold none.
+    for (const [name, requestLine, rest] of [
+      ["a write without a body", "DELETE /v1/catalog/k HTTP/1.1", "\r\n"],
+      [
+        "a write with a body",
+        "PUT /v1/catalog/k HTTP/1.1",
+        'Content-Type: application/json\r\nContent-Length: 11\r\n\r\n{"value":1}',
+      ],
+    ] as const) {
+      it(name, async () => {
+        fx = httpFixture({ admission: { MaxRequests: 1 } });
+        let routed = 0;
+        fx.app.addHook("preParsing", async () => {
+          routed++;
+        });
+        fx.app.addHook("preHandler", async () => {
+          routed++;
+        });
+        fx.app.addHook("onError", async () => {
+          routed++;
+        });
+        const { port } = await fx.listen();
+        fx.service.keysAfterCatchUp.set("kl_created_elsewhere", KEYS.writer.identity);
+        const lookup = deferred<void>();
+        const catchUp = fx.service.catchUp.bind(fx.service);
+        let lookups = 0;
+        fx.service.catchUp = async () => {
+          lookups++;
+          await lookup.promise;
+          return catchUp();
+        };
+        for (let i = 0; i < 3; i++) {
+          const socket = await open(port);
+          socket.write(
+            `${requestLine}\r\nHost: x\r\nAuthorization: Bearer kl_created_elsewhere\r\n` +
+              `KeyLoad-Command-Id: c${i}\r\n${rest}`,
+          );
+          await waitFor(() => lookups === i + 1, "the key's lookup");
+          socket.destroy();
+          await waitFor(() => fx.governor.usage("data").requests === 0, "the slot to be released");
+        }
+        lookup.resolve();
+        await waitFor(() => fx.service.catchUps === 3, "the lookups to end");
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        expect({ submitted: fx.service.submitted.length, routed }).toEqual({ submitted: 0, routed: 0 });
+      });
+    }
   });
 
   it("keeps the signal quiet for a client that waits for its answer", async () => {

@@ -73,6 +73,11 @@ export class RequestEdge {
     this.release();
   }
 
+  /** Whether the response is over: after a wait, a request whose client has gone runs nothing more. */
+  get over(): boolean {
+    return this.ended;
+  }
+
   /** Runs one voter call for the request (which reads `signal` if it needs it); the slot stays held until it settles. */
   async call<T>(work: () => Promise<T>): Promise<T> {
     this.calls++;
