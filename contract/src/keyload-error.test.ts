@@ -91,12 +91,20 @@ describe("KeyLoadError", () => {
   });
 
   it("rebuilds a relayed body as its code's own class", () => {
-    const relayed = errorFromBody({ code: "NotFound", reason: "NoSuchKey", message: "m" }, "c-1");
+    const relayed = errorFromBody(
+      { code: "NotFound", reason: "NoSuchKey", message: "m" },
+      { commandId: "c-1" },
+    );
     expect(relayed).toBeInstanceOf(NotFoundError);
     expect(relayed).toMatchObject({ reason: "NoSuchKey", commandId: "c-1", status: 404 });
     const refused = errorFromBody({ code: "ResourceExhausted", reason: "CommandCount", message: "m" });
     expect(refused).toBeInstanceOf(ResourceExhaustedError);
-    expect(refused).toMatchObject({ governor: "command", status: 429 });
+    expect(refused).toMatchObject({ governor: "command", status: 429, retryAfterSeconds: 1 });
+    const later = errorFromBody(
+      { code: "ResourceExhausted", reason: "DiskFloor", message: "m" },
+      { retryAfterSeconds: 5 },
+    );
+    expect(later).toMatchObject({ reason: "DiskFloor", retryAfterSeconds: 5 });
   });
 
   it("maps every registered code onto an HTTP error status", () => {

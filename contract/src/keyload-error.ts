@@ -230,14 +230,24 @@ export function errorForCode(
 
 /**
  * Rebuilds the typed error an error body describes (a leader's answer relayed by a follower, or a
- * response a client received), keeping code, reason, message and details.
+ * response a client received), keeping code, reason, message and details; `relayed` carries what the
+ * body does not: the command ID it answers and a refusal's Retry-After.
  */
-export function errorFromBody(error: ErrorBody["error"], commandId = error.commandId): KeyLoadError {
+export function errorFromBody(
+  error: ErrorBody["error"],
+  relayed: { readonly commandId?: string | undefined; readonly retryAfterSeconds?: number | undefined } = {},
+): KeyLoadError {
+  const commandId = relayed.commandId ?? error.commandId;
   return errorForCode(error.code, error.message, {
     reason: error.reason,
     ...(commandId === undefined ? {} : { commandId }),
     ...(error.code === "ResourceExhausted"
-      ? { details: error.details ?? { governor: "command" } }
+      ? {
+          details: error.details ?? { governor: "command" },
+          ...(relayed.retryAfterSeconds === undefined
+            ? {}
+            : { retryAfterSeconds: relayed.retryAfterSeconds }),
+        }
       : error.details
         ? { details: error.details }
         : {}),

@@ -4,6 +4,7 @@ import {
   errorFromBody,
   isErrorCode,
   KeyLoadError,
+  ResourceExhaustedError,
   UnavailableError,
   UnknownWriteOutcomeError,
 } from "@keyload/contract";
@@ -51,7 +52,10 @@ export const FORWARD_CHANNEL = "forward";
 
 const LEADER_POLL_MS = 20;
 
-type WireOutcome = { ok: true; value: CommandResult } | { ok: false; error: ErrorBody["error"] };
+/** A refusal's Retry-After travels beside its body, which does not hold it, so a follower relays it too. */
+type WireOutcome =
+  | { ok: true; value: CommandResult }
+  | { ok: false; error: ErrorBody["error"]; retryAfterSeconds?: number };
 
 /**
  * Where the command scheduler's units go: on the leader they are proposed to Raft and answered from the
@@ -221,7 +225,15 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     for (const o of outcomes) if (o.ok) last = Math.max(last, o.value.index);
     await this.driver.waitApplied(last);
     return outcomes.map((o, i) =>
-      o.ok ? o : { ok: false, error: errorFromBody(o.error, batch[i]!.commandId) },
+      o.ok
+        ? o
+        : {
+            ok: false,
+            error: errorFromBody(o.error, {
+              commandId: batch[i]!.commandId,
+              retryAfterSeconds: o.retryAfterSeconds,
+            }),
+          },
     );
   }
 }
@@ -242,13 +254,12 @@ export function forwardHandler(
     const outcomes = await Promise.all(
       commands.map(async (c): Promise<WireOutcome> => {
         if (!driver.isLeader()) {
-          return {
-            ok: false,
-            error: new UnavailableError("this voter is not the leader; nothing was submitted", {
+          return wireFailure(
+            new UnavailableError("this voter is not the leader; nothing was submitted", {
               reason: "NotLeader",
               commandId: c.commandId,
-            }).toBody().error,
-          };
+            }),
+          );
         }
         const admitted = governor.tryAdmit({
           lane: c.lane,
@@ -259,12 +270,10 @@ export function forwardHandler(
         if (admitted instanceof AdmissionRefusal) {
           // Counted here, where the governor refused: the follower only relays the answer.
           rejections.inc({ lane: c.lane, reason: admitted.reason });
-          return { ok: false, error: admitted.toError(c.commandId).toBody().error };
+          return wireFailure(admitted.toError(c.commandId));
         }
         const outcome = await scheduler.submit(admitted, { ...c, forwarded: true });
-        return outcome.ok
-          ? outcome
-          : { ok: false, error: outcome.error.withCommandId(c.commandId).toBody().error };
+        return outcome.ok ? outcome : wireFailure(outcome.error.withCommandId(c.commandId));
       }),
     );
     // What the leader knows committed goes out ahead of the answer, so the follower can apply the
@@ -294,6 +303,15 @@ function toOutcome(r: ApplyResult, commandId: string): CommandOutcome<CommandRes
       commandId,
       details: { index: o.index },
     }),
+  };
+}
+
+function wireFailure(error: KeyLoadError): WireOutcome {
+  const retryAfterSeconds = error instanceof ResourceExhaustedError ? error.retryAfterSeconds : undefined;
+  return {
+    ok: false,
+    error: error.toBody().error,
+    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
   };
 }
 
@@ -336,6 +354,9 @@ export function parseWireOutcomes(answer: Uint8Array, expected: number): WireOut
           message: o.error.message,
           ...(isRecord(o.error.details) ? { details: o.error.details } : {}),
         },
+        ...(Number.isSafeInteger(o.retryAfterSeconds) && (o.retryAfterSeconds as number) > 0
+          ? { retryAfterSeconds: o.retryAfterSeconds as number }
+          : {}),
       });
     } else {
       return null;

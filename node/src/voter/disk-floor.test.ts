@@ -25,15 +25,18 @@ const dispatch = (url: string, commandId: string) =>
   call(url, "POST", "/v1/dispatch/ops", { body: { directive: "go" }, commandId });
 
 /**
- * A cluster whose voters measure a free space the test sets (`free[i]`) every 20 ms, against floors
- * of 1,000 MiB (soft) and 100 MiB (hard).
+ * A cluster whose voters measure a free space the test sets (`free[i]`) every `probeIntervalMs`, against
+ * floors of 1,000 MiB (soft) and 100 MiB (hard).
  */
-async function clusterWithDisks(free: number[]): Promise<{ cluster: VoterCluster; leader: number }> {
+async function clusterWithDisks(
+  free: number[],
+  probeIntervalMs = 20,
+): Promise<{ cluster: VoterCluster; leader: number }> {
   const cluster = await startCluster({
     env: {
       KeyLoad__Disk__SoftFloorBytes: String(SOFT),
       KeyLoad__Disk__HardFloorBytes: String(HARD),
-      KeyLoad__Disk__ProbeIntervalMs: "20",
+      KeyLoad__Disk__ProbeIntervalMs: String(probeIntervalMs),
     },
   });
   for (let i = 0; i < 3; i++) {
@@ -50,7 +53,8 @@ async function diskState(url: string): Promise<string> {
 describe("the disk floor, through HTTP", () => {
   it("refuses data writes below the soft floor, on the leader and through a follower, while control work and reads go on", async () => {
     const free = [PLENTY, PLENTY, PLENTY];
-    const { cluster, leader } = await clusterWithDisks(free);
+    // Measured every 1.5 s, so a refusal advises waiting 2 s for the next measurement.
+    const { cluster, leader } = await clusterWithDisks(free, 1500);
     const leaderUrl = cluster.voter(leader).httpUrl;
     const followerUrl = cluster.voter((leader + 1) % 3).httpUrl;
     expect((await put(leaderUrl, "before", "w-before")).status).toBe(200);
@@ -72,11 +76,12 @@ describe("the disk floor, through HTTP", () => {
     };
     const refused = await put(leaderUrl, "k", "w-1");
     expect(refused.status).toBe(429);
-    expect(refused.headers.get("retry-after")).toBe("1");
+    expect(refused.headers.get("retry-after")).toBe("2");
     expect(refused.body.error).toMatchObject(expected);
     // A follower forwards the write and returns the leader's refusal unchanged.
     const relayed = await put(followerUrl, "k", "w-1");
     expect(relayed.status).toBe(429);
+    expect(relayed.headers.get("retry-after")).toBe("2");
     expect(relayed.body.error).toMatchObject(expected);
     // Nothing was submitted: the command ID has no outcome.
     expect((await call(leaderUrl, "GET", "/v1/commands/w-1")).status).toBe(404);

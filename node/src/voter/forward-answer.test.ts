@@ -10,12 +10,22 @@ describe("a leader's answer to a forwarded batch", () => {
         outcomes: [
           { ok: true, value: { index: 7, duplicate: false, result: { version: 1 } } },
           { ok: false, error: { code: "FailedPrecondition", reason: "VersionMismatch", message: "m" } },
+          {
+            ok: false,
+            error: { code: "ResourceExhausted", reason: "DiskFloor", message: "m" },
+            retryAfterSeconds: 5,
+          },
         ],
       }),
     );
-    expect(parseWireOutcomes(answer, 2)).toMatchObject([
+    expect(parseWireOutcomes(answer, 3)).toEqual([
       { ok: true, value: { index: 7, duplicate: false, result: { version: 1 } } },
-      { ok: false, error: { code: "FailedPrecondition" } },
+      { ok: false, error: { code: "FailedPrecondition", reason: "VersionMismatch", message: "m" } },
+      {
+        ok: false,
+        error: { code: "ResourceExhausted", reason: "DiskFloor", message: "m" },
+        retryAfterSeconds: 5,
+      },
     ]);
   });
 
