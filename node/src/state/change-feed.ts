@@ -36,9 +36,16 @@ interface ChangeRow {
   key: string;
   version: number | null;
   edge: string | null;
-  value: string | null;
+  /** The stored JSON a delivery of the change holds (its document, or its edge); 0 for none. */
+  held_bytes: number;
   current: number | null;
   at_ms: number;
+}
+
+/** The changes a scan found, and whether it stopped at its count or byte bound before its window's end. */
+export interface ChangeScan {
+  readonly changes: Change[];
+  readonly full: boolean;
 }
 
 /** At most this many rows are trimmed per append, which adds one: a backlog shrinks by three an append. */
@@ -68,6 +75,7 @@ export class ChangeFeed {
   private readonly consumed: Database.Statement<[string], { cursor: number | null }>;
   private readonly trimHead: Database.Statement<[TrimBounds]>;
   private readonly window: Database.Statement<[string, number, number, string, string, number], ChangeRow>;
+  private readonly document: Database.Statement<[string, string], string>;
 
   constructor(db: Database.Database) {
     // The sequence number is the tenant's highest plus one: a seek to the end of its primary-key range.
@@ -83,11 +91,17 @@ export class ChangeFeed {
       `DELETE FROM changes WHERE tenant = @tenant AND seq >= @from AND seq < @to
        AND (seq <= @consumed OR at_ms < @timeBound)`,
     );
+    // Sizes, not documents: a scan reads only the documents its byte bound lets it hold.
     this.window = db.prepare(
-      `SELECT c.seq, c.kind, c.key, c.version, c.edge, d.value, d.version AS current, c.at_ms
+      `SELECT c.seq, c.kind, c.key, c.version, c.edge, d.version AS current, c.at_ms,
+         CASE WHEN c.edge IS NOT NULL THEN octet_length(c.edge)
+              WHEN d.version = c.version THEN coalesce(octet_length(d.value), 0) ELSE 0 END AS held_bytes
        FROM changes c LEFT JOIN documents d ON c.kind = 'put' AND d.tenant = c.tenant AND d.key = c.key
        WHERE c.tenant = ? AND c.seq > ? AND c.seq <= ? AND c.key >= ? AND c.key < ? ORDER BY c.seq LIMIT ?`,
     );
+    this.document = db
+      .prepare<[string, string], string>("SELECT value FROM documents WHERE tenant = ? AND key = ?")
+      .pluck();
   }
 
   /** `edgeJson` is the serialized edge for edge changes, null for document changes. */
@@ -128,14 +142,31 @@ export class ChangeFeed {
     this.trimHead.run({ tenant: ctx.tenant, from: head.seq, to, consumed, timeBound });
   }
 
-  /** Changes with `after < seq <= through` whose key lies in `range`, in feed order, at most `limit`. */
-  scan(tenant: string, after: number, through: number, range: KeyRange, limit: number): Change[] {
-    return this.window.all(tenant, after, through, range.low, range.high, limit).map((row) => {
+  /**
+   * Changes with `after < seq <= through` whose key lies in `range`, in feed order: at most `limit`,
+   * while what they hold fits in `maxBytes` (the first always goes).
+   */
+  scan(
+    tenant: string,
+    after: number,
+    through: number,
+    range: KeyRange,
+    limit: number,
+    maxBytes: number,
+  ): ChangeScan {
+    const changes: Change[] = [];
+    let heldBytes = 0;
+    for (const row of this.window.all(tenant, after, through, range.low, range.high, limit)) {
+      if (changes.length > 0 && heldBytes + row.held_bytes > maxBytes) return { changes, full: true };
+      heldBytes += row.held_bytes;
       const superseded = row.kind === "put" && row.current !== row.version;
       let value: unknown = null;
       if (row.edge !== null) value = JSON.parse(row.edge);
-      else if (row.kind === "put" && !superseded && row.value !== null) value = JSON.parse(row.value);
-      return {
+      else if (row.kind === "put" && !superseded) {
+        const text = this.document.get(tenant, row.key);
+        if (text !== undefined && text !== null) value = JSON.parse(text);
+      }
+      changes.push({
         seq: row.seq,
         kind: row.kind,
         key: row.key,
@@ -143,7 +174,8 @@ export class ChangeFeed {
         value,
         superseded,
         atMs: row.at_ms,
-      };
-    });
+      });
+    }
+    return { changes, full: changes.length === limit };
   }
 }

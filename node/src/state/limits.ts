@@ -15,6 +15,13 @@ export interface CanonicalLimits {
   readonly maxOutboxMessages: number;
   /** Messages one queue lease, or changes one subscription delivery, may hold. */
   readonly maxLeaseBatch: number;
+  /**
+   * UTF-8 bytes of stored JSON one queue lease (its messages' bodies) or one subscription delivery (its
+   * documents and edges) may hold; the first message or change always goes, however large. Its result is
+   * one JSON text in the answer and in the command's stored outcome, which must stay far below what a
+   * string can hold.
+   */
+  readonly maxLeaseBytes: number;
   /** Leases a message may receive; once spent, its next return moves it to the dead-letter queue. */
   readonly maxDeliveryAttempts: number;
   readonly defaultVisibilityTimeoutMs: number;
@@ -50,6 +57,7 @@ export const DEFAULT_LIMITS: CanonicalLimits = Object.freeze({
   maxTransactionOperations: 256,
   maxOutboxMessages: 64,
   maxLeaseBatch: 256,
+  maxLeaseBytes: 8 * 1024 * 1024,
   maxDeliveryAttempts: 5,
   defaultVisibilityTimeoutMs: 30_000,
   maxVisibilityTimeoutMs: 12 * 60 * 60 * 1000,

@@ -10,6 +10,7 @@ beforeEach(() => {
     temp.create("s", {
       maxDeliveryAttempts: 2,
       maxLeaseBatch: 5,
+      maxLeaseBytes: 100,
       maxOutboxMessages: 2,
       maxTransactionOperations: 3,
     }),
@@ -243,6 +244,30 @@ describe("queues", () => {
     const good = enqueue("good");
     expect(lease({ max: 1 }).messages.map((m) => m.messageId)).toEqual([good.messageId]);
     expect(lease({}, "jobs.dead-letter").messages.map((m) => m.messageId)).toEqual([poison.messageId]);
+  });
+
+  it("holds at most maxLeaseBytes of bodies in a lease, and always the first message", () => {
+    // Each body is stored as 42 bytes of JSON: two fit in 100, a third does not.
+    const text = "x".repeat(40);
+    const ids = [1, 2, 3].map(() => enqueue(text).messageId);
+    expect(lease({ max: 5 }).messages.map((m) => m.messageId)).toEqual(ids.slice(0, 2));
+    const large = enqueue("y".repeat(500)).messageId;
+    expect(lease({ max: 5 }).messages.map((m) => m.messageId)).toEqual([ids[2]]);
+    expect(lease({ max: 5 }).messages.map((m) => m.messageId)).toEqual([large]);
+  });
+
+  it("dead-letters at most maxLeaseBatch messages in one lease", () => {
+    const poison = [1, 2, 3, 4, 5, 6, 7].map(() => enqueue("poison").messageId);
+    for (let i = 0; i < 2; i++) {
+      lease({ max: 5, visibilityTimeoutMs: 10 });
+      lease({ max: 5, visibilityTimeoutMs: 10 });
+      h.advance(20);
+    }
+    const good = enqueue("good").messageId;
+    expect(lease({ max: 1 })).toMatchObject({ leaseToken: null, messages: [] });
+    expect(lease({ max: 1 }).messages.map((m) => m.messageId)).toEqual([good]);
+    const dead = [lease({ max: 5 }, "jobs.dead-letter"), lease({ max: 5 }, "jobs.dead-letter")];
+    expect(dead.flatMap((d) => d.messages.map((m) => m.messageId))).toEqual(poison);
   });
 
   it("completes a message with writes and outbox atomically, once per command ID", () => {

@@ -27,6 +27,15 @@ export interface LeaseResult {
   readonly messages: LeasedMessage[];
 }
 
+/** A visible message as a lease first sees it: its body's size, not the body. */
+interface CandidateRow {
+  seq: number;
+  message_id: string;
+  body_bytes: number;
+  enqueued_ms: number;
+  attempts: number;
+}
+
 interface MessageRow {
   seq: number;
   message_id: string;
@@ -47,7 +56,8 @@ const EXPIRY_BATCH = 4;
  */
 export class Queues {
   private readonly insert: Database.Statement<[string, string, string, string, number, number]>;
-  private readonly visible: Database.Statement<[string, string, number, number], MessageRow>;
+  private readonly visible: Database.Statement<[string, string, number, number], CandidateRow>;
+  private readonly bodyOf: Database.Statement<[number], string>;
   private readonly byId: Database.Statement<[string, string, string], MessageRow>;
   private readonly take: Database.Statement<[string, number, number, number]>;
   private readonly extend: Database.Statement<[number, number, number]>;
@@ -63,9 +73,10 @@ export class Queues {
        VALUES (?, ?, ?, ?, ?, ?, 0)`,
     );
     this.visible = db.prepare(
-      `SELECT ${columns} FROM queue_messages
+      `SELECT seq, message_id, octet_length(body) AS body_bytes, enqueued_ms, attempts FROM queue_messages
        WHERE tenant = ? AND queue = ? AND visible_at_ms <= ? ORDER BY visible_at_ms, seq LIMIT ?`,
     );
+    this.bodyOf = db.prepare<[number], string>("SELECT body FROM queue_messages WHERE seq = ?").pluck();
     this.byId = db.prepare(
       `SELECT ${columns} FROM queue_messages WHERE tenant = ? AND queue = ? AND message_id = ?`,
     );
@@ -108,25 +119,33 @@ export class Queues {
   }
 
   /**
-   * Leases up to `max` visible messages, oldest visibility first. A message whose attempts are spent is
-   * dead-lettered instead of leased, and the search goes on, so the batch still fills when it can.
+   * Leases up to `max` visible messages, oldest visibility first, while their bodies fit in
+   * `maxLeaseBytes` (the first always goes). A message whose attempts are spent is dead-lettered instead
+   * of leased, and the search goes on, so the batch still fills when it can; but one lease dead-letters at
+   * most `maxLeaseBatch`, so that an apply's work stays bounded, and the next lease goes on from there.
    */
   leaseBatch(ctx: ApplyContext, queue: string, max: number, visibilityMs: number): LeaseResult {
     const token = deriveToken(ctx, "lease");
     const expiresAtMs = ctx.nowMs + visibilityMs;
     const messages: LeasedMessage[] = [];
-    for (;;) {
+    let bodyBytes = 0;
+    let deadLettered = 0;
+    search: for (;;) {
       const candidates = this.visible.all(ctx.tenant, queue, ctx.nowMs, max - messages.length);
       if (candidates.length === 0) break;
       for (const row of candidates) {
         if (this.attemptsSpent(ctx, queue, row)) {
+          if (deadLettered === ctx.limits.maxLeaseBatch) break search;
           this.deadLetter(ctx, queue, row);
+          deadLettered++;
           continue;
         }
+        if (messages.length > 0 && bodyBytes + row.body_bytes > ctx.limits.maxLeaseBytes) break search;
+        bodyBytes += row.body_bytes;
         this.take.run(token, expiresAtMs, expiresAtMs, row.seq);
         messages.push({
           messageId: row.message_id,
-          body: JSON.parse(row.body),
+          body: JSON.parse(this.bodyOf.get(row.seq)!),
           attempts: row.attempts + 1,
           enqueuedAtMs: row.enqueued_ms,
         });
@@ -198,7 +217,7 @@ export class Queues {
     return row;
   }
 
-  private attemptsSpent(ctx: ApplyContext, queue: string, row: MessageRow): boolean {
+  private attemptsSpent(ctx: ApplyContext, queue: string, row: { readonly attempts: number }): boolean {
     return row.attempts >= ctx.limits.maxDeliveryAttempts && !isDeadLetterQueue(queue);
   }
 
@@ -206,7 +225,7 @@ export class Queues {
    * Moves a message to the dead-letter queue, and removes that queue's messages older than
    * `deadLetterRetentionMs`: a dead-letter queue grows only here, so it is trimmed here too.
    */
-  private deadLetter(ctx: ApplyContext, queue: string, row: MessageRow): void {
+  private deadLetter(ctx: ApplyContext, queue: string, row: { readonly seq: number }): void {
     const deadLetters = deadLetterQueueOf(queue);
     this.move.run(deadLetters, ctx.nowMs, row.seq);
     this.expireDead.run(ctx.tenant, deadLetters, ctx.nowMs - ctx.limits.deadLetterRetentionMs);

@@ -6,7 +6,7 @@ let temp: TempStates;
 let h: Harness;
 beforeEach(() => {
   temp = new TempStates();
-  h = new Harness(temp.create("s", { maxLeaseBatch: 10, maxSubscriptionScan: 50 }));
+  h = new Harness(temp.create("s", { maxLeaseBatch: 10, maxLeaseBytes: 100, maxSubscriptionScan: 50 }));
 });
 afterEach(() => temp.cleanup());
 
@@ -21,6 +21,23 @@ const ack = (name: string, deliveryId: string) =>
 const summary = (delivery: Delivery) => delivery.changes.map((c) => `${c.seq}:${c.kind}:${c.key}`);
 
 describe("subscriptions", () => {
+  it("holds at most maxLeaseBytes of documents and edges in a delivery, and always the first change", () => {
+    subscribe("docs", { prefix: "d/" });
+    // Each document is stored as 42 bytes of JSON: two fit in 100, a third does not.
+    for (const key of ["d/1", "d/2", "d/3"]) put(key, "x".repeat(40));
+    h.ok("catalog.delete", "", { params: { key: "d/1" } });
+    put("d/4", "y".repeat(500));
+    h.ok("graph.putEdge", { from: "d/5", type: "t", to: "d/6" });
+    const first = deliver("docs");
+    // A superseded put holds no document, so it costs nothing.
+    expect(summary(first)).toEqual(["1:put:d/1", "2:put:d/2", "3:put:d/3", "4:delete:d/1"]);
+    ack("docs", first.deliveryId!);
+    const second = deliver("docs");
+    expect(summary(second)).toEqual(["5:put:d/4"]);
+    ack("docs", second.deliveryId!);
+    expect(summary(deliver("docs"))).toEqual(["6:edge.put:d/5"]);
+  });
+
   it("delivers the tenant's changes under a prefix in order, and ack moves the cursor", () => {
     expect(subscribe("orders", { prefix: "orders/" })).toEqual({
       name: "orders",

@@ -101,13 +101,20 @@ export class Subscriptions {
     const from = trimmed === null ? row.cursor : trimmed.throughSeq;
     // The feed is dense per tenant, so a bounded window of sequence numbers bounds the scan.
     const windowEnd = Math.min(from + ctx.limits.maxSubscriptionScan, this.feed.lastSeq(ctx.tenant));
-    const changes = this.feed.scan(ctx.tenant, from, windowEnd, prefixRange(row.prefix), max);
+    const { changes, full } = this.feed.scan(
+      ctx.tenant,
+      from,
+      windowEnd,
+      prefixRange(row.prefix),
+      max,
+      ctx.limits.maxLeaseBytes,
+    );
     if (changes.length === 0) {
       this.advance.run(windowEnd, ctx.index, ctx.tenant, name);
       return { name, deliveryId: null, leaseExpiresAtMs: null, changes, cursor: windowEnd, trimmed };
     }
     // A full batch ends at its last change; a short one covers the whole window it scanned.
-    const end = changes.length === max ? changes[changes.length - 1]!.seq : windowEnd;
+    const end = full ? changes[changes.length - 1]!.seq : windowEnd;
     const deliveryId = deriveToken(ctx, "delivery");
     const expiresAtMs = ctx.nowMs + visibilityMs;
     this.setDelivery.run(deliveryId, end, expiresAtMs, ctx.index, ctx.tenant, name);
