@@ -20,6 +20,9 @@ afterEach(async () => {
 
 const put = (key: string) => log.command("catalog.put", { value: key }, { params: { key } });
 
+/** A bulk read of key `a`, its failure a rejection however it was raised. */
+const read = async (state: StateMachine) => state.bulkGet("t1", ["a"]);
+
 /** The applied index another connection reads from the file: what a crash of the voter would keep. */
 function onDisk(): number {
   const db = new Database(temp.path("s.db"), { readonly: true });
@@ -111,5 +114,39 @@ describe("applies commit in groups", () => {
       COMMAND_HANDLERS["catalog.put"] = original;
     }
     expect(() => sm.applyBatch([b])).toThrow(expect.objectContaining({ reason: "StateCommitFailed" }));
+  });
+
+  it("stops the voter when a read's commit of the open group fails, and reads nothing after it", async () => {
+    vi.spyOn(performance, "now").mockReturnValue(5);
+    const failures: unknown[] = [];
+    sm.onFailure((err) => failures.push(err));
+    sm.applyBatch([put("a")]);
+    const db = (sm as unknown as { session: { db: Database.Database } }).session.db;
+    const exec = db.exec.bind(db);
+    vi.spyOn(db, "exec").mockImplementation((sql: string) => {
+      if (sql === "COMMIT") throw Object.assign(new Error("disk I/O error"), { code: "SQLITE_IOERR" });
+      return exec(sql);
+    });
+    // A read commits the group first (readPage): its failure loses entry 1 from the file.
+    await expect(read(sm)).rejects.toMatchObject({ reason: "StateCommitFailed" });
+    expect(failures).toEqual([expect.objectContaining({ reason: "StateCommitFailed" })]);
+    vi.mocked(db.exec).mockRestore();
+    await expect(read(sm)).rejects.toMatchObject({ reason: "StateCommitFailed" });
+    expect(() => sm.applyBatch([put("b")])).toThrow(expect.objectContaining({ reason: "StateCommitFailed" }));
+    expect(failures).toHaveLength(1);
+  });
+});
+
+describe("the applied state's fsync", () => {
+  it("stops the voter when it fails, rather than letting a snapshot point be recorded", async () => {
+    const failures: unknown[] = [];
+    const failing = temp.create("f", {}, (point) => {
+      if (point === "state-sync") throw Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" });
+    });
+    failing.onFailure((err) => failures.push(err));
+    failing.applyBatch([put("a")]);
+    await expect(failing.durablePosition()).rejects.toMatchObject({ reason: "StateSyncFailed" });
+    expect(failures).toEqual([expect.objectContaining({ reason: "StateSyncFailed" })]);
+    await expect(read(failing)).rejects.toMatchObject({ reason: "StateSyncFailed" });
   });
 });

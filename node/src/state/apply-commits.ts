@@ -31,13 +31,18 @@ export class ApplyCommits {
   private entries = 0;
   private pendingThrough: number;
   private savedThrough: number;
-  private failure: Error | null = null;
+  private failure: InternalError | null = null;
 
   constructor(
     private readonly db: Database.Database,
     appliedIndex: number,
     /** Told after every commit, with no transaction open: the WAL checkpoints hang on it. */
     private readonly afterCommit: (db: Database.Database) => void,
+    /**
+     * Told once, when applied entries are lost from the file while answers were given from them: the
+     * voter must stop at once, whoever met the failure (a read's flush meets it with no apply to fail).
+     */
+    private readonly onFailure: (err: InternalError) => void,
   ) {
     this.pendingThrough = appliedIndex;
     this.savedThrough = appliedIndex;
@@ -45,12 +50,8 @@ export class ApplyCommits {
 
   /** Before a batch: opens the transaction the batch's savepoint runs in, unless one is open. */
   begin(): void {
-    if (this.failure !== null) {
-      throw new InternalError("committing applied entries failed; the voter must restart", {
-        reason: "StateCommitFailed",
-        cause: this.failure,
-      });
-    }
+    // Nothing may apply on top of lost entries.
+    if (this.failure !== null) throw this.failure;
     if (this.db.inTransaction) return;
     this.db.exec("BEGIN");
     this.openedAt = performance.now();
@@ -73,7 +74,10 @@ export class ApplyCommits {
    */
   batchFailed(): void {
     if (!this.db.inTransaction && this.pendingThrough > this.savedThrough) {
-      this.failure = new Error(`entries ${this.savedThrough + 1}-${this.pendingThrough} were rolled back`);
+      // Met on the apply path: the batch's own error, which its caller gets, stops the voter.
+      this.failure ??= commitFailed(
+        new Error(`entries ${this.savedThrough + 1}-${this.pendingThrough} were rolled back`),
+      );
     }
   }
 
@@ -83,19 +87,30 @@ export class ApplyCommits {
     try {
       this.db.exec("COMMIT");
     } catch (error) {
-      this.failure = error instanceof Error ? error : new Error(String(error));
       if (this.db.inTransaction) this.db.exec("ROLLBACK");
-      throw new InternalError("committing applied entries failed; the voter must restart", {
-        reason: "StateCommitFailed",
-        cause: error,
-      });
+      throw this.failed(error);
     }
     this.savedThrough = this.pendingThrough;
     this.afterCommit(this.db);
+  }
+
+  private failed(cause: unknown): InternalError {
+    if (this.failure === null) {
+      this.failure = commitFailed(cause);
+      this.onFailure(this.failure);
+    }
+    return this.failure;
   }
 
   /** The applied index the database file holds: what a crash of this process would keep. */
   saved(): number {
     return this.savedThrough;
   }
+}
+
+function commitFailed(cause: unknown): InternalError {
+  return new InternalError("committing applied entries failed; the voter must restart", {
+    reason: "StateCommitFailed",
+    cause,
+  });
 }

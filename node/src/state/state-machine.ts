@@ -7,6 +7,7 @@ import type { Entry } from "../raft/types.js";
 import type { JsonText } from "../requests/json-text.js";
 import { READ_LIMITS } from "../requests/read-limits.js";
 import type { AuthorizationRefusal, Role } from "../requests/roles.js";
+import type { FaultHook } from "../storage/fault-hook.js";
 import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { ApplyCommits } from "./apply-commits.js";
 import type { ApplyContext } from "./apply-context.js";
@@ -54,6 +55,8 @@ export interface StateMachineOptions {
    * hashed before: a database of schema 3 or older, and format-2 commands.
    */
   readonly keyHasher: ApiKeyHasher;
+  /** Fault tests: called where the state's fsync runs (`state-sync`). */
+  readonly faultHook?: FaultHook;
 }
 
 /** A stored command outcome, or what remains of it, as `GET /v1/commands/{commandId}` answers it. */
@@ -87,6 +90,8 @@ export class StateMachine {
   /** The tenants the search index follows: filled before the first apply, grown by searches. */
   private readonly searchedTenants = new Set<string>();
   private readonly snapshots = new SnapshotCopier();
+  private readonly failureListeners: ((err: InternalError) => void)[] = [];
+  private failure: InternalError | null = null;
   private readonly reader: CatalogReader;
   private readonly checkpoints: StateWalCheckpoints;
 
@@ -298,9 +303,39 @@ export class StateMachine {
     this.session.commits.flush();
     const position = this.position;
     const wal = `${this.options.path}-wal`;
-    // Each commit so far is in the WAL or, checkpointed, in the database file.
-    await Promise.all([existsSync(wal) ? fsyncPathAsync(wal) : undefined, fsyncPathAsync(this.options.path)]);
+    // Each commit so far is in the WAL or, checkpointed, in the database file. A failed fsync may have
+    // dropped dirty pages that a retry would not write again (Linux reports the error once): the log
+    // must never be compacted on the strength of it, so the voter stops.
+    try {
+      this.options.faultHook?.("state-sync");
+      await Promise.all([
+        existsSync(wal) ? fsyncPathAsync(wal) : undefined,
+        fsyncPathAsync(this.options.path),
+      ]);
+    } catch (cause) {
+      throw this.failed(
+        new InternalError("fsync of the applied state failed; the voter must restart", {
+          reason: "StateSyncFailed",
+          cause,
+        }),
+      );
+    }
     return position;
+  }
+
+  /**
+   * Calls `listener` once, when the state can no longer be trusted (a commit or an fsync of it failed):
+   * the voter must stop at once, whatever met the failure.
+   */
+  onFailure(listener: (err: InternalError) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  private failed(err: InternalError): InternalError {
+    if (this.failure !== null) return this.failure;
+    this.failure = err;
+    for (const listener of this.failureListeners) listener(err);
+    return err;
   }
 
   /**
@@ -352,6 +387,8 @@ export class StateMachine {
    * last commit there is nothing to commit.
    */
   private readPage(read: CatalogRead): Promise<JsonText> {
+    // After a failure the file may lack entries applied before it: nothing is read from it.
+    if (this.failure !== null) throw this.failure;
     this.session.commits.flush();
     return this.reader.read(read);
   }
@@ -412,7 +449,12 @@ export class StateMachine {
       db,
       stores,
       runBatch,
-      commits: new ApplyCommits(db, readMeta(db).applied_index, (d) => this.checkpoints.afterCommit(d)),
+      commits: new ApplyCommits(
+        db,
+        readMeta(db).applied_index,
+        (d) => this.checkpoints.afterCommit(d),
+        (err) => this.failed(err),
+      ),
     };
   }
 

@@ -22,6 +22,11 @@ export type StorageFaultPoint =
    */
   | "log-fsync"
   /** The batch is fsynced; nothing is acknowledged yet and superseded snapshot files still exist. */
-  | "log-synced";
+  | "log-synced"
+  /**
+   * The state machine's fsync of its applied state (before a snapshot point is recorded) is about to
+   * run; a hook that throws here stands for that fsync failing.
+   */
+  | "state-sync";
 
 export type FaultHook = (point: StorageFaultPoint) => void;

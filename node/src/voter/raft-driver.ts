@@ -1,4 +1,4 @@
-import { InternalError, UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
+import { UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
 import type { Logger } from "pino";
 import { memberName } from "../peer/member-name.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
@@ -162,9 +162,11 @@ export class RaftDriver {
       },
       (err) => this.fail(err),
     );
-    // A failure of the store's background work (absorb, checkpoint, WAL fsync) stops the voter at
+    // A failure of the store's background work (absorb, checkpoint, WAL fsync), or of the state's
+    // commit or fsync met off the apply path (a read's flush, a snapshot point), stops the voter at
     // once, not at its next write.
     options.store.onFailure((err) => this.fail(err));
+    options.stateMachine.onFailure((err) => this.fail(err));
   }
 
   start(): void {
@@ -758,11 +760,8 @@ export class RaftDriver {
         this.opts.logger.info({ index: meta.index, term: meta.term }, what);
       })
       .catch((err: unknown) => {
+        // A failure of the state itself has stopped the voter already (onFailure, above).
         if (this.failure !== null) return;
-        if (err instanceof InternalError && err.reason === "StateCommitFailed") {
-          this.fail(err);
-          return;
-        }
         const retryInMs = this.snapshotBackoff.failed(Date.now());
         this.opts.logger.error(
           { err, term: this.lastHard.term, applied, failures: this.snapshotBackoff.failures, retryInMs },

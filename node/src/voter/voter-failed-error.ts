@@ -28,7 +28,8 @@ export class VoterFailedError extends Error {
     if (err instanceof VoterFailedError) return err;
     const cause = err instanceof Error ? err : new Error(String(err));
     if (cause instanceof StorageError) return new VoterFailedError("storage", cause);
-    // The state machine reports its failures as Internal (ApplyFailed, StateCommitFailed, ApplyGap).
+    // The state machine reports its failures as Internal (ApplyFailed, StateCommitFailed, StateSyncFailed,
+    // ApplyGap).
     if (cause instanceof KeyLoadError && cause.code === "Internal")
       return new VoterFailedError("apply", cause);
     return new VoterFailedError("driver", cause);

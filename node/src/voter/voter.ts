@@ -142,6 +142,7 @@ async function wireVoter(
     keyHasher,
     limits: config.canonical,
     sqlite: config.storage,
+    ...(faults.storage === undefined ? {} : { faultHook: faults.storage }),
   });
   opened.push(() => stateMachine.close());
   if (stateMachine.applied().index < store.snapshotIndex()) {

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Entry } from "../../raft/types.js";
 import type { RouteParams } from "../../requests/command-kinds.js";
+import type { FaultHook } from "../../storage/fault-hook.js";
 import { hashApiKey } from "../api-key.js";
 import { ApiKeyHasher } from "../api-key-hasher.js";
 import type { ApplyResult } from "../apply-result.js";
@@ -26,11 +27,12 @@ export class TempStates {
     return join(this.dir, name);
   }
 
-  create(name: string, limits?: Partial<CanonicalLimits>): StateMachine {
+  create(name: string, limits?: Partial<CanonicalLimits>, faultHook?: FaultHook): StateMachine {
     const sm = StateMachine.open({
       path: this.path(`${name}.db`),
       keyHasher: TEST_KEY_HASHER,
       ...(limits === undefined ? {} : { limits }),
+      ...(faultHook === undefined ? {} : { faultHook }),
     });
     this.open.push(sm);
     return sm;

@@ -25,7 +25,7 @@ export function clusterPerTest(): (options?: ClusterOptions) => Promise<VoterClu
 /** The parts of a running driver that tests spy on. */
 export interface DriverParts {
   readonly transport: { send(m: Message): void };
-  readonly store: { sync(): Promise<void>; setFsyncSite(site: FsyncSite): void };
+  readonly store: { sync(): Promise<void>; setFsyncSite(site: FsyncSite): void; snapshotIndex(): number };
   readonly stateMachine: { applyBatch(entries: readonly { index: number }[]): ApplyResult[] };
   readonly writer: { write(write: LogWrite): Promise<void> };
 }
