@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LEADER_HEADER } from "../http/leader-header.js";
 import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
 
@@ -47,4 +47,29 @@ describe("the leadership transfer admin route", () => {
     const again = await call(c.voter(target).httpUrl, "POST", LEADER, { body });
     expect(again.body).toEqual({ leader: `voter${target + 1}`, changed: false });
   }, 60_000);
+});
+
+describe("the hand-off before a shutdown", () => {
+  it("goes to the most caught-up voter, never to a learner further ahead", async () => {
+    const c = await VoterCluster.start();
+    cluster = c;
+    const leader = c.voter(await c.waitForLeader()).driver;
+    await leader.proposeConfChange({ type: "add-learner", node: "voter9" });
+    // As if the learner had caught up while both voters lagged: the highest match is its.
+    const status = leader.raft.status.bind(leader.raft);
+    vi.spyOn(leader.raft, "status").mockImplementation(() => {
+      const s = status();
+      return {
+        ...s,
+        progress: {
+          ...s.progress,
+          voter9: { match: s.lastIndex + 1, next: s.lastIndex + 2, state: "replicate" },
+        },
+      };
+    });
+    expect(await leader.transferLeadership(5_000)).toBe(true);
+    vi.mocked(leader.raft.status).mockRestore();
+    const next = await c.waitForLeader();
+    expect(c.voter(next).driver).not.toBe(leader);
+  });
 });

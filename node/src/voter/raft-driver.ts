@@ -318,17 +318,21 @@ export class RaftDriver {
     ];
   }
 
-  /** Hands leadership to the most caught-up peer and waits (bounded) until this node is no longer leader. */
+  /**
+   * Hands leadership to the most caught-up voter (a learner, however far ahead, cannot lead) and waits
+   * (bounded) until this node is no longer leader.
+   */
   async transferLeadership(timeoutMs = this.opts.electionTimeoutMs): Promise<boolean> {
     if (this.failure !== null) return false;
     const status = this.raft.status();
     if (status.role !== "leader") return false;
     let best: NodeId | null = null;
     let bestMatch = -1;
-    for (const [id, pr] of Object.entries(status.progress)) {
-      if (id !== this.opts.id && pr.match > bestMatch) {
+    for (const id of status.conf.voters) {
+      const match = status.progress[id]?.match ?? -1;
+      if (id !== this.opts.id && match > bestMatch) {
         best = id;
-        bestMatch = pr.match;
+        bestMatch = match;
       }
     }
     if (best === null) return false;
