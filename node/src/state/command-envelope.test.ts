@@ -112,6 +112,9 @@ describe("command envelope", () => {
     expect(malformed(truncated)).toBe("MalformedEnvelope");
     expect(malformed(Uint8Array.from([...header(BASE_HEADER), 0xff, 0xfe]))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, kind: "catalog.upsert" }))).toBe("MalformedEnvelope");
+    // A kind that is no string, not even one a template could print.
+    expect(malformed(header({ ...BASE_HEADER, kind: { toString: 1 } }))).toBe("MalformedEnvelope");
+    expect(malformed(header({ ...BASE_HEADER, kind: ["catalog.put"] }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, extra: 1 }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, params: {} }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, params: { key: "k", queue: "q" } }))).toBe("MalformedEnvelope");

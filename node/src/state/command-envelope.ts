@@ -205,7 +205,8 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
   if (extra.length > 0) throw malformed(`unknown header fields ${extra.join(", ")}`);
   const { commandId, kind, tenant, principal, keyId, timestampMs, monotonicMs } = raw;
   if (typeof commandId !== "string") throw malformed("commandId is not a string");
-  if (typeof kind !== "string" || !Object.hasOwn(ENTRY_KINDS, kind)) throw malformed(`unknown kind ${kind}`);
+  if (typeof kind !== "string" || !Object.hasOwn(ENTRY_KINDS, kind))
+    throw malformed(`unknown kind ${JSON.stringify(kind)}`);
   if (typeof tenant !== "string" || typeof principal !== "string")
     throw malformed("tenant/principal missing");
   if (keyId !== undefined && typeof keyId !== "string") throw malformed("keyId is not a string");
