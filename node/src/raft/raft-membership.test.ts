@@ -194,6 +194,31 @@ describe("membership changes", () => {
     c.tickUntil(() => c.leader() === "a", 300);
   });
 
+  it("a voter that holds a promotion it has not applied grants the promoted node the vote it needs", () => {
+    const c = InMemoryRaftCluster.bootstrapped(["a", "b", "c"]);
+    c.elect("a");
+    change(c, "a", { type: "remove", node: "c" });
+    c.isolate("c");
+    c.join("l");
+    change(c, "a", { type: "add-learner", node: "l" });
+    // a commits the promotion with b's acknowledgement, and l applies it; b never learns it committed.
+    let committed = false;
+    c.filter = (m) => !(m.from === "a" && m.to === "b" && committed);
+    const { index } = c.node("a").proposeConfChange({ type: "promote", node: "l" });
+    for (let i = 0; i < 20; i++) {
+      c.deliverRound();
+      if (c.node("a").status().commit >= index) committed = true;
+    }
+    c.settle();
+    expect(c.node("l").status().conf.voters).toEqual(["a", "b", "l"]);
+    expect(c.node("b").status()).toMatchObject({ conf: { voters: ["a", "b"], learners: ["l"] } });
+    expect(c.node("b").status().commit).toBeLessThan(index);
+    // a is gone: b and l are a quorum of {a, b, l}, the committed configuration, and elect l.
+    c.filter = () => true;
+    c.isolate("a");
+    c.tickUntil(() => c.node("l").status().role === "leader", 300, ["b", "l"]);
+  });
+
   it("a leader that removed itself still grants its successor the vote it needs", () => {
     const c = InMemoryRaftCluster.bootstrapped(["a", "b"]);
     c.elect("a");

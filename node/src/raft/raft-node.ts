@@ -272,12 +272,12 @@ export class RaftNode {
   /** Handles a message addressed to this node. Stale or unknown messages are dropped. */
   step(m: Message): void {
     if (m.to !== this.id || m.from === this.id) return;
-    // Only a voter of our configuration may ask for our vote: a node that is not (removed, a learner,
-    // or not yet added) must neither disturb our term nor be elected. We answer whatever we are
+    // Only a voter may ask for our vote (mayAskForVotes): a node that is not (removed, a learner, or
+    // not yet added) must neither disturb our term nor be elected. We answer whatever we are
     // ourselves, as etcd-raft lets learners vote: a learner that has not yet applied its promotion (or
     // lost that knowledge in a crash) may be the vote a committed configuration needs, and only a
     // candidate that counts us as a voter counts our vote. A node with no configuration answers no one.
-    if ((m.type === "vote" || m.type === "pre-vote") && !this.conf.isVoter(m.from)) return;
+    if ((m.type === "vote" || m.type === "pre-vote") && !this.mayAskForVotes(m.from)) return;
     if (m.term > this.term) {
       if (m.type === "vote" || m.type === "pre-vote") {
         // Check-quorum lease: while we hear from a live leader, ignore disruptive candidates.
@@ -382,6 +382,38 @@ export class RaftNode {
     if (lastCommitted) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
     for (const e of rd.committedEntries) if (e.type === "conf") this.applyConfEntry(e);
     if (this.role === "leader") this.selfDurable();
+  }
+
+  /**
+   * Whether `id` is a voter of our configuration, or of one our log's unapplied entries lead to. A
+   * promotion commits once a quorum holds it, and the promoted node may apply it while we hold it
+   * unapplied: were its requests ignored, the committed configuration could lack the votes it needs
+   * (etcd-raft ignores no one). A node whose removal we applied stays ignored.
+   */
+  private mayAskForVotes(id: NodeId): boolean {
+    if (this.conf.isVoter(id)) return true;
+    if (this.conf.voters.size === 0) return false;
+    let state = this.conf.state;
+    let next = this.log.applied + 1;
+    if (next < this.log.firstIndex()) {
+      // A snapshot past what we applied is on its way in: the log goes on from its configuration.
+      const pending = this.log.snapshot();
+      if (pending === null) return false;
+      state = pending.meta.conf;
+      if (state.voters.includes(id)) return true;
+      next = this.log.firstIndex();
+    }
+    const last = this.log.lastIndex();
+    while (next <= last) {
+      const page = this.log.slice(next, last + 1, this.opts.maxCommittedSizePerReady);
+      for (const e of page) {
+        if (e.type !== "conf") continue;
+        state = applyConfChange(state, decodeConfChange(e.data));
+        if (state.voters.includes(id)) return true;
+      }
+      next += page.length;
+    }
+    return false;
   }
 
   private applyConfEntry(entry: Entry): void {

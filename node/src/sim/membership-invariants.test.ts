@@ -125,6 +125,27 @@ describe("MembershipChecker", () => {
     expect(granted("b", "d", status("follower", 4, CONF, "d"))).toBeUndefined();
   });
 
+  it("a vote may go to a node a committed promotion made a voter, before the voter applied it", () => {
+    const c = new MembershipChecker();
+    const change = (index: number, data: ConfEntry): Entry => ({
+      index,
+      term: 1,
+      type: "conf",
+      data: encodeConfChange(data),
+    });
+    c.observeCommittedChange(change(1, { type: "bootstrap", voters: ["a", "b", "c"] }));
+    c.observeCommittedChange(change(5, { type: "add-learner", node: "d" }));
+    const at = (applied: number) => ({ ...status("follower", 3), applied });
+    const granted = (applied: number) =>
+      violation(() =>
+        c.observeVoteRequest("b", vote("d", "b", 4), at(applied), status("follower", 4, CONF, "d")),
+      );
+    expect(granted(5)).toBe("voters-only");
+    c.observeCommittedChange(change(7, { type: "promote", node: "d" }));
+    expect(granted(5)).toBeUndefined();
+    expect(granted(7)).toBe("voters-only");
+  });
+
   it("a leader's log holds at most one membership change beyond the committed index", () => {
     const c = new MembershipChecker();
     expect(violation(() => c.checkUncommittedChanges("a", 2, [7]))).toBeUndefined();

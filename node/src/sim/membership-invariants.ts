@@ -12,7 +12,7 @@ import type {
 import { InvariantViolation } from "./invariants.js";
 
 /** What of a node's status a vote check needs: its term and vote, and the configuration it applied. */
-type VoterState = Pick<RaftStatus, "term" | "vote" | "conf">;
+type VoterState = Pick<RaftStatus, "term" | "vote" | "conf" | "applied">;
 
 /**
  * The invariants membership adds, each checked on what one step changed:
@@ -20,7 +20,8 @@ type VoterState = Pick<RaftStatus, "term" | "vote" | "conf">;
  * - voters-only: only a voter of the configuration a node has applied campaigns or leads; a leader
  *   won on the votes of a quorum of the voters of the configuration it had applied, so a learner, a
  *   removed node or one not yet added never has a vote counted; and a node grants its vote only to
- *   a voter of its own configuration. Whether a node that is not a voter may itself grant a vote is
+ *   a voter of its own configuration, or of a committed one it has yet to apply (a promotion commits
+ *   once a quorum holds it, before every voter has applied it). Whether a node that is not a voter may itself grant a vote is
  *   the core's policy, not a safety property: etcd-raft lets a learner vote for a candidate that
  *   counts it as a voter (its promotion may be committed before it has applied it), and the
  *   candidate's count is what the leader check holds to its voters;
@@ -82,6 +83,8 @@ export class MembershipChecker {
     if (m.type !== "vote" || after.term !== m.term || after.vote !== m.from) return;
     if (before.term === m.term && before.vote === m.from) return;
     if (before.conf.voters.includes(m.from)) return;
+    // A promotion commits before every voter has applied it: one holding it may vote for the node.
+    if (this.committedConfs.some((c) => c.index > before.applied && c.conf.voters.includes(m.from))) return;
     fail("voters-only", `${node} votes for ${m.from} in term ${m.term}, not a voter of ${show(before.conf)}`);
   }
 
