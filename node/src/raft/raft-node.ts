@@ -314,8 +314,14 @@ export class RaftNode {
         return;
     }
 
-    if (this.role === "leader") this.stepLeader(m);
-    else this.stepNonLeader(m);
+    if (this.role === "leader") {
+      this.stepLeader(m);
+      return;
+    }
+    this.stepNonLeader(m);
+    // A snapshot half received that the log has since caught up past is of no use (its sender may be
+    // gone): it is dropped, and with it the bytes the driver holds for it (SnapshotInbox).
+    if (this.incoming !== null && this.incoming.meta.index <= this.log.committed) this.incoming = null;
   }
 
   // ---------------------------------------------------------------------------------------------

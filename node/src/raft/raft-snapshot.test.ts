@@ -1,8 +1,18 @@
 import { describe, expect, it } from "vitest";
 import { crc32c } from "../checksum/crc32c.js";
+import { MemorySnapshotSink } from "./memory-snapshot-sink.js";
 import type { RaftOptions } from "./raft-config.js";
 import { SeededRandom } from "./seeded-random.js";
-import { appendResponse, ofType, Solo, snapshotChunk, storageWithLog } from "./test-fixtures/helpers.js";
+import { SnapshotInbox } from "./snapshot-inbox.js";
+import {
+  append,
+  appendResponse,
+  entry,
+  ofType,
+  Solo,
+  snapshotChunk,
+  storageWithLog,
+} from "./test-fixtures/helpers.js";
 import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 import { checkLogMatching, InvariantChecker } from "./test-fixtures/invariants.js";
 import type { Message, Ready, Snapshot, SnapshotChunkMessage, SnapshotMeta } from "./types.js";
@@ -413,6 +423,24 @@ describe("snapshots", () => {
       expect(responses(restarted.step(chunk(16)).messages)).toEqual([[0, true]]);
       restarted.step(chunk(0), chunk(16));
       expect(restarted.step(chunk(32)).snapshots).toHaveLength(1);
+    });
+
+    it("drops a half-received snapshot, bytes included, once the log has caught up past it", () => {
+      const s = follower();
+      const sinks: MemorySnapshotSink[] = [];
+      const inbox = new SnapshotInbox(() => {
+        const sink = new MemorySnapshotSink();
+        sinks.push(sink);
+        return sink;
+      });
+      inbox.step(s.node, chunk(0));
+      expect(s.node.incomingSnapshot()).not.toBeNull();
+      // Its sender is gone; the next leader brings the follower past index 20 by appends instead.
+      const entries = Array.from({ length: 20 }, (_, i) => entry(4 + i, 3));
+      inbox.step(s.node, append("c", "a", 3, 3, 2, entries, 23));
+      expect(s.node.status().commit).toBe(23);
+      expect(s.node.incomingSnapshot()).toBeNull();
+      expect(sinks.map((sink) => sink.aborted)).toEqual([true]);
     });
 
     it("a newer snapshot replaces a partial older one", () => {

@@ -41,13 +41,11 @@ export class SnapshotInbox<S extends SnapshotChunkSink> {
 
   /** Steps `m` into `node`, a snapshot chunk's bytes first written to a sink. */
   step(node: RaftNode, m: Message): void {
-    if (m.type !== "snapshot-chunk") {
-      node.step(m);
-      return;
-    }
     try {
-      this.stepChunk(node, m);
+      if (m.type === "snapshot-chunk") this.stepChunk(node, m);
+      else node.step(m);
     } finally {
+      // Any message may make the core drop what is being received (the log caught up past it).
       this.reconcile(node);
     }
   }
