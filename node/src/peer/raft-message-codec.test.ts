@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Message } from "../raft/types.js";
+import type { Entry, Message, SnapshotMeta } from "../raft/types.js";
 import { PeerProtocolError } from "./peer-errors.js";
 import { decodeRaftMessage, encodeRaftMessage } from "./raft-message-codec.js";
 import { anyMessage, appendOf, messageArbitraries } from "./test-fixtures/raft-message-arbitrary.js";
@@ -120,6 +120,78 @@ describe("raft message codec", () => {
     expect(decoded).toMatchObject({ length: 3, checksum: 0xdeadbeef });
     const beyond = encodeRaftMessage({ ...chunk, offset: 1 });
     expect(() => decodeRaftMessage(beyond)).toThrow(/beyond the snapshot's 3 bytes/);
+  });
+
+  it("refuses an append whose entries do not follow its index, or whose terms cannot be a log's", () => {
+    const valid = appendOf(3, 4);
+    if (valid.type !== "append") throw new Error("not an append");
+    expect(decodeRaftMessage(encodeRaftMessage(valid))).toEqual(valid);
+    const [first, second, third] = valid.entries as [Entry, Entry, Entry];
+    const refused: [string, Message, RegExp][] = [
+      // The anchor entry repeated, with a commit beyond it: the core would throw "commit N is beyond".
+      ["the anchor repeated", { ...valid, entries: [{ ...first, index: 1000 }], commit: 1001 }, /follow/],
+      ["a gap after the anchor", { ...valid, entries: [{ ...first, index: 1002 }] }, /follow/],
+      ["a gap between entries", { ...valid, entries: [first, { ...third, index: 1003 }] }, /follow/],
+      ["an entry repeated", { ...valid, entries: [first, first, second] }, /follow/],
+      ["an entry of term 0", { ...valid, logTerm: 0, entries: [{ ...first, term: 0 }] }, /term 0/],
+      [
+        "an entry of a later term",
+        { ...valid, entries: [{ ...first, term: 8 }] },
+        /beyond the message's term/,
+      ],
+      ["decreasing entry terms", { ...valid, term: 9, entries: [{ ...first, term: 8 }, second] }, /decreas/],
+      [
+        "an entry older than the anchor",
+        { ...valid, logTerm: 7, entries: [{ ...first, term: 6 }] },
+        /decreas/,
+      ],
+      ["an anchor of a later term", { ...valid, logTerm: 8, entries: [] }, /beyond the message's term/],
+    ];
+    for (const [name, message, pattern] of refused) {
+      expect(protocolError(() => decodeRaftMessage(encodeRaftMessage(message))).message, name).toMatch(
+        pattern,
+      );
+    }
+    // A heartbeat-like append with no entries, and the first append of a log, are fine.
+    expect(decodeRaftMessage(encodeRaftMessage({ ...valid, entries: [] }))).toMatchObject({ entries: [] });
+    const fromStart = { ...valid, index: 0, logTerm: 0, entries: [{ ...first, index: 1, term: 1 }] };
+    expect(decodeRaftMessage(encodeRaftMessage(fromStart))).toEqual(fromStart);
+  });
+
+  it("refuses snapshot metadata no snapshot can have", () => {
+    const chunk = samples.find((m) => m.type === "snapshot-chunk")!;
+    if (chunk.type !== "snapshot-chunk") throw new Error("not a chunk");
+    const withMeta = (meta: Partial<SnapshotMeta>): Message => ({
+      ...chunk,
+      meta: { ...chunk.meta, ...meta },
+    });
+    const conf = (voters: string[], learners?: string[]) => ({
+      conf: learners ? { voters, learners } : { voters },
+    });
+    const refused: [string, Message, RegExp][] = [
+      ["index 0", withMeta({ index: 0 }), /index 0/],
+      ["term 0", withMeta({ term: 0 }), /term 0/],
+      ["a term beyond the message's", withMeta({ term: 4 }), /beyond the message's term/],
+      ["no voters", withMeta(conf([])), /no voters/],
+      ["no voters but a learner", withMeta(conf([], ["d"])), /no voters/],
+      ["a voter named twice", withMeta(conf(["a", "b", "a"])), /"a" twice/],
+      ["a voter also a learner", withMeta(conf(["a", "b"], ["b"])), /"b" twice/],
+      ["a learner named twice", withMeta(conf(["a"], ["d", "d"])), /"d" twice/],
+      ["an empty name", withMeta(conf(["a", ""])), /not a member ID/],
+      ["a name with a space", withMeta(conf(["a b"])), /not a member ID/],
+      ["a bad incarnation", withMeta(conf(["a~zz"])), /not a member ID/],
+      ["a learner's bad name", withMeta(conf(["a"], ["x".repeat(65)])), /not a member ID/],
+    ];
+    for (const [name, message, pattern] of refused) {
+      expect(protocolError(() => decodeRaftMessage(encodeRaftMessage(message))).message, name).toMatch(
+        pattern,
+      );
+    }
+    // The message names a long bad name by a short prefix only: it ends up in a log line.
+    const long = withMeta(conf(["y".repeat(5000)]));
+    expect(protocolError(() => decodeRaftMessage(encodeRaftMessage(long))).message.length).toBeLessThan(200);
+    const incarnations = withMeta({ term: 3, ...conf(["a", "b~0a1b2c3d"], ["b"]) });
+    expect(decodeRaftMessage(encodeRaftMessage(incarnations))).toEqual(incarnations);
   });
 
   it("refuses every truncation and any trailing byte", () => {

@@ -3,7 +3,9 @@ import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
 import type { ConfState, Entry, EntryType, Message, SnapshotMeta } from "../raft/types.js";
 import { BinaryReader } from "./binary-reader.js";
 import { BinaryWriter } from "./binary-writer.js";
+import { isMemberId } from "./member-name.js";
 import { PeerProtocolError } from "./peer-errors.js";
+import { quoted } from "./quoted.js";
 
 /*
  * Layout: a tag byte for the message type, then `from`, `to` and `term`, then the type's own fields in
@@ -11,6 +13,11 @@ import { PeerProtocolError } from "./peer-errors.js";
  * Entry and snapshot data are copied once into the output and decoded as views into the input, which
  * keeps a 64-entry append at well under a microsecond per entry each way. A snapshot chunk goes out
  * only with its bytes (the sending driver fills them in); its length is that of its bytes.
+ *
+ * Every number is a non-negative safe integer (BinaryReader.uint). Beyond that the decoder refuses
+ * what no correct leader sends and the core would choke on, since what the core throws on fail-stops
+ * the voter: appends whose entries do not follow their anchor, or whose terms cannot be those of a
+ * log, and snapshot metadata no snapshot can have.
  */
 
 const TAG = {
@@ -133,9 +140,16 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
     case TAG.append: {
       const index = r.uint();
       const logTerm = r.uint();
+      if (logTerm > term) throw beyondTerm(`the anchor's term ${logTerm}`, term);
       const count = r.count(MIN_ENTRY_BYTES);
       const entries: Entry[] = [];
-      for (let i = 0; i < count; i++) entries.push(readEntry(r));
+      let previousTerm = logTerm;
+      for (let i = 0; i < count; i++) {
+        const entry = readEntry(r);
+        checkLogEntry(entry, index + 1 + i, previousTerm, term);
+        previousTerm = entry.term;
+        entries.push(entry);
+      }
       const commit = r.uint();
       const epoch = r.uint();
       message = { type: "append", from, to, term, index, logTerm, entries, commit, epoch };
@@ -175,7 +189,7 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
       message = { type: "heartbeat-response", from, to, term, readRound: r.uint() };
       break;
     case TAG["snapshot-chunk"]: {
-      const meta = readSnapshotMeta(r);
+      const meta = readSnapshotMeta(r, term);
       const offset = r.uint();
       const totalBytes = r.uint();
       const checksum = r.uint();
@@ -276,6 +290,27 @@ function readEntry(r: BinaryReader): Entry {
   return entry;
 }
 
+/**
+ * An entry of an append is the one at `expectedIndex` (the anchor's index plus its position), of a
+ * term from 1 to the message's, no older than the one before it: terms never decrease along a log.
+ */
+function checkLogEntry(entry: Entry, expectedIndex: number, previousTerm: number, term: number): void {
+  if (entry.index !== expectedIndex) {
+    throw new PeerProtocolError(`entry ${entry.index} does not follow entry ${expectedIndex - 1}`);
+  }
+  if (entry.term === 0) throw new PeerProtocolError(`entry ${entry.index} has term 0`);
+  if (entry.term > term) throw beyondTerm(`entry ${entry.index}'s term ${entry.term}`, term);
+  if (entry.term < previousTerm) {
+    throw new PeerProtocolError(
+      `entry ${entry.index}'s term ${entry.term} decreases from ${previousTerm} before it`,
+    );
+  }
+}
+
+function beyondTerm(what: string, term: number): PeerProtocolError {
+  return new PeerProtocolError(`${what} is beyond the message's term ${term}`);
+}
+
 function readEntryType(byte: number): EntryType {
   const type = entryTypeOf(byte);
   if (type === null) throw new PeerProtocolError(`unknown entry type ${byte}`);
@@ -301,11 +336,27 @@ function readNames(r: BinaryReader): string[] {
   return names;
 }
 
-function readSnapshotMeta(r: BinaryReader): SnapshotMeta {
+/**
+ * A snapshot covers at least entry 1, was taken at a term from 1 to the sender's, and names at least
+ * one voter and each member once, by a valid member ID: the snapshot store and the core throw on
+ * anything else.
+ */
+function readSnapshotMeta(r: BinaryReader, messageTerm: number): SnapshotMeta {
   const index = r.uint();
   const term = r.uint();
+  if (index === 0) throw new PeerProtocolError("a snapshot at index 0");
+  if (term === 0) throw new PeerProtocolError(`the snapshot at ${index} has term 0`);
+  if (term > messageTerm) throw beyondTerm(`the snapshot's term ${term}`, messageTerm);
   const voters = readNames(r);
   const learners = readNames(r);
+  if (voters.length === 0) throw new PeerProtocolError(`the snapshot at ${index} names no voters`);
+  const members = new Set<string>();
+  for (const member of [...voters, ...learners]) {
+    if (!isMemberId(member))
+      throw new PeerProtocolError(`snapshot member ${quoted(member)} is not a member ID`);
+    if (members.has(member)) throw new PeerProtocolError(`the snapshot names member ${quoted(member)} twice`);
+    members.add(member);
+  }
   const conf: ConfState = learners.length === 0 ? { voters } : { voters, learners };
   return { index, term, conf };
 }

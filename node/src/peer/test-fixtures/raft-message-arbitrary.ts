@@ -10,36 +10,64 @@ const data = fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLengt
 
 const base = { from: text, to: text, term: uint };
 
-const entry: fc.Arbitrary<Entry> = fc.record({
-  term: uint,
-  index: uint,
+const MAX_ENTRIES = 6;
+
+/** The type and data of an entry; its index and term depend on the append it is in. */
+const entryBody = fc.record({
   type: fc.constantFrom("normal" as const, "noop" as const, "conf" as const),
   data,
 });
 
-const meta: fc.Arbitrary<SnapshotMeta> = fc.record({
-  index: uint,
-  term: uint,
-  conf: fc.oneof(
-    fc.record({ voters: fc.array(text, { maxLength: 5 }) }),
-    fc.record({
-      voters: fc.array(text, { maxLength: 5 }),
-      learners: fc.array(text, { minLength: 1, maxLength: 3 }),
-    }),
-  ),
-});
+/** `count` terms from `min` to `max`, never decreasing, as along a log; none when `max` is 0. */
+function logTerms(count: number, min: number, max: number): fc.Arbitrary<number[]> {
+  if (max === 0) return fc.constant([]);
+  return fc
+    .array(fc.integer({ min, max }), { minLength: count, maxLength: count })
+    .map((terms) => terms.sort((a, b) => a - b));
+}
+
+/**
+ * An append as a leader sends it: entries from index + 1 on, their terms from the anchor's up to the
+ * message's, never decreasing.
+ */
+const append: fc.Arbitrary<Message> = fc
+  .record({
+    ...base,
+    index: fc.oneof(fc.nat(300), fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER - MAX_ENTRIES })),
+    bodies: fc.array(entryBody, { maxLength: MAX_ENTRIES }),
+    commit: uint,
+    epoch: uint,
+  })
+  .chain(({ bodies, ...m }) =>
+    fc.integer({ min: 0, max: m.term }).chain((logTerm) =>
+      logTerms(bodies.length, Math.max(1, logTerm), m.term).map((terms): Message => {
+        const entries = terms.map((term, i): Entry => ({ term, index: m.index + 1 + i, ...bodies[i]! }));
+        return { type: "append", ...m, logTerm, entries };
+      }),
+    ),
+  );
+
+const memberId = fc.stringMatching(/^[A-Za-z0-9._-]{1,64}(~[0-9a-f]{8})?$/);
+
+/** Metadata a snapshot taken at term `upTo` or before can have: distinct members, one voter at least. */
+function metaUpTo(upTo: number): fc.Arbitrary<SnapshotMeta> {
+  return fc.record({
+    index: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })),
+    term: fc.integer({ min: 1, max: upTo }),
+    conf: fc
+      .tuple(fc.uniqueArray(memberId, { minLength: 1, maxLength: 8 }), fc.nat())
+      .map(([members, split]) => {
+        const voterCount = 1 + (split % members.length);
+        const learners = members.slice(voterCount);
+        const voters = members.slice(0, voterCount);
+        return learners.length === 0 ? { voters } : { voters, learners };
+      }),
+  });
+}
 
 /** One arbitrary per message type, so a test can insist that every type is covered. */
 export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> = {
-  append: fc.record({
-    type: fc.constant("append" as const),
-    ...base,
-    index: uint,
-    logTerm: uint,
-    entries: fc.array(entry, { maxLength: 6 }),
-    commit: uint,
-    epoch: uint,
-  }),
+  append,
   "append-response": fc.record({
     type: fc.constant("append-response" as const),
     ...base,
@@ -77,19 +105,26 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
   }),
   "snapshot-chunk": fc
     .record({
-      type: fc.constant("snapshot-chunk" as const),
-      ...base,
-      meta,
+      from: text,
+      to: text,
+      // A leader's term, at least that of any snapshot it sends.
+      term: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })),
       offset: fc.nat({ max: 1 << 30 }),
       beyond: fc.nat({ max: 1 << 30 }),
       checksum: fc.nat({ max: 0xffff_ffff }),
       data,
     })
-    .map(({ beyond, ...m }) => ({
-      ...m,
-      length: m.data.byteLength,
-      totalBytes: m.offset + m.data.byteLength + beyond,
-    })),
+    .chain(({ beyond, ...m }) =>
+      metaUpTo(m.term).map(
+        (meta): Message => ({
+          type: "snapshot-chunk",
+          ...m,
+          meta,
+          length: m.data.byteLength,
+          totalBytes: m.offset + m.data.byteLength + beyond,
+        }),
+      ),
+    ),
   "snapshot-chunk-response": fc.record({
     type: fc.constant("snapshot-chunk-response" as const),
     ...base,
