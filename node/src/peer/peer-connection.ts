@@ -13,7 +13,7 @@ export interface Frame {
 
 /** Handshake frames are tiny: an unauthenticated peer may not make this node buffer more. */
 const HANDSHAKE_MAX_FRAME_BYTES = 64 * 1024;
-/** Frames an unauthenticated peer may send ahead of the handshake step that reads them. */
+/** Sealed frames that may arrive between `seal()` and `open()` (none do: both run in one turn). */
 const MAX_EARLY_FRAMES = 4;
 /** Lets the kernel notice a peer that vanished without closing (power loss, partition). */
 const KEEPALIVE_DELAY_MS = 5_000;
@@ -42,6 +42,11 @@ export interface ConnectionKeys {
  * handshake calls `seal()`, frames either way travel in sealed records (frame-seal.ts). Any invalid
  * frame or record, and any error a handler throws, closes the connection: a peer that breaks the
  * protocol once is not trusted with the rest of the stream.
+ *
+ * Neither side of the handshake ever sends ahead of the other, so until the keys are in place the only
+ * frame that may arrive is the one a handshake step waits for. Any other is refused: one appended on
+ * the path to the other side's last handshake frame would otherwise be handed on, after the handshake,
+ * as if the authenticated peer had sent it.
  */
 export class PeerConnection {
   readonly remoteAddress: string;
@@ -92,6 +97,15 @@ export class PeerConnection {
    * after reading it, before either sends or reads another frame.
    */
   seal(keys: ConnectionKeys): void {
+    // Closed meanwhile (an invalid frame in the chunk that held the last handshake frame, say): the
+    // handshake must fail rather than hand its caller a dead connection.
+    if (this.error) throw this.error;
+    // Unreachable while `accept` refuses unkeyed frames no one waits for; kept as the last guard.
+    if (this.early.length > 0) {
+      const error = new PeerProtocolError(`${this.early.length} frames arrived before the keys to seal them`);
+      this.close(error);
+      throw error;
+    }
     this.sealer = new FrameSealer(keys.send);
     this.opener = new FrameOpener(keys.receive);
   }
@@ -256,10 +270,14 @@ export class PeerConnection {
       const waiter = this.waiter;
       this.waiter = null;
       waiter.resolve(frame);
+    } else if (this.opener === null) {
+      // Unsealed and out of turn: the peer never sent it, or broke the protocol (see the class comment).
+      this.options.stats.unauthenticFrames++;
+      throw new PeerProtocolError(`an unsealed frame of type ${type} that the handshake did not ask for`);
     } else if (this.early.length < MAX_EARLY_FRAMES) {
       this.early.push(frame);
     } else {
-      throw new PeerProtocolError("too many frames sent ahead of the handshake");
+      throw new PeerProtocolError("too many sealed frames before the connection was opened");
     }
   };
 

@@ -1,6 +1,7 @@
 import { createHash, createHmac, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto";
 import { BinaryWriter } from "./binary-writer.js";
 import type { ClusterId } from "./cluster-id.js";
+import { isMemberId } from "./member-name.js";
 import type { Frame, PeerConnection } from "./peer-connection.js";
 import { PeerHandshakeError, type PeerHandshakeFailure, PeerProtocolError } from "./peer-errors.js";
 import {
@@ -17,6 +18,7 @@ import {
   FrameType,
   NONCE_BYTES,
 } from "./peer-frames.js";
+import { quoted } from "./quoted.js";
 import { deriveSessionKeys, type EphemeralKey, newEphemeralKey } from "./session-keys.js";
 
 /*
@@ -40,6 +42,9 @@ import { deriveSessionKeys, type EphemeralKey, newEphemeralKey } from "./session
 
 const DIALER_LABEL = "keyload-peer-v4 dialer";
 const ACCEPTOR_LABEL = "keyload-peer-v4 acceptor";
+/** A refusal's reason is a PeerHandshakeFailure; its message a few lines (every differing limit). */
+const MAX_REMOTE_REASON_CHARS = 64;
+const MAX_REMOTE_MESSAGE_CHARS = 8_192;
 
 export interface HandshakeIdentity {
   readonly nodeId: string;
@@ -73,6 +78,14 @@ export async function dialHandshake(
   connection.send(FrameType.Hello, hello);
   const challengeBody = await nextFrame(connection, FrameType.Challenge, expectedPeerId);
   const challenge = decodeChallenge(challengeBody);
+  if (!isMemberId(challenge.acceptorId)) {
+    refuse(
+      connection,
+      "WrongPeer",
+      null,
+      `dialed ${expectedPeerId} at ${connection.remoteAddress} but reached ${quoted(challenge.acceptorId)}, not a member ID`,
+    );
+  }
   if (challenge.acceptorId !== expectedPeerId) {
     refuse(
       connection,
@@ -126,6 +139,19 @@ export async function acceptHandshake(
     throw error;
   }
   const dialerId = hello.dialerId;
+  // Anyone may connect and send up to a handshake frame's size of id: what is not a member ID is
+  // named in the refusal and the log line by a short prefix only, and charged to no peer.
+  if (!isMemberId(dialerId)) {
+    refuse(connection, "UnknownPeer", null, `the dialer's id ${quoted(dialerId)} is not a member ID`);
+  }
+  if (!isMemberId(hello.acceptorId)) {
+    refuse(
+      connection,
+      "WrongPeer",
+      dialerId,
+      `${dialerId} dialed ${quoted(hello.acceptorId)}, not a member ID, at ${self.nodeId}'s address`,
+    );
+  }
   if (!self.voterIds.has(dialerId) || dialerId === self.nodeId) {
     refuse(connection, "UnknownPeer", dialerId, `${dialerId} is not a voter of this cluster`);
   }
@@ -290,11 +316,14 @@ async function nextFrame(
   }
   if (frame.type === FrameType.Refuse) {
     const refusal = decodeRefusal(frame.body);
+    // What the other side says goes into a log line: at most a handshake frame, but cut shorter.
+    const reason = refusal.reason.slice(0, MAX_REMOTE_REASON_CHARS);
+    const message = refusal.message.slice(0, MAX_REMOTE_MESSAGE_CHARS);
     throw new PeerHandshakeError(
       "Refused",
       peerId,
-      `${peerId ?? connection.remoteAddress} refused the connection (${refusal.reason}): ${refusal.message}`,
-      refusal.reason,
+      `${peerId ?? connection.remoteAddress} refused the connection (${reason}): ${message}`,
+      reason,
     );
   }
   if (frame.type !== type) throw new PeerProtocolError(`expected frame type ${type}, got ${frame.type}`);

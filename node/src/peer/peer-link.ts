@@ -135,29 +135,34 @@ export class PeerLink {
       () => connection.close(new PeerHandshakeError("Timeout", peerId, "the handshake timed out")),
       this.settings.handshakeTimeoutMs,
     );
-    dialHandshake(connection, this.settings.identity, peerId).then(
-      (result) => {
-        clearTimeout(timeout);
-        this.dialing = null;
-        // close() ran in the meantime and has closed this connection.
-        if (this.stopped) return;
-        this.connection = connection;
-        this.httpUrl = result.httpUrl;
-        this.failures = 0;
-        this.lastFailure = null;
-        connection.open((frame) => this.onFrame(frame));
-        this.log.info("connected to peer");
-      },
-      (error: unknown) => {
-        clearTimeout(timeout);
-        this.dialing = null;
-        const reason = error instanceof Error ? error : new PeerProtocolError(String(error));
-        connection.close(reason);
-        if (this.stopped) return;
-        this.logFailure(reason);
-        this.retry();
-      },
-    );
+    const failed = (error: unknown): void => {
+      clearTimeout(timeout);
+      this.dialing = null;
+      const reason = error instanceof Error ? error : new PeerProtocolError(String(error));
+      connection.close(reason);
+      if (this.stopped) return;
+      this.logFailure(reason);
+      this.retry();
+    };
+    dialHandshake(connection, this.settings.identity, peerId).then((result) => {
+      // Closed meanwhile: by close(), or as the handshake ended, which onClose ignores for the
+      // connection being dialed. Adopting it would leave the link up on a dead connection, dropping
+      // every send and never redialing: a failed dial instead.
+      if (this.stopped || connection.closed) {
+        failed(
+          new PeerHandshakeError("Disconnected", peerId, "the connection closed as the handshake ended"),
+        );
+        return;
+      }
+      clearTimeout(timeout);
+      this.dialing = null;
+      this.connection = connection;
+      this.httpUrl = result.httpUrl;
+      this.failures = 0;
+      this.lastFailure = null;
+      connection.open((frame) => this.onFrame(frame));
+      this.log.info("connected to peer");
+    }, failed);
   }
 
   private onClose(connection: PeerConnection, reason: Error): void {

@@ -1,109 +1,10 @@
-import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import type { Message } from "../raft/types.js";
-import { encodeFrame, FrameDecoder } from "./frame-codec.js";
-import { SEALED_RECORD_TYPE } from "./frame-seal.js";
-import { FrameType } from "./peer-frames.js";
 import type { PeerTransport } from "./peer-transport.js";
-import { encodeRaftMessage } from "./raft-message-codec.js";
-import { listenOnFreePort, PeerFixture, waitFor } from "./test-fixtures/peer-fixture.js";
-
-/** What the path between voter1 and voter2 does to the frames voter1 sends after the handshake. */
-type Tamper = "none" | "flip" | "inject" | "replay" | "drop" | "announcement";
+import { appendWith, FORGED_REQUEST, PathBetween, type Tamper } from "./test-fixtures/path-between.js";
+import { PeerFixture, waitFor } from "./test-fixtures/peer-fixture.js";
 
 const MARKER = Buffer.from("a value only the voters may read");
-
-function appendWith(data: Uint8Array, index = 1001): Message {
-  return {
-    type: "append",
-    from: "voter1",
-    to: "voter2",
-    term: 7,
-    index: index - 1,
-    logTerm: 7,
-    entries: [{ term: 7, index, type: "normal", data }],
-    commit: 990,
-    epoch: 2,
-  };
-}
-
-/**
- * A man in the middle on voter1's connection to voter2: relays both ways, records what it sees, and
- * changes the first sealed record (the first frames after the handshake) as told.
- */
-class PathBetween {
-  readonly seen: Buffer[] = [];
-  private server: Server | null = null;
-  private readonly sockets = new Set<Socket>();
-
-  constructor(
-    private readonly tamper: Tamper,
-    private readonly targetPort: number,
-  ) {}
-
-  /** Listens on a port of the system's choosing, returned: one reserved first could be taken meanwhile. */
-  async listen(): Promise<number> {
-    const server = createServer((inbound) => this.relay(inbound));
-    this.server = server;
-    return listenOnFreePort(server);
-  }
-
-  async close(): Promise<void> {
-    for (const socket of this.sockets) socket.destroy();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-
-  private relay(inbound: Socket): void {
-    const outbound = connect(this.targetPort, "127.0.0.1");
-    for (const socket of [inbound, outbound]) {
-      this.sockets.add(socket);
-      socket.on("error", () => {});
-      socket.on("close", () => {
-        inbound.destroy();
-        outbound.destroy();
-      });
-    }
-    outbound.on("data", (chunk: Buffer) => inbound.write(chunk));
-    const decoder = new FrameDecoder();
-    let tampered = false;
-    inbound.on("data", (chunk: Buffer) => {
-      this.seen.push(Buffer.from(chunk));
-      decoder.push(chunk, (type, body) => {
-        const frame = Buffer.from(encodeFrame(type, body));
-        if (type === FrameType.Proof && this.tamper === "announcement") {
-          // Points the dialer's announced HTTP URL elsewhere (leader hints would send clients there).
-          frame[frame.indexOf("http://") + 7]! ^= 0x01;
-        }
-        if (type !== SEALED_RECORD_TYPE || tampered) {
-          outbound.write(frame);
-          return;
-        }
-        tampered = true;
-        switch (this.tamper) {
-          case "none":
-            outbound.write(frame);
-            return;
-          case "flip":
-            frame[frame.length - 40]! ^= 0x01;
-            outbound.write(frame);
-            return;
-          case "inject":
-            // A well-formed frame the path made up, ahead of the real one.
-            outbound.write(encodeFrame(FrameType.Raft, encodeRaftMessage(appendWith(Buffer.from("forged")))));
-            outbound.write(frame);
-            return;
-          case "replay":
-            outbound.write(frame);
-            outbound.write(frame);
-            return;
-          case "drop":
-          case "announcement":
-            return;
-        }
-      });
-    });
-  }
-}
 
 describe("sealed peer frames", () => {
   let fixture: PeerFixture;
@@ -119,12 +20,14 @@ describe("sealed peer frames", () => {
   async function throughPath(
     tamper: Tamper,
     connected = true,
+    setUp: (voter2: PeerTransport) => void = () => {},
   ): Promise<{ voter1: PeerTransport; voter2: PeerTransport }> {
     fixture = await PeerFixture.create(["voter1", "voter2"]);
     path = new PathBetween(tamper, fixture.address("voter2").port);
     const pathPort = await path.listen();
     const voters = fixture.voters.map((v) => (v.id === "voter2" ? { ...v, port: pathPort } : v));
     const voter2 = await fixture.start("voter2");
+    setUp(voter2);
     const voter1 = await fixture.start("voter1", { voters });
     if (connected) await waitFor(() => voter1.peerInfo("voter2")?.connected === true);
     return { voter1, voter2 };
@@ -161,6 +64,37 @@ describe("sealed peer frames", () => {
     expect(closed?.err).toMatchObject({
       message: expect.stringMatching(/failed its authentication|unsealed frame of type 16/),
     });
+  });
+
+  it("never delivers or serves unsealed frames appended to the dialer's Proof, and counts them", async () => {
+    const served: string[] = [];
+    const { voter1, voter2 } = await throughPath("after-proof", false, (voter2) =>
+      voter2.handle(FORGED_REQUEST.channel, async (from, body) => {
+        served.push(`${from}: ${Buffer.from(body).toString()}`);
+        return new Uint8Array();
+      }),
+    );
+    // The path tampers with the first connection only: the next one must get through, untouched.
+    await waitFor(() => voter1.peerInfo("voter2")?.connected === true && path!.connections >= 2);
+    voter1.send(appendWith(MARKER));
+    const honest = (m: Message) => m.type === "append" && Buffer.from(m.entries[0]!.data).equals(MARKER);
+    await waitFor(() => fixture.inbox("voter2").some(honest));
+    expect(fixture.inbox("voter2").filter((m) => !honest(m))).toEqual([]);
+    expect(served).toEqual([]);
+    // Refused before voter1 was authenticated: charged to no peer.
+    expect(voter2.peerStats().get("")).toMatchObject({ unauthenticFrames: 1, protocolErrors: 1 });
+    expect(voter2.peerStats().get("voter1")?.unauthenticFrames ?? 0).toBe(0);
+    const refused = fixture.log("voter2").find((line) => /peer connection failed/.test(line.msg));
+    expect(refused?.err).toMatchObject({ message: expect.stringMatching(/did not ask for/) });
+  });
+
+  it("refuses unsealed frames appended to the acceptor's Accept, then reconnects", async () => {
+    const { voter1, voter2 } = await throughPath("after-accept", false);
+    voter2.handle("echo", async (_from, body) => body);
+    await waitFor(() => voter1.peerInfo("voter2")?.connected === true && path!.connections >= 2);
+    expect(voter1.peerStats().get("voter2")).toMatchObject({ unauthenticFrames: 1, protocolErrors: 1 });
+    const answer = await voter1.request("voter2", "echo", Buffer.from("hi"), { timeoutMs: 2_000 });
+    expect(Buffer.from(answer).toString()).toBe("hi");
   });
 
   it("refuses a handshake whose announcement was altered on the path", async () => {

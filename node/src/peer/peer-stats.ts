@@ -14,7 +14,10 @@ export interface PeerStats {
   authFailures: number;
   /** Connections closed because the other side sent bytes that are not valid frames or messages. */
   protocolErrors: number;
-  /** Sealed records (or unsealed frames) after the handshake that failed their authentication. */
+  /**
+   * Frames that failed their authentication: sealed records that fail their tag, unsealed frames after
+   * the handshake, and unsealed frames during it that no handshake step asked for.
+   */
   unauthenticFrames: number;
   /** Connections closed at once because their source already had too many in the handshake. */
   handshakesOverCap: number;
