@@ -125,8 +125,9 @@ export const VOTER_CONFIG = {
   // Bounds on open connections, whatever they carry.
   Connections: [
     integer("MaxHttp", DEFAULT_MAX_HTTP_CONNECTIONS, 1, 1_000_000),
-    // Peer connections not yet authenticated, in all and from one source address: beyond them a new
-    // one is closed at once. Each voter dials a peer once at a time, so a voter host needs one per voter.
+    // Peer connections not yet authenticated, in all (beyond it the oldest is closed) and from one
+    // source address (beyond it a new one is). A voter dials a peer once at a time: a voter host needs
+    // one per voter.
     integer("MaxPeerHandshakes", 64, 1, 100_000),
     integer("MaxPeerHandshakesPerSource", 8, 1, 100_000),
     integer("PeerHandshakeTimeoutMs", 2_000, 100, 60_000),

@@ -433,6 +433,32 @@ describe("PeerTransport", () => {
       await allConnected({ voter1, voter2 });
     });
 
+    it("makes room for a new handshake by closing the oldest when all are taken", async () => {
+      fixture = await PeerFixture.create(["voter1", "voter2"]);
+      const voter1 = await fixture.start("voter1", {
+        maxHandshakes: 4,
+        maxHandshakesPerSource: 2,
+        handshakeTimeoutMs: 60_000,
+      });
+      const { port } = fixture.address("voter1");
+      // Strangers from two addresses hold every place, silent, until the handshake timeout.
+      const open = (localAddress: string) => {
+        const socket = connect({ port, host: "127.0.0.1", localAddress });
+        socket.on("error", () => {});
+        cleanups.push(() => void socket.destroy());
+        return socket;
+      };
+      const silent = ["127.0.0.2", "127.0.0.2", "127.0.0.3", "127.0.0.3"].map(open);
+      await Promise.all(silent.map((socket) => new Promise((resolve) => socket.on("connect", resolve))));
+      // Accepted by now (the server's accept runs within a turn or two of the connect).
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const oldestClosed = new Promise((resolve) => silent[0]!.on("close", resolve));
+      const voter2 = await fixture.start("voter2");
+      await allConnected({ voter1, voter2 });
+      await oldestClosed;
+      expect(voter1.stats().handshakesOverCap).toBeGreaterThanOrEqual(1);
+    });
+
     it("never serves an impostor that answers the handshake without the secret", async () => {
       fixture = await PeerFixture.create(["voter1", "voter2"]);
       const seen: number[] = [];

@@ -49,8 +49,9 @@ export interface PeerTransportOptions {
   /** How long an accepted connection may take to authenticate. Default 2 s. */
   readonly handshakeTimeoutMs?: number;
   /**
-   * Accepted connections still in their handshake, in all and from one source address, beyond which a
-   * new connection is closed at once: a stranger cannot hold the acceptor's memory or sockets. A voter
+   * Accepted connections still in their handshake, in all and from one source address: beyond the
+   * total the oldest is closed, beyond the per-source cap the new one. A stranger cannot hold the
+   * acceptor's memory or sockets, nor keep the voters out by holding every place. A voter
    * dials each peer once at a time, so a source that is a voter host needs one per voter on it.
    * Defaults 64 and 8.
    */
@@ -85,6 +86,10 @@ export class PeerTransport {
   private readonly links = new Map<string, PeerLink>();
   /** The authenticated connection each peer dialed to this node. */
   private readonly inbound = new Map<string, PeerConnection>();
+  /** Inbound connections still in their handshake, oldest first, each with what gives its place back. */
+  private readonly pendingHandshakes = new Map<PeerConnection, () => void>();
+  /** Handshakes closed to make room for newer ones. */
+  private readonly evicted = new WeakSet<PeerConnection>();
   /** Every accepted connection, authenticated or still in its handshake. */
   private readonly accepted = new Set<PeerConnection>();
   private readonly sockets = new Set<Socket>();
@@ -294,11 +299,26 @@ export class PeerTransport {
     }
     const source = socket.remoteAddress ?? "unknown";
     const fromSource = this.handshaking.get(source) ?? 0;
-    if (fromSource >= this.maxHandshakesPerSource || this.handshakingTotal >= this.maxHandshakes) {
-      // No log line per refusal: a flood of connections must not become a flood of log lines.
+    // No log line per refusal: a flood of connections must not become a flood of log lines.
+    if (fromSource >= this.maxHandshakesPerSource) {
       this.unattributed.handshakesOverCap++;
       socket.destroy();
       return;
+    }
+    if (this.handshakingTotal >= this.maxHandshakes) {
+      // The oldest handshake makes room rather than the newest being refused: strangers holding every
+      // place idle until the timeout would otherwise keep the voters out, whereas a voter's handshake,
+      // over in a few round trips, is never the oldest for long.
+      this.unattributed.handshakesOverCap++;
+      const oldest = this.pendingHandshakes.entries().next();
+      if (!oldest.done) {
+        const [connection, giveBack] = oldest.value;
+        giveBack();
+        this.evicted.add(connection);
+        connection.close(
+          new PeerHandshakeError("Timeout", null, "closed to make room for a newer handshake"),
+        );
+      }
     }
     this.handshaking.set(source, fromSource + 1);
     this.handshakingTotal++;
@@ -306,6 +326,7 @@ export class PeerTransport {
     const settle = () => {
       if (settled) return;
       settled = true;
+      this.pendingHandshakes.delete(connection);
       this.handshakingTotal--;
       const left = (this.handshaking.get(source) ?? 1) - 1;
       if (left === 0) this.handshaking.delete(source);
@@ -327,6 +348,7 @@ export class PeerTransport {
       onClose: (reason) => this.onInboundClose(connection, peerId, reason),
     });
     this.accepted.add(connection);
+    this.pendingHandshakes.set(connection, settle);
     const timeout = setTimeout(
       () => connection.close(new PeerHandshakeError("Timeout", null, "the handshake timed out")),
       this.handshakeTimeoutMs,
@@ -351,7 +373,10 @@ export class PeerTransport {
         settle();
         const reason = error instanceof Error ? error : new PeerProtocolError(String(error));
         connection.close(reason);
-        if (this.state === "running") this.logInboundFailure(reason, remoteAddress);
+        // Counted as over the cap, and, like a refusal there, not logged one by one.
+        if (this.state === "running" && !this.evicted.has(connection)) {
+          this.logInboundFailure(reason, remoteAddress);
+        }
       },
     );
   }
