@@ -12,6 +12,9 @@ import { isMemberId, memberName } from "../peer/member-name.js";
 import type { ConfChange } from "../raft/conf-change.js";
 import type { Member, RaftDriver } from "./raft-driver.js";
 
+/** The share of the leader's log a learner must hold to be promoted (etcd's readyPercentThreshold). */
+const PROMOTE_MATCH_SHARE = 0.9;
+
 export interface ClusterMembershipOptions {
   /** Whether a voter of this name is configured (itself or a peer): the only names the network reaches. */
   readonly isKnownName: (name: string) => boolean;
@@ -161,10 +164,19 @@ export class ClusterMembership {
     return this.driver.members();
   }
 
+  /**
+   * A learner is promoted only once it holds the leader's log but for a little: within
+   * `maxPromoteLagEntries` and 90 % of it (etcd's test), and at least one entry, so that one holding
+   * nothing is never counted toward a quorum, however short the log.
+   */
   private checkCaughtUp(learner: Member): void {
     const lastIndex = this.driver.status().lastIndex;
     const match = learner.match ?? 0;
-    if (lastIndex - match > this.options.maxPromoteLagEntries) {
+    const behind =
+      match === 0 ||
+      lastIndex - match > this.options.maxPromoteLagEntries ||
+      match < lastIndex * PROMOTE_MATCH_SHARE;
+    if (behind) {
       throw new FailedPreconditionError(
         `${learner.id} holds the log up to ${match} of ${lastIndex}: promote it once it has caught up`,
         { reason: "LearnerBehind", details: { match, lastIndex } },
