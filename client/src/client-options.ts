@@ -1,4 +1,4 @@
-import { InvalidArgumentError } from "@keyload/contract";
+import { InvalidArgumentError, READ_LIMITS } from "@keyload/contract";
 import type { AdaptiveThrottleOptions } from "./adaptive-throttle.js";
 import type { BackoffOptions } from "./backoff.js";
 import { normalizeEndpoint } from "./endpoint-set.js";
@@ -16,7 +16,10 @@ export interface ClientTlsOptions {
 export interface KeyLoadClientOptions {
   /** Voter base URLs (e.g. `http://127.0.0.1:7101`). Any may be asked; the first is tried first. */
   readonly endpoints: readonly string[];
-  /** Sent as `Authorization: Bearer <apiKey>`; without one only health, metrics and the API document answer. */
+  /**
+   * Sent as `Authorization: Bearer <apiKey>`; without one only health, metrics and the API document
+   * answer. Visible ASCII only (a key read from a file keeps its newline unless trimmed).
+   */
   readonly apiKey?: string;
   /** How long one attempt waits for the answer's headers. */
   readonly requestTimeoutMs?: number;
@@ -33,6 +36,12 @@ export interface KeyLoadClientOptions {
   readonly deadlineMs?: number;
   /** Attempts per call, the first included. */
   readonly maxAttempts?: number;
+  /**
+   * The most bytes of a successful answer the client reads; past it the call ends in InternalError
+   * `AnswerTooLarge` (UnknownWriteOutcomeError for a write). Raise it only for voters whose limits allow
+   * larger documents than the defaults do.
+   */
+  readonly maxAnswerBytes?: number;
   readonly backoff?: Partial<BackoffOptions>;
   readonly retryBudget?: Partial<RetryBudgetOptions>;
   /** `false` turns client-side throttling off. */
@@ -58,6 +67,7 @@ export interface ResolvedClientOptions {
   readonly tls: ClientTlsOptions;
   readonly deadlineMs: number;
   readonly maxAttempts: number;
+  readonly maxAnswerBytes: number;
   readonly backoff: BackoffOptions;
   readonly retryBudget: RetryBudgetOptions;
   readonly adaptiveThrottle: AdaptiveThrottleOptions | false;
@@ -79,6 +89,9 @@ export const CLIENT_DEFAULTS = {
   deadlineMs: 30_000,
   // With full jitter the expected wait over 12 attempts is about 6 s: several elections.
   maxAttempts: 12,
+  // Four read pages (16 MiB of JSON each, a page's bound), and the heavy read's modeled working space: far
+  // above the largest answer, a page with one document larger than its bound (at most 8 MiB by default).
+  maxAnswerBytes: 4 * READ_LIMITS.maxPageBytes,
   backoff: { initialMs: 50, maxMs: 2_000, multiplier: 2 },
   retryBudget: { ratio: 0.1, capacity: 10, refillPerSecond: 1 },
   adaptiveThrottle: { k: 2, windowMs: 120_000, buckets: 12 },
@@ -100,6 +113,15 @@ function nonNegative(name: string, value: number): number {
   if (!(value >= 0) || !Number.isFinite(value))
     throw invalidOption(`${name} must be 0 or more, not ${value}`);
   return value;
+}
+
+/** An API key as a header can carry it: visible ASCII, as a Bearer token is (RFC 6750's token68 and more). */
+function checkedApiKey(apiKey: string | undefined): string | undefined {
+  if (apiKey === undefined || /^[\x21-\x7e]+$/.test(apiKey)) return apiKey;
+  // The key itself stays out of the message: it is a secret, and errors end up in logs.
+  throw invalidOption(
+    `apiKey must be one or more visible ASCII characters, without spaces or line breaks (it has ${apiKey.length} characters)`,
+  );
 }
 
 function checkedTls(tls: ClientTlsOptions | undefined): ClientTlsOptions {
@@ -129,7 +151,7 @@ export function resolveClientOptions(options: KeyLoadClientOptions): ResolvedCli
   }
   return {
     endpoints: [...new Set(options.endpoints.map(normalizeEndpoint))],
-    apiKey: options.apiKey,
+    apiKey: checkedApiKey(options.apiKey),
     requestTimeoutMs: positive(
       "requestTimeoutMs",
       options.requestTimeoutMs ?? CLIENT_DEFAULTS.requestTimeoutMs,
@@ -143,6 +165,11 @@ export function resolveClientOptions(options: KeyLoadClientOptions): ResolvedCli
     tls: { ...CLIENT_DEFAULTS.tls, ...checkedTls(options.tls) },
     deadlineMs: positive("deadlineMs", options.deadlineMs ?? CLIENT_DEFAULTS.deadlineMs),
     maxAttempts: positive("maxAttempts", options.maxAttempts ?? CLIENT_DEFAULTS.maxAttempts, true),
+    maxAnswerBytes: positive(
+      "maxAnswerBytes",
+      options.maxAnswerBytes ?? CLIENT_DEFAULTS.maxAnswerBytes,
+      true,
+    ),
     backoff: {
       initialMs: positive("backoff.initialMs", backoff.initialMs),
       maxMs: positive("backoff.maxMs", backoff.maxMs),

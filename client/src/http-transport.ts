@@ -1,8 +1,11 @@
+import { setMaxListeners } from "node:events";
 import type { IncomingHttpHeaders } from "node:http";
 import { Readable } from "node:stream";
 import { Agent, type Dispatcher } from "undici";
+import { readBoundedText } from "./bounded-text.js";
 import type { ClientTlsOptions } from "./client-options.js";
 import { ConnectionError, type ConnectionFailure } from "./errors/connection-error.js";
+import { ExchangeSignal } from "./exchange-signal.js";
 
 export type HttpMethod = "GET" | "PUT" | "POST" | "DELETE";
 
@@ -19,9 +22,8 @@ export interface OutgoingRequest {
   /** Bound to the ConnectionError of a failed exchange. */
   readonly commandId: string | undefined;
   /**
-   * How long the call it belongs to may still take: the exchange then waits no longer than this for
-   * the answer's headers, nor between two chunks of its body, and when its connection attempt and its
-   * wait for the headers could together outlast it, no longer than this at all. Unbounded when absent.
+   * How long the call it belongs to may still take: the whole exchange, its connection, its headers and
+   * its body, ends then. Unbounded when absent.
    */
   readonly timeLeftMs?: number;
 }
@@ -32,8 +34,8 @@ export interface IncomingAnswer {
   readonly status: number;
   readonly headers: IncomingHttpHeaders;
   readonly body: Dispatcher.ResponseData["body"];
-  /** Aborts the exchange, body included, at the call's deadline, when it needed one (`timeLeftMs`). */
-  readonly deadline?: AbortSignal;
+  /** Ends the exchange, body included, at the caller's abort, the client's close or the call's deadline. */
+  readonly exchange: ExchangeSignal;
 }
 
 export interface TransportOptions {
@@ -55,6 +57,17 @@ const CONNECT_CODES = new Set([
   "UND_ERR_CONNECT_TIMEOUT",
 ]);
 const TIMEOUT_CODES = new Set(["UND_ERR_HEADERS_TIMEOUT", "UND_ERR_BODY_TIMEOUT"]);
+/**
+ * undici's (and Node's) refusals of a request before any of it is written: a header or path it cannot
+ * send (a newline in a value, say), or a dispatcher already closed or destroyed.
+ */
+const NOT_SENT_CODES = new Set([
+  "UND_ERR_INVALID_ARG",
+  "UND_ERR_CLOSED",
+  "UND_ERR_DESTROYED",
+  "ERR_INVALID_CHAR",
+  "ERR_INVALID_HTTP_TOKEN",
+]);
 /**
  * OpenSSL's certificate verification failures as Node names them; the handshake's other failures are
  * `ERR_SSL_*` and `ERR_TLS_*` (a host name not in the certificate among them).
@@ -90,14 +103,10 @@ function errorCode(error: unknown): string | undefined {
   return error instanceof AggregateError ? errorCode(error.errors[0]) : undefined;
 }
 
-function failureOf(
-  error: unknown,
-  signal: AbortSignal | undefined,
-  deadline: AbortSignal | undefined,
-): ConnectionFailure {
-  if (signal?.aborted) return "Aborted";
-  if (deadline?.aborted) return "Timeout";
+function failureOf(error: unknown, exchange: ExchangeSignal | undefined): ConnectionFailure {
+  if (exchange?.end !== undefined) return exchange.end;
   const code = errorCode(error);
+  if (code !== undefined && NOT_SENT_CODES.has(code)) return "NotSent";
   if (code !== undefined && CONNECT_CODES.has(code)) return "ConnectFailed";
   if (code !== undefined && (CERTIFICATE_CODES.has(code) || /^ERR_(SSL|TLS)_/.test(code))) return "TlsFailed";
   if (code !== undefined && TIMEOUT_CODES.has(code)) return "Timeout";
@@ -107,6 +116,8 @@ function failureOf(
 /** undici under the client: one keep-alive agent for every voter, and transport failures as ConnectionError. */
 export class HttpTransport {
   private readonly agent: Agent;
+  private readonly closing = new AbortController();
+  private destroyed: Promise<void> | undefined;
 
   constructor(private readonly options: TransportOptions) {
     const { ca } = options.tls;
@@ -117,15 +128,19 @@ export class HttpTransport {
       },
       connections: options.connections,
     });
+    // Every exchange under way listens to it: many at once are the client's ordinary load, not a leak.
+    setMaxListeners(0, this.closing.signal);
   }
 
+  /**
+   * Sends `request` and returns the answer's status and headers. The exchange, its body included, ends
+   * at the first of the caller's abort, the client's close and the call's deadline (`timeLeftMs`):
+   * undici's own timeouts bound each wait, not the whole, so a body that trickles in never trips them.
+   */
   async send(endpoint: string, request: OutgoingRequest): Promise<IncomingAnswer> {
+    this.throwIfClosed(endpoint, request.commandId);
     const url = new URL(endpoint);
-    const deadline = this.deadline(request.timeLeftMs);
-    const signal =
-      deadline === undefined || request.signal === undefined
-        ? (deadline ?? request.signal)
-        : AbortSignal.any([request.signal, deadline]);
+    const exchange = new ExchangeSignal(request.signal, this.closing.signal, request.timeLeftMs);
     try {
       const pending = this.agent.request({
         origin: url.origin,
@@ -133,61 +148,85 @@ export class HttpTransport {
         method: request.method,
         headers: request.headers,
         body: toUndiciBody(request.body),
-        signal: signal ?? null,
+        signal: exchange.signal,
         headersTimeout: within(this.options.requestTimeoutMs, request.timeLeftMs),
         bodyTimeout: within(this.options.bodyTimeoutMs, request.timeLeftMs),
       });
-      const answer = await (signal === undefined ? pending : untilAborted(pending, signal));
-      const { statusCode: status, headers, body } = answer;
-      return deadline === undefined
-        ? { endpoint, status, headers, body }
-        : { endpoint, status, headers, body, deadline };
+      const { statusCode: status, headers, body } = await untilAborted(pending, exchange.signal);
+      // Ended or dropped, the body closes, and the exchange has settled.
+      body.once("close", () => exchange.release());
+      return { endpoint, status, headers, body, exchange };
     } catch (error) {
-      throw this.connectionError(error, endpoint, request, deadline);
-    }
-  }
-
-  /** Reads an answer's body to the end, as text; a broken or stalled body is a ConnectionError. */
-  async readText(answer: IncomingAnswer, request: OutgoingRequest): Promise<string> {
-    try {
-      return await answer.body.text();
-    } catch (error) {
-      throw this.connectionError(error, answer.endpoint, request, answer.deadline);
+      exchange.release();
+      throw this.connectionError(error, endpoint, request, exchange);
     }
   }
 
   /**
-   * undici's connect timeout is the agent's, and runs before the wait for the headers starts: an
-   * exchange with less time left than the two together gets a signal that ends it at the call's
-   * deadline. One with more (a call's first attempts, with the defaults) needs none, and pays no timer.
+   * Reads an answer's body to the end, as text, or undefined once it passes `maxBytes` (the rest is then
+   * dropped); a broken or stalled body is a ConnectionError.
    */
-  private deadline(timeLeftMs: number | undefined): AbortSignal | undefined {
-    if (
-      timeLeftMs === undefined ||
-      timeLeftMs >= this.options.connectTimeoutMs + this.options.requestTimeoutMs
-    ) {
-      return undefined;
+  async readText(
+    answer: IncomingAnswer,
+    request: OutgoingRequest,
+    maxBytes: number,
+  ): Promise<string | undefined> {
+    try {
+      return await readBoundedText(answer.body, maxBytes);
+    } catch (error) {
+      throw this.connectionError(error, answer.endpoint, request, answer.exchange);
+    } finally {
+      answer.exchange.release();
     }
-    return AbortSignal.timeout(Math.max(1, Math.ceil(timeLeftMs)));
   }
 
-  async close(): Promise<void> {
-    await this.agent.close();
+  /** Whether close() was called. */
+  get closed(): boolean {
+    return this.closing.signal.aborted;
+  }
+
+  /** Aborts when close() is called. */
+  get closedSignal(): AbortSignal {
+    return this.closing.signal;
+  }
+
+  /** A ConnectionError `ClientClosed` for a request that was never sent, once close() was called. */
+  throwIfClosed(endpoint: string, commandId: string | undefined): void {
+    if (!this.closed) return;
+    throw new ConnectionError(`the client was closed before the request to ${endpoint} was sent`, {
+      reason: "ClientClosed",
+      endpoint,
+      commandId,
+    });
+  }
+
+  /**
+   * Ends every exchange under way (they fail with `ClientClosed`) and every one to come, and destroys
+   * the connections rather than wait for answers no caller will read.
+   */
+  close(): Promise<void> {
+    if (this.destroyed === undefined) {
+      this.closing.abort(new Error("the client was closed"));
+      this.destroyed = this.agent.destroy();
+    }
+    return this.destroyed;
   }
 
   private connectionError(
     error: unknown,
     endpoint: string,
     request: OutgoingRequest,
-    deadline: AbortSignal | undefined,
+    exchange: ExchangeSignal | undefined,
   ): ConnectionError {
-    const reason = failureOf(error, request.signal, deadline);
+    const reason = failureOf(error, exchange);
     const detail = error instanceof Error ? error.message : String(error);
     return new ConnectionError(`${request.method} ${endpoint}${request.path}: ${reason} (${detail})`, {
       reason,
       endpoint,
       commandId: request.commandId,
       cause: error,
+      // Closed while the exchange was under way, its request may already have been written.
+      ...(reason === "ClientClosed" ? { mayHaveReachedVoter: true } : {}),
     });
   }
 }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from "vitest";
-import { KeyLoadClient } from "./index.js";
+import { InternalError, KeyLoadClient } from "./index.js";
 import { ScriptedVoter } from "./test-fixtures/scripted-voter.js";
 
 const opened: { close(): Promise<void> }[] = [];
@@ -53,4 +53,40 @@ describe("paging through bounded reads", () => {
     expect((await collect(client.queryAll({ prefix: "" }))).map((d) => d.key)).toEqual(["a", "z"]);
     expect(voter.requests.map((r) => JSON.parse(r.body).after)).toEqual([undefined, "a", "m"]);
   });
+
+  it("throws CursorStuck for a query page whose cursor does not move, rather than loop", async () => {
+    const { voter, client } = await scripted({ items: [doc("a")], next: "a" }, { items: [], next: "a" });
+    const error = await settle(client.queryAll({ prefix: "" }));
+    expect(error).toBeInstanceOf(InternalError);
+    expect(error).toMatchObject({ reason: "CursorStuck" });
+    expect(voter.requests).toHaveLength(2);
+  }, 5_000);
+
+  it("throws CursorStuck for a bulk-get page that leaves as many keys remaining as it was asked", async () => {
+    const { voter, client } = await scripted({ items: [], remaining: ["a", "b"] });
+    const error = await settle(client.bulkGetAll(["a", "b"]));
+    expect(error).toBeInstanceOf(InternalError);
+    expect(error).toMatchObject({ reason: "CursorStuck" });
+    expect(voter.requests).toHaveLength(1);
+  }, 5_000);
+
+  it("throws a typed error, not a TypeError, for a malformed page", async () => {
+    for (const page of [{ items: 5 }, { items: [], remaining: "b" }, {}]) {
+      const { client } = await scripted(page);
+      const error = await settle(client.bulkGetAll(["a", "b"]));
+      expect(error, JSON.stringify(page)).toBeInstanceOf(InternalError);
+      expect(error).toMatchObject({ reason: "UnexpectedAnswer" });
+    }
+  }, 5_000);
 });
+
+/** What a pager ends with: its error, or a note that it was still going after many items. */
+async function settle(items: AsyncIterable<unknown>): Promise<unknown> {
+  let n = 0;
+  try {
+    for await (const _item of items) if (++n > 1_000) return "still going after 1000 items";
+  } catch (error) {
+    return error;
+  }
+  return "ended";
+}

@@ -238,6 +238,17 @@ describe("KeyLoadClient retries", () => {
     expect(v.requests).toHaveLength(3);
   });
 
+  it("waits a second before trying again a 429 that came without Retry-After", async () => {
+    const refused: ScriptedAnswer = {
+      status: 429,
+      body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane: "data" }),
+    };
+    const v = await voter(refused, OK_PUT);
+    await client([v.url], { random: () => 0 }).put("k", 1);
+    expect(v.requests).toHaveLength(2);
+    expect(v.requests[1]!.at - v.requests[0]!.at).toBeGreaterThanOrEqual(990);
+  });
+
   it("never retries a body over the cap", async () => {
     const v = await voter({
       status: 413,

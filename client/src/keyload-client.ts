@@ -1,14 +1,21 @@
 import {
+  ApiDocumentSchema,
+  HealthSchema,
+  InternalError,
   KeyLoadError,
+  RESPONSE_SCHEMAS,
   type RequestBodyKind,
   type RequestBodyOf,
   ResourceExhaustedError,
   type ResponseKind,
   type ResponseOf,
+  ROUTE_LANES,
   ROUTE_PATHS,
   type RouteKind,
   type RouteParams,
   routePath,
+  UnknownWriteOutcomeError,
+  WrittenSchema,
 } from "@keyload/contract";
 import type {
   AckDeliveryResult,
@@ -68,8 +75,10 @@ import {
   type Exchange,
   type ExchangeKind,
   RequestExecutor,
+  refusalDelayMs,
   type WriteOptions,
 } from "./request-executor.js";
+import { conforms } from "./schema-check.js";
 
 export interface PutOptions extends WriteOptions {
   /** Apply only if the key is at this version; 0: only if it does not exist. */
@@ -120,16 +129,23 @@ export interface RawRequest {
 }
 
 /** An answer as it came, whatever its status; `body` is undici's stream, still unread. */
-export interface RawResponse extends IncomingAnswer {
+export interface RawResponse extends Pick<IncomingAnswer, "endpoint" | "status" | "headers" | "body"> {
   readonly commandId: string | undefined;
 }
 
 /** The kinds of route that take a body and answer one: every write, membership change and POST read. */
 type WireKind = RequestBodyKind & ResponseKind;
 
-/** The voter's answers are the contract's shapes; the client trusts them rather than checking each field. */
-function json<T>(text: string): T {
-  return JSON.parse(text) as T;
+/**
+ * A reader of answers of `schema`'s shape, the contract's for the route: a voter gone wrong, or a proxy
+ * in its place, may answer any JSON with a 2xx, which must not reach the caller as a result.
+ */
+function answerOf<T>(schema: unknown): (text: string) => T {
+  return (text) => {
+    const value: unknown = JSON.parse(text);
+    if (!conforms(schema, value)) throw new TypeError("the answer is not of the shape the route answers");
+    return value as T;
+  };
 }
 
 function text(body: string): string {
@@ -138,12 +154,53 @@ function text(body: string): string {
 
 /** Whether a failed submission still leaves the command's durable outcome unknown (so resubmitting helps). */
 function outcomeUnknown(error: unknown): error is KeyLoadError | ConnectionError {
-  if (error instanceof ConnectionError) return error.reason !== "Aborted";
-  if (error instanceof ResourceExhaustedError)
-    return error.reason !== "BodyTooLarge" && error.reason !== "ControlPayloadTooLarge";
+  if (error instanceof ConnectionError) return error.reason !== "Aborted" && error.reason !== "NotSent";
+  if (error instanceof ResourceExhaustedError) return !definiteRefusal(error);
   return (
     error instanceof KeyLoadError && (error.code === "UnknownWriteOutcome" || error.code === "Unavailable")
   );
+}
+
+/** A refusal the same command always gets, so the attempt that may have committed got it too. */
+function definiteRefusal(error: ResourceExhaustedError): boolean {
+  return error.reason === "BodyTooLarge" || error.reason === "ControlPayloadTooLarge";
+}
+
+/**
+ * Whether a failed submission is the command's answer, which resolveOutcome passes on as is: the
+ * caller's abort, or a voter's definite refusal or committed failure (a version mismatch, a lost lease,
+ * a conflict, and the like). Anything else leaves the outcome unknown.
+ */
+function settles(error: unknown): boolean {
+  if (error instanceof ConnectionError) return error.reason === "Aborted";
+  if (error instanceof ResourceExhaustedError) return definiteRefusal(error);
+  return (
+    error instanceof KeyLoadError &&
+    error.code !== "UnknownWriteOutcome" &&
+    error.code !== "Unavailable" &&
+    error.code !== "Internal"
+  );
+}
+
+/** resolveOutcome gave up without learning the outcome. */
+function unresolved(
+  reason: "ResolveTimedOut" | "ResolveFailed" | "ClientClosed",
+  why: string,
+  commandId: string,
+  cause: unknown,
+): UnknownWriteOutcomeError {
+  const detail = cause instanceof Error ? cause.message : String(cause);
+  const endpoint =
+    cause instanceof KeyLoadError || cause instanceof ConnectionError ? cause.endpoint : undefined;
+  return new UnknownWriteOutcomeError(
+    `the outcome of command ${commandId} is still unknown: ${why}; resubmit it with the same command ID (${detail})`,
+    { reason, commandId, cause, ...(endpoint === undefined ? {} : { endpoint }) },
+  );
+}
+
+/** A pager whose cursor does not move would ask for the same page forever. */
+function cursorStuck(message: string, details: Readonly<Record<string, unknown>>): InternalError {
+  return new InternalError(message, { reason: "CursorStuck", details });
 }
 
 /**
@@ -195,16 +252,27 @@ export class KeyLoadClient {
     return this.readPost("catalog.bulkGet", {}, { keys }, options);
   }
 
-  /** Every key's item, in request order, asking again for the `remaining` keys of each page. */
+  /**
+   * Every key's item, in request order, asking again for the `remaining` keys of each page; InternalError
+   * `CursorStuck` if a page leaves as many keys remaining as it was asked for.
+   */
   async *bulkGetAll<T = unknown>(
     keys: readonly string[],
     options: CallOptions = {},
   ): AsyncGenerator<BulkGetItem<T>> {
-    let remaining: readonly string[] | undefined = keys;
-    while (remaining !== undefined && remaining.length > 0) {
+    let remaining: readonly string[] = keys;
+    while (remaining.length > 0) {
       const page: BulkGetResult<T> = await this.bulkGet<T>(remaining, options);
+      const next = page.remaining ?? [];
+      // A page answers at least one key (one over the byte bound goes alone), so the rest always shrinks.
+      if (next.length >= remaining.length) {
+        throw cursorStuck(`a bulk-get page of ${remaining.length} keys left ${next.length} remaining`, {
+          asked: remaining.length,
+          remaining: next.length,
+        });
+      }
       yield* page.items;
-      remaining = page.remaining;
+      remaining = next;
     }
   }
 
@@ -212,7 +280,10 @@ export class KeyLoadClient {
     return this.readPost("query", {}, request, options);
   }
 
-  /** Every document `request` matches, page by page, so a large result is never held whole. */
+  /**
+   * Every document `request` matches, page by page, so a large result is never held whole; InternalError
+   * `CursorStuck` if a page answers the cursor it was asked with as its next.
+   */
   async *queryAll<T = unknown>(
     request: QueryRequest = {},
     options: CallOptions = {},
@@ -220,6 +291,11 @@ export class KeyLoadClient {
     let after = request.after;
     do {
       const page = await this.query<T>({ ...request, after }, options);
+      if (page.next !== undefined && page.next === after) {
+        throw cursorStuck(`a query page asked after ${JSON.stringify(after)} answered it as its next`, {
+          after,
+        });
+      }
       yield* page.items;
       after = page.next;
     } while (after !== undefined);
@@ -436,6 +512,9 @@ export class KeyLoadClient {
    * there means "not committed yet", which an attempt that was lost would answer forever. Past the full
    * outcome's window the resubmission is refused, not applied: CommandIdConflictError with reason
    * `OutcomeExpired` and `details.index`, the entry that applied it (`getCommand` tells whether it failed).
+   * It gives up only in UnknownWriteOutcomeError (reason `ResolveTimedOut` past its deadline, `ClientClosed`,
+   * or `ResolveFailed` on an answer that says nothing of the command, such as an Internal one), or at the
+   * caller's abort: never in an error that would read as "not applied".
    */
   async resolveOutcome<T>(
     commandId: string,
@@ -451,13 +530,35 @@ export class KeyLoadClient {
           ...(options.signal === undefined ? {} : { signal: options.signal }),
         });
       } catch (error) {
-        if (!outcomeUnknown(error)) throw error;
-        const wait = Math.max(
-          error instanceof KeyLoadError ? (error.retryAfter ?? 0) : 0,
-          backoffDelay(round, this.options.backoff, this.options.random),
-        );
-        if (this.options.now() - started + wait > deadlineMs) throw error;
-        await this.executor.pause(wait, options.signal, error.endpoint ?? this.preferredEndpoint, commandId);
+        if (settles(error)) throw error;
+        if (this.transport.closed)
+          throw unresolved("ClientClosed", "the client was closed", commandId, error);
+        if (!outcomeUnknown(error)) {
+          throw unresolved("ResolveFailed", "the answer says nothing of the command", commandId, error);
+        }
+        const asked =
+          error instanceof ResourceExhaustedError
+            ? refusalDelayMs(error)
+            : error instanceof KeyLoadError
+              ? (error.retryAfter ?? 0)
+              : 0;
+        const wait = Math.max(asked, backoffDelay(round, this.options.backoff, this.options.random));
+        if (this.options.now() - started + wait > deadlineMs) {
+          throw unresolved("ResolveTimedOut", "no round answered it in time", commandId, error);
+        }
+        try {
+          await this.executor.pause(
+            wait,
+            options.signal,
+            error.endpoint ?? this.preferredEndpoint,
+            commandId,
+          );
+        } catch (pauseError) {
+          if (this.transport.closed && options.signal?.aborted !== true) {
+            throw unresolved("ClientClosed", "the client was closed", commandId, error);
+          }
+          throw pauseError;
+        }
       }
     }
   }
@@ -466,12 +567,12 @@ export class KeyLoadClient {
 
   /** Liveness of one voter; UnavailableError (reason NotLive) when it is not. */
   live(options: CallOptions = {}): Promise<Health> {
-    return this.call(routeExchange("ops", "health.live", {}), options, json<Health>);
+    return this.call(routeExchange("ops", "health.live", {}), options, answerOf<Health>(HealthSchema));
   }
 
   /** Readiness of one voter: a member with a known leader, caught up; UnavailableError (NotReady) when not. */
   ready(options: CallOptions = {}): Promise<Health> {
-    return this.call(routeExchange("ops", "health.ready", {}), options, json<Health>);
+    return this.call(routeExchange("ops", "health.ready", {}), options, answerOf<Health>(HealthSchema));
   }
 
   /** One voter's Prometheus metrics, as text. */
@@ -481,7 +582,11 @@ export class KeyLoadClient {
 
   /** The API as an OpenAPI 3.1 document. */
   openApi(options: CallOptions = {}): Promise<Readonly<Record<string, unknown>>> {
-    return this.call(routeExchange("ops", "openapi", {}), options, json<Record<string, unknown>>);
+    return this.call(
+      routeExchange("ops", "openapi", {}),
+      options,
+      answerOf<Record<string, unknown>>(ApiDocumentSchema),
+    );
   }
 
   // Streaming
@@ -490,6 +595,7 @@ export class KeyLoadClient {
    * A write whose body is streamed without a Content-Length (chunked), to any write route, with the
    * usual command ID, typed errors and retries. Only a body given as a function is retried, since a
    * stream can be read once; a body over the route's cap answers ResourceExhaustedError `BodyTooLarge`.
+   * It is throttled as data (the control routes take at most 64 KiB, hardly a stream's business).
    */
   upload<T extends Written = Written & Readonly<Record<string, unknown>>>(
     method: Exclude<HttpMethod, "GET">,
@@ -497,7 +603,11 @@ export class KeyLoadClient {
     body: ChunkedBody,
     options: WriteOptions = {},
   ): Promise<T> {
-    return this.call({ kind: "write", method, path, body }, options, json<T>);
+    return this.call(
+      { kind: "write", lane: "data", method, path, body },
+      options,
+      answerOf<T>(WrittenSchema),
+    );
   }
 
   /**
@@ -510,7 +620,12 @@ export class KeyLoadClient {
       ...this.executor.headers("read", request.commandId, request.body !== undefined),
       ...lowerCaseKeys(request.headers ?? {}),
     };
-    const answer = await this.executor.sendOnce(request.endpoint, {
+    const {
+      endpoint,
+      status,
+      headers: answered,
+      body,
+    } = await this.executor.sendOnce(request.endpoint, {
       method: request.method,
       path: request.path,
       headers,
@@ -518,10 +633,14 @@ export class KeyLoadClient {
       signal: request.signal,
       commandId: request.commandId,
     });
-    return { ...answer, commandId: request.commandId };
+    return { endpoint, status, headers: answered, body, commandId: request.commandId };
   }
 
-  /** Closes the connections; calls still running fail. */
+  /**
+   * Closes the connections. Calls still running fail at once, and every call after: with ConnectionError
+   * `ClientClosed` when nothing of them was sent, with UnknownWriteOutcomeError `ClientClosed` for a
+   * write that may have been.
+   */
   async close(): Promise<void> {
     await this.transport.close();
   }
@@ -544,7 +663,15 @@ export class KeyLoadClient {
     body: RequestBodyOf<K> | undefined,
     options: WriteOptions,
   ): Promise<R> {
-    return this.call(routeExchange("write", kind, params, body), options, json<R>);
+    // The ID first, so that a write refused for its path parameters names it as every write's error does.
+    const commandId = options.commandId ?? this.newCommandId();
+    let exchange: Exchange;
+    try {
+      exchange = routeExchange("write", kind, params, body);
+    } catch (error) {
+      throw error instanceof KeyLoadError ? error.withCommandId(commandId) : error;
+    }
+    return this.call(exchange, { ...options, commandId }, answerOf<R>(RESPONSE_SCHEMAS[kind]));
   }
 
   /** A change of the Raft configuration of `kind`, typed as `write` is. */
@@ -554,7 +681,11 @@ export class KeyLoadClient {
     body: RequestBodyOf<K> | undefined,
     options: CallOptions,
   ): Promise<ResponseOf<K>> {
-    return this.call(routeExchange("change", kind, params, body), options, json<ResponseOf<K>>);
+    return this.call(
+      routeExchange("change", kind, params, body),
+      options,
+      answerOf<ResponseOf<K>>(RESPONSE_SCHEMAS[kind]),
+    );
   }
 
   /** A read that takes its request as a JSON body, typed as `write` is. */
@@ -564,7 +695,7 @@ export class KeyLoadClient {
     body: RequestBodyOf<K>,
     options: CallOptions,
   ): Promise<R> {
-    return this.call(routeExchange("read", kind, params, body), options, json<R>);
+    return this.call(routeExchange("read", kind, params, body), options, answerOf<R>(RESPONSE_SCHEMAS[kind]));
   }
 
   /** A GET read of `kind`, its answer typed by the contract's schema for it; `search` is its query string. */
@@ -574,13 +705,18 @@ export class KeyLoadClient {
     options: CallOptions,
     search = "",
   ): Promise<R> {
-    return this.call(routeExchange("read", kind, params, undefined, search), options, json<R>);
+    return this.call(
+      routeExchange("read", kind, params, undefined, search),
+      options,
+      answerOf<R>(RESPONSE_SCHEMAS[kind]),
+    );
   }
 }
 
 /**
  * One route's exchange: its method and path are the contract's for `kind` (ROUTE_PATHS), the ones the
- * voter serves it at, with `params` percent-encoded into the path and `search`, a query string, after it.
+ * voter serves it at, with `params` percent-encoded into the path and `search`, a query string, after it,
+ * and its lane the contract's (ROUTE_LANES).
  */
 function routeExchange<K extends RouteKind>(
   exchangeKind: ExchangeKind,
@@ -592,6 +728,7 @@ function routeExchange<K extends RouteKind>(
   const path = routePath(kind, params);
   return {
     kind: exchangeKind,
+    lane: ROUTE_LANES[kind],
     method: ROUTE_PATHS[kind].method,
     path: search === "" ? path : `${path}?${search}`,
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),

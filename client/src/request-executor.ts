@@ -1,7 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import {
-  InternalError,
+  COMMAND_ID_PATTERN,
+  InvalidArgumentError,
   KeyLoadError,
+  type Lane,
   ResourceExhaustedError,
   UnknownWriteOutcomeError,
 } from "@keyload/contract";
@@ -11,6 +13,7 @@ import type { ResolvedClientOptions } from "./client-options.js";
 import { EndpointSet, normalizeEndpoint } from "./endpoint-set.js";
 import { ConnectionError } from "./errors/connection-error.js";
 import { errorFromAnswer } from "./errors/error-from-answer.js";
+import { unexpectedAnswer } from "./errors/unexpected-answer.js";
 import type {
   HttpMethod,
   HttpTransport,
@@ -25,6 +28,14 @@ import { UuidV7Generator } from "./uuid-v7.js";
 
 export const COMMAND_ID_HEADER = "keyload-command-id";
 
+const COMMAND_ID = new RegExp(COMMAND_ID_PATTERN);
+
+/**
+ * The most an error answer's body is read: the contract's error body is a few hundred bytes, and a
+ * proxy's error page says nothing the client can use past its status.
+ */
+export const MAX_ERROR_ANSWER_BYTES = 64 * 1024;
+
 /**
  * What a call is. `write`: a command, sent with a command ID and only ever retried with that same ID.
  * `read`: retried freely. `change`: a change that names the state it wants (a membership change), so
@@ -38,6 +49,8 @@ export type ReplayableBody = string | (() => AsyncIterable<Uint8Array>);
 
 export interface Exchange {
   readonly kind: ExchangeKind;
+  /** The route's lane, whose adaptive throttle the call is under; null for the operations routes. */
+  readonly lane: Lane | null;
   readonly method: HttpMethod;
   readonly path: string;
   /** A one-shot stream makes the call a single attempt: it cannot be sent twice. */
@@ -60,7 +73,13 @@ type Failure = KeyLoadError | ConnectionError;
 
 type Attempt<T> =
   | { readonly ok: true; readonly value: T }
-  | { readonly ok: false; readonly failure: Failure; readonly answer?: IncomingAnswer };
+  | {
+      readonly ok: false;
+      readonly failure: Failure;
+      readonly answer?: IncomingAnswer;
+      /** An answer outside the contract (too large, a redirect, another shape): asking again would not help. */
+      readonly final?: true;
+    };
 
 /** Where and when the next attempt goes. */
 interface RetryPlan {
@@ -77,7 +96,8 @@ interface RetryPlan {
 export class RequestExecutor {
   readonly endpoints: EndpointSet;
   private readonly budget: RetryBudget;
-  private readonly throttle: AdaptiveThrottle | undefined;
+  /** One per lane: the voters admit control work from a reserve of its own, so data refusals say nothing of it. */
+  private readonly throttles: Readonly<Record<Lane, AdaptiveThrottle>> | undefined;
   private readonly commandIds: UuidV7Generator;
 
   constructor(
@@ -86,10 +106,14 @@ export class RequestExecutor {
   ) {
     this.endpoints = new EndpointSet(options.endpoints);
     this.budget = new RetryBudget(options.retryBudget, options.now);
-    this.throttle =
-      options.adaptiveThrottle === false
+    const throttle = options.adaptiveThrottle;
+    this.throttles =
+      throttle === false
         ? undefined
-        : new AdaptiveThrottle(options.adaptiveThrottle, options.now, options.random);
+        : {
+            data: new AdaptiveThrottle(throttle, options.now, options.random),
+            control: new AdaptiveThrottle(throttle, options.now, options.random),
+          };
     this.commandIds = new UuidV7Generator(options.now);
   }
 
@@ -106,12 +130,15 @@ export class RequestExecutor {
   async execute<T>(exchange: Exchange, options: WriteOptions, read: (text: string) => T): Promise<T> {
     const started = this.options.now();
     const commandId = exchange.kind === "write" ? (options.commandId ?? this.newCommandId()) : undefined;
+    if (commandId !== undefined) checkCommandId(commandId);
     const pinned = options.endpoint === undefined ? undefined : pinnedEndpoint(options.endpoint, commandId);
+    this.transport.throwIfClosed(pinned ?? this.endpoints.current(), commandId);
     const replayable = exchange.body === undefined || isReplayable(exchange.body);
     const maxAttempts = exchange.kind === "ops" || !replayable ? 1 : this.options.maxAttempts;
+    const throttle = this.throttleOf(exchange);
     if (exchange.kind !== "ops") {
       this.budget.recordRequest();
-      if (this.throttle?.shouldReject()) throw this.throttled(commandId);
+      if (throttle?.shouldReject()) throw this.throttled(commandId, exchange.lane, throttle);
     }
     let endpoint = pinned ?? this.endpoints.current();
     const tried = new Set<string>();
@@ -120,10 +147,11 @@ export class RequestExecutor {
       tried.add(endpoint);
       const timeLeftMs = this.options.deadlineMs - (this.options.now() - started);
       const request = this.request(exchange, commandId, options.signal, timeLeftMs);
-      const result = await this.attempt(exchange, endpoint, request, pinned !== undefined, read);
+      const result = await this.attempt(exchange, endpoint, request, pinned !== undefined, throttle, read);
       if (result.ok) return result.value;
       const failure = result.failure;
       if (commandId !== undefined && mayHaveApplied(failure)) ambiguous = true;
+      if (result.final === true) throw finalError(failure, commandId, ambiguous, attempt);
       const plan = this.plan(failure, result.answer, endpoint, pinned, tried, attempt);
       const elapsed = this.options.now() - started;
       if (
@@ -134,7 +162,14 @@ export class RequestExecutor {
       ) {
         throw finalError(failure, commandId, ambiguous, attempt);
       }
-      if (plan.delayMs > 0) await this.pause(plan.delayMs, options.signal, endpoint, commandId);
+      if (plan.delayMs > 0) {
+        try {
+          await this.pause(plan.delayMs, options.signal, endpoint, commandId);
+        } catch (error) {
+          // Closed while it waited, a write whose earlier attempt may have committed is still unresolved.
+          throw error instanceof ConnectionError ? finalError(error, commandId, ambiguous, attempt) : error;
+        }
+      }
       endpoint = plan.endpoint;
     }
   }
@@ -173,36 +208,53 @@ export class RequestExecutor {
     };
   }
 
+  private throttleOf(exchange: Exchange): AdaptiveThrottle | undefined {
+    return exchange.kind === "ops" || exchange.lane === null ? undefined : this.throttles?.[exchange.lane];
+  }
+
   private async attempt<T>(
     exchange: Exchange,
     endpoint: string,
     request: OutgoingRequest,
     pinned: boolean,
+    throttle: AdaptiveThrottle | undefined,
     read: (text: string) => T,
   ): Promise<Attempt<T>> {
     let answer: IncomingAnswer;
-    let text: string;
+    let text: string | undefined;
+    const success = (status: number): boolean => status >= 200 && status < 300;
     try {
       answer = await this.transport.send(endpoint, request);
-      text = await this.transport.readText(answer, request);
+      const maxBytes = success(answer.status) ? this.options.maxAnswerBytes : MAX_ERROR_ANSWER_BYTES;
+      text = await this.transport.readText(answer, request, maxBytes);
     } catch (error) {
       if (error instanceof ConnectionError) return { ok: false, failure: error };
       throw error;
     }
-    if (exchange.kind !== "ops") this.throttle?.record(answer.status !== 429);
+    throttle?.record(answer.status !== 429);
     if (!pinned && answer.status < 500) this.endpoints.answered(endpoint);
-    if (answer.status < 400) {
+    const write = exchange.kind === "write";
+    const unexpected = { endpoint, status: answer.status, commandId: request.commandId, write };
+    if (text === undefined) {
+      const message = `${endpoint} answered ${answer.status} with a body over the client's cap, dropped unread`;
+      return { ok: false, failure: unexpectedAnswer("AnswerTooLarge", message, unexpected), final: true };
+    }
+    if (success(answer.status)) {
       try {
         return { ok: true, value: read(text) };
       } catch (error) {
-        throw new InternalError(`${endpoint} answered ${answer.status} with a body the client cannot read`, {
-          reason: "UnexpectedAnswer",
-          endpoint,
-          httpStatus: answer.status,
-          commandId: request.commandId,
-          cause: error,
-        });
+        const message = `${endpoint} answered ${answer.status} with a body the client cannot read`;
+        return {
+          ok: false,
+          failure: unexpectedAnswer("UnexpectedAnswer", message, unexpected, error),
+          final: true,
+        };
       }
+    }
+    if (answer.status < 400) {
+      // A redirect, most likely a proxy's: whether the voter was reached, and a write applied, is unknown.
+      const message = `${endpoint} answered ${answer.status}, which no route of the contract answers`;
+      return { ok: false, failure: unexpectedAnswer("UnexpectedAnswer", message, unexpected), final: true };
     }
     const failure = errorFromAnswer({
       status: answer.status,
@@ -226,7 +278,10 @@ export class RequestExecutor {
   ): RetryPlan | undefined {
     const backoff = backoffDelay(attempt, this.options.backoff, this.options.random);
     if (failure instanceof ConnectionError) {
-      if (failure.reason === "Aborted") return undefined;
+      // The caller's abort and the client's close end the call; undici's refusal would only repeat.
+      if (failure.reason === "Aborted" || failure.reason === "ClientClosed" || failure.reason === "NotSent") {
+        return undefined;
+      }
       // Waiting will not make a certificate trusted: every voter is asked once, then the call ends.
       if (failure.reason === "TlsFailed") {
         const next = pinned ?? this.endpoints.failOver(endpoint);
@@ -238,7 +293,7 @@ export class RequestExecutor {
     }
     if (failure instanceof ResourceExhaustedError) {
       if (!this.options.retryResourceExhausted || !isTransientRefusal(failure)) return undefined;
-      return { endpoint, delayMs: retryAfterDelay(failure.retryAfter ?? 0, this.options.random) + backoff };
+      return { endpoint, delayMs: retryAfterDelay(refusalDelayMs(failure), this.options.random) + backoff };
     }
     if (failure.code !== "Unavailable" && failure.code !== "UnknownWriteOutcome") return undefined;
     if (pinned !== undefined) return { endpoint: pinned, delayMs: backoff };
@@ -252,16 +307,23 @@ export class RequestExecutor {
     return { endpoint: this.endpoints.failOver(endpoint), delayMs: backoff };
   }
 
-  /** Waits before a retry; the caller's abort ends the wait, and the call, with ConnectionError `Aborted`. */
+  /**
+   * Waits before a retry; the caller's abort ends the wait, and the call, with ConnectionError `Aborted`,
+   * and the client's close with `ClientClosed` (nothing is being sent while it waits).
+   */
   async pause(
     delayMs: number,
     signal: AbortSignal | undefined,
     endpoint: string,
     commandId: string | undefined,
   ): Promise<void> {
+    const closed = this.transport.closedSignal;
     try {
-      await sleep(delayMs, undefined, signal === undefined ? undefined : { signal });
+      await sleep(delayMs, undefined, {
+        signal: signal === undefined ? closed : AbortSignal.any([signal, closed]),
+      });
     } catch (error) {
+      if (signal?.aborted !== true) this.transport.throwIfClosed(endpoint, commandId);
       throw new ConnectionError("the call was aborted while it waited to retry", {
         reason: "Aborted",
         endpoint,
@@ -271,12 +333,19 @@ export class RequestExecutor {
     }
   }
 
-  private throttled(commandId: string | undefined): ResourceExhaustedError {
-    const probability = this.throttle?.rejectProbability() ?? 0;
+  private throttled(
+    commandId: string | undefined,
+    lane: Lane | null,
+    throttle: AdaptiveThrottle,
+  ): ResourceExhaustedError {
     return new ResourceExhaustedError(
       "ClientThrottled",
       "the client's adaptive throttle rejected the request locally: the cluster has been refusing requests",
-      { governor: "client", rejectProbability: probability },
+      {
+        governor: "client",
+        ...(lane === null ? {} : { lane }),
+        rejectProbability: throttle.rejectProbability(),
+      },
       { commandId },
     );
   }
@@ -290,6 +359,20 @@ function pinnedEndpoint(endpoint: string, commandId: string | undefined): string
     if (commandId !== undefined && error instanceof KeyLoadError) throw error.withCommandId(commandId);
     throw error;
   }
+}
+
+/** A command ID the contract takes (section 4): anything else the voter refuses, or undici cannot send. */
+function checkCommandId(commandId: string): void {
+  if (COMMAND_ID.test(commandId)) return;
+  throw new InvalidArgumentError(
+    `the command ID ${JSON.stringify(commandId)} is not 1-128 characters of [A-Za-z0-9._:-]`,
+    { reason: "InvalidCommandId", commandId },
+  );
+}
+
+/** How long a refusal asked to be left alone: its Retry-After, or the contract's default second without one. */
+export function refusalDelayMs(error: ResourceExhaustedError): number {
+  return error.retryAfter ?? (error.retryAfterSeconds ?? 1) * 1000;
 }
 
 function isReplayable(body: ReplayableBody | AsyncIterable<Uint8Array>): body is ReplayableBody {
@@ -334,10 +417,11 @@ function finalError(
 ): Failure {
   const aborted = failure instanceof ConnectionError && failure.reason === "Aborted";
   if (commandId !== undefined && ambiguous && !aborted && failure.code !== "UnknownWriteOutcome") {
+    const closed = failure instanceof ConnectionError && failure.reason === "ClientClosed";
     return new UnknownWriteOutcomeError(
-      `gave up after ${attempts} attempts, of which one may have committed: resubmit with the same command ID (${failure.message})`,
+      `${closed ? "the client was closed" : `gave up`} after ${attempts} attempts, of which one may have committed: resubmit with the same command ID (${failure.message})`,
       {
-        reason: "RetriesExhausted",
+        reason: closed ? "ClientClosed" : "RetriesExhausted",
         commandId,
         endpoint: failure.endpoint,
         cause: failure,

@@ -1,17 +1,35 @@
 /**
  * Why the transport failed: the connection could not be made (`ConnectFailed`), its TLS handshake failed,
  * most often on a certificate the client does not trust (`TlsFailed`), the voter did not answer in time
- * (`Timeout`), the connection broke during the exchange (`Interrupted`), or the caller's signal aborted
- * the call (`Aborted`).
+ * (`Timeout`), the connection broke during the exchange (`Interrupted`), the caller's signal aborted
+ * the call (`Aborted`), undici refused the request before sending it, such as for a header it cannot
+ * send (`NotSent`), or the client was closed (`ClientClosed`).
  */
-export type ConnectionFailure = "ConnectFailed" | "TlsFailed" | "Timeout" | "Interrupted" | "Aborted";
+export type ConnectionFailure =
+  | "ConnectFailed"
+  | "TlsFailed"
+  | "Timeout"
+  | "Interrupted"
+  | "Aborted"
+  | "NotSent"
+  | "ClientClosed";
 
 export interface ConnectionErrorOptions {
   readonly reason: ConnectionFailure;
   readonly endpoint: string;
   readonly commandId?: string | undefined;
   readonly cause?: unknown;
+  /** Overrides what the reason implies: a close that cut an exchange short may have let its request out. */
+  readonly mayHaveReachedVoter?: boolean;
 }
+
+/** The failures that prove the request never left this process. */
+const NEVER_SENT: ReadonlySet<ConnectionFailure> = new Set([
+  "ConnectFailed",
+  "TlsFailed",
+  "NotSent",
+  "ClientClosed",
+]);
 
 /**
  * No answer came from a voter. Outside the contract's codes, since no voter said anything; a write that
@@ -23,6 +41,12 @@ export class ConnectionError extends Error {
   readonly reason: ConnectionFailure;
   readonly endpoint: string;
   readonly commandId: string | undefined;
+  /**
+   * False only when the request certainly never left this process: the connection was never made
+   * (undici writes a request only once the TLS handshake has succeeded), undici refused it, or the
+   * client was closed before it was sent.
+   */
+  readonly mayHaveReachedVoter: boolean;
 
   constructor(message: string, options: ConnectionErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -30,11 +54,6 @@ export class ConnectionError extends Error {
     this.reason = options.reason;
     this.endpoint = options.endpoint;
     this.commandId = options.commandId;
-  }
-
-  /** False only when the request certainly never left this process: the connection was never made. */
-  get mayHaveReachedVoter(): boolean {
-    // undici writes a request only once the TLS handshake has succeeded.
-    return this.reason !== "ConnectFailed" && this.reason !== "TlsFailed";
+    this.mayHaveReachedVoter = options.mayHaveReachedVoter ?? !NEVER_SENT.has(options.reason);
   }
 }

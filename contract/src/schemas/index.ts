@@ -39,6 +39,7 @@ export * from "./query.js";
 export * from "./queues.js";
 export * from "./read-limits.js";
 export * from "./roles.js";
+export * from "./route-lanes.js";
 export * from "./route-paths.js";
 export * from "./route-schemas.js";
 export * from "./search.js";

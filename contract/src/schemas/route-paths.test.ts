@@ -45,6 +45,19 @@ describe("routePath", () => {
     expect(() => routePath("nope" as RouteKind, {} as RouteParams<RouteKind>)).toThrow(InvalidArgumentError);
   });
 
+  it("throws InvalidArgumentError for a parameter with a lone surrogate, which has no UTF-8 encoding", () => {
+    for (const key of ["a\ud800", "\udc00b", "\udc00\ud800"]) {
+      const call = () => routePath("catalog.get", { key });
+      expect(call, JSON.stringify(key)).toThrow(InvalidArgumentError);
+      expect(call).toThrow(
+        expect.objectContaining({
+          reason: "InvalidParameter",
+          details: { kind: "catalog.get", parameter: "key" },
+        }),
+      );
+    }
+  });
+
   it("takes exactly the route's parameters (checked by the compiler)", () => {
     const probes = [
       // @ts-expect-error a route with parameters needs them

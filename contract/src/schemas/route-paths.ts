@@ -90,7 +90,8 @@ const PARAM = /\{([^}]*)\}/g;
 /**
  * The path of a route of `kind`, each `{name}` replaced by its value percent-encoded as one segment (a
  * key's `/` included), as the voter decodes it. A missing parameter, or an unknown kind, which only a
- * caller without the types can pass, throws InvalidArgumentError rather than build a path to elsewhere.
+ * caller without the types can pass, throws InvalidArgumentError rather than build a path to elsewhere;
+ * so does a parameter with a lone surrogate (reason `InvalidParameter`), which cannot be encoded.
  */
 export function routePath<K extends RouteKind>(kind: K, ...[params]: RoutePathArgs<K>): string {
   if (!Object.hasOwn(ROUTE_PATHS, kind)) {
@@ -108,6 +109,15 @@ export function routePath<K extends RouteKind>(kind: K, ...[params]: RoutePathAr
         details: { kind, parameter: name },
       });
     }
-    return encodeURIComponent(value);
+    try {
+      return encodeURIComponent(value);
+    } catch (error) {
+      // A lone surrogate has no UTF-8 encoding, so no path can name it (and no voter could decode one).
+      throw new InvalidArgumentError(`the path parameter ${name} of ${kind} holds a lone surrogate`, {
+        reason: "InvalidParameter",
+        details: { kind, parameter: name },
+        cause: error,
+      });
+    }
   });
 }

@@ -1,5 +1,5 @@
 import { Type } from "@sinclair/typebox";
-import { documentVersion, expectedVersion } from "./catalog.js";
+import { expectedVersion } from "./catalog.js";
 import { key, name } from "./identifiers.js";
 import { anyJson, enumOf, integer, orNull, requiredWhen, type Wire } from "./json-schema.js";
 import { written } from "./written.js";
@@ -47,9 +47,18 @@ export const writeSetProperties = {
 export const WriteSetSchema = Type.Object(writeSetProperties);
 export type WriteSet = Wire<typeof WriteSetSchema>;
 
-/** What a write set did, which the answers of the routes that take one add to their own. */
+/**
+ * What a write set did, which the answers of the routes that take one add to their own: per operation,
+ * the version a put or delete produced, or the version a check found, 0 for a key that must not exist.
+ */
 export const writeSetResultProperties = {
-  results: Type.Array(Type.Object({ op: enumOf(OPERATION_KINDS), key: key(), version: documentVersion() })),
+  results: Type.Array(
+    Type.Object({
+      op: enumOf(OPERATION_KINDS),
+      key: key(),
+      version: integer(0, Number.MAX_SAFE_INTEGER, "The version produced (put, delete) or checked (check)"),
+    }),
+  ),
   outbox: Type.Array(
     Type.Object({ queue: Type.String(), messageId: Type.String(), visibleAtMs: integer(0) }),
   ),
