@@ -1,6 +1,6 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { InternalError, KeyLoadClient, UnknownWriteOutcomeError } from "./index.js";
-import { type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { describe, expect, it } from "vitest";
+import { InternalError, UnknownWriteOutcomeError } from "./index.js";
+import { scriptedClients } from "./test-fixtures/scripted-client.js";
 
 /**
  * Only a 2xx whose body is the route's answer, as the contract's schema for it says, is a success. A
@@ -8,26 +8,11 @@ import { type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-vot
  * for a write UnknownWriteOutcome: something answered, and it did not say whether the write committed.
  */
 
-const opened: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((o) => o.close()));
-});
-
-async function setup(...answers: ScriptedAnswer[]): Promise<{ v: ScriptedVoter; c: KeyLoadClient }> {
-  const v = await ScriptedVoter.start(...answers);
-  const c = new KeyLoadClient({
-    endpoints: [v.url],
-    apiKey: "key-1",
-    adaptiveThrottle: false,
-    backoff: { initialMs: 1, maxMs: 5 },
-  });
-  opened.push(v, c);
-  return { v, c };
-}
+const setup = scriptedClients();
 
 describe("answers outside the route's shape", () => {
   it("takes a 3xx as UnexpectedAnswer, not as a success, and does not retry it", async () => {
-    const { v, c } = await setup({ status: 302, headers: { location: "/elsewhere" }, body: {} });
+    const { v, c } = await setup([{ status: 302, headers: { location: "/elsewhere" }, body: {} }]);
     const read = await c.get("k").catch((e: unknown) => e);
     expect(read).toBeInstanceOf(InternalError);
     expect(read).toMatchObject({ reason: "UnexpectedAnswer", status: 302 });
@@ -38,13 +23,13 @@ describe("answers outside the route's shape", () => {
   });
 
   it("checks a 2xx body against the route's answer schema", async () => {
-    const { v, c } = await setup(
+    const { v, c } = await setup([
       { status: 200, body: { key: "k", version: 1 } },
       { status: 200, body: { commandId: "cmd-s" } },
       { status: 200, body: { live: "yes" } },
       { status: 200, body: { items: [{ key: "k", found: "maybe" }] } },
       { status: 200, body: { key: "k", value: null, version: 2, extra: true } },
-    );
+    ]);
     await expect(c.get("k")).rejects.toMatchObject({ name: "InternalError", reason: "UnexpectedAnswer" });
     const write = await c.put("k", 1, { commandId: "cmd-s" }).catch((e: unknown) => e);
     expect(write).toBeInstanceOf(UnknownWriteOutcomeError);

@@ -1,32 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { InternalError, KeyLoadClient, UnknownWriteOutcomeError } from "./index.js";
-import { type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { describe, expect, it } from "vitest";
+import { InternalError, UnknownWriteOutcomeError } from "./index.js";
+import { scriptedClients } from "./test-fixtures/scripted-client.js";
 
 /**
  * An answer's body is read only up to a cap no answer of the contract reaches: past it the body is
  * dropped and the call ends, as AnswerTooLarge, without another attempt to fetch the same again.
  */
 
-const opened: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((o) => o.close()));
-});
-
-async function setup(answer: ScriptedAnswer): Promise<{ v: ScriptedVoter; c: KeyLoadClient }> {
-  const v = await ScriptedVoter.start(answer);
-  const c = new KeyLoadClient({
-    endpoints: [v.url],
-    apiKey: "key-1",
-    adaptiveThrottle: false,
-    backoff: { initialMs: 1, maxMs: 5 },
-  });
-  opened.push(v, c);
-  return { v, c };
-}
+const setup = scriptedClients();
 
 describe("an answer's size", () => {
   it("caps an error body small: Internal for a read, UnknownWriteOutcome for a write, never retried", async () => {
-    const { v, c } = await setup({ status: 503, body: `<html>${"x".repeat(1024 * 1024)}</html>` });
+    const { v, c } = await setup([{ status: 503, body: `<html>${"x".repeat(1024 * 1024)}</html>` }]);
     const read = await c.get("k").catch((e: unknown) => e);
     expect(read).toBeInstanceOf(InternalError);
     expect(read).toMatchObject({ reason: "AnswerTooLarge", endpoint: v.url });
@@ -38,7 +23,9 @@ describe("an answer's size", () => {
   });
 
   it("caps a successful answer above the largest page the contract answers", async () => {
-    const { v, c } = await setup({ status: 200, body: `{"items":[],"x":"${"x".repeat(65 * 1024 * 1024)}"}` });
+    const { v, c } = await setup([
+      { status: 200, body: `{"items":[],"x":"${"x".repeat(65 * 1024 * 1024)}"}` },
+    ]);
     const error = await c.query({ prefix: "" }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InternalError);
     expect(error).toMatchObject({ reason: "AnswerTooLarge" });

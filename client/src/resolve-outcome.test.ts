@@ -1,14 +1,13 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   FailedPreconditionError,
   InternalError,
-  KeyLoadClient,
-  type KeyLoadClientOptions,
   ResourceExhaustedError,
   UnavailableError,
   UnknownWriteOutcomeError,
 } from "./index.js";
-import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { scriptedClients } from "./test-fixtures/scripted-client.js";
+import { errorBody, type ScriptedAnswer } from "./test-fixtures/scripted-voter.js";
 
 /**
  * resolveOutcome runs after an attempt that may have committed: unless the caller aborts it or it learns
@@ -16,28 +15,7 @@ import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/s
  * (a caller would resubmit under a new ID and apply the command twice).
  */
 
-const opened: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((o) => o.close()));
-});
-
-async function setup(
-  answers: ScriptedAnswer[],
-  options: Partial<KeyLoadClientOptions> = {},
-): Promise<{ v: ScriptedVoter; c: KeyLoadClient }> {
-  const v = await ScriptedVoter.start(...answers);
-  const c = new KeyLoadClient({
-    endpoints: [v.url],
-    apiKey: "key-1",
-    adaptiveThrottle: false,
-    backoff: { initialMs: 1, maxMs: 5 },
-    deadlineMs: 200,
-    maxAttempts: 2,
-    ...options,
-  });
-  opened.push(v, c);
-  return { v, c };
-}
+const setup = scriptedClients({ deadlineMs: 200, maxAttempts: 2 });
 
 const refused: ScriptedAnswer = {
   status: 429,
