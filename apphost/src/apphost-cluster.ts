@@ -19,7 +19,7 @@ import {
   VoterStateError,
 } from "./apphost-errors.js";
 import { type AppHostState, type OwnerRecord, readState, writeState } from "./apphost-state.js";
-import { bootstrapIdFor } from "./cluster-bootstrap.js";
+import { bootstrapIdFor, recordBootstrapped } from "./cluster-bootstrap.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { removeClusterPartition } from "./cluster-partition.js";
 import {
@@ -214,7 +214,9 @@ export class AppHostCluster {
     failure.catch(() => {});
     const targets = this.model.voters.map((v) => ({ name: v.name, httpUrl: httpUrlOf(v) }));
     try {
-      return await waitForClusterReady(targets, { ...readiness, failure });
+      const snapshot = await waitForClusterReady(targets, { ...readiness, failure });
+      recordBootstrapped(this.model);
+      return snapshot;
     } catch (err) {
       // Which voters were not ready, asked before they stop, so their last lines say why.
       const unready =
@@ -263,6 +265,7 @@ export class AppHostCluster {
       }
       await new Promise((resolve) => setTimeout(resolve, APPHOST_DEFAULTS.pollIntervalMs));
     }
+    recordBootstrapped(this.model);
     return `${name} started (pid ${started.pid})`;
   }
 
@@ -376,12 +379,14 @@ export class AppHostCluster {
   private async spawn(name: VoterName, waitFor: VoterLaunch["waitFor"]): Promise<VoterProcess> {
     const voter = this.voter(name);
     const gid = this.voterGids?.[name];
+    // A voter counts as started once it kept its identity, not when spawned (cluster-bootstrap.ts).
+    const bootstrapId = bootstrapIdFor(this.model, name);
     const started = await this.runtime.start({
       voter,
       stateDir: this.model.stateDir,
       env: {
         ...this.forwarded[name],
-        ...voterWiring(this.model, voter, this.credentials, bootstrapIdFor(this.model, name)),
+        ...voterWiring(this.model, voter, this.credentials, bootstrapId),
       },
       supervised: this.supervised,
       waitFor,
@@ -390,6 +395,12 @@ export class AppHostCluster {
     this.processes.set(name, started);
     this.failures.set(name, null);
     void started.exited.then((exit) => {
+      // Whatever it got to before it exited is remembered, in case its data is lost before its next start.
+      try {
+        recordBootstrapped(this.model);
+      } catch {
+        // A damaged record is reported at the next start; an exit is no place to throw.
+      }
       // The record may already be a newer process of the same voter.
       if (this.processes.get(name) === started) {
         if (this.endedOnItsOwn(started, exit)) this.failures.set(name, this.failureOf(voter, started, exit));

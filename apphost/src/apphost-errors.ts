@@ -197,3 +197,16 @@ export class PublishOutputError extends AppHostError {
 export class ImageBuildError extends AppHostError {
   readonly code = "AppHostImageBuild";
 }
+
+/**
+ * The running cluster refused the admin key `up` was given (it keeps the one it was bootstrapped
+ * with), so `up` does not report success and does not record that key in admin.key.
+ */
+export class AdminKeyRejectedError extends AppHostError {
+  readonly code = "AppHostAdminKeyRejected";
+}
+
+/** A file the AppHost needs could not be read or written; the message names it and the system's reason. */
+export class FileSystemError extends AppHostError {
+  readonly code = "AppHostFileSystem";
+}

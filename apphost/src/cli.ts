@@ -4,7 +4,7 @@
  * Ctrl-C that kills the voters), 1 for any other failure. One Ctrl-C is the normal end of a foreground
  * `up`, `status --watch` and `logs --follow`: 0.
  */
-import { AppHostError, ControlChannelError, InterruptedError } from "./apphost-errors.js";
+import { AppHostError, ControlChannelError, FileSystemError, InterruptedError } from "./apphost-errors.js";
 import { parseCli, USAGE } from "./cli-options.js";
 import {
   admissionCommand,
@@ -73,11 +73,28 @@ async function run(argv: readonly string[], output: TerminalOutput): Promise<num
         // parseCli guarantees a voter for every voter operation.
         return await voterCommand(options.command, options.voter!, options, output);
     }
-  } catch (err) {
+  } catch (caught) {
+    const err = fileSystemErrorOf(caught) ?? caught;
     if (!(err instanceof AppHostError)) throw err;
     report(err, output);
     return err instanceof InterruptedError ? 130 : 1;
   }
+}
+
+/**
+ * A file system failure no command turned into its own error (a state dir file that cannot be written,
+ * say) as one line naming the file and the system's reason, not a stack: it is about the machine, not
+ * a bug of the AppHost. Undefined for anything else, which stays a crash worth its stack.
+ */
+function fileSystemErrorOf(err: unknown): FileSystemError | undefined {
+  const { code, syscall, path } = (err ?? {}) as NodeJS.ErrnoException;
+  if (!(err instanceof Error) || typeof code !== "string" || !/^E[A-Z0-9]+$/.test(code)) return undefined;
+  if (typeof syscall !== "string") return undefined;
+  // Node's own message names the code, the reason, the call and the path: "EACCES: permission denied, open '…'".
+  const line = err.message.split("\n")[0] ?? code;
+  return new FileSystemError(typeof path === "string" && !line.includes(path) ? `${line} (${path})` : line, {
+    cause: err,
+  });
 }
 
 process.exitCode = await run(process.argv.slice(2), new TerminalOutput());

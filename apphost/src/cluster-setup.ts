@@ -1,12 +1,15 @@
 import { existsSync, readdirSync, rmSync } from "node:fs";
-import { buildAppModel, defaultPorts, stateDirPaths } from "./app-model.js";
+import { type AdminKeyVerdict, checkAdminKey } from "./admin-key-check.js";
+import { buildAppModel, defaultPorts, httpUrlOf, stateDirPaths } from "./app-model.js";
 import { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
-import { ClusterRunningError, StateDirError } from "./apphost-errors.js";
+import { AdminKeyRejectedError, ClusterRunningError, StateDirError } from "./apphost-errors.js";
 import { isStateRunning, readState } from "./apphost-state.js";
 import { loadCredentials, writePrivateFile } from "./cluster-credentials.js";
+import type { ClusterSnapshot } from "./cluster-readiness.js";
 import { forwardConfig, refuseLocalTls } from "./config-forwarding.js";
 import { pickVoterPorts } from "./port-allocation.js";
+import { assertUsableStateDir } from "./state-dir-check.js";
 import { voterGidsHere } from "./voter-groups.js";
 import type { VoterRuntime } from "./voter-runtime.js";
 
@@ -26,10 +29,12 @@ export interface ClusterSetup {
 export interface PreparedCluster {
   readonly cluster: AppHostCluster;
   /**
-   * Records the admin key in the state dir once the voters accepted it. An admin key from the
-   * environment is only recorded then, so a key the voters refused never replaces the kept one.
+   * Confirms with one admin call on the ready cluster's leader that it accepts the admin key, then
+   * records the key in the state dir. An admin key from the environment is only recorded then, so a
+   * key the voters refuse never replaces the kept one: AdminKeyRejectedError, admin.key untouched.
+   * `votersKeepRunning` says what the message tells about the voters.
    */
-  keepAdminKey(): void;
+  confirmAdminKey(snapshot: ClusterSnapshot, votersKeepRunning: boolean): Promise<void>;
 }
 
 /** What a state dir holds once an AppHost has used it; `--fresh` wipes nothing else. */
@@ -51,6 +56,7 @@ function wipeStateDir(stateDir: string): void {
  * asked, forwards the configuration, picks the ports and loads (or generates) the credentials.
  */
 export async function prepareCluster(setup: ClusterSetup): Promise<PreparedCluster> {
+  assertUsableStateDir(setup.stateDir);
   const probe = stateDirPaths(setup.stateDir);
   const previous = readState(probe.stateFile);
   if (previous && isStateRunning(previous)) {
@@ -75,8 +81,32 @@ export async function prepareCluster(setup: ClusterSetup): Promise<PreparedClust
   });
   return {
     cluster,
-    keepAdminKey: () => {
+    confirmAdminKey: async (snapshot, votersKeepRunning) => {
+      const leader = model.voters.find((v) => v.name === snapshot.leader) ?? model.voters[0]!;
+      const verdict = await checkAdminKey(httpUrlOf(leader), credentials.adminKey);
+      if (!verdict.accepted) {
+        throw new AdminKeyRejectedError(
+          adminKeyMismatch(model.adminKeyFile, credentials.adminKeyIsKept, verdict, votersKeepRunning),
+        );
+      }
       if (!credentials.adminKeyIsKept) writePrivateFile(model.adminKeyFile, credentials.adminKey);
     },
   };
+}
+
+function adminKeyMismatch(
+  adminKeyFile: string,
+  fromFile: boolean,
+  verdict: Exclude<AdminKeyVerdict, { accepted: true }>,
+  votersKeepRunning: boolean,
+): string {
+  const key = fromFile ? `the admin key in ${adminKeyFile}` : "KeyLoad__Bootstrap__AdminKey";
+  const what = verdict.refused
+    ? `the cluster refuses ${key} (${verdict.reason}): a cluster's admin key is set when it bootstraps, and a later up cannot change it`
+    : `the cluster did not confirm ${key} (${verdict.reason})`;
+  const kept = fromFile ? "" : `; ${adminKeyFile} is left as it was`;
+  const voters = votersKeepRunning
+    ? "the voters keep running (stop them with `down`)"
+    : "the voters were stopped";
+  return `${what}${kept}; ${voters}. Use the key the cluster was bootstrapped with, or start over with --fresh`;
 }

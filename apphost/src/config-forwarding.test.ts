@@ -59,6 +59,19 @@ describe("configuration forwarding", () => {
     }
   });
 
+  it("refuses a bootstrap ID, shared or per voter: the AppHost decides which voter bootstraps", () => {
+    for (const name of [
+      "KeyLoad__Cluster__BootstrapId",
+      "KEYLOAD__cluster__bootstrapid",
+      "AppHost__Voters__voter2__KeyLoad__Cluster__BootstrapId",
+    ]) {
+      expect(() => forwardConfig(settings({ [name]: "other-cluster" }))).toThrow(InvalidSettingError);
+      expect(() => forwardConfig(settings({ [name]: "other-cluster" }))).toThrow(
+        new RegExp(`^${name}: cannot be set: .*cluster\\.json`),
+      );
+    }
+  });
+
   it("refuses TLS for the voters the AppHost runs, and forwards it for publishing", () => {
     for (const name of ["KeyLoad__Tls__HttpCertFile", "AppHost__Voters__voter2__KeyLoad__tls__HttpKeyFile"]) {
       const forwarded = forwardConfig(settings({ [name]: "/etc/keyload/x.pem" }));

@@ -28,6 +28,10 @@ function reservedReason(section: string, property: string): string | undefined {
   if (s === "cluster" && p === "secret") {
     return "the AppHost generates the cluster secret and keeps it in the state dir (cluster.secret)";
   }
+  // A voter told to bootstrap a foreign ID, on an empty data dir after `replace`, forms a second cluster.
+  if (s === "cluster" && p === "bootstrapid") {
+    return "the AppHost makes the cluster's ID and keeps it in the state dir (cluster.json); it tells each voter's first start alone to bootstrap";
+  }
   return undefined;
 }
 

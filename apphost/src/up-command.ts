@@ -106,7 +106,8 @@ async function upDetached(prepared: PreparedCluster, output: TerminalOutput): Pr
       failure: signals.interrupted,
     });
     output.clearStatus();
-    prepared.keepAdminKey();
+    // The cluster itself is fine when it refuses the key: its voters keep running, as after a success.
+    await prepared.confirmAdminKey(snapshot, true);
     for (const line of endpoints(cluster, snapshot, output)) output.line(line);
     const stateDirOption =
       cluster.model.stateDir === join(REPO_ROOT, APPHOST_DEFAULTS.stateDirName)
@@ -197,7 +198,13 @@ async function upForeground(
   try {
     const snapshot = await cluster.up({ onProgress: readinessProgress(output), failure: startupAborted });
     output.clearStatus();
-    prepared.keepAdminKey();
+    try {
+      await prepared.confirmAdminKey(snapshot, false);
+    } catch (err) {
+      // The voters die with this AppHost anyway: stopped gracefully rather than left to that.
+      await cluster.stopAll();
+      throw err;
+    }
     for (const line of endpoints(cluster, snapshot, output, dashboard)) output.line(line);
     output.line(
       `Press Ctrl-C to stop. Debug from another terminal: pnpm apphost status | stop ${VOTER_NAMES[0]} | ...`,

@@ -147,10 +147,11 @@ export class TestCluster {
       const test = new TestCluster(prepared.cluster, stateDir);
       live.add(test);
       try {
-        await prepared.cluster.up({
+        const snapshot = await prepared.cluster.up({
           timeoutMs: options.readyTimeoutMs ?? APPHOST_DEFAULTS.readinessTimeoutMs,
         });
-        prepared.keepAdminKey();
+        // A refusal disposes of the cluster below, so its voters are reported stopped.
+        await prepared.confirmAdminKey(snapshot, false);
         return test;
       } catch (err) {
         await test.dispose();

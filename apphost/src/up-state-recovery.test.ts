@@ -1,0 +1,96 @@
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { AppHostState } from "./apphost-state.js";
+import { runCli, survivors } from "./test-fixtures/cli-process.js";
+
+// `up` on state dirs a failed first `up`, a foreign admin key or a mistyped path left behind.
+let dirs: string[] = [];
+let stateDirs: string[] = [];
+
+function tempDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "keyload-up-recovery-"));
+  dirs.push(dir);
+  return dir;
+}
+
+function recordedPids(stateDir: string): number[] {
+  const file = join(stateDir, "apphost.json");
+  if (!existsSync(file)) return [];
+  const state = JSON.parse(readFileSync(file, "utf8")) as AppHostState;
+  return state.voters.flatMap((v) => (v.process ? [v.process.pid] : []));
+}
+
+afterEach(async () => {
+  // Whatever a test did, no voter outlives it and no temp dir stays behind.
+  for (const stateDir of stateDirs) {
+    const pids = recordedPids(stateDir);
+    await runCli(["down", "--state-dir", stateDir]);
+    for (const pid of await survivors(pids, 5_000)) process.kill(pid, "SIGKILL");
+  }
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  dirs = [];
+  stateDirs = [];
+});
+
+const NO_STACK = /^\s+at /m;
+
+describe("up on a state dir left behind", () => {
+  it("forms the cluster after a first up that failed before any voter came up", async () => {
+    const stateDir = join(tempDir(), "state");
+    stateDirs.push(stateDir);
+    const failed = await runCli(["up", "--detach", "--isolated", "--fresh", "--state-dir", stateDir], {
+      KeyLoad__Nope__Prop: "1",
+    });
+    expect(failed.exitCode).toBe(1);
+    expect(failed.stderr).toContain("[AppHostVoterFailedToStart]");
+    const up = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
+    expect(up.exitCode, `${up.stdout}\n${up.stderr}`).toBe(0);
+    expect(up.stdout).toContain("KeyLoad is ready");
+    expect(JSON.parse(readFileSync(join(stateDir, "cluster.json"), "utf8")).started).toHaveLength(3);
+  }, 120_000);
+
+  it("refuses an admin key the cluster does not accept, leaving admin.key and the voters as they were", async () => {
+    const stateDir = join(tempDir(), "state");
+    stateDirs.push(stateDir);
+    const first = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
+    expect(first.exitCode, first.stderr).toBe(0);
+    const kept = readFileSync(join(stateDir, "admin.key"), "utf8");
+    expect((await runCli(["down", "--state-dir", stateDir])).exitCode).toBe(0);
+
+    const up = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir], {
+      KeyLoad__Bootstrap__AdminKey: "not-the-key-this-cluster-was-bootstrapped-with",
+    });
+    expect(up.exitCode).toBe(1);
+    expect(up.stderr).toContain("[AppHostAdminKeyRejected]");
+    expect(up.stderr).toContain("KeyLoad__Bootstrap__AdminKey");
+    expect(up.stderr).not.toMatch(NO_STACK);
+    expect(up.stdout).not.toContain("KeyLoad is ready");
+    expect(readFileSync(join(stateDir, "admin.key"), "utf8")).toBe(kept);
+    // The cluster itself is fine: it keeps running, reachable with the kept key.
+    const admission = await runCli(["admission", "--state-dir", stateDir]);
+    expect(admission.exitCode, admission.stderr).toBe(0);
+  }, 120_000);
+
+  it("names a state dir that is a file, or under one, in one line without a stack", async () => {
+    const dir = tempDir();
+    const file = join(dir, "F");
+    writeFileSync(file, "x\n");
+    for (const args of [
+      ["--state-dir", file],
+      ["--fresh", "--state-dir", file],
+      ["--state-dir", join(file, "state")],
+      ["--state-dir", join(dir, "missing", "state")],
+    ]) {
+      const up = await runCli(["up", "--detach", "--isolated", ...args]);
+      expect(up.exitCode, up.stderr).toBe(1);
+      expect(up.stderr).toContain("[AppHostStateDir]");
+      expect(up.stderr).not.toMatch(NO_STACK);
+      expect(up.stderr.trim().split("\n")).toHaveLength(1);
+    }
+    expect(readFileSync(file, "utf8")).toBe("x\n");
+    mkdirSync(join(dir, "ok"));
+    expect(existsSync(join(dir, "missing"))).toBe(false);
+  }, 60_000);
+});
