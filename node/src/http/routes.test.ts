@@ -1,4 +1,4 @@
-import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS, ROUTE_PATHS } from "@keyload/contract";
+import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS, ROUTE_LANES, ROUTE_PATHS } from "@keyload/contract";
 import { describe, expect, it } from "vitest";
 import { COMMAND_KINDS } from "../requests/command-kinds.js";
 import { checkCommandId, checkName, checkScopeId } from "../requests/identifiers.js";
@@ -108,6 +108,12 @@ describe("the route table", () => {
       const reservation = control ? "control" : HEAVY_READS.includes(name(route)) ? "heavy" : "data";
       expect(route.reservation, name(route)).toBe(reservation);
       if (route.type === "command") expect(route.lane).toBe(route.pool);
+    }
+  });
+
+  it("gives each route the lane the contract's table gives it, which the client throttles by", () => {
+    for (const route of ROUTES) {
+      expect(route.type === "ops" ? null : route.pool, name(route)).toBe(ROUTE_LANES[route.kind]);
     }
   });
 
