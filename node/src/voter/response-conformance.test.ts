@@ -78,8 +78,44 @@ describe("answers of a real voter", () => {
       body: { leaseToken: lease.leaseToken },
       commandId: "q3",
     });
+    // A check of an absent key answers version 0, and the outbox its messages.
+    await documented("POST", "/v1/transactions", {
+      body: {
+        operations: [
+          { op: "put", key: "tx", value: 1 },
+          { op: "check", key: "absent", version: 0 },
+        ],
+        outbox: [{ queue: "q", body: { n: 2 } }],
+      },
+      commandId: "t1",
+    });
+    for (const n of [3, 4]) {
+      await documented("POST", "/v1/queues/q/messages", { body: { body: { n } }, commandId: `q-${n}` });
+    }
+    const more = await documented("POST", "/v1/queues/q/leases", { body: { max: 3 }, commandId: "q4" });
+    const [m1, m2, m3] = (more.messages as { messageId: string }[]).map((m) => m.messageId);
+    const leased = { leaseToken: more.leaseToken };
+    await documented("POST", `/v1/queues/q/messages/${m1}/nack`, { body: leased, commandId: "q5" });
+    await documented("POST", `/v1/queues/q/messages/${m2}/renew`, { body: leased, commandId: "q6" });
+    await documented("POST", `/v1/queues/q/messages/${m3}/complete`, {
+      body: { ...leased, operations: [{ op: "put", key: "done", value: true }] },
+      commandId: "q7",
+    });
     await documented("PUT", "/v1/subscriptions/s", { body: { prefix: "d" }, commandId: "s1" });
-    await documented("POST", "/v1/subscriptions/s/deliveries", { body: {}, commandId: "s2" });
+    const delivery = await documented("POST", "/v1/subscriptions/s/deliveries", {
+      body: {},
+      commandId: "s2",
+    });
+    await documented("POST", `/v1/subscriptions/s/deliveries/${String(delivery.deliveryId)}/complete`, {
+      body: { operations: [{ op: "put", key: "projected", value: 1 }] },
+      commandId: "s3",
+    });
+    await documented("PUT", "/v1/catalog/doc2", { body: { value: 2 }, commandId: "c4" });
+    const next = await documented("POST", "/v1/subscriptions/s/deliveries", { body: {}, commandId: "s4" });
+    await documented("POST", `/v1/subscriptions/s/deliveries/${String(next.deliveryId)}/ack`, {
+      commandId: "s5",
+    });
+    await documented("GET", "/v1/admin/cluster/members");
     await documented("PUT", "/v1/membership/m1", {
       body: { status: "active", address: "h:1" },
       commandId: "m1",
