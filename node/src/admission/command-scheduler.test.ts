@@ -305,6 +305,25 @@ describe("CommandScheduler", () => {
     expect(lanes).toBe(`${"C".repeat(8)}D${"C".repeat(8)}D${"C".repeat(8)}D${"C".repeat(6)}DD`);
   });
 
+  it("counts control commands toward MaxConsecutiveControl only while data waits", async () => {
+    const h = new Harness({ maxBatchCommands: 1000 });
+    // Eight control commands with no data waiting pass over no one.
+    for (let i = 0; i < 8; i++) h.submit("control");
+    await flush();
+    h.target.completeNext();
+    await flush();
+    // So the next unit still takes control first.
+    h.submit("data");
+    h.submit("control");
+    h.submit("control");
+    h.submit("control");
+    await flush();
+    h.target.completeNext();
+    await flush();
+    const lanes = h.target.units[1]!.batch.map((c) => (c.lane === "control" ? "C" : "D")).join("");
+    expect(lanes).toBe("CCCD");
+  });
+
   it("bounds a unit by count and by retained bytes, letting a single large command go alone", async () => {
     // 4496 retained bytes each, and 4104 for "{}": two small ones fit in 13000, three "{}" do too.
     const small = "x".repeat(100);
@@ -419,7 +438,8 @@ describe("CommandScheduler", () => {
               const expected =
                 controlWaits && (!dataWaits || consecutive < maxConsecutiveControl) ? "control" : "data";
               expect(command.lane).toBe(expected);
-              consecutive = command.lane === "control" ? consecutive + 1 : 0;
+              // Only a control command that passes over waiting data counts toward the bound.
+              consecutive = command.lane === "control" && dataWaits ? consecutive + 1 : 0;
               if (command.lane === "control" && dataWaits)
                 expect(consecutive).toBeLessThanOrEqual(maxConsecutiveControl);
               taken.add(command.id);

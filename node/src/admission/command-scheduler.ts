@@ -195,7 +195,8 @@ export class CommandScheduler<C, R> {
         if ((holdsControl || isControl) && nextDataBytes > maxDataBytesWithControl) break;
       }
       lane.shift();
-      this.consecutiveControl = isControl ? this.consecutiveControl + 1 : 0;
+      // The bound keeps waiting data from starving: a control command that passes over none is not counted.
+      this.consecutiveControl = isControl && this.data.length > 0 ? this.consecutiveControl + 1 : 0;
       entry.reservation.markActive();
       stages.observe(entry.reservation.lane, "queue", now - entry.queuedAt);
       entries.push(entry);
