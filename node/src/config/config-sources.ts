@@ -36,11 +36,16 @@ export function readJsonFile(path: string, settings: RawSettings): void {
   } catch (err) {
     throw new ConfigError(`config file ${path}`, `cannot be read as JSON: ${(err as Error).message}`);
   }
-  const root = isObject(parsed)
-    ? Object.entries(parsed).find(([k]) => k.toLowerCase() === ROOT)?.[1]
-    : undefined;
-  if (!isObject(root)) throw new ConfigError(`config file ${path}`, 'must hold an object {"KeyLoad": {...}}');
-  for (const [section, props] of Object.entries(root)) {
+  const entries = isObject(parsed) ? Object.entries(parsed) : [];
+  // Anything beside the one root would be ignored: a typo, or a second root spelled in another case.
+  const [root, ...others] = entries;
+  if (root === undefined || others.length > 0 || root[0].toLowerCase() !== ROOT || !isObject(root[1])) {
+    throw new ConfigError(
+      `config file ${path}`,
+      'must hold one object, {"KeyLoad": {...}}, and nothing else',
+    );
+  }
+  for (const [section, props] of Object.entries(root[1])) {
     if (!isObject(props))
       throw new ConfigError(`KeyLoad:${section}`, `in ${path} must be an object of properties`);
     for (const [property, value] of Object.entries(props)) {
@@ -57,6 +62,7 @@ export function readJsonFile(path: string, settings: RawSettings): void {
 
 /** `KeyLoad__Section__Property=V` environment variables, the prefix matched in any case. */
 export function readEnvironment(env: NodeJS.ProcessEnv, settings: RawSettings): void {
+  const seen = new Map<string, { readonly name: string; readonly value: string }>();
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     const parts = name.split("__");
@@ -64,6 +70,14 @@ export function readEnvironment(env: NodeJS.ProcessEnv, settings: RawSettings): 
     if (parts.length !== 3 || !parts[1] || !parts[2]) {
       throw new ConfigError(name, "environment keys have the form KeyLoad__Section__Property");
     }
+    // Keys are case-insensitive, so two spellings are one key: which won would depend on the
+    // environment's order.
+    const key = settingKey(parts[1], parts[2]);
+    const earlier = seen.get(key);
+    if (earlier !== undefined && earlier.value !== value) {
+      throw new ConfigError(name, `is set twice, differently: as ${earlier.name} too`);
+    }
+    seen.set(key, { name, value });
     put(settings, parts[1], parts[2], value, `environment variable ${name}`);
   }
 }
@@ -83,6 +97,7 @@ export function readArguments(args: readonly string[], settings: RawSettings): s
     }
     if (arg.startsWith("--config=")) {
       configFile = arg.slice("--config=".length);
+      if (!configFile) throw new ConfigError("--config", "needs a file path");
       continue;
     }
     const match = /^--keyload:([^:=]+):([^:=]+)=(.*)$/is.exec(arg);

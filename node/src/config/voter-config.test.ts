@@ -152,6 +152,40 @@ describe("loadVoterConfig", () => {
     ).toContain("this node's id voter1");
   });
 
+  it("refuses a key set twice differently in the environment, a config file with more than its root, and an empty --config", () => {
+    const twice = {
+      ...REQUIRED_ENV,
+      KeyLoad__Raft__ElectionTimeoutMs: "2000",
+      KEYLOAD__RAFT__ELECTIONTIMEOUTMS: "3000",
+    };
+    expect(configError(() => loadVoterConfig({ env: twice })).message).toContain("set twice");
+    const same = { ...twice, KEYLOAD__RAFT__ELECTIONTIMEOUTMS: "2000" };
+    expect(loadVoterConfig({ env: same }).raft.electionTimeoutMs).toBe(2000);
+    dir = mkdtempSync(join(tmpdir(), "keyload-config-"));
+    for (const [name, content] of [
+      ["stray.json", { KeyLoad: { Raft: { ElectionTimeoutMs: 2000 } }, Raft: { ElectionTimeoutMs: "zzz" } }],
+      ["two-roots.json", { KeyLoad: {}, keyload: { Raft: { ElectionTimeoutMs: "zzz" } } }],
+    ] as const) {
+      const file = join(dir, name);
+      writeFileSync(file, JSON.stringify(content));
+      expect(configError(() => loadVoterConfig({ env: REQUIRED_ENV, args: ["--config", file] })).key).toBe(
+        `config file ${file}`,
+      );
+    }
+    expect(configError(() => loadVoterConfig({ env: REQUIRED_ENV, args: ["--config="] })).key).toBe(
+      "--config",
+    );
+  });
+
+  it("refuses canonical limits that contradict each other, naming the key, before storage opens", () => {
+    const env = { ...REQUIRED_ENV, KeyLoad__Canonical__DedupeRetentionMs: "1" };
+    expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Canonical:DedupeRetentionMs");
+    const visibility = { ...REQUIRED_ENV, KeyLoad__Canonical__DefaultVisibilityTimeoutMs: "99999999999" };
+    expect(configError(() => loadVoterConfig({ env: visibility })).key).toBe(
+      "KeyLoad:Canonical:DefaultVisibilityTimeoutMs",
+    );
+  });
+
   it("refuses a heartbeat interval too close to the election timeout", () => {
     const env = { ...REQUIRED_ENV, KeyLoad__Raft__HeartbeatIntervalMs: "600" };
     expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Raft:HeartbeatIntervalMs");

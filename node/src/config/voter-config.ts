@@ -1,4 +1,5 @@
 import { isIPv4, isIPv6 } from "node:net";
+import { InvalidArgumentError } from "@keyload/contract";
 import {
   COMMAND_ADMISSION_PROPERTIES,
   type CommandAdmissionLimits,
@@ -8,7 +9,7 @@ import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admissio
 import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
 import type { PeerAddress } from "../peer/peer-address.js";
-import { type CanonicalLimits, DEFAULT_LIMITS } from "../state/limits.js";
+import { type CanonicalLimits, DEFAULT_LIMITS, resolveLimits } from "../state/limits.js";
 import { ConfigError } from "./config-error.js";
 import { type ConfigProperty, deprecated, integer, oneOf, type RawValue, text } from "./config-property.js";
 import {
@@ -328,7 +329,19 @@ function checkConsistency(config: VoterConfig): void {
   if (softFloorBytes !== 0 && softFloorBytes < hardFloorBytes) {
     throw new ConfigError("KeyLoad:Disk:SoftFloorBytes", "must be 0 (derived) or at least HardFloorBytes");
   }
+  checkCanonicalLimits(config.canonical);
   checkHttpAddress(config);
+}
+
+/** The canonical limits' own cross-checks, refused here rather than once storage is open. */
+function checkCanonicalLimits(canonical: CanonicalLimits): void {
+  try {
+    resolveLimits(canonical);
+  } catch (err) {
+    if (!(err instanceof InvalidArgumentError)) throw err;
+    const limit = err.details?.limit;
+    throw new ConfigError(`KeyLoad:Canonical:${typeof limit === "string" ? pascal(limit) : ""}`, err.message);
+  }
 }
 
 /** TLS is on with both files or off with neither, and the advertised URL says which and where. */

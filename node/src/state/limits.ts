@@ -100,12 +100,14 @@ export function resolveLimits(overrides: Partial<CanonicalLimits> = {}): Canonic
   if (limits.defaultVisibilityTimeoutMs > limits.maxVisibilityTimeoutMs) {
     throw new InvalidArgumentError("defaultVisibilityTimeoutMs exceeds maxVisibilityTimeoutMs", {
       reason: "InvalidCanonicalLimit",
+      details: { limit: "defaultVisibilityTimeoutMs" },
     });
   }
   // A shorter dedupe window would drop an ID's last trace while its full outcome still answers it.
   if (limits.dedupeRetentionMs < limits.outcomeRetentionMs) {
     throw new InvalidArgumentError("dedupeRetentionMs is shorter than outcomeRetentionMs", {
       reason: "InvalidCanonicalLimit",
+      details: { limit: "dedupeRetentionMs" },
     });
   }
   return Object.freeze(limits);
