@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
+import { ConfigError } from "../config/config-error.js";
 import { decodeConfChange } from "../raft/conf-change.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
 import { MemberIdentity } from "./member-identity.js";
@@ -70,6 +71,24 @@ describe("MemberIdentity", () => {
       clusterId: "c9",
       memberId: identity.memberId,
     });
+  });
+
+  it("refuses another voter's data dir: its kept identity names that voter", async () => {
+    const store = openStore();
+    const identity = await MemberIdentity.open(
+      dir!,
+      "voter1",
+      store,
+      { clusterId: "c1", voters: VOTERS },
+      silent,
+    );
+    expect(identity.memberId).toBe("voter1");
+    const opened = MemberIdentity.open(dir!, "voter2", await reopen(), null, silent);
+    await expect(opened).rejects.toBeInstanceOf(ConfigError);
+    await expect(opened).rejects.toMatchObject({ key: "KeyLoad:Node:Id", message: /holds member voter1/ });
+    // Its own later incarnation's is its own.
+    const joined = await MemberIdentity.open(dir!, "voter1", await reopen(), null, silent);
+    expect(joined.memberId).toBe("voter1");
   });
 
   it("takes a store that holds data without a kept identity as its name's first incarnation", async () => {

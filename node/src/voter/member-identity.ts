@@ -3,8 +3,9 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, w
 import { dirname, join } from "node:path";
 import { InternalError } from "@keyload/contract";
 import type { Logger } from "pino";
+import { ConfigError } from "../config/config-error.js";
 import type { ClusterId } from "../peer/cluster-id.js";
-import { incarnationOf } from "../peer/member-name.js";
+import { incarnationOf, memberName } from "../peer/member-name.js";
 import { bootstrapState } from "../raft/bootstrap.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 
@@ -45,7 +46,18 @@ export class MemberIdentity implements ClusterId {
     log: Logger,
   ): Promise<MemberIdentity> {
     const file = join(raftDir, FILE);
-    if (existsSync(file)) return new MemberIdentity(file, read(file), log);
+    if (existsSync(file)) {
+      const stored = read(file);
+      // Another voter's data dir: this process would act as that member, with its term and its vote,
+      // beside the voter that is it.
+      if (memberName(stored.memberId) !== name) {
+        throw new ConfigError(
+          "KeyLoad:Node:Id",
+          `is ${name}, but ${dirname(raftDir)} holds member ${stored.memberId}: check KeyLoad:Node:DataDir`,
+        );
+      }
+      return new MemberIdentity(file, stored, log);
+    }
     let stored: Stored;
     if (!isEmpty(store)) {
       stored = { clusterId: null, memberId: name };
