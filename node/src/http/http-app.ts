@@ -127,9 +127,14 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
       replies.send(request, reply, error, true);
     },
     clientErrorHandler: (error, socket) => answerClientError(error, socket),
+    // Node keeps the first of two Authorization headers and drops the other: joined, two credentials
+    // read as one malformed one, refused, rather than whichever came first.
+    http: { joinDuplicateHeaders: true },
     // An https.Server hands fastify the same IncomingMessage and ServerResponse as an http.Server, so
     // the app is typed as the plain one either way.
-    ...(options.tls === undefined ? {} : { https: { cert: options.tls.cert, key: options.tls.key } }),
+    ...(options.tls === undefined
+      ? {}
+      : { https: { cert: options.tls.cert, key: options.tls.key, joinDuplicateHeaders: true } }),
   });
   connections.watch(app.server, limits.maxConnections);
 

@@ -16,6 +16,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { expectContractError } from "./test-fixtures/contract-error.js";
 import { bearer, KEYS } from "./test-fixtures/fake-voter-service.js";
 import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
+import { exchange } from "./test-fixtures/raw-http.js";
 
 let fx: HttpFixture;
 beforeEach(() => {
@@ -278,6 +279,17 @@ describe("authentication and roles", () => {
     expect(response.body).not.toContain(KEYS.writer.key);
     expect(response.body).not.toContain("kl_not_a_key");
     expect(fx.service.submitted).toHaveLength(0);
+  });
+
+  it("answers 401 for two Authorization headers rather than take the first", async () => {
+    const { port } = await fx.listen();
+    const response = await exchange(
+      port,
+      "GET /v1/catalog/k HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" +
+        `Authorization: ${bearer("admin")}\r\nAuthorization: ${bearer("reader")}\r\n\r\n`,
+    );
+    expectContractError(response, 401, "Unauthenticated", "MalformedCredentials");
+    expect(fx.service.reads).toHaveLength(0);
   });
 
   it("looks a key it does not know up again once caught up with the commit, before refusing it", async () => {
