@@ -40,6 +40,8 @@ export interface StateDirPaths {
   readonly stateFile: string;
   /** The cluster's ID and which voters have started once (cluster-bootstrap.ts). */
   readonly bootstrapFile: string;
+  /** What each voter was last seen to be in the configuration (member-memory.ts). */
+  readonly membersFile: string;
   readonly logDir: string;
 }
 
@@ -62,6 +64,7 @@ export function stateDirPaths(stateDir: string): StateDirPaths {
     secretFile: join(root, "cluster.secret"),
     stateFile: join(root, "apphost.json"),
     bootstrapFile: join(root, "cluster.json"),
+    membersFile: join(root, "members.json"),
     logDir: join(root, "logs"),
   };
 }

@@ -11,6 +11,10 @@ describe("the AppHost command line's new commands and options", () => {
     expect(parseCli(["partition", "leader", "voter2"]).groups).toEqual([["leader"], ["voter2"]]);
     expect(() => parseCli(["partition"])).toThrow(UsageError);
     expect(() => parseCli(["partition", "voter1,voter2", "voter2"])).toThrow(/more than one group/);
+    // One group of every voter cuts nothing; one voter alone is cut off from the two others.
+    expect(() => parseCli(["partition", "voter1,voter2,voter3"])).toThrow(/cuts no voter off/);
+    expect(parseCli(["partition", "voter1"]).groups).toEqual([["voter1"]]);
+    expect(parseCli(["partition", "leader,voter1,voter2"]).groups).toEqual([["leader", "voter1", "voter2"]]);
     expect(() => parseCli(["heal", "voter1"])).toThrow(UsageError);
   });
 

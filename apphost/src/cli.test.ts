@@ -319,10 +319,17 @@ describe("the AppHost command line", () => {
       ["stopped", null],
     ]);
     for (const v of s.voters) {
-      expect(v).toMatchObject({ health: "unknown", member: null, commitIndex: null, appliedIndex: null });
+      // No voter runs to say: each is what status last saw it be.
+      expect(v).toMatchObject({ health: "unknown", member: "voter", commitIndex: null, appliedIndex: null });
     }
     const noLeader = await runCli(["kill", "leader", "--state-dir", stateDir]);
     expect(noLeader.exitCode).toBe(1);
     expect(noLeader.stderr).toContain("[AppHostNoLeader]");
+    // A stopped voter cannot take over, which is said at once.
+    const started = Date.now();
+    const stopped = await runCli(["transfer-leader", "voter1", "--state-dir", stateDir]);
+    expect(stopped.exitCode).toBe(1);
+    expect(stopped.stderr).toContain("voter1 is not running");
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 });

@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { type AppModel, buildAppModel, stateDirPaths, VOTER_NAMES, type VoterName } from "./app-model.js";
-import { NoClusterError, PartitionUnavailableError } from "./apphost-errors.js";
+import { NoClusterError, PartitionUnavailableError, UsageError } from "./apphost-errors.js";
 import { readState } from "./apphost-state.js";
+import { checkCutsApart } from "./cli-targets.js";
 import { resolveVoter, type VoterTarget } from "./cluster-leader.js";
 import { processState } from "./process-table.js";
 import { linksBetween, NetworkPartition, partitionUnavailableReason } from "./testing/network-partition.js";
@@ -50,6 +51,10 @@ export async function partitionCluster(
   }
   const resolved: VoterName[][] = [];
   for (const group of groups) resolved.push(await Promise.all(group.map((t) => resolveVoter(stateDir, t))));
+  const named = resolved.flat();
+  const twice = named.find((name, i) => named.indexOf(name) !== i);
+  if (twice !== undefined) throw new UsageError(`${twice} is named in more than one group (as leader)`);
+  checkCutsApart(resolved);
   await partitionOf(model).apply(
     linksBetween(resolved),
     model.voters.map((v) => ({ name: v.name, peerPort: v.peerPort, gid: VOTER_GIDS[v.name] })),

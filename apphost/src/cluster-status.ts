@@ -11,6 +11,7 @@ import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { readState } from "./apphost-state.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { configuredMembers } from "./configured-members.js";
+import { recallMembers, rememberMembers } from "./member-memory.js";
 import { isAlive, type ProcessState, processState } from "./process-table.js";
 import type { RuntimeKind } from "./runtime-kind.js";
 import type { VoterAdmission } from "./voter-admission.js";
@@ -50,9 +51,10 @@ export interface VoterStatus {
   readonly health: HealthState;
   /**
    * What it is in the configuration it has applied or, when it cannot answer, in a running voter's;
-   * null when not a member, or when no voter can say.
+   * `learner` while it runs as a new member not yet added; when no voter can say, what it was last seen
+   * to be (member-memory.ts).
    */
-  readonly member: MemberKind | null;
+  readonly member: MemberKind;
   readonly forwardedEnv: Readonly<Record<string, string>>;
   /** How it ended and its last log lines; present when `state` is `failed`. */
   readonly failure?: VoterFailure;
@@ -76,7 +78,7 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
   const state = readState(stateFile);
   const model = buildAppModel(stateDir, state?.voters ?? defaultPorts());
   const probed = await Promise.all(
-    model.voters.map(async (voter, i): Promise<VoterStatus> => {
+    model.voters.map(async (voter, i): Promise<ProbedStatus> => {
       const record = state?.voters[i];
       const processRecord = record?.process ?? null;
       const current = processState(processRecord);
@@ -112,7 +114,7 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
       };
     }),
   );
-  const voters = await withConfiguredMembers(probed, model);
+  const voters = withRememberedMembers(await withConfiguredMembers(probed, model), model.membersFile);
   return {
     // Only a foreground AppHost still alive serves its dashboard.
     dashboardUrl: state?.owner && isAlive(state.owner) ? (state.owner.dashboardUrl ?? null) : null,
@@ -128,7 +130,7 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
  * configuration a running voter has applied, the leader's when it answers. With no running voter, or
  * no admin key kept, they stay null: no one can say.
  */
-async function withConfiguredMembers(voters: VoterStatus[], model: AppModel): Promise<VoterStatus[]> {
+async function withConfiguredMembers(voters: ProbedStatus[], model: AppModel): Promise<ProbedStatus[]> {
   const silent = voters.filter((v) => v.health === "unknown" || v.health === "failed");
   const answering = voters.filter((v) => v.health === "ready" || v.health === "live");
   const asked = answering.find((v) => v.role === "leader") ?? answering[0];
@@ -138,6 +140,26 @@ async function withConfiguredMembers(voters: VoterStatus[], model: AppModel): Pr
   const members = await configuredMembers(asked.httpUrl, adminKey, APPHOST_DEFAULTS.probeTimeoutMs);
   if (members === null) return voters;
   return voters.map((v) => (silent.includes(v) ? { ...v, member: members.get(v.name) ?? null } : v));
+}
+
+/**
+ * Gives every voter a `member` (the contract has no "unknown" for it): one running but in no
+ * configuration yet is a new member on its way to being a learner; one no voter can speak for is what
+ * it was last seen to be. What was seen is remembered for next time.
+ */
+/** A voter's status as probed, before every voter is given a `member`. */
+type ProbedStatus = Omit<VoterStatus, "member"> & { readonly member: MemberKind | null };
+
+function withRememberedMembers(voters: readonly ProbedStatus[], file: string): VoterStatus[] {
+  const seen = new Map<string, MemberKind>();
+  for (const v of voters) if (v.member !== null) seen.set(v.name, v.member);
+  const remembered = recallMembers(file);
+  rememberMembers(file, seen);
+  return voters.map((v) => {
+    if (v.member !== null) return { ...v, member: v.member };
+    const answering = v.health === "ready" || v.health === "live";
+    return { ...v, member: answering ? "learner" : (remembered.get(v.name) ?? "voter") };
+  });
 }
 
 function healthState(health: VoterHealth): HealthState {

@@ -1,8 +1,9 @@
 import { ConnectionError, KeyLoadClient, KeyLoadClientError } from "@keyload/client";
 import { buildAppModel, httpUrlOf, stateDirPaths, type VoterName } from "./app-model.js";
-import { LeaderTransferError, NoClusterError, StateDirError } from "./apphost-errors.js";
+import { LeaderTransferError, NoClusterError, StateDirError, VoterStateError } from "./apphost-errors.js";
 import { readState } from "./apphost-state.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
+import { processState } from "./process-table.js";
 
 /**
  * Hands the leadership of the cluster in `stateDir` to `voter` through the voters' admin route
@@ -13,6 +14,12 @@ export async function transferLeader(stateDir: string, voter: VoterName): Promis
   const state = readState(stateDirPaths(stateDir).stateFile);
   if (!state) throw new NoClusterError(`there is no cluster in ${stateDir} (run \`up\` first)`);
   const model = buildAppModel(stateDir, state.voters);
+  // A stopped voter cannot take over: say so now rather than after the call's deadline.
+  const current = processState(state.voters.find((v) => v.name === voter)?.process ?? null);
+  if (current !== "running") {
+    const what = current === "paused" ? "paused: resume it" : "not running: start it";
+    throw new VoterStateError(`${voter} is ${what} before handing it leadership`);
+  }
   const credentials = readKeptCredentials(model);
   if (!credentials) throw new StateDirError(`${model.stateDir} lacks the admin key; start over with --fresh`);
   const client = new KeyLoadClient({ endpoints: model.voters.map(httpUrlOf), apiKey: credentials.adminKey });
