@@ -39,6 +39,11 @@ function grant(checker: MembershipChecker, from: NodeId, to: NodeId, term: numbe
   checker.observeGrant({ type: "vote-response", from, to, term, reject: false });
 }
 
+/** A committed membership change at `index`. */
+function change(index: number, data: ConfEntry): Entry {
+  return { index, term: 1, type: "conf", data: encodeConfChange(data) };
+}
+
 function entry(index: number, type: Entry["type"], term = 1): Entry {
   return { index, term, type, data: new Uint8Array([index]) };
 }
@@ -127,12 +132,6 @@ describe("MembershipChecker", () => {
 
   it("a vote may go to a node a committed promotion made a voter, before the voter applied it", () => {
     const c = new MembershipChecker();
-    const change = (index: number, data: ConfEntry): Entry => ({
-      index,
-      term: 1,
-      type: "conf",
-      data: encodeConfChange(data),
-    });
     c.observeCommittedChange(change(1, { type: "bootstrap", voters: ["a", "b", "c"] }));
     c.observeCommittedChange(change(5, { type: "add-learner", node: "d" }));
     const at = (applied: number) => ({ ...status("follower", 3), applied });
@@ -154,12 +153,6 @@ describe("MembershipChecker", () => {
 
   it("a snapshot carries the configuration the committed log has at its index", () => {
     const c = new MembershipChecker();
-    const change = (index: number, data: ConfEntry): Entry => ({
-      index,
-      term: 1,
-      type: "conf",
-      data: encodeConfChange(data),
-    });
     c.observeCommittedChange(change(1, { type: "bootstrap", voters: ["a", "b", "c"] }));
     c.observeCommittedChange(change(5, { type: "add-learner", node: "d" }));
     const at = (index: number, conf: ConfState) =>

@@ -31,16 +31,15 @@ async function reopen(): Promise<DurableLogStore> {
   return openStore();
 }
 
+/** voter1's identity, bootstrapping cluster c1 on `store`. */
+function bootstrap(store: DurableLogStore): Promise<MemberIdentity> {
+  return MemberIdentity.open(dir!, "voter1", store, { clusterId: "c1", voters: VOTERS }, silent);
+}
+
 describe("MemberIdentity", () => {
   it("bootstraps an empty store when told to: the configuration as its first entry, durable", async () => {
     const store = openStore();
-    const identity = await MemberIdentity.open(
-      dir!,
-      "voter1",
-      store,
-      { clusterId: "c1", voters: VOTERS },
-      silent,
-    );
+    const identity = await bootstrap(store);
     expect(identity).toMatchObject({ memberId: "voter1" });
     expect(identity.current()).toBe("c1");
     const reopened = await reopen();
@@ -75,13 +74,7 @@ describe("MemberIdentity", () => {
 
   it("refuses another voter's data dir: its kept identity names that voter", async () => {
     const store = openStore();
-    const identity = await MemberIdentity.open(
-      dir!,
-      "voter1",
-      store,
-      { clusterId: "c1", voters: VOTERS },
-      silent,
-    );
+    const identity = await bootstrap(store);
     expect(identity.memberId).toBe("voter1");
     const opened = MemberIdentity.open(dir!, "voter2", await reopen(), null, silent);
     await expect(opened).rejects.toBeInstanceOf(ConfigError);
