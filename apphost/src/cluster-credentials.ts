@@ -17,6 +17,13 @@ function readTrimmed(file: string): string | undefined {
   return value.length > 0 ? value : undefined;
 }
 
+/** A kept secret or key, its file made its owner's alone again (it may have been copied in). */
+function readPrivate(file: string): string | undefined {
+  const value = readTrimmed(file);
+  if (value !== undefined) chmodSync(file, 0o600);
+  return value;
+}
+
 function generate(): string {
   // base64url is printable without spaces, which is all the voter asks of a key or a secret.
   return randomBytes(32).toString("base64url");
@@ -31,7 +38,7 @@ export function loadCredentials(
   model: Pick<AppModel, "secretFile" | "adminKeyFile">,
   adminKeyFromEnvironment?: string,
 ): ClusterCredentials & { readonly adminKeyIsKept: boolean } {
-  let secret = readTrimmed(model.secretFile);
+  let secret = readPrivate(model.secretFile);
   if (secret === undefined) {
     secret = generate();
     writePrivateFile(model.secretFile, secret);
@@ -39,7 +46,7 @@ export function loadCredentials(
   if (adminKeyFromEnvironment !== undefined) {
     return { secret, adminKey: adminKeyFromEnvironment, adminKeyIsKept: false };
   }
-  let adminKey = readTrimmed(model.adminKeyFile);
+  let adminKey = readPrivate(model.adminKeyFile);
   if (adminKey === undefined) {
     adminKey = generate();
     writePrivateFile(model.adminKeyFile, adminKey);
