@@ -40,6 +40,7 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
     request.keyloadEdge = edge;
     deps.observer.watch(request, reply, edge);
     try {
+      checkHost(request);
       if (deps.closing()) throw shuttingDown();
       if (route === undefined) {
         const path = request.url.split("?", 1)[0]?.slice(0, 200);
@@ -181,6 +182,21 @@ export function declaredLength(headers: IncomingHttpHeaders): number | undefined
   if (headers["transfer-encoding"] !== undefined) return undefined;
   const length = headers["content-length"];
   return length === undefined ? 0 : Number(length);
+}
+
+/**
+ * An HTTP/1.1 request names exactly one Host (RFC 9112, section 3.2); duplicates are joined by the
+ * server (http-app.ts), so a comma means two.
+ */
+function checkHost(request: FastifyRequest): void {
+  if (request.raw.httpVersion !== "1.1") return;
+  const host = request.headers.host;
+  if (host === undefined || host.includes(",")) {
+    throw new InvalidArgumentError(
+      host === undefined ? "an HTTP/1.1 request must name its Host" : "a request names one Host, not several",
+      { reason: "InvalidHost" },
+    );
+  }
 }
 
 function hasBody(headers: IncomingHttpHeaders): boolean {

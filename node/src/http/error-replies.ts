@@ -57,6 +57,11 @@ export class ErrorReplies {
     if (unreadBody && !this.drains(request, error)) {
       reply.header("connection", "close");
       lingerOnClose(request.raw.socket, this.limits.refusedBodyLingerMs);
+    } else if (reply.hasHeader("connection")) {
+      // Fastify closes the connection after any failure of the body parser, in case the client sends
+      // more; a body read whole or drained leaves nothing more, and a request pipelined behind it is
+      // answered. (Removing the header when it is not there would keep Node from writing its own.)
+      reply.removeHeader("connection");
     }
     reply.code(error.status).type(JSON_TYPE);
     const body = JSON.stringify(error.toBody());

@@ -1,6 +1,5 @@
-import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
-import { InvalidArgumentError, PATH_PARAM_SCHEMAS } from "@keyload/contract";
+import { PATH_PARAM_SCHEMAS } from "@keyload/contract";
 import Fastify, {
   type FastifyBaseLogger,
   type FastifyInstance,
@@ -9,6 +8,7 @@ import Fastify, {
 } from "fastify";
 import type { Logger } from "pino";
 import type { HttpAdmissionGovernor } from "../admission/index.js";
+import { answerBelowFastify, answerClientError, continueBody } from "./below-fastify.js";
 import { edgeGate } from "./edge-gate.js";
 import { ErrorReplies } from "./error-replies.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS, HttpConnections } from "./http-connections.js";
@@ -73,6 +73,8 @@ export interface HttpServerOptions {
   readonly tls?: HttpTls;
 }
 
+const NODE_SERVER_OPTIONS = { joinDuplicateHeaders: true, requireHostHeader: false } as const;
+
 /** The longest percent-encoded key: 512 code points of 4 UTF-8 bytes, each byte written as %XX. */
 const MAX_PARAM_CHARS = 512 * 4 * 3;
 
@@ -128,15 +130,17 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
     },
     clientErrorHandler: (error, socket) => answerClientError(error, socket),
     // Node keeps the first of two Authorization headers and drops the other: joined, two credentials
-    // read as one malformed one, refused, rather than whichever came first.
-    http: { joinDuplicateHeaders: true },
+    // read as one malformed one, refused, rather than whichever came first. A missing Host is refused
+    // by the first hook, in the contract's body, rather than by Node with an empty one.
+    http: NODE_SERVER_OPTIONS,
     // An https.Server hands fastify the same IncomingMessage and ServerResponse as an http.Server, so
     // the app is typed as the plain one either way.
     ...(options.tls === undefined
       ? {}
-      : { https: { cert: options.tls.cert, key: options.tls.key, joinDuplicateHeaders: true } }),
+      : { https: { cert: options.tls.cert, key: options.tls.key, ...NODE_SERVER_OPTIONS } }),
   });
   connections.watch(app.server, limits.maxConnections);
+  answerBelowFastify(app.server, limits);
 
   app.decorateRequest("keyloadEdge", null);
   app.removeAllContentTypeParsers();
@@ -155,6 +159,11 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
       slotWaitMs: limits.refusalDelayMs,
     }),
   );
+  // After the first hook admitted the request: a body that waits for `100 Continue` is invited only now.
+  app.addHook("preParsing", (request, reply, payload, done) => {
+    continueBody(request.raw, reply.raw);
+    done(null, payload);
+  });
   app.addHook("preClose", (done) => {
     closing = true;
     done();
@@ -214,25 +223,4 @@ function paramsSchema(names: readonly PathParamName[]): Record<string, unknown> 
     properties: Object.fromEntries(names.map((name) => [name, PATH_PARAM_SCHEMAS[name]])),
     required: names,
   };
-}
-
-/**
- * Requests Node's parser rejects (malformed HTTP, oversized headers, the request timeout) never reach
- * fastify: they are answered on the raw socket, still in the contract's body, and the connection closed.
- */
-function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
-  if (error.code === "ECONNRESET" || !socket.writable) return;
-  const timedOut = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
-  const body = JSON.stringify(
-    new InvalidArgumentError(
-      timedOut ? "the request did not arrive in time" : "the request is not valid HTTP",
-      {
-        reason: timedOut ? "RequestTimeout" : "MalformedRequest",
-      },
-    ).toBody(),
-  );
-  socket.end(
-    "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Type: application/json; charset=utf-8\r\n" +
-      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
-  );
 }

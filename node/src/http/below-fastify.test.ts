@@ -1,0 +1,108 @@
+import type { Socket } from "node:net";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { expectContractError } from "./test-fixtures/contract-error.js";
+import { bearer } from "./test-fixtures/fake-voter-service.js";
+import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
+import { exchange, open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
+
+let fx: HttpFixture;
+let port: number;
+beforeEach(async () => {
+  fx = httpFixture();
+  ({ port } = await fx.listen());
+});
+afterEach(async () => {
+  expect(fx.governor.status()).toMatchObject(idleStatus());
+  await fx.close();
+});
+
+const WRITER = `Authorization: ${bearer("writer")}\r\n`;
+const BODY = '{"value":1}';
+
+function putHead(extra: string, authorization = WRITER): string {
+  return (
+    `PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\n${authorization}KeyLoad-Command-Id: c1\r\n` +
+    `Content-Type: application/json\r\nContent-Length: ${BODY.length}\r\n${extra}\r\n`
+  );
+}
+
+/** Everything a socket received so far, as text. */
+function received(socket: Socket): () => string {
+  const chunks: Buffer[] = [];
+  socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+  return () => Buffer.concat(chunks).toString("utf8");
+}
+
+describe("the Host header", () => {
+  it("refuses an HTTP/1.1 request without one in the contract's body", async () => {
+    const response = await exchange(port, `GET /v1/catalog/k HTTP/1.1\r\n${WRITER}Connection: close\r\n\r\n`);
+    expectContractError(response, 400, "InvalidArgument", "InvalidHost");
+    expect(fx.service.reads).toHaveLength(0);
+  });
+
+  it("refuses two of them", async () => {
+    const response = await exchange(
+      port,
+      `GET /v1/catalog/k HTTP/1.1\r\nHost: a\r\nHost: b\r\n${WRITER}Connection: close\r\n\r\n`,
+    );
+    expectContractError(response, 400, "InvalidArgument", "InvalidHost");
+  });
+
+  it("serves an HTTP/1.0 request without one", async () => {
+    const response = await exchange(port, `GET /v1/catalog/k HTTP/1.0\r\n${WRITER}\r\n`);
+    expect(response.statusCode, response.body).toBe(200);
+  });
+});
+
+describe("expectations", () => {
+  it("invites the body of an admitted request only once it is admitted, and serves it", async () => {
+    const socket = await open(port);
+    const text = received(socket);
+    socket.write(putHead("Expect: 100-continue\r\n"));
+    await waitFor(() => text().length > 0, "the interim answer");
+    expect(text()).toBe("HTTP/1.1 100 Continue\r\n\r\n");
+    socket.write(BODY);
+    await waitFor(() => text().includes("\r\n\r\n{"), "the answer");
+    expect(parseResponse(text().slice("HTTP/1.1 100 Continue\r\n\r\n".length)).statusCode).toBe(200);
+    expect(fx.service.submitted).toHaveLength(1);
+    socket.destroy();
+  });
+
+  it("answers a refused request that waits for 100 Continue at once, never inviting its body", async () => {
+    const response = await exchange(
+      port,
+      putHead("Expect: 100-continue\r\n", "Authorization: Bearer kl_unknown\r\n"),
+    );
+    expectContractError(response, 401, "Unauthenticated", "InvalidCredentials");
+    expect(fx.service.submitted).toHaveLength(0);
+  });
+
+  it("answers an expectation it cannot meet with 417 in the contract's body", async () => {
+    const response = await exchange(port, putHead("Expect: teapot\r\n"), BODY);
+    expectContractError(response, 417, "InvalidArgument", "UnsupportedExpectation");
+    expect(fx.service.submitted).toHaveLength(0);
+  });
+});
+
+it("answers CONNECT as an unknown route, in the contract's body", async () => {
+  const response = await exchange(port, "CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n");
+  expectContractError(response, 404, "NotFound", "RouteNotFound");
+});
+
+it("answers a request pipelined behind a body that is not JSON", async () => {
+  const socket = await open(port);
+  const text = received(socket);
+  const bad = '{"value":';
+  socket.write(
+    `PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\n${WRITER}KeyLoad-Command-Id: c1\r\n` +
+      `Content-Type: application/json\r\nContent-Length: ${bad.length}\r\n\r\n${bad}` +
+      `GET /v1/catalog/k HTTP/1.1\r\nHost: x\r\n${WRITER}\r\n`,
+  );
+  await waitFor(() => text().split("HTTP/1.1 ").length === 3, "two answers");
+  const [first, second] = text()
+    .split(/(?=HTTP\/1\.1 )/)
+    .map(parseResponse);
+  expectContractError(first as ReturnType<typeof parseResponse>, 400, "InvalidArgument", "MalformedJson");
+  expect(second?.statusCode).toBe(200);
+  socket.destroy();
+});
