@@ -369,6 +369,21 @@ describe("the slot lasts until the response is over", () => {
     await waitFor(() => fx.governor.usage("data").requests === 0, "the slot to be released");
   });
 
+  it("is released for requests pipelined behind one whose key is unknown, the connection closed", async () => {
+    fx = httpFixture();
+    const { port } = await fx.listen();
+    const lookup = deferred<void>();
+    fx.service.catchUp = () => lookup.promise;
+    const socket = await open(port);
+    socket.write(
+      `GET /v1/catalog/k HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer kl_nobody\r\n\r\n`.repeat(4),
+    );
+    await waitFor(() => fx.governor.status().ingress.data === 4, "four slots under the ingress scope");
+    socket.destroy();
+    lookup.resolve();
+    await waitFor(() => fx.governor.usage("data").requests === 0, "every slot to be released");
+  });
+
   it("aborts the voter's signal when the client leaves, and holds the slot until the voter is done", async () => {
     fx = httpFixture();
     const { port } = await fx.listen();

@@ -1,4 +1,5 @@
 import type { ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
@@ -19,6 +20,18 @@ interface Watched {
 }
 
 const WATCHED = new WeakMap<ServerResponse, Watched>();
+/**
+ * The responses not yet over on each connection. A response queued behind another on a connection
+ * (pipelined requests) is not attached to its socket until its turn, so it hears neither 'finish' nor
+ * 'close' if the connection closes first: its request is over then too.
+ */
+const OPEN_ON_SOCKET = new WeakMap<Socket, Set<ServerResponse>>();
+
+function onSocketClose(this: Socket): void {
+  const open = OPEN_ON_SOCKET.get(this);
+  OPEN_ON_SOCKET.delete(this);
+  for (const response of open ?? []) ended(response, !response.writableFinished);
+}
 
 function onFinish(this: ServerResponse): void {
   ended(this, false);
@@ -34,6 +47,7 @@ function ended(response: ServerResponse, aborted: boolean): void {
   const watched = WATCHED.get(response);
   if (watched === undefined) return;
   WATCHED.delete(response);
+  OPEN_ON_SOCKET.get(watched.request.raw.socket)?.delete(response);
   watched.observer.finished(watched.request, watched.reply, watched.edge, aborted);
 }
 
@@ -56,6 +70,18 @@ export class RequestObserver {
     WATCHED.set(reply.raw, { observer: this, request, reply, edge });
     reply.raw.on("finish", onFinish);
     reply.raw.on("close", onClose);
+    const socket = request.raw.socket;
+    let open = OPEN_ON_SOCKET.get(socket);
+    if (open === undefined) {
+      if (socket.destroyed) {
+        ended(reply.raw, true);
+        return;
+      }
+      open = new Set();
+      OPEN_ON_SOCKET.set(socket, open);
+      socket.once("close", onSocketClose);
+    }
+    open.add(reply.raw);
   }
 
   /** For the shared listeners above; not called otherwise. */
