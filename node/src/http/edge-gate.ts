@@ -1,10 +1,15 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { performance } from "node:perf_hooks";
-import { InvalidArgumentError, NotFoundError, UnavailableError } from "@keyload/contract";
+import {
+  InvalidArgumentError,
+  NotFoundError,
+  type PermissionDeniedError,
+  UnavailableError,
+} from "@keyload/contract";
 import type { FastifyRequest, onRequestHookHandler } from "fastify";
 import { AdmissionRefusal, type HttpAdmissionGovernor, HttpReservation } from "../admission/index.js";
 import { isCommandId } from "../requests/identifiers.js";
-import { invalidCredentials, roleRefusal } from "../requests/roles.js";
+import { clusterRefusal, invalidCredentials, roleRefusal } from "../requests/roles.js";
 import { bearerKey } from "./bearer-token.js";
 import type { ErrorReplies } from "./error-replies.js";
 import { RequestEdge } from "./request-edge.js";
@@ -124,12 +129,14 @@ function authenticate(
   edge.hold(admitted);
   const apiKey = bearerKey(request.headers.authorization);
   const identity = deps.service.authenticate(apiKey);
-  if (identity !== null) {
+  if (identity !== null && accessRefusal(route, identity) === undefined) {
     bindIdentity(request, edge, route, admitted, identity);
     return undefined;
   }
-  // The slot stays reserved while this voter catches up: unknown keys cost a read barrier each, within
-  // the pool's bounds.
+  // A key this voter does not know, or one it knows without the route's role, may be known, or have
+  // the role, in what has committed: a follower applies behind the commit, and a role granted through
+  // the leader would be refused here. Refused only once this voter has caught up. The slot stays
+  // reserved meanwhile: each such request costs a read barrier, within the pool's bounds.
   return deps.service.catchUp().then(() => {
     const known = deps.service.authenticate(apiKey);
     if (known === null) throw invalidCredentials();
@@ -150,9 +157,21 @@ function bindIdentity(
 
   // Against this voter's catalog, which may trail the commit: the voter checks again once it has caught
   // up, after a read's barrier or when a command applies.
-  const denied = roleRefusal(identity, route.roles, `${route.method} ${route.path}`);
+  const denied = accessRefusal(route, identity);
   if (denied !== undefined) throw denied;
   if (route.type === "command") edge.commandId = commandIdOf(request.headers);
+}
+
+/**
+ * Why `identity` may not call `route`: a role it lacks, or a route over the whole cluster called from a
+ * tenant. A principal never changes tenant, so the voter checks the roles again but not the tenant.
+ */
+function accessRefusal(route: ApiRoute, identity: Identity): PermissionDeniedError | undefined {
+  const action = `${route.method} ${route.path}`;
+  return (
+    roleRefusal(identity, route.roles, action) ??
+    (route.clusterWide ? clusterRefusal(identity, action) : undefined)
+  );
 }
 
 function shuttingDown(): UnavailableError {

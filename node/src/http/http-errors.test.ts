@@ -306,6 +306,56 @@ describe("authentication and roles", () => {
     expect(fx.service.catchUps).toBe(2);
   });
 
+  it("looks a known key up again once caught up before refusing it a role, which may have been granted", async () => {
+    // Granted through the leader and acknowledged there, not yet applied here.
+    fx.service.keysAfterCatchUp.set(KEYS.reader.key, { ...KEYS.reader.identity, roles: ["writer"] });
+    const granted = await fx.app.inject(put('{"value":1}', { authorization: bearer("reader") }));
+    expect(granted.statusCode, granted.body).toBe(200);
+    expect(fx.service.catchUps).toBe(1);
+  });
+
+  it("refuses a role still missing once caught up", async () => {
+    const refused = await fx.app.inject(put('{"value":1}', { authorization: bearer("reader") }));
+    expectContractError(refused, 403, "PermissionDenied", "MissingRole");
+    expect(fx.service.catchUps).toBe(1);
+    expect(fx.service.submitted).toHaveLength(0);
+  });
+
+  it.each([
+    ["GET", "/v1/admin/admission", undefined],
+    ["GET", "/v1/admin/cluster/members", undefined],
+    ["POST", "/v1/admin/cluster/members", '{"memberId":"voter4"}'],
+    ["POST", "/v1/admin/cluster/members/voter4/promote", ""],
+    ["DELETE", "/v1/admin/cluster/members/voter2", undefined],
+    ["POST", "/v1/admin/cluster/leader", '{"memberId":"voter2"}'],
+  ] as const)("refuses %s %s to an admin of a tenant other than system", async (method, url, payload) => {
+    const response = await fx.app.inject({
+      method,
+      url,
+      headers: { authorization: bearer("tenantAdmin"), ...JSON_TYPE },
+      ...(payload === undefined ? {} : { payload }),
+    });
+    expectContractError(response, 403, "PermissionDenied", "OtherTenant");
+    expect(fx.service.calls).toBe(0);
+    const system = await fx.app.inject({
+      method,
+      url,
+      headers: { authorization: bearer("admin"), ...JSON_TYPE },
+      ...(payload === undefined ? {} : { payload }),
+    });
+    expect(system.statusCode, system.body).toBe(200);
+  });
+
+  it("lets an admin of a tenant administer its principals", async () => {
+    const response = await fx.app.inject({
+      method: "POST",
+      url: "/v1/admin/principals",
+      headers: { authorization: bearer("tenantAdmin"), "keyload-command-id": "c1", ...JSON_TYPE },
+      payload: '{"principalId":"p","tenantId":"t1","roles":["reader"]}',
+    });
+    expect(response.statusCode, response.body).toBe(201);
+  });
+
   it("answers a catch-up that fails with its error, and releases the slot", async () => {
     fx.service.catchUpFailure = new UnavailableError("no leader", { reason: "NoLeader" });
     const response = await fx.app.inject(put('{"value":1}', { authorization: "Bearer kl_unknown_here" }));

@@ -124,7 +124,8 @@ function apiOperation(route: ApiRoute, limits: HttpAdmissionLimits): Json {
   ];
   const admission =
     `${command ? `Command lane ${route.lane}; ` : ""}HTTP pool ${route.pool}, ${route.reservation} reservation; ` +
-    `body cap ${route.bodyCap} (${limits[route.bodyCap]} bytes). Roles: ${route.roles.join(", ")}.`;
+    `body cap ${route.bodyCap} (${limits[route.bodyCap]} bytes). Roles: ${route.roles.join(", ")}` +
+    `${route.clusterWide ? ", of tenant system" : ""}.`;
   return {
     operationId: route.kind,
     summary: route.summary,

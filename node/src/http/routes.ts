@@ -49,6 +49,8 @@ interface ApiRouteFields extends Documented, Admission {
   readonly params: readonly PathParamName[];
   /** Any of these roles may call the route. */
   readonly roles: readonly Role[];
+  /** The route acts on the whole cluster, not on the caller's tenant: tenant `system`'s principals only. */
+  readonly clusterWide: boolean;
   /** The body's schema; null for a route that reads no body (GET). */
   readonly body: WireSchema | null;
   /** The query-string parameters the route reads; the voter sees only these. */
@@ -119,6 +121,7 @@ function command(
     params: pathParams(path),
     // The state machine checks the same roles again when the command applies.
     roles: COMMAND_ROLES[kind],
+    clusterWide: false,
     body: REQUEST_BODY_SCHEMAS[kind],
     query: {},
     status,
@@ -126,6 +129,9 @@ function command(
     summary,
   };
 }
+
+/** Reads of the cluster itself: every tenant's admission usage, the Raft configuration. */
+const CLUSTER_WIDE_READS: ReadonlySet<ReadKind> = new Set(["admin.admissionStatus", "cluster.members"]);
 
 function read(
   kind: ReadKind,
@@ -144,6 +150,7 @@ function read(
     ...admission,
     params: pathParams(path),
     roles,
+    clusterWide: CLUSTER_WIDE_READS.has(kind),
     body,
     query,
     status: 200,
@@ -191,6 +198,7 @@ function cluster(kind: Served<ClusterKind, "POST" | "DELETE">, summary: string):
     ...CONTROL,
     params: pathParams(path),
     roles: ADMIN_ROLES,
+    clusterWide: true,
     body: REQUEST_BODY_SCHEMAS[kind],
     query: {},
     status: 200,

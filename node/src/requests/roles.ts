@@ -3,6 +3,9 @@ import type { CommandKind } from "./command-kinds.js";
 
 export { ROLES, type Role } from "@keyload/contract";
 
+/** Contract section 3: the bootstrap admin's tenant, whose admins administer the cluster itself. */
+export const SYSTEM_TENANT = "system";
+
 /** Who may call a route or send a command: any one of the roles listed. */
 export const ADMIN_ROLES: readonly Role[] = ["admin"];
 export const WRITE_ROLES: readonly Role[] = ["writer", "admin"];
@@ -50,4 +53,22 @@ export function roleRefusal(
   return new PermissionDeniedError(`${action} needs one of the roles ${roles.join(", ")}`, {
     reason: "MissingRole",
   });
+}
+
+/**
+ * Refuses `action`, which acts on the whole cluster (its Raft configuration, or every tenant's admission
+ * usage), to a principal of any tenant but `system`: an admin of another tenant administers that tenant
+ * only, as the principal catalog's own commands do (principals.ts).
+ */
+export function clusterRefusal(
+  holder: { readonly tenantId: string },
+  action: string,
+): PermissionDeniedError | undefined {
+  if (holder.tenantId === SYSTEM_TENANT) return undefined;
+  return new PermissionDeniedError(
+    `${action} acts on the whole cluster: only admins of tenant ${SYSTEM_TENANT} may`,
+    {
+      reason: "OtherTenant",
+    },
+  );
 }

@@ -8,6 +8,7 @@ import {
   ROLES,
   type Role,
   roleRefusal,
+  SYSTEM_TENANT,
 } from "../requests/roles.js";
 import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { type ApplyContext, deriveToken } from "./apply-context.js";
@@ -17,7 +18,7 @@ import { invalid, type JsonObject, optionalArray, requireString } from "./json-b
 type GeneratedKey = NonNullable<CommandEnvelope["generated"]>;
 
 /** Contract section 3: the bootstrap admin is principal `admin` of tenant `system`. */
-export const SYSTEM_TENANT = "system";
+export { SYSTEM_TENANT };
 export const BOOTSTRAP_PRINCIPAL = "admin";
 export const BOOTSTRAP_KEY_ID = "bootstrap";
 /**

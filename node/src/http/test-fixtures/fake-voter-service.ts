@@ -25,6 +25,10 @@ export const KEYS = {
     key: "kl_reader_key_for_tests_001",
     identity: { keyId: "kr1", tenantId: "t1", principalId: "r1", roles: ["reader"] },
   },
+  tenantAdmin: {
+    key: "kl_tenant_admin_key_tests_1",
+    identity: { keyId: "ka1", tenantId: "t1", principalId: "a1", roles: ["admin"] },
+  },
   otherWriter: {
     key: "kl_other_writer_key_tests_01",
     identity: { keyId: "kw2", tenantId: "t2", principalId: "w2", roles: ["writer"] },
@@ -71,11 +75,14 @@ export class FakeVoterService implements VoterService {
 
   authenticate(apiKey: string): Identity | null {
     this.authentications++;
+    // What catching up applied (a key created, or a role granted) wins over the keys known from the start.
+    const caughtUp = this.caughtUp.get(apiKey);
+    if (caughtUp !== undefined) return caughtUp;
     for (const { key, identity } of Object.values(KEYS)) if (key === apiKey) return identity;
-    return this.caughtUp.get(apiKey) ?? null;
+    return null;
   }
 
-  /** Keys `catchUp` adds to the catalog, as a voter applying a committed key creation would. */
+  /** Keys `catchUp` adds to or changes in the catalog, as a voter applying a committed key or grant would. */
   readonly keysAfterCatchUp = new Map<string, Identity>();
   private readonly caughtUp = new Map<string, Identity>();
   catchUps = 0;
