@@ -23,8 +23,15 @@ describe("ReadWaiters", () => {
 
   it("numbers request IDs after the voter's ID", () => {
     const r = new ReadWaiters("a");
-    expect(r.nextRequestId()).toBe("a-1");
-    expect(r.nextRequestId()).toBe("a-2");
+    expect(r.nextRequestId()).toMatch(/^a-[\w-]+-1$/);
+    expect(r.nextRequestId()).toMatch(/^a-[\w-]+-2$/);
+  });
+
+  it("names reads of a restarted voter apart from those it asked before", () => {
+    // A leader's late answer to a read asked before the restart must not settle a new one.
+    const before = new ReadWaiters("a").nextRequestId();
+    const after = new ReadWaiters("a").nextRequestId();
+    expect(after).not.toBe(before);
   });
 
   it("serves a read once it is confirmed and its index applied", async () => {

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { UnavailableError } from "@keyload/contract";
 import type { NodeId, ReadFailure, ReadState } from "../raft/types.js";
 import { settleApplied } from "./apply-waiters.js";
@@ -20,12 +21,19 @@ export class ReadWaiters {
   private confirmed: ReadWaiter[] = [];
   private nextId = 1;
 
-  /** Request IDs start with `id`, this voter's member ID. */
-  constructor(private readonly id: NodeId) {}
+  /**
+   * Request IDs name `id`, this voter's member ID, and a random tag of this process: a leader may still
+   * answer a read this voter asked before it restarted, with that read's lower index, and such an
+   * answer must not pass for one to a new read (etcd's read IDs are unique across restarts too).
+   */
+  constructor(
+    private readonly id: NodeId,
+    private readonly incarnation = randomBytes(6).toString("base64url"),
+  ) {}
 
   /** A request ID for the next read; taken before the core sees the read, whether it accepts it or not. */
   nextRequestId(): string {
-    return `${this.id}-${this.nextId++}`;
+    return `${this.id}-${this.incarnation}-${this.nextId++}`;
   }
 
   /** Waits for the read `requestId` to be confirmed and applied, for at most `timeoutMs`. */
