@@ -102,6 +102,7 @@ export interface SubscriptionOptions extends WriteOptions {
 export interface DispatchReadOptions extends CallOptions {
   /** Directives with a sequence number above this (default 0). */
   readonly after?: number;
+  /** At most this many directives, from 1 (the voter's default when absent; it caps larger ones). */
   readonly limit?: number;
 }
 

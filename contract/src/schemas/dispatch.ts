@@ -17,8 +17,8 @@ export const DISPATCH_QUERY_SCHEMAS = {
     description: "Directives with a sequence number above this (default 0)",
   }),
   limit: Type.String({
-    pattern: "^[0-9]{1,4}$",
-    description: `At most this many directives (default ${READ_LIMITS.defaultDispatchRead}, at most ${READ_LIMITS.maxDispatchRead})`,
+    pattern: "^0*[1-9][0-9]{0,3}$",
+    description: `At most this many directives, at least 1 (default ${READ_LIMITS.defaultDispatchRead}, at most ${READ_LIMITS.maxDispatchRead})`,
   }),
 };
 

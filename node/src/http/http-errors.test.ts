@@ -174,13 +174,28 @@ describe("bad input answers 400 InvalidArgument and submits nothing", () => {
     expect(fx.service.reads).toHaveLength(0);
   });
 
-  it("refuses a query parameter of the wrong shape", async () => {
+  it.each([
+    "after=-1",
+    // A page of no directives would read as a channel with none.
+    "limit=0",
+    "limit=000",
+  ])("refuses a query parameter of the wrong shape: %s", async (query) => {
     const response = await fx.app.inject({
       method: "GET",
-      url: "/v1/dispatch/ops?after=-1",
+      url: `/v1/dispatch/ops?${query}`,
       headers: { authorization: bearer("reader") },
     });
     expectContractError(response, 400, "InvalidArgument", "InvalidQuery");
+    expect(fx.service.reads).toHaveLength(0);
+  });
+
+  it("takes a limit with leading zeros", async () => {
+    const response = await fx.app.inject({
+      method: "GET",
+      url: "/v1/dispatch/ops?limit=010",
+      headers: { authorization: bearer("reader") },
+    });
+    expect(response.statusCode, response.body).toBe(200);
   });
 
   it.each([
