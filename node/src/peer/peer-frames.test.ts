@@ -34,6 +34,7 @@ describe("peer frames", () => {
     const announcement = {
       clusterId: "7f3c0a4e-cluster",
       httpUrl: "http://127.0.0.1:7101",
+      wallMs: 1_796_000_000_123,
       limits: new Map([
         ["maxMutationBytes", 8388608],
         ["maxLeaseBatch", 256],
@@ -70,18 +71,36 @@ describe("peer frames", () => {
     const proof = new Uint8Array(PROOF_BYTES);
     const credentials = encodeCredentials(
       proof,
-      encodeAnnouncement({ clusterId: "", httpUrl: "u", limits: new Map([["x", 1]]) }),
+      encodeAnnouncement({ clusterId: "", httpUrl: "u", wallMs: 1, limits: new Map([["x", 1]]) }),
     );
     expect(() => decodeCredentials(credentials.subarray(0, 10))).toThrow(PeerProtocolError);
-    // proof, cluster ID "", URL "u", two limits: the same one twice.
+    // proof, cluster ID "", URL "u", wall clock, two limits: the same one twice.
     const twice = Buffer.concat([
       proof,
-      Uint8Array.from([0, 1, 117, 2]),
+      Uint8Array.from([0, 1, 117]),
+      f64(1),
+      Uint8Array.from([2]),
       ...Array(2).fill(limitEntry("x", 1)),
     ]);
     expect(() => decodeCredentials(twice)).toThrow(/announced twice/);
   });
+
+  it.each([-1, 1.5, Number.NaN, 2 ** 60])("refuses an announced wall clock of %s", (wallMs) => {
+    const credentials = Buffer.concat([
+      new Uint8Array(PROOF_BYTES),
+      Uint8Array.from([0, 1, 117]),
+      f64(wallMs),
+      Uint8Array.from([0]),
+    ]);
+    expect(() => decodeCredentials(credentials)).toThrow(/wall clock/);
+  });
 });
+
+function f64(value: number): Buffer {
+  const bytes = Buffer.alloc(8);
+  bytes.writeDoubleBE(value);
+  return bytes;
+}
 
 function limitEntry(name: string, value: number): Buffer {
   const bytes = Buffer.alloc(1 + name.length + 8);

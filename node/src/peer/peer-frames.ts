@@ -25,7 +25,8 @@ export const FrameType = {
 // 3: snapshot chunks carry the whole snapshot's checksum.
 // 4: ephemeral keys in Hello and Challenge, proofs over the whole transcript, frames sealed after the
 //    handshake, entries carry their checksum.
-const PROTOCOL_VERSION = 4;
+// 5: announcements carry the sender's wall clock.
+const PROTOCOL_VERSION = 5;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 /** Tells a stray client (an HTTP request sent to the peer port, say) apart from a peer at once. */
@@ -53,6 +54,8 @@ export interface Credentials {
   readonly clusterId: string;
   readonly httpUrl: string;
   readonly limits: ReadonlyMap<string, number>;
+  /** The sender's wall clock as it sent them, in ms since the epoch (see PeerInfo.wallMs). */
+  readonly wallMs: number;
 }
 
 export interface Refusal {
@@ -133,6 +136,7 @@ export function encodeAnnouncement(announcement: Announcement): Uint8Array {
   const w = new BinaryWriter(256);
   w.string(announcement.clusterId);
   w.string(announcement.httpUrl);
+  w.f64(announcement.wallMs);
   w.uint(announcement.limits.size);
   for (const [name, value] of announcement.limits) {
     w.string(name);
@@ -153,6 +157,10 @@ export function decodeCredentials(body: Uint8Array): Credentials & { readonly an
   const announcement = body.subarray(PROOF_BYTES);
   const clusterId = r.string();
   const httpUrl = r.string();
+  const wallMs = r.f64();
+  if (!Number.isSafeInteger(wallMs) || wallMs < 0) {
+    throw new PeerProtocolError("the announced wall clock is not a whole number of ms since the epoch");
+  }
   const count = r.count(9);
   const limits = new Map<string, number>();
   for (let i = 0; i < count; i++) {
@@ -161,7 +169,7 @@ export function decodeCredentials(body: Uint8Array): Credentials & { readonly an
     limits.set(name, r.f64());
   }
   r.end();
-  return { proof, clusterId, httpUrl, limits, announcement };
+  return { proof, clusterId, httpUrl, wallMs, limits, announcement };
 }
 
 export function encodeRefusal(refusal: Refusal): Uint8Array {

@@ -54,12 +54,16 @@ export interface HandshakeIdentity {
   readonly httpUrl: string;
   readonly limits: ReadonlyMap<string, number>;
   readonly clusterId: ClusterId;
+  /** This node's wall clock, in ms since the epoch, announced to the peer. */
+  readonly wallMs: () => number;
 }
 
 export interface HandshakeResult {
   readonly peerId: string;
   /** The public HTTP URL the peer announced, for leader hints. */
   readonly httpUrl: string;
+  /** The peer's wall clock as it sent its announcement. */
+  readonly wallMs: number;
 }
 
 /** Authenticates the connection this node dialed to `expectedPeerId`; throws PeerHandshakeError. */
@@ -119,7 +123,7 @@ export async function dialHandshake(
   );
   checkLimits(connection, self, expectedPeerId, accept);
   checkCluster(connection, self, expectedPeerId, accept);
-  return { peerId: expectedPeerId, httpUrl: accept.httpUrl };
+  return { peerId: expectedPeerId, httpUrl: accept.httpUrl, wallMs: accept.wallMs };
 }
 
 /** Authenticates a connection another node dialed to this one; throws PeerHandshakeError. */
@@ -190,7 +194,7 @@ export async function acceptHandshake(
     proof.announcement,
     announcement,
   );
-  return { peerId: dialerId, httpUrl: proof.httpUrl };
+  return { peerId: dialerId, httpUrl: proof.httpUrl, wallMs: proof.wallMs };
 }
 
 /**
@@ -243,7 +247,12 @@ function proofMatches(proof: Uint8Array, expected: Buffer): boolean {
 }
 
 function announce(self: HandshakeIdentity): Omit<Credentials, "proof"> {
-  return { clusterId: self.clusterId.current() ?? "", httpUrl: self.httpUrl, limits: self.limits };
+  return {
+    clusterId: self.clusterId.current() ?? "",
+    httpUrl: self.httpUrl,
+    limits: self.limits,
+    wallMs: Math.floor(self.wallMs()),
+  };
 }
 
 /** Switches the connection to sealed frames with keys bound to the whole handshake. */

@@ -12,7 +12,7 @@ import {
   PeerUnavailableError,
 } from "./peer-errors.js";
 import { decodeFailure, decodeResponse, encodeRequest, FrameType } from "./peer-frames.js";
-import { dialHandshake, type HandshakeIdentity } from "./peer-handshake.js";
+import { dialHandshake, type HandshakeIdentity, type HandshakeResult } from "./peer-handshake.js";
 import type { PeerStats } from "./peer-stats.js";
 
 export interface PeerLinkSettings {
@@ -50,6 +50,8 @@ interface PendingRequest {
 export class PeerLink {
   /** The public HTTP URL the peer last announced, in either direction; kept while disconnected. */
   httpUrl: string | null = null;
+  /** The peer's last announced wall clock, and this process's monotonic clock when it arrived. */
+  private wall: { readonly wallMs: number; readonly receivedAt: number } | null = null;
   private connection: PeerConnection | null = null;
   private dialing: PeerConnection | null = null;
   private timer: NodeJS.Timeout | null = null;
@@ -66,6 +68,22 @@ export class PeerLink {
     private readonly settings: PeerLinkSettings,
   ) {
     this.log = settings.logger.child({ peerId: peer.id, remoteAddress: `${peer.host}:${peer.port}` });
+  }
+
+  /** What the peer announced in a handshake, in either direction. */
+  announced(result: HandshakeResult): void {
+    this.httpUrl = result.httpUrl;
+    this.wall = { wallMs: result.wallMs, receivedAt: performance.now() };
+  }
+
+  /**
+   * The peer's wall clock now, as its last announcement tells: what it announced plus the time since on
+   * this node's monotonic clock. Short by the announcement's transit, so never ahead of the peer's own
+   * reading; null before any handshake.
+   */
+  peerWallMs(): number | null {
+    if (this.wall === null) return null;
+    return Math.floor(this.wall.wallMs + (performance.now() - this.wall.receivedAt));
   }
 
   get connected(): boolean {
@@ -157,7 +175,7 @@ export class PeerLink {
       clearTimeout(timeout);
       this.dialing = null;
       this.connection = connection;
-      this.httpUrl = result.httpUrl;
+      this.announced(result);
       this.failures = 0;
       this.lastFailure = null;
       connection.open((frame) => this.onFrame(frame));

@@ -1,4 +1,5 @@
 import { connect, createServer, type Server, type Socket } from "node:net";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
 import { pickFreePort } from "../net/free-ports.js";
 import { InMemoryClusterId } from "./cluster-id.js";
@@ -60,6 +61,27 @@ async function rejection(promise: Promise<unknown>): Promise<Error> {
 }
 
 describe("PeerTransport", () => {
+  it("tells each peer's wall clock, from the handshake in either direction, never ahead of it", async () => {
+    const hourAhead = () => Date.now() + 3_600_000;
+    fixture = await PeerFixture.create(["voter1", "voter2"]);
+    const voter1 = await fixture.start("voter1");
+    const voter2 = await fixture.start("voter2", { wallMs: hourAhead });
+    await waitFor(
+      () => voter1.peerInfo("voter2")?.connected === true && voter2.peerInfo("voter1")?.connected === true,
+    );
+    const before = Date.now();
+    const ahead = voter1.peerInfo("voter2")!.wallMs!;
+    const behind = voter2.peerInfo("voter1")!.wallMs!;
+    const after = Date.now();
+    expect(ahead).toBeLessThanOrEqual(after + 3_600_000);
+    expect(ahead).toBeGreaterThan(before + 3_600_000 - 1_000);
+    expect(behind).toBeLessThanOrEqual(after);
+    expect(behind).toBeGreaterThan(before - 1_000);
+    // Read later, the reading has moved on by the time in between.
+    await sleep(50);
+    expect(voter1.peerInfo("voter2")!.wallMs!).toBeGreaterThanOrEqual(ahead + 45);
+  });
+
   it("delivers messages both ways among three voters and shares their HTTP URLs", async () => {
     const t = await threeVoters();
     const ids = Object.keys(t);
@@ -77,6 +99,7 @@ describe("PeerTransport", () => {
     expect(t.voter1!.peerInfo("voter2")).toEqual({
       connected: true,
       httpUrl: `http://127.0.0.1:${port2 + 1}`,
+      wallMs: expect.any(Number),
     });
     expect(t.voter1!.peerInfo("nobody")).toBeNull();
     const stats = t.voter1!.stats();
@@ -92,7 +115,7 @@ describe("PeerTransport", () => {
     voter1.send(heartbeat("voter1", "voter2"));
     voter1.send(heartbeat("voter1", "voter9"));
     expect(voter1.stats().sendDrops).toBe(2);
-    expect(voter1.peerInfo("voter2")).toEqual({ connected: false, httpUrl: null });
+    expect(voter1.peerInfo("voter2")).toEqual({ connected: false, httpUrl: null, wallMs: null });
   });
 
   it("refuses a peer with a wrong secret in both directions, and logs it on both sides", async () => {
@@ -485,7 +508,7 @@ describe("PeerTransport", () => {
               );
             } else if (type === FrameType.Proof) {
               const limits = new Map(Object.entries(LIMITS));
-              const forged = encodeAnnouncement({ clusterId: "", httpUrl: "http://evil", limits });
+              const forged = encodeAnnouncement({ clusterId: "", httpUrl: "http://evil", wallMs: 0, limits });
               socket.write(
                 encodeFrame(FrameType.Accept, encodeCredentials(new Uint8Array(PROOF_BYTES), forged)),
               );
@@ -506,7 +529,7 @@ describe("PeerTransport", () => {
       expect(seen).not.toContain(FrameType.Raft);
       expect(seen).not.toContain(FrameType.Request);
       expect(Buffer.concat(wire).includes(SECRET)).toBe(false);
-      expect(voter1.peerInfo("voter2")).toEqual({ connected: false, httpUrl: null });
+      expect(voter1.peerInfo("voter2")).toEqual({ connected: false, httpUrl: null, wallMs: null });
       expect(find(fixture.log("voter1"), /voter2 failed to prove the cluster secret/)).toMatchObject({
         peerId: "voter2",
         reason: "BadProof",

@@ -37,6 +37,8 @@ export interface PeerTransportOptions {
   readonly secret: string;
   /** This node's public HTTP URL, announced to peers so they can hint clients to the leader. */
   readonly httpUrl: string;
+  /** The wall clock announced to peers (PeerInfo.wallMs); Date.now by default. */
+  readonly wallMs?: () => number;
   /** Compared in the handshake: a peer whose canonical limits differ is refused. */
   readonly canonicalLimits: Readonly<Record<string, number>>;
   /** Compared in the handshake: a peer of another cluster is refused. */
@@ -67,6 +69,11 @@ export interface PeerInfo {
   readonly connected: boolean;
   /** The public HTTP URL the peer last announced, or null before its first handshake. */
   readonly httpUrl: string | null;
+  /**
+   * The peer's wall clock now, in ms since the epoch, as its last handshake announced it (PeerLink.
+   * peerWallMs): never ahead of the peer's own clock; null before its first handshake.
+   */
+  readonly wallMs: number | null;
 }
 
 export type RequestHandler = (fromPeerId: string, body: Uint8Array) => Promise<Uint8Array>;
@@ -133,6 +140,7 @@ export class PeerTransport {
       httpUrl: options.httpUrl,
       limits: new Map(Object.entries(options.canonicalLimits)),
       clusterId: options.clusterId,
+      wallMs: options.wallMs ?? Date.now,
     };
     const settings = {
       identity: this.identity,
@@ -255,7 +263,7 @@ export class PeerTransport {
 
   peerInfo(peerId: string): PeerInfo | null {
     const link = this.links.get(peerId);
-    return link ? { connected: link.connected, httpUrl: link.httpUrl } : null;
+    return link ? { connected: link.connected, httpUrl: link.httpUrl, wallMs: link.peerWallMs() } : null;
   }
 
   /** The counters summed over every peer and what no peer is charged with. */
@@ -363,8 +371,7 @@ export class PeerTransport {
         peerId = id;
         charged = this.countersOf(id);
         this.inbound.set(id, connection);
-        const link = this.links.get(id);
-        if (link) link.httpUrl = result.httpUrl;
+        this.links.get(id)?.announced(result);
         connection.open((frame) => this.onInboundFrame(id, connection, frame));
         this.log.info({ peerId: id, remoteAddress }, "accepted peer connection");
       },

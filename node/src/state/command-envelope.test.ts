@@ -125,6 +125,8 @@ describe("command envelope", () => {
     expect(malformed(header(unstamped))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, monotonicMs: -1 }))).toBe("MalformedEnvelope");
     expect(malformed(header({ ...BASE_HEADER, monotonicMs: 1.5 }))).toBe("MalformedEnvelope");
+    expect(malformed(header({ ...BASE_HEADER, quorumWallMs: -1 }))).toBe("MalformedEnvelope");
+    expect(malformed(header({ ...BASE_HEADER, quorumWallMs: "1" }))).toBe("MalformedEnvelope");
     // Format 1 carried no monotonic reading.
     const formatOne = header(BASE_HEADER);
     formatOne[2] = 1;

@@ -70,6 +70,13 @@ export interface CommandEnvelope {
    * state machine's clock between two commands of one term.
    */
   readonly monotonicMs: number;
+  /**
+   * The latest wall-clock time a majority of the voters' clocks had reached when the leader proposed
+   * the command, as far as it knew them (voter/quorum-wall-clock.ts); absent when it knew of no
+   * majority. What a new term's first command may move the state machine's clock on to, however far
+   * (replicated-clock.ts).
+   */
+  readonly quorumWallMs?: number;
   readonly params: RouteParams;
   /**
    * Material the voter supplied for this command, outside the digest so a retry that supplies it afresh
@@ -114,6 +121,7 @@ export function encodeCommand(envelope: CommandDraft): Uint8Array {
     ...(envelope.keyId === undefined ? {} : { keyId: envelope.keyId }),
     timestampMs: envelope.timestampMs,
     monotonicMs: envelope.monotonicMs,
+    ...(envelope.quorumWallMs === undefined ? {} : { quorumWallMs: envelope.quorumWallMs }),
     params: sortedParams(envelope.params),
     ...(envelope.generated === undefined ? {} : { generated: { keyHash: envelope.generated.keyHash } }),
   });
@@ -188,6 +196,7 @@ const HEADER_FIELDS: ReadonlySet<string> = new Set([
   "keyId",
   "timestampMs",
   "monotonicMs",
+  "quorumWallMs",
   "params",
   "generated",
 ]);
@@ -203,7 +212,7 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
   // Read field by field rather than by rest destructuring, which copies the object on every entry.
   const extra = Object.keys(raw).filter((name) => !HEADER_FIELDS.has(name));
   if (extra.length > 0) throw malformed(`unknown header fields ${extra.join(", ")}`);
-  const { commandId, kind, tenant, principal, keyId, timestampMs, monotonicMs } = raw;
+  const { commandId, kind, tenant, principal, keyId, timestampMs, monotonicMs, quorumWallMs } = raw;
   if (typeof commandId !== "string") throw malformed("commandId is not a string");
   if (typeof kind !== "string" || !Object.hasOwn(ENTRY_KINDS, kind))
     throw malformed(`unknown kind ${JSON.stringify(kind)}`);
@@ -212,6 +221,8 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
   if (keyId !== undefined && typeof keyId !== "string") throw malformed("keyId is not a string");
   if (!isNonNegativeInteger(timestampMs)) throw malformed("timestampMs is not a non-negative integer");
   if (!isNonNegativeInteger(monotonicMs)) throw malformed("monotonicMs is not a non-negative integer");
+  if (quorumWallMs !== undefined && !isNonNegativeInteger(quorumWallMs))
+    throw malformed("quorumWallMs is not a non-negative integer");
   const commandKind = kind as EntryKind;
   // Checked in the order the fields are listed, so a header with several faults is always refused for
   // the same one.
@@ -229,6 +240,7 @@ function parseHeader(bytes: Uint8Array): Omit<CommandEnvelope, "payload"> {
     params: parseParams(commandKind, raw.params),
   };
   if (checkedKeyId !== undefined) header.keyId = checkedKeyId;
+  if (quorumWallMs !== undefined) header.quorumWallMs = quorumWallMs;
   const generated = parseGenerated(commandKind, raw.generated);
   if (generated !== undefined) header.generated = generated;
   return header;

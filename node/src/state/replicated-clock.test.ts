@@ -77,27 +77,51 @@ describe("the replicated clock", () => {
     expect(behind.map((c) => c.nowMs)).toEqual([T0, T0, T0 + 30_000]);
   });
 
+  it("moves on at a new term to the time a majority of clocks reached, however far, and never back", () => {
+    const down = run([
+      { term: 1, wallMs: T0, monotonicMs: 1_000 },
+      { term: 2, wallMs: T0 + 9 * HOUR, monotonicMs: 50, quorumWallMs: T0 + 8 * HOUR },
+      { term: 2, wallMs: T0 + 9 * HOUR, monotonicMs: 1_050, quorumWallMs: T0 + 9 * HOUR },
+    ]);
+    // Within a term, only the monotonic clock moves it.
+    expect(down.map((c) => c.nowMs)).toEqual([T0, T0 + 8 * HOUR, T0 + 8 * HOUR + 1_000]);
+    const behind = run([
+      { term: 1, wallMs: T0, monotonicMs: 1_000 },
+      { term: 2, wallMs: T0 + HOUR, monotonicMs: 50, quorumWallMs: T0 - HOUR },
+    ]);
+    expect(behind[1]!.nowMs).toBe(T0);
+  });
+
   it("never runs backwards nor faster than the leaders' monotonic clocks plus one step per leader change", () => {
     const stamp = fc.record({
       newTerm: fc.boolean(),
       wallMs: fc.integer({ min: 0, max: 2 * T0 }),
       monotonicMs: fc.integer({ min: 0, max: 10 * HOUR }),
+      quorumWallMs: fc.option(fc.integer({ min: 0, max: 2 * T0 }), { nil: undefined }),
     });
     fc.assert(
       fc.property(fc.array(stamp, { minLength: 1, maxLength: 40 }), (draws) => {
         let term = 1;
         const stamps = draws.map((d) => {
           if (d.newTerm) term++;
-          return { term, wallMs: d.wallMs, monotonicMs: d.monotonicMs };
+          return {
+            term,
+            wallMs: d.wallMs,
+            monotonicMs: d.monotonicMs,
+            ...(d.quorumWallMs === undefined ? {} : { quorumWallMs: d.quorumWallMs }),
+          };
         });
         const clocks = run(stamps);
         for (let i = 1; i < clocks.length; i++) {
           const before = clocks[i - 1]!;
           const after = clocks[i]!;
+          const { term, monotonicMs, quorumWallMs } = stamps[i]!;
           const bound =
-            stamps[i]!.term === before.term
-              ? Math.max(0, stamps[i]!.monotonicMs - before.monotonicMs)
-              : LEADER_CHANGE_MAX_STEP_MS;
+            term === before.term
+              ? Math.max(0, monotonicMs - before.monotonicMs)
+              : quorumWallMs === undefined
+                ? LEADER_CHANGE_MAX_STEP_MS
+                : Math.max(0, quorumWallMs - before.nowMs);
           expect(after.nowMs - before.nowMs).toBeGreaterThanOrEqual(0);
           expect(after.nowMs - before.nowMs).toBeLessThanOrEqual(bound);
         }

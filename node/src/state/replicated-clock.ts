@@ -25,17 +25,23 @@ export interface LeaderStamp {
    * restarted voter never leads a term it led before, so two readings of one term are comparable.
    */
   readonly monotonicMs: number;
+  /**
+   * The latest time a majority of the voters' wall clocks had reached, as the leader knew them; absent
+   * when it knew of no majority (CommandEnvelope.quorumWallMs).
+   */
+  readonly quorumWallMs?: number;
 }
 
 /**
  * The clock after one command's stamp. Within a term it moves by the leader's monotonic elapsed time
  * only, so a leap or a step back of that leader's wall clock changes nothing. A new term's first command
- * may move it on towards the new leader's wall clock by LEADER_CHANGE_MAX_STEP_MS at most, never back:
- * across two processes nothing but the wall clock measures time, and a wrong one must not expire every
- * lease at once. The time this leaves out (a gap between leaders beyond the step, a whole cluster down)
- * only makes leases last longer. The very first command sets the clock to its wall time. It never runs
- * backwards, and depends on nothing but the stamp and the previous clock, so every voter computes the
- * same one.
+ * moves it on, never back: across two processes nothing but wall clocks measure time, and one wrong
+ * clock must not expire every lease at once. So it moves on to the time a majority of the voters' clocks
+ * had reached (`quorumWallMs`), which no single clock ahead of the others can set, however long the gap
+ * (a whole cluster down overnight); without one, towards the new leader's own wall clock by
+ * LEADER_CHANGE_MAX_STEP_MS at most, the time left out making leases last longer. The very first
+ * command sets the clock to its wall time. It depends on nothing but the stamp and the previous clock,
+ * so every voter computes the same one.
  */
 export function advanceClock(clock: ReplicatedClock, stamp: LeaderStamp): ReplicatedClock {
   if (clock.term === 0) {
@@ -47,6 +53,9 @@ export function advanceClock(clock: ReplicatedClock, stamp: LeaderStamp): Replic
     const elapsed = Math.max(0, stamp.monotonicMs - clock.monotonicMs);
     return { nowMs: clock.nowMs + elapsed, term: clock.term, monotonicMs: clock.monotonicMs + elapsed };
   }
-  const step = Math.min(Math.max(0, stamp.wallMs - clock.nowMs), LEADER_CHANGE_MAX_STEP_MS);
+  const step =
+    stamp.quorumWallMs === undefined
+      ? Math.min(Math.max(0, stamp.wallMs - clock.nowMs), LEADER_CHANGE_MAX_STEP_MS)
+      : Math.max(0, stamp.quorumWallMs - clock.nowMs);
   return { nowMs: clock.nowMs + step, term: stamp.term, monotonicMs: stamp.monotonicMs };
 }

@@ -471,6 +471,7 @@ export class StateMachine {
       term: entry.term,
       wallMs: envelope.timestampMs,
       monotonicMs: envelope.monotonicMs,
+      ...(envelope.quorumWallMs === undefined ? {} : { quorumWallMs: envelope.quorumWallMs }),
     });
     const { tenant, commandId } = envelope;
     const ctx: ApplyContext = {

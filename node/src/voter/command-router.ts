@@ -13,6 +13,7 @@ import { AdmissionRefusal } from "../admission/admission-refusal.js";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { CommandScheduler } from "../admission/command-scheduler.js";
 import type { CommandOutcome, OutcomesAhead, ReplicationTarget } from "../admission/replication-target.js";
+import { memberName } from "../peer/member-name.js";
 import { PeerInterruptedError, PeerUnavailableError } from "../peer/peer-errors.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
@@ -20,6 +21,7 @@ import { CommandPayload } from "../requests/command-payload.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import { encodeCommand } from "../state/command-envelope.js";
 import { type LeaderClock, SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
+import { quorumWallMs } from "./quorum-wall-clock.js";
 import type { RaftDriver } from "./raft-driver.js";
 import type { CommandRejections } from "./voter-metrics.js";
 
@@ -149,6 +151,13 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
   ): Promise<CommandOutcome<CommandResult>[]> {
     const timestampMs = this.clock.wallMs();
     const monotonicMs = this.clock.monotonicMs();
+    const { id, conf } = this.driver.status();
+    const quorum = quorumWallMs(
+      id,
+      timestampMs,
+      conf.voters,
+      (voter) => this.transport.peerInfo(memberName(voter))?.wallMs ?? null,
+    );
     const data = batch.map((c) =>
       encodeCommand({
         commandId: c.commandId,
@@ -158,6 +167,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         keyId: c.keyId,
         timestampMs,
         monotonicMs,
+        ...(quorum === undefined ? {} : { quorumWallMs: quorum }),
         params: c.params,
         payload: c.payload.bytes,
         ...(c.generated ? { generated: c.generated } : {}),

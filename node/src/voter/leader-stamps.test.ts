@@ -41,6 +41,9 @@ class ApplyingLog {
   isLeader(): boolean {
     return true;
   }
+  status(): { id: string; conf: { voters: string[] } } {
+    return { id: "voter1", conf: { voters: ["voter1", "voter2", "voter3"] } };
+  }
   async propose(data: readonly Uint8Array[]): Promise<ApplyResult[]> {
     const entries = data.map(
       (d): Entry => ({ index: this.entries.length + 1, term: this.term, type: "normal", data: d }),
@@ -50,21 +53,31 @@ class ApplyingLog {
   }
 }
 
+/** The peers' wall clocks as their handshakes told the leader: unknown until a test sets them. */
+class TestPeers {
+  readonly wallMs = new Map<string, () => number>();
+  peerInfo(name: string): { connected: boolean; httpUrl: null; wallMs: number | null } {
+    return { connected: true, httpUrl: null, wallMs: this.wallMs.get(name)?.() ?? null };
+  }
+}
+
 let temp: TempStates;
 let clock: TestClock;
+let peers: TestPeers;
 let log: ApplyingLog;
 let router: CommandRouter;
 let nextId = 1;
 beforeEach(async () => {
   temp = new TempStates();
   clock = new TestClock();
+  peers = new TestPeers();
   log = new ApplyingLog(temp.create("s"));
   // The cluster's admin, whose key the commands below are sent with.
   const stamps = { timestampMs: clock.wall, monotonicMs: clock.monotonic };
   committed((await log.propose([encodeCommand(bootstrapAdminCommand(ADMIN_KEY_HASH, stamps))]))[0]!);
   router = new CommandRouter(
     log as unknown as RaftDriver,
-    {} as PeerTransport,
+    peers as unknown as PeerTransport,
     pino({ level: "silent" }),
     1_000,
     1_000,
@@ -146,5 +159,52 @@ describe("the leader's stamps", () => {
     expect(await lease()).toEqual([]);
     clock.pass(10_000);
     expect(await lease()).toEqual([]);
+  });
+
+  it("carry the time a majority of the voters' clocks reached, as far as the leader knows them", async () => {
+    await send("queue.enqueue", { body: 1 }, jobs);
+    expect(decodeCommand(log.entries.at(-1)!.data).quorumWallMs).toBeUndefined();
+    peers.wallMs.set("voter2", () => clock.wall - 40);
+    await send("queue.enqueue", { body: 2 }, jobs);
+    expect(decodeCommand(log.entries.at(-1)!.data).quorumWallMs).toBe(clock.wall - 40);
+    peers.wallMs.set("voter3", () => clock.wall + HOUR);
+    await send("queue.enqueue", { body: 3 }, jobs);
+    expect(decodeCommand(log.entries.at(-1)!.data).quorumWallMs).toBe(clock.wall);
+  });
+
+  it("let a new leader move the clock over a whole cluster's downtime when a majority's clocks agree", async () => {
+    peers.wallMs.set("voter2", () => clock.wall);
+    peers.wallMs.set("voter3", () => clock.wall);
+    await send("queue.enqueue", { body: 1 }, jobs);
+    const first = (await send("queue.lease", { visibilityTimeoutMs: VISIBILITY_MS }, jobs))
+      .result as LeaseResult;
+    expect(first.leaseExpiresAtMs).toBe(clock.wall + VISIBILITY_MS);
+    // Every voter stopped for three hours, then a new term's leader in a new process.
+    log.term = 2;
+    clock.monotonic = 77;
+    clock.wall += 3 * HOUR;
+    const again = (await send("queue.lease", { visibilityTimeoutMs: VISIBILITY_MS }, jobs))
+      .result as LeaseResult;
+    expect(again.messages).toEqual([expect.objectContaining({ attempts: 2 })]);
+    expect(again.leaseExpiresAtMs).toBe(clock.wall + VISIBILITY_MS);
+  });
+
+  it("let no single clock ahead of the others move the clock on at a new term", async () => {
+    let leap = 0;
+    peers.wallMs.set("voter2", () => clock.wall - leap);
+    peers.wallMs.set("voter3", () => clock.wall - leap);
+    await send("queue.enqueue", { body: 1 }, jobs);
+    expect(await lease()).toHaveLength(1);
+    // The next term's leader's wall clock is three hours ahead of the other two.
+    log.term = 2;
+    clock.monotonic = 77;
+    leap = 3 * HOUR;
+    clock.wall += leap;
+    clock.pass(1_000);
+    expect(await lease()).toEqual([]);
+    clock.pass(VISIBILITY_MS - 1_000 - 1);
+    expect(await lease()).toEqual([]);
+    clock.pass(1);
+    expect(await lease()).toEqual([expect.objectContaining({ attempts: 2 })]);
   });
 });
