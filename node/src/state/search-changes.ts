@@ -23,7 +23,7 @@ export class SearchChanges {
   }
 
   drop(documentId: number, tenant: string): void {
-    if (this.indexed.has(tenant)) this.pending.push({ id: documentId });
+    if (this.indexed.has(tenant)) this.pending.push({ id: documentId, token: tenantToken(tenant) });
   }
 
   mark(): number {

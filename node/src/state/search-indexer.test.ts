@@ -1,6 +1,6 @@
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { parseSearchRequest } from "./search-query.js";
+import { parseSearchRequest, tenantToken } from "./search-query.js";
 import type { StateMachine } from "./state-machine.js";
 import { json, type SearchPage } from "./test-fixtures/read-pages.js";
 import { Harness, TempStates } from "./test-fixtures/state-fixtures.js";
@@ -24,7 +24,15 @@ const search = async (query: string, tenant = "t1", sm: StateMachine = h.sm) =>
 function indexFile(): { rows: number; tenants: { tenant: string; complete: number }[] } {
   const db = new Database(temp.path("s.db.search"), { readonly: true });
   try {
-    const rows = (db.prepare("SELECT count(*) AS n FROM fts").get() as { n: number }).n;
+    // One FTS5 table per tenant (`fts_<token>`; FTS5's own tables beside it have longer names).
+    const tables = (
+      db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'fts_t*'").all() as {
+        name: string;
+      }[]
+    ).filter(({ name }) => /^fts_t[0-9a-f]{24}$/.test(name));
+    let rows = 0;
+    for (const { name } of tables)
+      rows += (db.prepare(`SELECT count(*) AS n FROM ${name}`).get() as { n: number }).n;
     const tenants = db.prepare("SELECT tenant, complete FROM tenants ORDER BY tenant").all() as {
       tenant: string;
       complete: number;
@@ -123,7 +131,10 @@ describe("the search index follows only tenants that search", () => {
     // What a crash between the build's start and its end leaves: the tenant recorded, unfinished,
     // with only part of its documents indexed.
     const db = new Database(temp.path("s.db.search"));
-    db.exec("UPDATE tenants SET complete = 0; DELETE FROM fts WHERE rowid = (SELECT max(rowid) FROM fts)");
+    const fts = `fts_${tenantToken("t1")}`;
+    db.exec(
+      `UPDATE tenants SET complete = 0; DELETE FROM ${fts} WHERE rowid = (SELECT max(rowid) FROM ${fts})`,
+    );
     db.close();
     const reopened = temp.create("s");
     expect(await search("built", "t1", reopened)).toEqual(["a", "b"]);

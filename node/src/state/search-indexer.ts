@@ -10,7 +10,7 @@ import type {
   SearchWorkerData,
   ToSearchWorker,
 } from "./search-protocol.js";
-import { type SearchCursor, tenantToken } from "./search-query.js";
+import { type SearchCursor, type TenantMatch, tenantToken } from "./search-query.js";
 import { siblingModule, startWorker } from "./worker-thread.js";
 
 /** What a rebuild reads from the state database. */
@@ -138,14 +138,17 @@ export class SearchIndexer {
     this.rebuilding = this.rebuildFrom(this.generation);
   }
 
-  /** Searches `tenant`'s documents; `match` must require its token (see matchExpression). */
+  /** Searches `tenant`'s documents; `match` must be made for it (see matchExpression). */
   async query(
     tenant: string,
-    match: string,
+    match: TenantMatch,
     range: KeyRange,
     limit: number,
     after: SearchCursor | undefined,
   ): Promise<IndexHit[]> {
+    if (match.token !== tenantToken(tenant)) {
+      throw new InternalError("a search was made for another tenant", { reason: "SearchIndexUnavailable" });
+    }
     if (!this.indexed.has(tenant)) this.follow(tenant);
     for (let waited: Promise<void> | null = null; waited !== this.rebuilding; ) {
       waited = this.rebuilding;
@@ -155,7 +158,16 @@ export class SearchIndexer {
     const id = this.nextQueryId++;
     const hits = new Promise<IndexHit[]>((resolve, reject) => this.queries.set(id, { resolve, reject }));
     this.sendHeld();
-    this.send({ type: "query", id, match, low: range.low, high: range.high, limit, after: after ?? null });
+    this.send({
+      type: "query",
+      id,
+      token: match.token,
+      match: match.expression,
+      low: range.low,
+      high: range.high,
+      limit,
+      after: after ?? null,
+    });
     return hits;
   }
 

@@ -1,10 +1,13 @@
 /** Messages between the state machine's thread and the search index worker. */
 import type { SqliteLimits } from "../fs/sqlite-limits.js";
 
-/** A document to (re)index under its row ID, or, without text, one to drop from the index. */
+/**
+ * A document to (re)index under its row ID, or, without text, one to drop from the index; `token` is its
+ * tenant's (see tenantToken), which names the tenant's table in the index.
+ */
 export type IndexChange =
   | { readonly id: number; readonly token: string; readonly key: string; readonly text: string }
-  | { readonly id: number };
+  | { readonly id: number; readonly token: string };
 
 export interface SearchWorkerData {
   readonly path: string;
@@ -30,6 +33,9 @@ export type ToSearchWorker =
   | {
       readonly type: "query";
       readonly id: number;
+      /** The token of the tenant searched: only its table is searched. */
+      readonly token: string;
+      /** The FTS5 expression (see matchExpression). */
       readonly match: string;
       readonly low: string;
       readonly high: string;

@@ -47,12 +47,19 @@ function parseCursor(raw: unknown): SearchCursor | undefined {
   return { score: raw.score, key: checkKey("after.key", key) };
 }
 
+/** A query within one tenant: the FTS5 expression, for that tenant's table only. */
+export interface TenantMatch {
+  /** The tenant's token (see tenantToken), which names its table in the index. */
+  readonly token: string;
+  readonly expression: string;
+}
+
 /**
  * The FTS5 expression for a query within one tenant. Every word is quoted as an FTS5 string, so user
- * text is never parsed as query syntax, and the tenant's token is required, so one tenant's query never
- * matches another's documents.
+ * text is never parsed as query syntax. The tenant's token goes with it: each tenant has its own table
+ * in the index, so one tenant's query never matches, nor is ranked by, another's documents.
  */
-export function matchExpression(tenantToken: string, query: string): string {
+export function matchExpression(tenantToken: string, query: string): TenantMatch {
   const terms = query
     .split(/\s+/u)
     .filter((word) => WORD.test(word))
@@ -64,12 +71,12 @@ export function matchExpression(tenantToken: string, query: string): string {
   if (terms.length === 0) throw invalid("the search query holds no words", "InvalidQuery");
   if (terms.length > MAX_TERMS)
     throw invalid(`a search query holds at most ${MAX_TERMS} words`, "InvalidQuery");
-  return `tenant : ${tenantToken} AND body : (${terms.join(" AND ")})`;
+  return { token: tenantToken, expression: `body : (${terms.join(" AND ")})` };
 }
 
 const tokens = new Map<string, string>();
 
-/** A single-token stand-in for a tenant ID, which the tokenizer might otherwise split into several. */
+/** A tenant ID as a safe SQL identifier part (`t` and 24 hex digits): the name of its table in the index. */
 export function tenantToken(tenant: string): string {
   let token = tokens.get(tenant);
   if (token === undefined) {

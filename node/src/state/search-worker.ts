@@ -43,7 +43,14 @@ function handle(message: ToSearchWorker): void {
         send({
           type: "hits",
           id: message.id,
-          hits: store.query(message.match, message.low, message.high, message.limit, message.after),
+          hits: store.query(
+            message.token,
+            message.match,
+            message.low,
+            message.high,
+            message.limit,
+            message.after,
+          ),
         });
       } catch (error) {
         send({ type: "failed", id: message.id, message: String(error) });
