@@ -1,3 +1,4 @@
+import { InternalError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { COMMIT_INTERVAL_MS } from "./apply-commits.js";
@@ -148,5 +149,24 @@ describe("the applied state's fsync", () => {
     await expect(failing.durablePosition()).rejects.toMatchObject({ reason: "StateSyncFailed" });
     expect(failures).toEqual([expect.objectContaining({ reason: "StateSyncFailed" })]);
     await expect(read(failing)).rejects.toMatchObject({ reason: "StateSyncFailed" });
+  });
+
+  it("stops the voter when the snapshot worker's fsync of it fails, but not for a failed copy", async () => {
+    const sm = temp.create("w");
+    const failures: unknown[] = [];
+    sm.onFailure((err) => failures.push(err));
+    sm.applyBatch([put("a")]);
+    // biome-ignore lint/suspicious/noExplicitAny: the worker's answer, without a worker whose fsync fails
+    const copier = (sm as any).snapshots as { copy: () => Promise<unknown> };
+    const copy = vi.spyOn(copier, "copy");
+    copy.mockRejectedValueOnce(new InternalError("the copy failed: ENOSPC", { reason: "SnapshotFailed" }));
+    await expect(sm.createSnapshot(temp.path("s1"))).rejects.toMatchObject({ reason: "SnapshotFailed" });
+    expect(failures).toEqual([]);
+    copy.mockRejectedValueOnce(
+      new InternalError("fsync of the applied state failed: EIO", { reason: "StateSyncFailed" }),
+    );
+    await expect(sm.createSnapshot(temp.path("s2"))).rejects.toMatchObject({ reason: "StateSyncFailed" });
+    expect(failures).toEqual([expect.objectContaining({ reason: "StateSyncFailed" })]);
+    await expect(read(sm)).rejects.toMatchObject({ reason: "StateSyncFailed" });
   });
 });

@@ -26,6 +26,9 @@ export class SnapshotCopier {
     if (reply.reason === "InvalidSnapshot") {
       throw new InvalidArgumentError(reply.message, { reason: "InvalidSnapshot" });
     }
+    if (reply.reason === "StateSyncFailed") {
+      throw new InternalError(reply.message, { reason: "StateSyncFailed" });
+    }
     throw new InternalError(`the snapshot copy failed: ${reply.message}`, { reason: "SnapshotFailed" });
   }
 

@@ -4,7 +4,7 @@
  */
 import { closeSync, existsSync, fdatasyncSync, openSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
-import { KeyLoadError } from "@keyload/contract";
+import { InternalError, KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { fsyncPath } from "../fs/fsync.js";
 import { pageBytesOf } from "../fs/sqlite-limits.js";
@@ -60,8 +60,16 @@ async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
   // checkpoint) the database file, and fsyncing both makes them durable without the checkpoint that
   // would hold the applying thread's writes back.
   const wal = `${request.source}-wal`;
-  if (existsSync(wal)) fsyncPath(wal);
-  fsyncPath(request.source);
+  try {
+    if (existsSync(wal)) fsyncPath(wal);
+    fsyncPath(request.source);
+  } catch (cause) {
+    // The live state's fsync, not the copy's: its dirty pages may be lost with the error reported once,
+    // so the applying thread must stop the voter rather than retry (StateMachine.createSnapshot).
+    throw new InternalError(`fsync of the applied state failed: ${String(cause)}`, {
+      reason: "StateSyncFailed",
+    });
+  }
   return { id: request.id, ok: true, index: covered.index, term: covered.term };
 }
 

@@ -287,9 +287,22 @@ export class StateMachine {
    * that position before this resolves, so the log may be compacted up to the returned index without
    * leaving the database relying on entries the log no longer holds.
    */
-  createSnapshot(targetPath: string): Promise<AppliedPosition> {
+  async createSnapshot(targetPath: string): Promise<AppliedPosition> {
     this.session.commits.flush();
-    return this.snapshots.copy(this.options.path, targetPath);
+    try {
+      // The worker fsyncs the live state after the copy (snapshot-worker.ts); a fault test fails it here.
+      this.options.faultHook?.("state-sync");
+    } catch (cause) {
+      throw this.syncFailed(cause);
+    }
+    try {
+      return await this.snapshots.copy(this.options.path, targetPath);
+    } catch (error) {
+      // The copy's own failures may be retried; a failed fsync of the live state may not (see
+      // durablePosition).
+      if (error instanceof KeyLoadError && error.reason === "StateSyncFailed") throw this.syncFailed(error);
+      throw error;
+    }
   }
 
   /**
@@ -313,14 +326,18 @@ export class StateMachine {
         fsyncPathAsync(this.options.path),
       ]);
     } catch (cause) {
-      throw this.failed(
-        new InternalError("fsync of the applied state failed; the voter must restart", {
-          reason: "StateSyncFailed",
-          cause,
-        }),
-      );
+      throw this.syncFailed(cause);
     }
     return position;
+  }
+
+  private syncFailed(cause: unknown): InternalError {
+    return this.failed(
+      new InternalError("fsync of the applied state failed; the voter must restart", {
+        reason: "StateSyncFailed",
+        cause,
+      }),
+    );
   }
 
   /**
