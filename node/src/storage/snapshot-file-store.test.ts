@@ -1,8 +1,10 @@
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { crc32c } from "../checksum/crc32c.js";
 import { SnapshotFileStore } from "./snapshot-file-store.js";
+import { SnapshotReceiver } from "./snapshot-receiver.js";
 import {
   SnapshotChunkOutOfOrderError,
   SnapshotMismatchError,
@@ -32,6 +34,35 @@ describe("SnapshotFileStore", () => {
     expect(snap.file).toMatch(/^snap-0{19}7-2-[0-9a-f]{8}\.sqlite$/);
     expect(readdirSync(files.dir)).toEqual([snap.file]);
     expect(new Uint8Array(readFileSync(files.path(snap.file)))).toEqual(data);
+  });
+
+  it("writes a chunk whole when the disk takes it in parts", async () => {
+    const data = dataFor(3, 1, 8192);
+    const path = join(fx.dir(), "partial");
+    const opened = await open(path, "w+");
+    // At most 1000 bytes a write, as a nearly full disk may take.
+    const handle = new Proxy(opened, {
+      get(target, name) {
+        if (name === "write") {
+          return (buffer: Uint8Array, at: number, length: number, position: number) =>
+            target.write(buffer, at, Math.min(length, 1000), position);
+        }
+        const value = Reflect.get(target, name);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+    const r = new SnapshotReceiver(
+      meta,
+      data.byteLength,
+      Promise.resolve(handle),
+      async (_h, size, checksum) => ({ meta, file: "partial", size, checksum }),
+      async () => undefined,
+    );
+    await r.write(0, data.subarray(0, 4096));
+    await r.write(4096, data.subarray(4096));
+    await r.finish(crc32c(data));
+    await opened.close();
+    expect(new Uint8Array(readFileSync(path))).toEqual(data);
   });
 
   it("accepts chunks queued without waiting for each other", async () => {

@@ -6,6 +6,7 @@ import {
   SnapshotChunkOutOfOrderError,
   SnapshotMismatchError,
   StorageArgumentError,
+  StorageFailedError,
 } from "./storage-errors.js";
 
 /** Makes a fully written temporary file the durable snapshot file (fsync, rename, fsync directory). */
@@ -59,7 +60,7 @@ export class SnapshotReceiver {
     // Order and checksum are settled now, so writes queued back to back stay correct.
     this.received += data.byteLength;
     this.crc = crc32c(data, this.crc);
-    const write = this.writes.then(() => this.handle.then((h) => h.write(data, 0, data.byteLength, offset)));
+    const write = this.writes.then(() => this.handle.then((h) => writeFully(h, data, offset)));
     this.writes = write;
     return write.then(() => undefined);
   }
@@ -100,5 +101,19 @@ export class SnapshotReceiver {
     return this.state === "receiving"
       ? null
       : new StorageArgumentError(`the snapshot receiver for index ${this.meta.index} is ${this.state}`);
+  }
+}
+
+/**
+ * Writes all of `data` at `offset`. A write may take fewer bytes than asked (a disk nearly full),
+ * and the rest, not written, would leave a hole the received checksum knows nothing of.
+ */
+async function writeFully(handle: FileHandle, data: Uint8Array, offset: number): Promise<void> {
+  for (let done = 0; done < data.byteLength; ) {
+    const { bytesWritten } = await handle.write(data, done, data.byteLength - done, offset + done);
+    if (bytesWritten <= 0) {
+      throw new StorageFailedError(`a snapshot chunk's write at ${offset + done} wrote nothing`);
+    }
+    done += bytesWritten;
   }
 }
