@@ -2,11 +2,17 @@ import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pino from "pino";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { fsyncPath } from "./fsync.js";
 import { ensurePrivateDir, makePrivateDir } from "./private-dir.js";
 import { modeOf, withUsualUmask } from "./test-fixtures/usual-umask.js";
 
 withUsualUmask();
+
+vi.mock("./fsync.js", async (original) => {
+  const real = await original<typeof import("./fsync.js")>();
+  return { ...real, fsyncPath: vi.fn(real.fsyncPath) };
+});
 
 let root: string;
 let lines: Record<string, unknown>[];
@@ -24,6 +30,15 @@ describe("private directories", () => {
     expect(makePrivateDir(dir)).toBe(true);
     for (const path of [join(root, "a"), join(root, "a", "b"), dir]) expect(modeOf(path)).toBe(0o700);
     expect(makePrivateDir(dir)).toBe(false);
+  });
+
+  it("fsync each directory that holds one they made, so none is lost with a power cut", () => {
+    vi.mocked(fsyncPath).mockClear();
+    makePrivateDir(join(root, "x", "y"));
+    expect(vi.mocked(fsyncPath).mock.calls.map(([path]) => path)).toEqual([join(root, "x"), root]);
+    vi.mocked(fsyncPath).mockClear();
+    makePrivateDir(join(root, "x", "y"));
+    expect(fsyncPath).not.toHaveBeenCalled();
   });
 
   it("warn, with the node ID, of an existing directory open to others, and leave its mode", () => {

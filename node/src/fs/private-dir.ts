@@ -1,5 +1,7 @@
 import { mkdirSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import type { Logger } from "pino";
+import { fsyncPath } from "./fsync.js";
 
 /**
  * Owner only, as etcd's data directories: the state, the log and the snapshots hold every tenant's data,
@@ -12,7 +14,16 @@ export const PRIVATE_DIR_MODE = 0o700;
  * existed keeps its mode.
  */
 export function makePrivateDir(dir: string): boolean {
-  return mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE }) !== undefined;
+  const first = mkdirSync(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  if (first === undefined) return false;
+  // A new directory survives power loss only once the one holding it is fsynced (fsync.ts): each
+  // directory made here, from the deepest, and the one holding the first.
+  const top = dirname(resolve(first));
+  for (let at = dirname(resolve(dir)); ; at = dirname(at)) {
+    fsyncPath(at);
+    if (at === top || at === dirname(at)) break;
+  }
+  return true;
 }
 
 /**

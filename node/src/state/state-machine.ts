@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { dirname } from "node:path";
 import { CommandIdConflictError, InternalError, InvalidArgumentError, KeyLoadError } from "@keyload/contract";
 import type Database from "better-sqlite3";
 import { fsyncPathAsync } from "../fs/fsync.js";
@@ -321,9 +322,12 @@ export class StateMachine {
     // must never be compacted on the strength of it, so the voter stops.
     try {
       this.options.faultHook?.("state-sync");
+      // The directory too: SQLite makes the WAL anew at each open, and a power loss could lose its
+      // name with the commits in it.
       await Promise.all([
         existsSync(wal) ? fsyncPathAsync(wal) : undefined,
         fsyncPathAsync(this.options.path),
+        fsyncPathAsync(dirname(this.options.path)),
       ]);
     } catch (cause) {
       throw this.syncFailed(cause);
