@@ -23,8 +23,9 @@ function recordEnds(path: string): number[] {
   const ends: number[] = [];
   let at = 0;
   while (at + 12 <= bytes.length && bytes.readUInt32LE(at) !== 0) {
-    // The length word's top bit marks a record whose entries carry their own checksums.
-    at += 12 + (bytes.readUInt32LE(at) & 0x7fff_ffff);
+    // The length word's top two bits are flags (entries with their own checksums; the record before
+    // was durable when this one was written).
+    at += 12 + (bytes.readUInt32LE(at) & 0x3fff_ffff);
     ends.push(at);
   }
   return ends;
@@ -139,14 +140,25 @@ describe("corruption detection", () => {
     await new Promise((resolve) => setImmediate(resolve));
     const image = crashImage(dir);
     const journal = join(image, JOURNAL_FILES[0]);
-    const bytes = readFileSync(journal);
-    // Inside the first record: its checksum fails, and the chain ends before it.
-    for (let i = 100; i < 160; i++) bytes[i] = (bytes[i] ?? 0) ^ 0xa5;
-    writeFileSync(journal, bytes);
+    const original = readFileSync(journal);
+    const ends = recordEnds(journal);
+    // Inside the last record: its checksum fails, nothing follows it, and the chain ends before it, as
+    // at a torn tail; the acknowledgement watermark tells that it was acknowledged.
+    const last = Buffer.from(original);
+    for (let i = ends.at(-2)! + 100; i < ends.at(-2)! + 160; i++) last[i] = (last[i] ?? 0) ^ 0xa5;
+    writeFileSync(journal, last);
     const err = openError(image);
     expect(err.file).toBe(join(image, "raft-log.journal-*"));
-    expect(err.index).toBe(1);
+    expect(err.index).toBe(31);
     expect(err.message).toMatch(/acknowledged writes are missing: write batch 4 \(log up to index 40\)/);
+    // Inside the first: the records after it were written once it was durable, so no crash tore it.
+    const first = Buffer.from(original);
+    for (let i = 100; i < 160; i++) first[i] = (first[i] ?? 0) ^ 0xa5;
+    writeFileSync(journal, first);
+    expect(openError(image)).toMatchObject({
+      file: journal,
+      message: expect.stringMatching(/damaged, yet the record after it was written once it was durable/),
+    });
     await w.close();
   });
 

@@ -75,6 +75,42 @@ describe("LogJournal", () => {
     expect(seqs(open(dir).batchesAfter(0))).toEqual([1, 2]);
   });
 
+  it("refuses to open over a damaged record that was durable before the intact one after it was written", async () => {
+    const dir = fx.dir();
+    const j = open(dir);
+    j.restart();
+    const sizes: number[] = [];
+    for (const seq of [1, 2, 3]) {
+      sizes.push(j.append(batch(seq, seq * 10, seq * 10 + 2)));
+      await j.sync("event-loop");
+    }
+    const path = join(dir, JOURNAL_FILES[0]);
+    const bytes = readFileSync(path);
+    // Record 2, fsynced before record 3 was written: no crash can have torn it, and record 3 says so.
+    const second = sizes[0]!;
+    bytes[second + 40] = (bytes[second + 40] ?? 0) ^ 0xff;
+    writeFileSync(path, bytes);
+    expect(() => open(dir)).toThrow(StorageCorruptionError);
+    expect(() => open(dir)).toThrow(/damaged, yet the record after it was written once it was durable/);
+  });
+
+  it("ends the chain at a damaged record the one after was written before any fsync of", async () => {
+    const dir = fx.dir();
+    const j = open(dir);
+    j.restart();
+    const first = j.append(batch(1, 10, 12));
+    await j.sync("event-loop");
+    // Records 2 and 3 went to the disk together: a crash could tear 2 and keep 3.
+    j.append(batch(2, 20, 22));
+    j.append(batch(3, 30, 32));
+    await j.sync("event-loop");
+    const path = join(dir, JOURNAL_FILES[0]);
+    const bytes = readFileSync(path);
+    bytes[first + 40] = (bytes[first + 40] ?? 0) ^ 0xff;
+    writeFileSync(path, bytes);
+    expect(seqs(open(dir).batchesAfter(0))).toEqual([1]);
+  });
+
   it("does not chain a stale record of an earlier turn that happens to follow the new ones", async () => {
     const dir = fx.dir();
     const first = open(dir);

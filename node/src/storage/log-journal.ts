@@ -52,6 +52,17 @@ const HEADER_BYTES = 12;
  * the record. A record without it (as earlier builds wrote) has one CRC over its whole payload.
  */
 const ENTRY_CHECKSUMS = 0x8000_0000;
+/**
+ * Set in the length word of a record written once the record before it in the file was durable (its
+ * fdatasync had returned): no crash can have torn that one then. Recovery reads a record that fails
+ * its check, followed by an intact one with this set that chains to it, as corruption of data already
+ * on the disk, not as a torn tail, and refuses to go on rather than drop acknowledged batches. The
+ * record's CRC is seeded with the flag too (PREV_DURABLE_SEED), so a flipped bit cannot set it.
+ */
+const PREV_DURABLE = 0x4000_0000;
+const PREV_DURABLE_SEED = 0x9e37_79b9;
+/** The length bits of the length word. */
+const LENGTH_BITS = 0x3fff_ffff;
 /** Entry data at least this long is written from its own buffer rather than copied into the record's. */
 const INLINE_DATA_BYTES = 4096;
 /**
@@ -64,7 +75,7 @@ const INLINE_DATA_BYTES = 4096;
  */
 const PAGE_BYTES = 4096;
 /** Larger than any batch the writer makes (a Ready's entries are bounded far below this). */
-const MAX_RECORD_BYTES = 1 << 30;
+const MAX_RECORD_BYTES = LENGTH_BITS;
 
 const fdatasyncAsync = promisify(fdatasync);
 const encoder = new TextEncoder();
@@ -102,6 +113,8 @@ export class LogJournal {
   private position = 0;
   private lastSeq: number | null = null;
   private lastCrc = 0;
+  /** The last batch an fdatasync covered; null before any, or once a new chain starts. */
+  private syncedSeq: number | null = null;
 
   private constructor(
     /** Names both files, for errors. */
@@ -238,7 +251,9 @@ export class LogJournal {
     const bytes = HEADER_BYTES + payloadBytes(batch.ops);
     const end = this.position + bytes;
     const padded = Math.ceil(end / PAGE_BYTES) * PAGE_BYTES - this.position;
-    const record = encodeRecord(batch, this.lastCrc, bytes, padded);
+    // The record before it is in this file (not at its start) and an fdatasync covered it.
+    const prevDurable = this.position > 0 && this.lastSeq !== null && this.syncedSeq === this.lastSeq;
+    const record = encodeRecord(batch, this.lastCrc, bytes, padded, prevDurable);
     try {
       writeAll(f.fd, record.chunks, this.position);
     } catch (err) {
@@ -257,6 +272,7 @@ export class LogJournal {
    * loop (returning once done) or on the thread pool.
    */
   async sync(site: FsyncSite): Promise<void> {
+    const through = this.lastSeq;
     for (const f of this.files) {
       if (!f.dirty) continue;
       f.dirty = false;
@@ -267,6 +283,7 @@ export class LogJournal {
         throw new StorageFailedError(`fsync of ${f.path} failed`, { cause: err });
       }
     }
+    if (through !== null && this.lastSeq !== null && through <= this.lastSeq) this.syncedSeq = through;
   }
 
   close(): void {
@@ -284,30 +301,72 @@ function setFree(f: JournalFile, free: boolean): number {
 function readChain(f: JournalFile): ReadRecord[] {
   const size = fstatSync(f.fd).size;
   const out: ReadRecord[] = [];
-  const header = Buffer.alloc(HEADER_BYTES);
   let at = 0;
-  while (at + HEADER_BYTES <= size) {
-    if (readSync(f.fd, header, 0, HEADER_BYTES, at) !== HEADER_BYTES) break;
-    const word = header.readUInt32LE(0);
-    const length = (word & ~ENTRY_CHECKSUMS) >>> 0;
-    if (length === 0 || length > MAX_RECORD_BYTES || at + HEADER_BYTES + length > size) break;
-    const payload = Buffer.alloc(length);
-    if (readSync(f.fd, payload, 0, length, at + HEADER_BYTES) !== length) break;
+  for (;;) {
+    const read = readRecord(f, at, size);
+    if (read === null) break;
+    const { header, length, batch } = read;
     const crc = header.readUInt32LE(4);
     const prevCrc = header.readUInt32LE(8);
-    let batch: JournalBatch | null;
-    if ((word & ENTRY_CHECKSUMS) !== 0) {
-      batch = readChecksummedPayload(f.path, payload, prevCrc, crc);
-    } else {
-      batch = crc32c(payload, prevCrc) === crc ? decodePayload(f.path, payload) : null;
+    if (batch === null) {
+      if (durablyFollowed(f, at + HEADER_BYTES + length, size, crc)) {
+        throw new StorageCorruptionError(
+          f.path,
+          null,
+          `the journal record at byte ${at} is damaged, yet the record after it was written once it was durable`,
+        );
+      }
+      break;
     }
-    if (batch === null) break;
     const prev = out[out.length - 1];
     if (prev !== undefined && (batch.seq !== prev.seq + 1 || prevCrc !== prev.crc)) break;
     out.push({ ...batch, crc, prevCrc });
     at += HEADER_BYTES + length;
   }
   return out;
+}
+
+/**
+ * The record at `at`: its header, its length and its batch, null when it fails its check; null
+ * altogether where no record can start (zeros, a length past the file, a short read).
+ */
+function readRecord(
+  f: JournalFile,
+  at: number,
+  size: number,
+): { header: Buffer; length: number; batch: JournalBatch | null } | null {
+  if (at + HEADER_BYTES > size) return null;
+  const header = Buffer.alloc(HEADER_BYTES);
+  if (readSync(f.fd, header, 0, HEADER_BYTES, at) !== HEADER_BYTES) return null;
+  const word = header.readUInt32LE(0);
+  const length = word & LENGTH_BITS;
+  if (length === 0 || at + HEADER_BYTES + length > size) return null;
+  const payload = Buffer.alloc(length);
+  if (readSync(f.fd, payload, 0, length, at + HEADER_BYTES) !== length) return null;
+  const crc = header.readUInt32LE(4);
+  const seed = recordSeed(header.readUInt32LE(8), (word & PREV_DURABLE) !== 0);
+  const batch =
+    (word & ENTRY_CHECKSUMS) !== 0
+      ? readChecksummedPayload(f.path, payload, seed, crc)
+      : crc32c(payload, seed) === crc
+        ? decodePayload(f.path, payload)
+        : null;
+  return { header, length, batch };
+}
+
+/**
+ * Whether the record at `at` is intact, chains to a record whose CRC was `crc`, and was written once
+ * that one was durable (PREV_DURABLE).
+ */
+function durablyFollowed(f: JournalFile, at: number, size: number, crc: number): boolean {
+  const next = readRecord(f, at, size);
+  if (next === null || next.batch === null) return false;
+  return (next.header.readUInt32LE(0) & PREV_DURABLE) !== 0 && next.header.readUInt32LE(8) === crc;
+}
+
+/** A record's CRC seed: the CRC of the record before it, and whether that one was durable. */
+function recordSeed(prevCrc: number, prevDurable: boolean): number {
+  return prevDurable ? (prevCrc ^ PREV_DURABLE_SEED) >>> 0 : prevCrc;
 }
 
 /*
@@ -338,7 +397,13 @@ interface EncodedRecord {
  * The record with ENTRY_CHECKSUMS. Small entries' data is copied into the record's buffer; larger data
  * is written from the entry's own, which no one changes (entries are immutable).
  */
-function encodeRecord(batch: JournalBatch, prevCrc: number, bytes: number, padded: number): EncodedRecord {
+function encodeRecord(
+  batch: JournalBatch,
+  prevCrc: number,
+  bytes: number,
+  padded: number,
+  prevDurable: boolean,
+): EncodedRecord {
   let own = padded;
   for (const op of batch.ops) {
     for (const e of op.entries) if (e.data.byteLength >= INLINE_DATA_BYTES) own -= e.data.byteLength;
@@ -348,7 +413,7 @@ function encodeRecord(batch: JournalBatch, prevCrc: number, bytes: number, padde
   let chunkStart = 0;
   let at = HEADER_BYTES;
   // The CRC runs over everything but the entries' data: `covered` is where it has reached in `buf`.
-  let crc = prevCrc;
+  let crc = recordSeed(prevCrc, prevDurable);
   let covered = HEADER_BYTES;
   at = buf.writeDoubleLE(batch.seq, at);
   at = buf.writeUInt32LE(batch.ops.length, at);
@@ -386,7 +451,7 @@ function encodeRecord(batch: JournalBatch, prevCrc: number, bytes: number, padde
   crc = crc32c(buf.subarray(covered, at), crc);
   buf.fill(0, at);
   chunks.push(buf.subarray(chunkStart));
-  buf.writeUInt32LE(((bytes - HEADER_BYTES) | ENTRY_CHECKSUMS) >>> 0, 0);
+  buf.writeUInt32LE(((bytes - HEADER_BYTES) | ENTRY_CHECKSUMS | (prevDurable ? PREV_DURABLE : 0)) >>> 0, 0);
   buf.writeUInt32LE(crc, 4);
   buf.writeUInt32LE(prevCrc, 8);
   return { chunks, crc };
