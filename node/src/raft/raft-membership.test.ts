@@ -305,6 +305,40 @@ describe("membership changes", () => {
     expect(restarted.confStateAt(1)).toEqual({ voters: VOTERS, learners: [] });
   });
 
+  it("campaigns only once no more than one committed configuration change is left to apply", () => {
+    const c = withLearner();
+    const { index: promoted } = c.node("a").proposeConfChange({ type: "promote", node: "d" });
+    c.settle();
+    const { index: removed } = c.node("a").proposeConfChange({ type: "remove", node: "c" });
+    c.settle();
+    // b restarts having applied up to just before the promotion: it holds both changes committed. By
+    // {a,b,c} it would need c's vote; by {a,b,d}, the committed configuration, d's.
+    const storage = c.member("b").storage;
+    expect(storage.initialState().hardState.commit).toBeGreaterThanOrEqual(removed);
+    const b = new RaftNode({ id: "b", storage, random: new SeededRandom(3), applied: promoted - 1 });
+    // The first Ready hands out the committed entries to apply; it is advanced only when a test says.
+    let applying: ReturnType<RaftNode["ready"]> | null = b.ready();
+    expect(applying.committedEntries.at(-1)?.index).toBeGreaterThanOrEqual(removed);
+    const asked = (): string[] => {
+      const to: string[] = [];
+      while (applying === null && b.hasReady()) {
+        const rd = b.ready();
+        to.push(...rd.messages.filter((m) => m.type === "pre-vote" || m.type === "vote").map((m) => m.to));
+        b.advance();
+      }
+      return to;
+    };
+    for (let i = 0; i < 100; i++) b.tick();
+    b.campaign();
+    expect(applying.messages.filter((m) => m.type === "pre-vote" || m.type === "vote")).toEqual([]);
+    b.advance();
+    applying = null;
+    expect(b.status().conf.voters).toEqual(["a", "b", "d"]);
+    for (let i = 0; i < 100; i++) b.tick();
+    // Had it campaigned while applying, by {a,b,c}, c would have been asked too.
+    expect(new Set(asked())).toEqual(new Set(["a", "d"]));
+  });
+
   it("brings a learner that joins after compaction up by snapshot, configuration included", () => {
     const c = InMemoryRaftCluster.bootstrapped(VOTERS);
     c.elect("a");

@@ -266,7 +266,7 @@ export class RaftNode {
 
   /** Starts an election at once (as if the election timeout elapsed). Only a voter campaigns. */
   campaign(): void {
-    if (this.role !== "leader" && this.promotable()) this.startCampaign(true, false);
+    if (this.role !== "leader" && this.mayCampaign()) this.startCampaign(true, false);
   }
 
   /** Handles a message addressed to this node. Stale or unknown messages are dropped. */
@@ -485,6 +485,33 @@ export class RaftNode {
     return this.conf.isVoter(this.id);
   }
 
+  /**
+   * Whether this node may campaign now: promotable, and holding at most one committed configuration
+   * change it has not applied. It counts votes by the configuration it applied; one change on, every
+   * majority of the one still overlaps every majority of the other (one member added, promoted or
+   * removed at a time), but two changes on they need not: {a,b,c} to {a,b,c,d} to {a,b,d}, where {a,c}
+   * and {b,d} are majorities of the first and last. etcd-raft refuses to campaign with any change
+   * unapplied; one is let through here so that a leader removing itself can hand over at once, to a
+   * voter that holds its removal committed but not yet applied.
+   */
+  private mayCampaign(): boolean {
+    return this.promotable() && !this.behindConfChanges();
+  }
+
+  /** Two or more committed configuration changes are unapplied (or a snapshot past them is pending). */
+  private behindConfChanges(): boolean {
+    let next = this.log.applied + 1;
+    const last = this.log.committed;
+    if (next <= last && next < this.log.firstIndex()) return true;
+    let unapplied = 0;
+    while (next <= last) {
+      const page = this.log.slice(next, last + 1, this.opts.maxCommittedSizePerReady);
+      for (const e of page) if (e.type === "conf" && ++unapplied >= 2) return true;
+      next += page.length;
+    }
+    return false;
+  }
+
   /** The leader's own entries became durable: count them toward the quorum (a single voter commits here). */
   private selfDurable(): void {
     const self = this.progress.get(this.id)!;
@@ -673,7 +700,7 @@ export class RaftNode {
     this.electionElapsed++;
     if (this.electionElapsed >= this.randomizedElectionTimeout && this.promotable()) {
       this.electionElapsed = 0;
-      this.startCampaign(true, false);
+      if (!this.behindConfChanges()) this.startCampaign(true, false);
     }
   }
 
@@ -1090,7 +1117,7 @@ export class RaftNode {
         this.handleSnapshotChunk(m);
         return;
       case "timeout-now":
-        if (this.role === "follower" && m.from === this.leader && this.promotable())
+        if (this.role === "follower" && m.from === this.leader && this.mayCampaign())
           this.startCampaign(false, true);
         return;
       case "read-index":
@@ -1147,7 +1174,10 @@ export class RaftNode {
   }
 
   private handleHeartbeat(m: HeartbeatMessage): void {
-    this.log.commitTo(Math.min(m.commit, this.log.lastIndex()));
+    // The leader sends the commit as far as it believes our log matches its own. Past our log, that
+    // belief is stale (our log went back: data restored from an old copy), and so may be the match of
+    // the entries we hold: commit nothing until an append has checked them. etcd stops the node here.
+    if (m.commit <= this.log.lastIndex()) this.log.commitTo(m.commit);
     this.send({ type: "heartbeat-response", to: m.from, readRound: m.readRound });
   }
 
