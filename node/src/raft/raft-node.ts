@@ -253,7 +253,11 @@ export class RaftNode {
         "not the leader",
       );
     }
-    if (to === this.id) return;
+    // Leadership asked to stay here: a transfer under way is given up, and proposals go on.
+    if (to === this.id) {
+      this.transferee = null;
+      return;
+    }
     if (!this.conf.isVoter(to)) throw new RangeError(`${to} is not a voter`);
     if (this.transferee === to) return;
     this.transferee = to;

@@ -90,6 +90,16 @@ describe("leadership transfer", () => {
     expect(refusal(() => c.node("a").proposeBatch([text("y"), text("z")])).reason).toBe("TransferInProgress");
   });
 
+  it("a transfer to the leader itself cancels one under way, as etcd-raft's does", () => {
+    const c = cluster();
+    c.isolate("c");
+    c.node("a").transferLeadership("c");
+    expect(c.node("a").status().transferee).toBe("c");
+    c.node("a").transferLeadership("a");
+    expect(c.node("a").status()).toMatchObject({ role: "leader", transferee: null });
+    c.node("a").propose(text("y"));
+  });
+
   it("a transfer that cannot complete is abandoned after one election timeout", () => {
     const c = cluster();
     c.isolate("c");

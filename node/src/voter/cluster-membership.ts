@@ -119,7 +119,11 @@ export class ClusterMembership {
       });
     }
     const status = this.driver.status();
-    if (status.role === "leader" && status.id === target.id) return { leader: target.id, changed: false };
+    if (status.role === "leader" && status.id === target.id) {
+      // Also gives up a transfer under way to another voter (etcd-raft's transfer to self).
+      await this.driver.transferLeadershipTo(target.id, this.options.deadlineMs);
+      return { leader: target.id, changed: false };
+    }
     if (!(await this.driver.transferLeadershipTo(target.id, this.options.deadlineMs))) {
       throw new UnavailableError(
         `${target.id} did not take over leadership within ${this.options.deadlineMs} ms; asking again is safe`,
