@@ -77,10 +77,14 @@ export function readState(stateFile: string): AppHostState | undefined {
   try {
     parsed = JSON.parse(readFileSync(stateFile, "utf8"));
   } catch (err) {
-    throw new StateDirError(`${stateFile} cannot be read: ${(err as Error).message}`);
+    // JSON's message quotes the text, line breaks and all: one line, so the error's tag ends it.
+    const why = (err as Error).message.replace(/\s+/g, " ").slice(0, 200);
+    throw new StateDirError(`${stateFile} cannot be read (${why}); start over with --fresh`);
   }
   if (!isState(parsed)) {
-    throw new StateDirError(`${stateFile} is not an AppHost state file this version understands`);
+    throw new StateDirError(
+      `${stateFile} is not an AppHost state file this version understands; start over with --fresh`,
+    );
   }
   return parsed;
 }

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { type AdminKeyVerdict, checkAdminKey } from "./admin-key-check.js";
-import { buildAppModel, defaultPorts, httpUrlOf, stateDirPaths } from "./app-model.js";
+import { buildAppModel, defaultPorts, httpUrlOf, stateDirPaths, VOTER_NAMES } from "./app-model.js";
 import { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { AdminKeyRejectedError, ClusterRunningError, StateDirError } from "./apphost-errors.js";
@@ -37,8 +38,30 @@ export interface PreparedCluster {
   confirmAdminKey(snapshot: ClusterSnapshot, votersKeepRunning: boolean): Promise<void>;
 }
 
-/** What a state dir holds once an AppHost has used it; `--fresh` wipes nothing else. */
-const STATE_DIR_MARKERS = ["apphost.json", "admin.key", "cluster.secret", "cluster.json", "logs"];
+/** Files only an AppHost writes: a directory holding none of them is not a state dir. */
+const STATE_DIR_MARKERS = ["apphost.json", "admin.key", "cluster.secret", "cluster.json"];
+
+/**
+ * What an AppHost keeps in a state dir, and all `--fresh` removes: the markers, what the voters
+ * remembered (`members.json`), the logs, the voters' data dirs, the control socket and state files
+ * being replaced. Anything else there (the state dir given may be a project's own directory) stays.
+ */
+function ownedByAppHost(entry: string): boolean {
+  return (
+    STATE_DIR_MARKERS.includes(entry) ||
+    ["members.json", "logs", "apphost.sock", ...VOTER_NAMES].includes(entry) ||
+    /^apphost\.json\.\d+\.tmp$/.test(entry)
+  );
+}
+
+function readStateIfReadable(stateFile: string): ReturnType<typeof readState> {
+  try {
+    return readState(stateFile);
+  } catch (error) {
+    if (error instanceof StateDirError) return undefined;
+    throw error;
+  }
+}
 
 function wipeStateDir(stateDir: string): void {
   if (!existsSync(stateDir)) return;
@@ -48,7 +71,9 @@ function wipeStateDir(stateDir: string): void {
       `refusing to wipe ${stateDir} for --fresh: it does not look like a KeyLoad state dir`,
     );
   }
-  rmSync(stateDir, { recursive: true, force: true });
+  for (const entry of entries) {
+    if (ownedByAppHost(entry)) rmSync(join(stateDir, entry), { recursive: true, force: true });
+  }
 }
 
 /**
@@ -58,7 +83,8 @@ function wipeStateDir(stateDir: string): void {
 export async function prepareCluster(setup: ClusterSetup): Promise<PreparedCluster> {
   assertUsableStateDir(setup.stateDir);
   const probe = stateDirPaths(setup.stateDir);
-  const previous = readState(probe.stateFile);
+  // A state file that cannot be read names no voter to stop: --fresh starts over without it.
+  const previous = setup.fresh ? readStateIfReadable(probe.stateFile) : readState(probe.stateFile);
   if (previous && isStateRunning(previous)) {
     throw new ClusterRunningError(
       `a cluster is already running in ${probe.stateDir}: stop it with \`down\`, or use another --state-dir`,

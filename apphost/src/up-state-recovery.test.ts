@@ -73,6 +73,33 @@ describe("up on a state dir left behind", () => {
     expect(admission.exitCode, admission.stderr).toBe(0);
   }, 120_000);
 
+  it("wipes for --fresh only what an AppHost keeps, and refuses a dir that holds none of it", async () => {
+    const project = tempDir();
+    // Brought down after the test should it start a cluster there after all.
+    stateDirs.push(project);
+    mkdirSync(join(project, "logs"));
+    mkdirSync(join(project, "src"));
+    writeFileSync(join(project, "src", "important.txt"), "mine\n");
+    const refused = await runCli(["up", "--detach", "--isolated", "--fresh", "--state-dir", project]);
+    expect(refused.exitCode).toBe(1);
+    expect(refused.stderr).toContain("does not look like a KeyLoad state dir");
+    expect(readFileSync(join(project, "src", "important.txt"), "utf8")).toBe("mine\n");
+
+    // A state dir whose state file is damaged, holding a file of someone else's too.
+    const stateDir = join(tempDir(), "state");
+    stateDirs.push(stateDir);
+    mkdirSync(join(stateDir, "logs"), { recursive: true });
+    writeFileSync(join(stateDir, "apphost.json"), "garbage\n");
+    writeFileSync(join(stateDir, "notes.txt"), "keep\n");
+    const status = await runCli(["status", "--state-dir", stateDir]);
+    expect(status.exitCode).toBe(1);
+    expect(status.stderr.trim().split("\n")).toHaveLength(1);
+    expect(status.stderr.trim()).toMatch(/start over with --fresh \[AppHostStateDir\]$/);
+    const up = await runCli(["up", "--detach", "--isolated", "--fresh", "--state-dir", stateDir]);
+    expect(up.exitCode, `${up.stdout}\n${up.stderr}`).toBe(0);
+    expect(readFileSync(join(stateDir, "notes.txt"), "utf8")).toBe("keep\n");
+  }, 120_000);
+
   it("names a state dir that is a file, or under one, in one line without a stack", async () => {
     const dir = tempDir();
     const file = join(dir, "F");
