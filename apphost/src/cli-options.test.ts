@@ -18,6 +18,13 @@ describe("the AppHost command line's new commands and options", () => {
     expect(() => parseCli(["heal", "voter1"])).toThrow(UsageError);
   });
 
+  it("refuses an empty state dir or env file, and an env file that is not there", () => {
+    expect(() => parseCli(["status", "--state-dir", ""])).toThrow(/--state-dir needs a path/);
+    expect(() => parseCli(["up", "--env-file", ""])).toThrow(/--env-file needs a path/);
+    expect(() => parseCli(["up", "--env-file", "/nonexistent/keyload.env"])).toThrow(/does not exist/);
+    expect(parseCli(["up", "--env-file", "package.json"], process.cwd()).envFile).toMatch(/package\.json$/);
+  });
+
   it("accepts leader wherever a voter is named", () => {
     expect(parseCli(["restart", "leader"]).voter).toBe("leader");
     expect(parseCli(["transfer-leader", "voter2"]).voter).toBe("voter2");

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
@@ -162,6 +163,15 @@ export function parseCli(argv: readonly string[], cwd: string = process.cwd()): 
     }
   })();
   const { values, positionals, tokens } = parsed;
+  for (const option of ["state-dir", "env-file"] as const) {
+    // An unset shell variable (`--state-dir "$DIR"`) must not fall back to the default cluster.
+    if (values[option] === "") throw new UsageError(`--${option} needs a path, not an empty one`);
+  }
+  const envFile = values["env-file"];
+  // The default .env may be absent; a file named on the command line must be there.
+  if (envFile !== undefined && !existsSync(resolve(cwd, envFile))) {
+    throw new UsageError(`--env-file ${envFile} does not exist`);
+  }
   const [name, ...rest] = positionals;
   const base = {
     stateDir: values["state-dir"]

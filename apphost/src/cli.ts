@@ -97,7 +97,10 @@ function fileSystemErrorOf(err: unknown): FileSystemError | undefined {
   });
 }
 
-process.exitCode = await run(process.argv.slice(2), new TerminalOutput());
+// `pnpm apphost` puts `--` before the arguments: Node 20 takes a `--env-file` anywhere on its command
+// line, even after the script, as its own (and exits when the file is missing) unless `--` comes first.
+const args = process.argv.slice(2);
+process.exitCode = await run(args[0] === "--" ? args.slice(1) : args, new TerminalOutput());
 // Keep-alive HTTP connections of the health probes may hold the event loop open for a while after the
 // work is done; they must not hold the command.
 setTimeout(() => process.exit(), 500).unref();
