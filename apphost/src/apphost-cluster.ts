@@ -29,6 +29,7 @@ import {
   waitForClusterReady,
 } from "./cluster-readiness.js";
 import type { VoterOperation } from "./control-channel.js";
+import { isProbeLine } from "./log-line-format.js";
 import { assertPortsFree } from "./port-allocation.js";
 import { isAlive, type ProcessRecord, processState, signalProcess, waitForExit } from "./process-table.js";
 import type { VoterFailure } from "./voter-failure.js";
@@ -227,9 +228,13 @@ export class AppHostCluster {
       if (err instanceof ReadinessTimeoutError) {
         const lastWords = unready.flatMap((v) => [
           `${v.name}'s last log lines:`,
-          ...lastLines(this.voter(v.name as VoterName).logFile, APPHOST_DEFAULTS.failureLogLines).map(
-            (line) => `  ${line}`,
-          ),
+          // Without the AppHost's own health probes, which fill a voter's log while it waits.
+          ...lastLines(
+            this.voter(v.name as VoterName).logFile,
+            APPHOST_DEFAULTS.failureLogLines,
+            0,
+            (line) => !isProbeLine(line),
+          ).map((line) => `  ${line}`),
         ]);
         throw new ReadinessTimeoutError(
           err.timeoutMs,

@@ -12,6 +12,13 @@ export interface ClusterSnapshot {
   readonly elapsedMs: number;
   /** Every voter ready, exactly one leader, and every voter following it. */
   readonly ready: boolean;
+  /**
+   * Voters that answer as members no configuration holds yet: they lost their data and came back as
+   * new members, which an admin adds (`replace`). The others serve on without them.
+   */
+  readonly newMembers: readonly string[];
+  /** A leader, and every voter but the new members ready and following it. */
+  readonly readyWithoutNewMembers: boolean;
   readonly leader: string | null;
   readonly term: number | null;
 }
@@ -26,12 +33,20 @@ export async function probeCluster(
   );
   const leaders = voters.filter((v) => v.health.role === "leader");
   const leader = leaders.length === 1 ? leaders[0]! : undefined;
-  const ready =
-    leader !== undefined && voters.every((v) => v.health.ready && v.health.leader === leader.name);
+  const following = (v: (typeof voters)[number]): boolean =>
+    leader !== undefined && v.health.ready && v.health.leader === leader.name;
+  const newMembers = voters
+    .filter(
+      ({ health }) =>
+        health.reachable && !health.failed && health.memberId !== null && health.member === null,
+    )
+    .map((v) => v.name);
   return {
     voters,
     elapsedMs: Date.now() - startedAt,
-    ready,
+    ready: voters.every(following),
+    newMembers,
+    readyWithoutNewMembers: voters.every((v) => following(v) || newMembers.includes(v.name)),
     leader: leader?.name ?? null,
     term: leader?.health.term ?? null,
   };
@@ -42,6 +57,7 @@ export function describeSnapshot(snapshot: ClusterSnapshot): string {
   return snapshot.voters
     .map(({ name, health }) => {
       if (!health.reachable) return `${name} starting`;
+      if (snapshot.newMembers.includes(name)) return `${name} new member, not added`;
       return `${name} ${health.role}${health.ready ? " (ready)" : ""}`;
     })
     .join(" · ");
@@ -53,6 +69,11 @@ export interface ReadinessOptions {
   readonly onProgress?: (snapshot: ClusterSnapshot) => void;
   /** Rejects when waiting can stop early: a voter exited. */
   readonly failure?: Promise<never>;
+  /**
+   * Also done when the only voters not ready are new members (ClusterSnapshot.newMembers): the cluster
+   * serves without them until they are added, which waiting does not bring about.
+   */
+  readonly acceptNewMembers?: boolean;
 }
 
 /** Polls every voter until the cluster is ready; throws ReadinessTimeoutError, or what `failure` rejects with. */
@@ -67,7 +88,7 @@ export async function waitForClusterReady(
   for (;;) {
     const snapshot = await Promise.race([probeCluster(targets, startedAt), failure]);
     options.onProgress?.(snapshot);
-    if (snapshot.ready) return snapshot;
+    if (snapshot.ready || (options.acceptNewMembers && snapshot.readyWithoutNewMembers)) return snapshot;
     if (snapshot.elapsedMs >= timeoutMs)
       throw new ReadinessTimeoutError(timeoutMs, describeSnapshot(snapshot));
     await Promise.race([new Promise((resolve) => setTimeout(resolve, pollMs)), failure]);

@@ -39,7 +39,19 @@ function endpoints(
     `  admin key  ${model.adminKeyFile}`,
     `  logs       ${model.logDir}`,
     ...(dashboard === null ? [] : [`  dashboard  ${dashboard.url}`]),
+    ...snapshot.newMembers.map(
+      (name) =>
+        `${name} lost its data and runs as a new member the cluster does not hold yet; the others serve ` +
+        `without it. Add it with \`pnpm apphost replace ${name}${stateDirOption(cluster)}\`.`,
+    ),
   ];
+}
+
+/** What a command printed for the user to run names: nothing for the default state dir. */
+function stateDirOption(cluster: AppHostCluster): string {
+  return cluster.model.stateDir === join(REPO_ROOT, APPHOST_DEFAULTS.stateDirName)
+    ? ""
+    : ` --state-dir ${cluster.model.stateDir}`;
 }
 
 /** `up`: forwards the configuration, starts the voters and waits for the cluster, in either mode. */
@@ -104,16 +116,13 @@ async function upDetached(prepared: PreparedCluster, output: TerminalOutput): Pr
     const snapshot = await cluster.up({
       onProgress: readinessProgress(output),
       failure: signals.interrupted,
+      acceptNewMembers: true,
     });
     output.clearStatus();
     // The cluster itself is fine when it refuses the key: its voters keep running, as after a success.
     await prepared.confirmAdminKey(snapshot, true);
     for (const line of endpoints(cluster, snapshot, output)) output.line(line);
-    const stateDirOption =
-      cluster.model.stateDir === join(REPO_ROOT, APPHOST_DEFAULTS.stateDirName)
-        ? ""
-        : ` --state-dir ${cluster.model.stateDir}`;
-    output.line(`The cluster keeps running; stop it with \`pnpm apphost down${stateDirOption}\`.`);
+    output.line(`The cluster keeps running; stop it with \`pnpm apphost down${stateDirOption(cluster)}\`.`);
     return 0;
   } finally {
     output.clearStatus();
@@ -196,7 +205,11 @@ async function upForeground(
   });
 
   try {
-    const snapshot = await cluster.up({ onProgress: readinessProgress(output), failure: startupAborted });
+    const snapshot = await cluster.up({
+      onProgress: readinessProgress(output),
+      failure: startupAborted,
+      acceptNewMembers: true,
+    });
     output.clearStatus();
     try {
       await prepared.confirmAdminKey(snapshot, false);
@@ -207,7 +220,8 @@ async function upForeground(
     }
     for (const line of endpoints(cluster, snapshot, output, dashboard)) output.line(line);
     output.line(
-      `Press Ctrl-C to stop. Debug from another terminal: pnpm apphost status | stop ${VOTER_NAMES[0]} | ...`,
+      `Press Ctrl-C to stop. Debug from another terminal: pnpm apphost status${stateDirOption(cluster)} | ` +
+        `stop ${VOTER_NAMES[0]} | ...`,
     );
     await finished;
     return forced ? 130 : 0;

@@ -100,6 +100,22 @@ describe("up on a state dir left behind", () => {
     expect(readFileSync(join(stateDir, "notes.txt"), "utf8")).toBe("keep\n");
   }, 120_000);
 
+  it("brings a cluster up without a voter that lost its data, and names it for replace", async () => {
+    const stateDir = join(tempDir(), "state");
+    stateDirs.push(stateDir);
+    const first = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
+    expect(first.exitCode, first.stderr).toBe(0);
+    expect((await runCli(["down", "--state-dir", stateDir])).exitCode).toBe(0);
+    rmSync(join(stateDir, "voter3"), { recursive: true, force: true });
+    const up = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
+    expect(up.exitCode, `${up.stdout}\n${up.stderr}`).toBe(0);
+    expect(up.stdout).toContain("KeyLoad is ready");
+    expect(up.stdout).toContain(`voter3 lost its data`);
+    expect(up.stdout).toContain(`pnpm apphost replace voter3 --state-dir ${stateDir}`);
+    const replaced = await runCli(["replace", "voter3", "--state-dir", stateDir]);
+    expect(replaced.exitCode, `${replaced.stdout}\n${replaced.stderr}`).toBe(0);
+  }, 180_000);
+
   it("names a state dir that is a file, or under one, in one line without a stack", async () => {
     const dir = tempDir();
     const file = join(dir, "F");

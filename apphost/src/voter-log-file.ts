@@ -66,15 +66,20 @@ export function readFrom(
   }
 }
 
-/** The last `count` lines written at or after `offset`, read from the end of the file. */
-export function lastLines(file: string, count: number, offset = 0): string[] {
+/** The last `count` lines written at or after `offset` that `keep` keeps, read from the end of the file. */
+export function lastLines(
+  file: string,
+  count: number,
+  offset = 0,
+  keep: (line: string) => boolean = () => true,
+): string[] {
   const end = Math.max(completeEnd(file), offset);
   // A line not ended (a voter that died while writing it) is its last word.
   const unfinished = readFrom(file, end).text;
   const lines = unfinished === "" ? [] : [unfinished];
   for (const { line, offset: start } of linesBefore(file, end)) {
     if (lines.length >= count || start < offset) break;
-    lines.push(line);
+    if (keep(line)) lines.push(line);
   }
   return lines.reverse();
 }
