@@ -1,9 +1,11 @@
 import { ConnectionError, KeyLoadClient, KeyLoadClientError } from "@keyload/client";
 import { buildAppModel, httpUrlOf, stateDirPaths, type VoterName } from "./app-model.js";
+import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { LeaderTransferError, NoClusterError, StateDirError, VoterStateError } from "./apphost-errors.js";
 import { readState } from "./apphost-state.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { processState } from "./process-table.js";
+import { probeVoter } from "./voter-health.js";
 
 /**
  * Hands the leadership of the cluster in `stateDir` to `voter` through the voters' admin route
@@ -22,9 +24,20 @@ export async function transferLeader(stateDir: string, voter: VoterName): Promis
   }
   const credentials = readKeptCredentials(model);
   if (!credentials) throw new StateDirError(`${model.stateDir} lacks the admin key; start over with --fresh`);
+  // By the member ID the voter holds now: its name may still stand for the member it was before it
+  // lost its data, which no process runs any more.
+  const target = model.voters.find((v) => v.name === voter)!;
+  const health = await probeVoter(httpUrlOf(target), APPHOST_DEFAULTS.probeTimeoutMs);
+  if (health.reachable && health.memberId !== null && health.member !== "voter") {
+    throw new LeaderTransferError(
+      health.member === "learner"
+        ? `${voter} is a learner (member ${health.memberId}): only a voter can lead`
+        : `${voter} runs as a new member (${health.memberId}) the cluster does not hold yet: add it with \`replace ${voter}\` first`,
+    );
+  }
   const client = new KeyLoadClient({ endpoints: model.voters.map(httpUrlOf), apiKey: credentials.adminKey });
   try {
-    const answer = await client.transferLeader(voter);
+    const answer = await client.transferLeader(health.memberId ?? voter);
     return answer.changed ? `${voter} leads now (member ${answer.leader})` : `${voter} already leads`;
   } catch (err) {
     if (err instanceof KeyLoadClientError) {

@@ -112,6 +112,12 @@ describe("up on a state dir left behind", () => {
     expect(up.stdout).toContain("KeyLoad is ready");
     expect(up.stdout).toContain(`voter3 lost its data`);
     expect(up.stdout).toContain(`pnpm apphost replace voter3 --state-dir ${stateDir}`);
+    // Leadership goes to no member the cluster does not hold, and it says so at once.
+    const startedAt = Date.now();
+    const transfer = await runCli(["transfer-leader", "voter3", "--state-dir", stateDir]);
+    expect(transfer.exitCode).toBe(1);
+    expect(transfer.stderr).toContain("voter3 runs as a new member");
+    expect(Date.now() - startedAt).toBeLessThan(10_000);
     const replaced = await runCli(["replace", "voter3", "--state-dir", stateDir]);
     expect(replaced.exitCode, `${replaced.stdout}\n${replaced.stderr}`).toBe(0);
   }, 180_000);
