@@ -128,6 +128,13 @@ export class StateDirError extends AppHostError {
   readonly code = "AppHostStateDir";
 }
 
+/** The state dir of a running cluster holds no admin key: what needs one cannot be asked. */
+export class MissingAdminKeyError extends StateDirError {
+  constructor(stateDir: string) {
+    super(`${stateDir} lacks the admin key; start over with --fresh`);
+  }
+}
+
 /** `--runtime container` without a Docker engine that answers; the message says what docker said. */
 export class ContainerRuntimeUnavailableError extends AppHostError {
   readonly code = "AppHostContainerRuntimeUnavailable";

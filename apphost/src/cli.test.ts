@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type AdmissionStatus, KeyLoadClient } from "@keyload/client";
@@ -94,6 +94,21 @@ describe("the AppHost command line", () => {
     const shown = JSON.stringify(await status());
     expect(shown).not.toContain(adminKey);
     expect(shown).not.toContain(secret);
+  });
+
+  it("shows the status table without the admin key, which only admission needs", async () => {
+    const keyFile = join(stateDir, "admin.key");
+    renameSync(keyFile, `${keyFile}.aside`);
+    try {
+      const table = await runCli(["status", "--state-dir", stateDir]);
+      expect(table.exitCode, table.stderr).toBe(0);
+      expect(table.stdout).toContain("voter1");
+      const admission = await runCli(["admission", "--state-dir", stateDir]);
+      expect(admission.exitCode).toBe(1);
+      expect(admission.stderr).toContain("lacks the admin key");
+    } finally {
+      renameSync(`${keyFile}.aside`, keyFile);
+    }
   });
 
   it("forwards shared and per-voter settings, the environment winning over .env", async () => {

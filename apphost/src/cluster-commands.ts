@@ -2,7 +2,7 @@ import { formatAdmission } from "./admission-format.js";
 import { buildAppModel, defaultPorts, stateDirPaths } from "./app-model.js";
 import { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
-import { AdmissionUnavailableError, NoClusterError } from "./apphost-errors.js";
+import { AdmissionUnavailableError, MissingAdminKeyError, NoClusterError } from "./apphost-errors.js";
 import { type OwnerRecord, readState } from "./apphost-state.js";
 import type { CliOptions } from "./cli-options.js";
 import { resolveVoter, type VoterTarget } from "./cluster-leader.js";
@@ -77,9 +77,10 @@ export async function statusCommand(options: CliOptions, output: TerminalOutput)
 async function statusTable(stateDir: string): Promise<string> {
   const [status, admission] = await Promise.all([
     clusterStatus(stateDir),
-    // A state dir without a cluster has no admin key to ask with, and nothing to ask.
+    // A state dir without a cluster has no admin key to ask with, and nothing to ask; without its key,
+    // the table still shows what needs none.
     clusterAdmission(stateDir).catch((err: unknown) => {
-      if (err instanceof NoClusterError) return [];
+      if (err instanceof NoClusterError || err instanceof MissingAdminKeyError) return [];
       throw err;
     }),
   ]);

@@ -1,7 +1,12 @@
 import { ConnectionError, KeyLoadClient, KeyLoadClientError } from "@keyload/client";
 import { buildAppModel, httpUrlOf, stateDirPaths, type VoterName } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
-import { LeaderTransferError, NoClusterError, StateDirError, VoterStateError } from "./apphost-errors.js";
+import {
+  LeaderTransferError,
+  MissingAdminKeyError,
+  NoClusterError,
+  VoterStateError,
+} from "./apphost-errors.js";
 import { readState } from "./apphost-state.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { processState } from "./process-table.js";
@@ -23,7 +28,7 @@ export async function transferLeader(stateDir: string, voter: VoterName): Promis
     throw new VoterStateError(`${voter} is ${what} before handing it leadership`);
   }
   const credentials = readKeptCredentials(model);
-  if (!credentials) throw new StateDirError(`${model.stateDir} lacks the admin key; start over with --fresh`);
+  if (!credentials) throw new MissingAdminKeyError(model.stateDir);
   // By the member ID the voter holds now: its name may still stand for the member it was before it
   // lost its data, which no process runs any more.
   const target = model.voters.find((v) => v.name === voter)!;

@@ -1,7 +1,7 @@
 import type { AdmissionStatus } from "@keyload/client";
 import { buildAppModel, httpUrlOf, stateDirPaths, type VoterName } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
-import { AdmissionUnavailableError, NoClusterError, StateDirError } from "./apphost-errors.js";
+import { AdmissionUnavailableError, MissingAdminKeyError, NoClusterError } from "./apphost-errors.js";
 import { poll } from "./apphost-poll.js";
 import { readState } from "./apphost-state.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
@@ -54,7 +54,7 @@ export async function clusterAdmission(stateDir: string, only?: VoterName): Prom
   // A cluster that is not running has nothing to ask, whatever became of its admin key.
   const credentials = voters.some((v) => v.current === "running") ? readKeptCredentials(model) : null;
   if (credentials === undefined) {
-    throw new StateDirError(`${model.stateDir} lacks the admin key; start over with --fresh`);
+    throw new MissingAdminKeyError(model.stateDir);
   }
   return Promise.all(
     voters.map(async ({ voter, current }): Promise<VoterAdmission> => {
