@@ -321,10 +321,13 @@ export class AppHostCluster {
   }
 
   pause(name: VoterName): string {
+    if (processState(this.process(name)) === "paused") return `${name} is already paused`;
     return this.signalRunning(name, "SIGSTOP", "paused");
   }
 
   resume(name: VoterName): string {
+    // As `start` of a running voter: nothing to do, and said so.
+    if (processState(this.process(name)) === "running") return `${name} is already running`;
     return this.signalRunning(name, "SIGCONT", "resumed");
   }
 

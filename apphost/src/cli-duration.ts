@@ -16,7 +16,7 @@ export function parseDuration(option: string, text: string): number {
 /** A count on the command line: a whole number, 0 or more. Throws UsageError. */
 export function parseCount(option: string, text: string): number {
   if (!/^\d{1,9}$/.test(text)) {
-    throw new UsageError(`--${option} takes a whole number, not ${JSON.stringify(text)}`);
+    throw new UsageError(`--${option} takes a whole number below a billion, not ${JSON.stringify(text)}`);
   }
   return Number(text);
 }

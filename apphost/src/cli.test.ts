@@ -143,7 +143,10 @@ describe("the AppHost command line", () => {
   });
 
   it("pauses and resumes a voter", async () => {
+    const notPaused = await runCli(["resume", "voter2", "--state-dir", stateDir]);
+    expect(notPaused.stdout).toContain("voter2 is already running");
     expect((await runCli(["pause", "voter2", "--state-dir", stateDir])).exitCode).toBe(0);
+    expect((await runCli(["pause", "voter2", "--state-dir", stateDir])).stdout).toContain("already paused");
     expect((await status()).voters[1]).toMatchObject({ state: "paused", role: "unknown", health: "unknown" });
     // A paused voter cannot say what it is; the configuration the others hold can, once they answer
     // reads again (after an election, if it led).
