@@ -156,7 +156,7 @@ describe("the applied state's fsync", () => {
     const failures: unknown[] = [];
     sm.onFailure((err) => failures.push(err));
     sm.applyBatch([put("a")]);
-    // biome-ignore lint/suspicious/noExplicitAny: the worker's answer, without a worker whose fsync fails
+    // The worker's answer, without a worker whose fsync fails.
     const copier = (sm as any).snapshots as { copy: () => Promise<unknown> };
     const copy = vi.spyOn(copier, "copy");
     copy.mockRejectedValueOnce(new InternalError("the copy failed: ENOSPC", { reason: "SnapshotFailed" }));
