@@ -42,11 +42,6 @@ export class Progress {
   epoch = 0;
   /** `match` when the current epoch began: the follower held at least this much before any of its appends. */
   epochMatch = 0;
-  /**
-   * The epoch from which the follower's answers count: the one begun when it was found to have lost
-   * entries it acknowledged (restartFrom). Answers to appends sent before name a log it no longer has.
-   */
-  trustedFromEpoch = 0;
   readonly inflights: Inflights;
 
   constructor(next: number, maxInflightMsgs: number, maxInflightBytes: number) {
@@ -74,7 +69,6 @@ export class Progress {
     this.match = 0;
     this.resetState("probe");
     this.next = hint + 1;
-    this.trustedFromEpoch = this.epoch;
   }
 
   becomeSnapshot(snapshot: Snapshot): void {

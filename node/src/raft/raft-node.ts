@@ -964,7 +964,6 @@ export class RaftNode {
   }
 
   private handleAppendResponse(m: AppendResponseMessage, pr: Progress): void {
-    if (m.epoch < pr.trustedFromEpoch) return;
     if (m.reject) {
       let hint = m.rejectHint;
       if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
