@@ -151,10 +151,10 @@ describe("corruption detection", () => {
     expect(err.file).toBe(join(image, "raft-log.journal-*"));
     expect(err.index).toBe(31);
     expect(err.message).toMatch(/acknowledged writes are missing: write batch 4 \(log up to index 40\)/);
-    // Inside the first: the records after it were written once it was durable, so no crash tore it.
-    const first = Buffer.from(original);
-    for (let i = 100; i < 160; i++) first[i] = (first[i] ?? 0) ^ 0xa5;
-    writeFileSync(journal, first);
+    // Inside the second: the records after it were written once it was durable, so no crash tore it.
+    const second = Buffer.from(original);
+    for (let i = ends[0]! + 100; i < ends[0]! + 160; i++) second[i] = (second[i] ?? 0) ^ 0xa5;
+    writeFileSync(journal, second);
     expect(openError(image)).toMatchObject({
       file: journal,
       message: expect.stringMatching(/damaged, yet the record after it was written once it was durable/),

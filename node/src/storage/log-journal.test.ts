@@ -94,6 +94,32 @@ describe("LogJournal", () => {
     expect(() => open(dir)).toThrow(/damaged, yet the record after it was written once it was durable/);
   });
 
+  it("reads a record torn over a stale one of an earlier turn as a torn tail, not as damage", async () => {
+    const dir = fx.dir();
+    const j = open(dir, 256 * 1024);
+    j.restart();
+    // The earlier turn: a small record, a large one spanning pages, a small one, each fsynced.
+    j.append(batch(1, 10, 12));
+    await j.sync("event-loop");
+    j.append(batch(2, 20, 30, 1, 2000));
+    await j.sync("event-loop");
+    j.append(batch(3, 40, 42));
+    await j.sync("event-loop");
+    const path = join(dir, JOURNAL_FILES[0]);
+    const earlier = readFileSync(path);
+    j.restart();
+    // This turn: batch 10 as long as batch 1, so batch 11 starts where batch 2 did and ends, padded,
+    // before batch 3. A crash writes batch 11's later bytes but not its first: batch 2's header over a
+    // payload of both turns, and batch 3 intact after it, chained to batch 2 and flagged durable.
+    const first = j.append(batch(10, 100, 102));
+    await j.sync("event-loop");
+    j.append(batch(11, 110, 112));
+    const bytes = readFileSync(path);
+    earlier.copy(bytes, first, first, first + 40);
+    writeFileSync(path, bytes);
+    expect(seqs(open(dir).batchesAfter(9))).toEqual([10]);
+  });
+
   it("ends the chain at a damaged record the one after was written before any fsync of", async () => {
     const dir = fx.dir();
     const j = open(dir);

@@ -309,7 +309,10 @@ function readChain(f: JournalFile): ReadRecord[] {
     const crc = header.readUInt32LE(4);
     const prevCrc = header.readUInt32LE(8);
     if (batch === null) {
-      if (durablyFollowed(f, at + HEADER_BYTES + length, size, crc)) {
+      // Only past a good record of this chain: the successor's sequence number then tells it from a
+      // stale record of an earlier turn of this file, whose place a torn write may have half-covered.
+      const prev = out[out.length - 1];
+      if (prev !== undefined && durablyFollowed(f, at + HEADER_BYTES + length, size, crc, prev.seq + 2)) {
         throw new StorageCorruptionError(
           f.path,
           null,
@@ -355,12 +358,12 @@ function readRecord(
 }
 
 /**
- * Whether the record at `at` is intact, chains to a record whose CRC was `crc`, and was written once
- * that one was durable (PREV_DURABLE).
+ * Whether the record at `at` is intact, is batch `seq`, chains to a record whose CRC was `crc`, and was
+ * written once that one was durable (PREV_DURABLE).
  */
-function durablyFollowed(f: JournalFile, at: number, size: number, crc: number): boolean {
+function durablyFollowed(f: JournalFile, at: number, size: number, crc: number, seq: number): boolean {
   const next = readRecord(f, at, size);
-  if (next === null || next.batch === null) return false;
+  if (next === null || next.batch === null || next.batch.seq !== seq) return false;
   return (next.header.readUInt32LE(0) & PREV_DURABLE) !== 0 && next.header.readUInt32LE(8) === crc;
 }
 
