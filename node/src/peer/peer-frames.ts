@@ -26,7 +26,8 @@ export const FrameType = {
 // 4: ephemeral keys in Hello and Challenge, proofs over the whole transcript, frames sealed after the
 //    handshake, entries carry their checksum.
 // 5: announcements carry the sender's wall clock.
-const PROTOCOL_VERSION = 5;
+// 6: snapshot chunks carry the replication epoch their answers echo.
+const PROTOCOL_VERSION = 6;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 /** Tells a stray client (an HTTP request sent to the peer port, say) apart from a peer at once. */

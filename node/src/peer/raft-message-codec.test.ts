@@ -35,6 +35,7 @@ const samples: Message[] = [
     totalBytes: 3,
     checksum: 0xdeadbeef,
     data: new Uint8Array([1, 2, 3]),
+    epoch: 4,
   },
   {
     type: "snapshot-chunk-response",

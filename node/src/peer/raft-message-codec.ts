@@ -64,6 +64,7 @@ export function encodeRaftMessageParts(message: Message): readonly Uint8Array[] 
     w.uint(message.offset);
     w.uint(message.totalBytes);
     w.uint(message.checksum);
+    w.uint(message.epoch);
     w.uint(data.length);
     return [w.finish(), data];
   }
@@ -193,6 +194,7 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
       const offset = r.uint();
       const totalBytes = r.uint();
       const checksum = r.uint();
+      const epoch = r.uint();
       const data = r.bytes();
       if (checksum > 0xffff_ffff) throw new PeerProtocolError(`snapshot checksum ${checksum} is not 32 bits`);
       if (offset + data.byteLength > totalBytes) {
@@ -211,6 +213,7 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
         totalBytes,
         checksum,
         data,
+        epoch,
       };
       break;
     }

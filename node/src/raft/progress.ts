@@ -42,6 +42,12 @@ export class Progress {
   epoch = 0;
   /** `match` when the current epoch began: the follower held at least this much before any of its appends. */
   epochMatch = 0;
+  /**
+   * The first epoch whose answers count: the one begun when the follower was found to have lost
+   * entries it acknowledged (restartFrom). An answer to a message sent before names a log it no
+   * longer holds.
+   */
+  trustedFromEpoch = 0;
   readonly inflights: Inflights;
 
   constructor(next: number, maxInflightMsgs: number, maxInflightBytes: number) {
@@ -69,6 +75,7 @@ export class Progress {
     this.match = 0;
     this.resetState("probe");
     this.next = hint + 1;
+    this.trustedFromEpoch = this.epoch;
   }
 
   becomeSnapshot(snapshot: Snapshot): void {

@@ -300,7 +300,7 @@ export class RaftNode {
     } else if (m.term < this.term) {
       if (m.type === "append" || m.type === "heartbeat") {
         // A stale leader (e.g. healed from a partition) learns our term from this and steps down.
-        this.acknowledge(m.from, 0);
+        this.acknowledge(m.from, 0, 0);
       } else if (m.type === "pre-vote") {
         this.send({ type: "pre-vote-response", to: m.from, reject: true });
       }
@@ -935,6 +935,7 @@ export class RaftNode {
         totalBytes: total,
         checksum: t.snapshot.checksum,
         data: null,
+        epoch: pr.epoch,
       });
       t.sentOffset = end;
       t.started = true;
@@ -964,6 +965,7 @@ export class RaftNode {
   }
 
   private handleAppendResponse(m: AppendResponseMessage, pr: Progress): void {
+    if (m.epoch < pr.trustedFromEpoch) return;
     if (m.reject) {
       let hint = m.rejectHint;
       if (m.logTerm > 0) hint = this.log.findConflictByTerm(m.rejectHint, m.logTerm).index;
@@ -1172,8 +1174,8 @@ export class RaftNode {
     });
   }
 
-  /** A successful answer: our log matches the leader's up to `index`; `epoch` that of the append answered. */
-  private acknowledge(to: NodeId, index: number, epoch = 0): void {
+  /** A successful answer: our log matches the leader's up to `index`; `epoch` that of the message answered. */
+  private acknowledge(to: NodeId, index: number, epoch: number): void {
     this.send({ type: "append-response", to, index, reject: false, rejectHint: 0, logTerm: 0, epoch });
   }
 
@@ -1189,7 +1191,7 @@ export class RaftNode {
     if (m.meta.index <= this.log.committed) {
       // We already hold everything the snapshot covers: tell the leader where we stand.
       this.incoming = null;
-      this.acknowledge(m.from, this.log.committed);
+      this.acknowledge(m.from, this.log.committed, m.epoch);
       return;
     }
     let inc = this.incoming;
@@ -1214,7 +1216,7 @@ export class RaftNode {
     this.restore({ meta: inc.meta, size: inc.totalBytes, checksum: inc.checksum });
     // Only the committed prefix is known to match the leader: entries we kept after a fast-forward
     // may come from a deposed leader and must not be acknowledged.
-    this.acknowledge(m.from, this.log.committed);
+    this.acknowledge(m.from, this.log.committed, m.epoch);
   }
 
   private respondChunk(m: SnapshotChunkMessage, nextOffset: number, reject: boolean): void {

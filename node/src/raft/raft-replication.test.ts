@@ -322,6 +322,10 @@ describe("replication from the leader", () => {
     const h = s.step(appendResponse("b", "a", 1, 3, true, 1, 1, probe.epoch));
     expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 0, next: 2 });
     expect(appendsTo(h.messages, "b", false)).toMatchObject([{ index: 1, logTerm: 1 }]);
+    // An acknowledgement of an append sent before it lost its data, late on the wire, names entries
+    // it no longer holds: they must not count toward a commit.
+    s.step(appendResponse("b", "a", 1, 3, false, 0, 0, probe.epoch));
+    expect(s.node.status().progress.b).toMatchObject({ state: "probe", match: 0, next: 2 });
     // It takes the rest from there, and counts toward commits again as it acknowledges.
     s.step(appendResponse("b", "a", 1, 5, false, 0, 0, probe.epoch + 1));
     expect(s.node.status().progress.b).toMatchObject({ state: "replicate", match: 5 });
@@ -417,5 +421,25 @@ describe("a follower that lost its data", () => {
     c.tickAll(3);
     expect(c.node("c").status().commit).toBe(c.node("a").status().commit);
     expect(c.appliedData("c")).toEqual(["v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7"]);
+  });
+
+  it("is brought back by a snapshot when the leader has compacted what it lost", () => {
+    const c = new InMemoryRaftCluster(["a", "b", "c"]);
+    c.elect("a");
+    for (let i = 0; i < 5; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    c.tickAll(2);
+    expect(c.node("a").status().progress.c!.match).toBe(6);
+    const storage = c.member("a").storage;
+    storage.createSnapshot(6, { voters: ["a", "b", "c"] }, Uint8Array.of(1, 2, 3));
+    storage.compact(6);
+    c.wipe("c");
+    for (let i = 5; i < 8; i++) c.node("a").propose(text(`v${i}`));
+    c.settle();
+    c.tickAll(3);
+    // The snapshot's answers belong to the epoch begun after the loss was found, and count.
+    expect(c.node("a").status().progress.c).toMatchObject({ state: "replicate", match: 9 });
+    expect(c.member("c").storage.firstIndex()).toBe(7);
+    expect(c.appliedData("c")).toEqual(["v5", "v6", "v7"]);
   });
 });

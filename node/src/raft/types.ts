@@ -78,7 +78,7 @@ export interface AppendResponseMessage extends MessageBase {
   /** On rejection: a hint (index, term) from the follower's log for fast backtracking. */
   readonly rejectHint: number;
   readonly logTerm: number;
-  /** The epoch of the append this answers; 0 when it answers no append. */
+  /** The epoch of the append or snapshot chunk this answers; 0 when it answers neither. */
   readonly epoch: number;
 }
 
@@ -122,6 +122,8 @@ export interface SnapshotChunkMessage extends MessageBase {
   /** CRC-32C of the whole snapshot. */
   readonly checksum: number;
   readonly data: Uint8Array | null;
+  /** The leader's replication epoch for this follower when it sent this, echoed by the answers. */
+  readonly epoch: number;
 }
 
 export interface SnapshotChunkResponseMessage extends MessageBase {

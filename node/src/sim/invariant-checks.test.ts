@@ -144,6 +144,7 @@ describe("invariant checks", () => {
       totalBytes: 0,
       checksum,
       data: null,
+      epoch: 0,
     });
     storage.takeSnapshot(2, conf, () => new Uint8Array());
     expect(broken(() => checkSnapshotSent(n1, sent(2, 1)))).toBe("snapshot-has-file");

@@ -39,6 +39,7 @@ function chunk(snapshot: Snapshot, offset: number, length: number): SnapshotChun
     totalBytes: snapshot.size,
     checksum: snapshot.checksum,
     data: null,
+    epoch: 0,
   };
 }
 

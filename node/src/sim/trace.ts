@@ -100,7 +100,7 @@ export function formatMessage(m: Message): string {
     case "heartbeat-response":
       return `${head} round=${m.readRound}`;
     case "snapshot-chunk":
-      return `${head} snap=${m.meta.index}/${m.meta.term} bytes=${m.offset}+${m.length}/${m.totalBytes}`;
+      return `${head} snap=${m.meta.index}/${m.meta.term} bytes=${m.offset}+${m.length}/${m.totalBytes} e${m.epoch}`;
     case "snapshot-chunk-response":
       return `${head} snap=${m.snapshotIndex}/${m.snapshotTerm} next=${m.nextOffset}${m.reject ? " REJECT" : ""}`;
     case "read-index":

@@ -225,6 +225,7 @@ describe("a snapshot streamed from a leader to a follower over real storage", ()
       totalBytes: snap.size,
       checksum: snap.checksum,
       data: null,
+      epoch: 0,
     });
     const held: { m: SnapshotChunkMessage; released: () => void }[] = [];
     const sender = new SnapshotSender(

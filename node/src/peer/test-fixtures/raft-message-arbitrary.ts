@@ -113,6 +113,7 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
       beyond: fc.nat({ max: 1 << 30 }),
       checksum: fc.nat({ max: 0xffff_ffff }),
       data,
+      epoch: uint,
     })
     .chain(({ beyond, ...m }) =>
       metaUpTo(m.term).map(

@@ -286,6 +286,7 @@ export function snapshotChunk(
   data: Uint8Array,
   totalBytes: number,
   checksum: number,
+  epoch = 0,
 ): SnapshotChunkMessage {
   return {
     type: "snapshot-chunk",
@@ -298,6 +299,7 @@ export function snapshotChunk(
     totalBytes,
     checksum,
     data,
+    epoch,
   };
 }
 
