@@ -129,9 +129,15 @@ function authenticate(
   edge.hold(admitted);
   const apiKey = bearerKey(request.headers.authorization);
   const identity = deps.service.authenticate(apiKey);
-  if (identity !== null && accessRefusal(route, identity) === undefined) {
-    bindIdentity(request, edge, route, admitted, identity);
-    return undefined;
+  if (identity !== null) {
+    const action = actionOf(route);
+    if (roleRefusal(identity, route.roles, action) === undefined) {
+      // A principal never changes tenant: no catching up changes this refusal.
+      const denied = route.clusterWide ? clusterRefusal(identity, action) : undefined;
+      if (denied !== undefined) throw denied;
+      bindIdentity(request, edge, route, admitted, identity);
+      return undefined;
+    }
   }
   // A key this voter does not know, or one it knows without the route's role, may be known, or have
   // the role, in what has committed: a follower applies behind the commit, and a role granted through
@@ -167,11 +173,15 @@ function bindIdentity(
  * tenant. A principal never changes tenant, so the voter checks the roles again but not the tenant.
  */
 function accessRefusal(route: ApiRoute, identity: Identity): PermissionDeniedError | undefined {
-  const action = `${route.method} ${route.path}`;
+  const action = actionOf(route);
   return (
     roleRefusal(identity, route.roles, action) ??
     (route.clusterWide ? clusterRefusal(identity, action) : undefined)
   );
+}
+
+function actionOf(route: ApiRoute): string {
+  return `${route.method} ${route.path}`;
 }
 
 function shuttingDown(): UnavailableError {
