@@ -24,7 +24,8 @@ export interface QueryRequest {
   readonly after: string | undefined;
 }
 
-const PATH = /^\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\."[^"\\]*"|\[[0-9]{1,9}\])*$/;
+// A quoted label holds no NUL: SQLite's path parser would end the path there and fail the read.
+const PATH = /^\$(?:\.[A-Za-z_][A-Za-z0-9_]*|\."[^"\\\0]*"|\[[0-9]{1,9}\])*$/;
 const MAX_PATH_CHARS = 256;
 const OPS: readonly FilterOp[] = ["eq", "ne", "lt", "lte", "gt", "gte", "exists"];
 const COMPARE: Record<"lt" | "lte" | "gt" | "gte", string> = { lt: "<", lte: "<=", gt: ">", gte: ">=" };

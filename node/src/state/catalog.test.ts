@@ -215,6 +215,8 @@ describe("catalog query", () => {
       { where: {} },
       { where: [{ path: "status", value: 1 }] },
       { where: [{ path: "$.a b", value: 1 }] },
+      // SQLite's path parser ends a quoted label at a NUL.
+      { where: [{ path: '$."a\u0000b"', value: 1 }] },
       { where: [{ path: "$.a", op: "like", value: 1 }] },
       { where: [{ path: "$.a", value: { x: 1 } }] },
       { where: [{ path: "$.a", op: "lt", value: true }] },
