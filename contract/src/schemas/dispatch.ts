@@ -17,7 +17,7 @@ export const DISPATCH_QUERY_SCHEMAS = {
     description: "Directives with a sequence number above this (default 0)",
   }),
   limit: Type.String({
-    pattern: "^0*[1-9][0-9]{0,3}$",
+    pattern: "^0*(?:[1-9][0-9]{0,2}|1000)$",
     description: `At most this many directives, at least 1 (default ${READ_LIMITS.defaultDispatchRead}, at most ${READ_LIMITS.maxDispatchRead})`,
   }),
 };

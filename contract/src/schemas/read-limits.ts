@@ -17,6 +17,12 @@ export const READ_LIMITS = {
   maxDispatchRead: 1000,
   defaultDispatchRead: 100,
   /**
+   * Bytes of directive data (as stored) one dispatch read answers, at least one directive however large.
+   * The read is a control request, which reserves no working space, and runs on the voter's event loop;
+   * a directive's stored JSON may be several times its payload's (`1e20` is written out in full).
+   */
+  maxDispatchPageBytes: 1024 * 1024,
+  /**
    * Rows (documents, tombstones included) one query page examines, whether its filters match or not:
    * past it the page ends, short or even empty, with a cursor.
    */

@@ -179,6 +179,9 @@ describe("bad input answers 400 InvalidArgument and submits nothing", () => {
     // A page of no directives would read as a channel with none.
     "limit=0",
     "limit=000",
+    // Past the schema's maximum, as query and search refuse theirs.
+    "limit=1001",
+    "limit=9999",
   ])("refuses a query parameter of the wrong shape: %s", async (query) => {
     const response = await fx.app.inject({
       method: "GET",
@@ -189,10 +192,10 @@ describe("bad input answers 400 InvalidArgument and submits nothing", () => {
     expect(fx.service.reads).toHaveLength(0);
   });
 
-  it("takes a limit with leading zeros", async () => {
+  it.each(["limit=010", "limit=1000", "limit=01000"])("takes a limit up to the maximum: %s", async (query) => {
     const response = await fx.app.inject({
       method: "GET",
-      url: "/v1/dispatch/ops?limit=010",
+      url: `/v1/dispatch/ops?${query}`,
       headers: { authorization: bearer("reader") },
     });
     expect(response.statusCode, response.body).toBe(200);

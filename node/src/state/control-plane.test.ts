@@ -1,4 +1,4 @@
-import type { Member } from "@keyload/contract";
+import { type Member, READ_LIMITS } from "@keyload/contract";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { generateApiKey, hashApiKey } from "./api-key.js";
 import { ADMIN_KEY, Harness, TEST_KEY_HASHER, TempStates } from "./test-fixtures/state-fixtures.js";
@@ -125,6 +125,12 @@ describe("dispatch", () => {
     expect(() => h.sm.readDispatch("t1", "ops", -1)).toThrow(
       expect.objectContaining({ code: "InvalidArgument" }),
     );
+    // A page stops past a byte bound of stored data, the first directive always answered.
+    const big = "x".repeat(READ_LIMITS.maxDispatchPageBytes / 2 - 1024);
+    for (let i = 0; i < 3; i++)
+      h.ok("dispatch.append", { directive: "big", data: big }, { params: { channel: "big" } });
+    expect(h.sm.readDispatch("t1", "big", 0).map((d) => d.sequence)).toEqual([1, 2]);
+    expect(h.sm.readDispatch("t1", "big", 2).map((d) => d.sequence)).toEqual([3]);
     for (const body of [{}, { directive: "" }, { directive: 5 }, { directive: "x".repeat(257) }, "["]) {
       expect(h.fail("dispatch.append", body, { params: { channel: "ops" } })).toMatchObject({
         code: "InvalidArgument",

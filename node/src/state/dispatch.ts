@@ -74,14 +74,24 @@ export class Dispatch {
     return { channel, sequence };
   }
 
-  /** Directives with a sequence number above `after`, oldest first. */
-  read(tenant: string, channel: string, after: number, limit: number): Directive[] {
+  /**
+   * Directives with a sequence number above `after`, oldest first: at most `limit`, and no more past
+   * `maxBytes` of their stored data and names (the first always goes). A reader goes on after the last.
+   */
+  read(tenant: string, channel: string, after: number, limit: number, maxBytes: number): Directive[] {
     if (!Number.isSafeInteger(after) || after < 0) throw invalid("after must be a non-negative integer");
-    return this.after.all(tenant, channel, after, limit).map((row) => ({
-      sequence: row.seq,
-      directive: row.directive,
-      data: row.data === null ? null : JSON.parse(row.data),
-      atMs: row.at_ms,
-    }));
+    const directives: Directive[] = [];
+    let bytes = 0;
+    for (const row of this.after.iterate(tenant, channel, after, limit)) {
+      bytes += Buffer.byteLength(row.directive) + (row.data === null ? 0 : Buffer.byteLength(row.data));
+      if (directives.length > 0 && bytes > maxBytes) break;
+      directives.push({
+        sequence: row.seq,
+        directive: row.directive,
+        data: row.data === null ? null : JSON.parse(row.data),
+        atMs: row.at_ms,
+      });
+    }
+    return directives;
   }
 }

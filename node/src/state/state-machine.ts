@@ -256,6 +256,7 @@ export class StateMachine {
       channel,
       after,
       Math.min(limit, READ_LIMITS.maxDispatchRead),
+      READ_LIMITS.maxDispatchPageBytes,
     );
   }
 
