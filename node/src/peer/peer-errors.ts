@@ -32,6 +32,8 @@ export type PeerHandshakeFailure =
   | "LimitsMismatch"
   /** The peer belongs to another cluster: the message names both cluster IDs. */
   | "ClusterMismatch"
+  /** The peer is a new incarnation of a member seen before: it lost its storage (MemberIncarnations). */
+  | "IncarnationMismatch"
   | "VersionMismatch"
   /** The other side refused; `remoteReason` says why. */
   | "Refused"

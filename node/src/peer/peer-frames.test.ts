@@ -33,6 +33,8 @@ describe("peer frames", () => {
     const proof = new Uint8Array(PROOF_BYTES).fill(1);
     const announcement = {
       clusterId: "7f3c0a4e-cluster",
+      memberId: "voter2~0a1b2c3d",
+      incarnation: "5b0e7d21a9c3f406",
       httpUrl: "http://127.0.0.1:7101",
       wallMs: 1_796_000_000_123,
       limits: new Map([
@@ -71,24 +73,38 @@ describe("peer frames", () => {
     const proof = new Uint8Array(PROOF_BYTES);
     const credentials = encodeCredentials(
       proof,
-      encodeAnnouncement({ clusterId: "", httpUrl: "u", wallMs: 1, limits: new Map([["x", 1]]) }),
+      encodeAnnouncement({
+        clusterId: "",
+        memberId: "a",
+        incarnation: "i",
+        httpUrl: "u",
+        wallMs: 1,
+        limits: new Map([["x", 1]]),
+      }),
     );
     expect(() => decodeCredentials(credentials.subarray(0, 10))).toThrow(PeerProtocolError);
-    // proof, cluster ID "", URL "u", wall clock, two limits: the same one twice.
+    // proof, cluster ID "", member "a", incarnation "i", URL "u", wall clock, two limits: the same one twice.
     const twice = Buffer.concat([
       proof,
-      Uint8Array.from([0, 1, 117]),
+      Uint8Array.from([0, 1, 97, 1, 105, 1, 117]),
       f64(1),
       Uint8Array.from([2]),
       ...Array(2).fill(limitEntry("x", 1)),
     ]);
     expect(() => decodeCredentials(twice)).toThrow(/announced twice/);
+    const announced = (bytes: number[]) =>
+      Buffer.concat([proof, Uint8Array.from(bytes), f64(1), Uint8Array.from([0])]);
+    // Member "a" with incarnation "", then member " " (not a member ID).
+    expect(() => decodeCredentials(announced([0, 1, 97, 0, 1, 117]))).toThrow(
+      /an incarnation is 1-64 characters/,
+    );
+    expect(() => decodeCredentials(announced([0, 1, 32, 1, 105, 1, 117]))).toThrow(/member ID is not one/);
   });
 
   it.each([-1, 1.5, Number.NaN, 2 ** 60])("refuses an announced wall clock of %s", (wallMs) => {
     const credentials = Buffer.concat([
       new Uint8Array(PROOF_BYTES),
-      Uint8Array.from([0, 1, 117]),
+      Uint8Array.from([0, 1, 97, 1, 105, 1, 117]),
       f64(wallMs),
       Uint8Array.from([0]),
     ]);

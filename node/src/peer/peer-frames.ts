@@ -1,5 +1,6 @@
 import { BinaryReader } from "./binary-reader.js";
 import { BinaryWriter } from "./binary-writer.js";
+import { isMemberId } from "./member-name.js";
 import { PeerHandshakeError, PeerProtocolError } from "./peer-errors.js";
 import { EPHEMERAL_KEY_BYTES } from "./session-keys.js";
 
@@ -26,8 +27,10 @@ export const FrameType = {
 // 4: ephemeral keys in Hello and Challenge, proofs over the whole transcript, frames sealed after the
 //    handshake, entries carry their checksum.
 // 5: announcements carry the sender's wall clock.
-// 6: snapshot chunks carry the replication epoch their answers echo.
+// 6: snapshot chunks carry the replication epoch their answers echo; announcements carry the sender's
+//    incarnation.
 const PROTOCOL_VERSION = 6;
+const MAX_INCARNATION_CHARS = 64;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 /** Tells a stray client (an HTTP request sent to the peer port, say) apart from a peer at once. */
@@ -53,6 +56,10 @@ export interface Credentials {
   readonly proof: Uint8Array;
   /** The sender's cluster ID, or "" while it has not learnt one. */
   readonly clusterId: string;
+  /** The sender's Raft member ID (its name, or `name~token` for a later member under it). */
+  readonly memberId: string;
+  /** The sender's incarnation: made with its storage (MemberIncarnations). */
+  readonly incarnation: string;
   readonly httpUrl: string;
   readonly limits: ReadonlyMap<string, number>;
   /** The sender's wall clock as it sent them, in ms since the epoch (see PeerInfo.wallMs). */
@@ -136,6 +143,8 @@ export type Announcement = Omit<Credentials, "proof">;
 export function encodeAnnouncement(announcement: Announcement): Uint8Array {
   const w = new BinaryWriter(256);
   w.string(announcement.clusterId);
+  w.string(announcement.memberId);
+  w.string(announcement.incarnation);
   w.string(announcement.httpUrl);
   w.f64(announcement.wallMs);
   w.uint(announcement.limits.size);
@@ -157,6 +166,12 @@ export function decodeCredentials(body: Uint8Array): Credentials & { readonly an
   const proof = r.fixed(PROOF_BYTES);
   const announcement = body.subarray(PROOF_BYTES);
   const clusterId = r.string();
+  const memberId = r.string();
+  if (!isMemberId(memberId)) throw new PeerProtocolError("the announced member ID is not one");
+  const incarnation = r.string();
+  if (incarnation.length === 0 || incarnation.length > MAX_INCARNATION_CHARS) {
+    throw new PeerProtocolError(`an incarnation is 1-${MAX_INCARNATION_CHARS} characters`);
+  }
   const httpUrl = r.string();
   const wallMs = r.f64();
   if (!Number.isSafeInteger(wallMs) || wallMs < 0) {
@@ -170,7 +185,7 @@ export function decodeCredentials(body: Uint8Array): Credentials & { readonly an
     limits.set(name, r.f64());
   }
   r.end();
-  return { proof, clusterId, httpUrl, wallMs, limits, announcement };
+  return { proof, clusterId, memberId, incarnation, httpUrl, wallMs, limits, announcement };
 }
 
 export function encodeRefusal(refusal: Refusal): Uint8Array {

@@ -1,7 +1,8 @@
 import { createHash, createHmac, type KeyObject, randomBytes, timingSafeEqual } from "node:crypto";
 import { BinaryWriter } from "./binary-writer.js";
 import type { ClusterId } from "./cluster-id.js";
-import { isMemberId } from "./member-name.js";
+import type { MemberIncarnations } from "./member-incarnations.js";
+import { isMemberId, memberName } from "./member-name.js";
 import type { Frame, PeerConnection } from "./peer-connection.js";
 import { PeerHandshakeError, type PeerHandshakeFailure, PeerProtocolError } from "./peer-errors.js";
 import {
@@ -54,6 +55,8 @@ export interface HandshakeIdentity {
   readonly httpUrl: string;
   readonly limits: ReadonlyMap<string, number>;
   readonly clusterId: ClusterId;
+  /** This node's incarnation, announced, and the ones it has seen of its peers. */
+  readonly incarnations: MemberIncarnations;
   /** This node's wall clock, in ms since the epoch, announced to the peer. */
   readonly wallMs: () => number;
 }
@@ -123,6 +126,7 @@ export async function dialHandshake(
   );
   checkLimits(connection, self, expectedPeerId, accept);
   checkCluster(connection, self, expectedPeerId, accept);
+  checkIncarnation(connection, self, expectedPeerId, accept);
   return { peerId: expectedPeerId, httpUrl: accept.httpUrl, wallMs: accept.wallMs };
 }
 
@@ -181,6 +185,7 @@ export async function acceptHandshake(
   }
   checkLimits(connection, self, dialerId, proof);
   checkCluster(connection, self, dialerId, proof);
+  checkIncarnation(connection, self, dialerId, proof);
   const announcement = encodeAnnouncement(announce(self));
   const own = proofOf(self.secret, ACCEPTOR_LABEL, opening, proof.announcement, announcement);
   connection.send(FrameType.Accept, encodeCredentials(own, announcement));
@@ -249,6 +254,8 @@ function proofMatches(proof: Uint8Array, expected: Buffer): boolean {
 function announce(self: HandshakeIdentity): Omit<Credentials, "proof"> {
   return {
     clusterId: self.clusterId.current() ?? "",
+    memberId: self.incarnations.own.memberId,
+    incarnation: self.incarnations.own.incarnation,
     httpUrl: self.httpUrl,
     limits: self.limits,
     wallMs: Math.floor(self.wallMs()),
@@ -297,6 +304,35 @@ function checkCluster(
       "ClusterMismatch",
       peerId,
       `${peerId} belongs to cluster ${peer.clusterId} but ${self.nodeId} to cluster ${own}`,
+    );
+  }
+}
+
+/**
+ * Refuses a peer that is a new incarnation of a member this node has seen: it lost its storage and was
+ * made again under that member ID (MemberIncarnations). Called once the peer has proved the secret and
+ * its cluster; the first incarnation seen of a member is recorded.
+ */
+function checkIncarnation(
+  connection: PeerConnection,
+  self: HandshakeIdentity,
+  peerId: string,
+  peer: Credentials,
+) {
+  const { memberId, incarnation } = peer;
+  if (memberName(memberId) !== peerId) {
+    refuse(connection, "WrongPeer", peerId, `${peerId} announced member ${memberId}, not one of its own`);
+  }
+  const seen = self.incarnations.seen(memberId);
+  if (seen === undefined) self.incarnations.record(memberId, incarnation);
+  else if (seen !== incarnation) {
+    refuse(
+      connection,
+      "IncarnationMismatch",
+      peerId,
+      `member ${memberId} is incarnation ${incarnation}, but ${self.nodeId} knew it as ${seen}: it lost ` +
+        "its storage and bootstrapped again, and must not vote with what it no longer holds. Stop it, " +
+        "empty its data dir, start it without KeyLoad:Cluster:BootstrapId and add it as a new member",
     );
   }
 }

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { pickFreePort } from "../net/free-ports.js";
 import { InMemoryClusterId } from "./cluster-id.js";
 import { encodeFrame, FrameDecoder } from "./frame-codec.js";
+import { InMemoryMemberIncarnations } from "./member-incarnations.js";
 import { PeerInterruptedError, PeerRemoteError, PeerUnavailableError } from "./peer-errors.js";
 import {
   decodeHello,
@@ -217,6 +218,37 @@ describe("PeerTransport", () => {
     });
     expect(voter1.peerInfo("voter2")?.connected).toBe(false);
     expect(voter2.peerInfo("voter1")?.connected).toBe(false);
+  });
+
+  it("refuses a new incarnation of a peer it has seen, on both sides, and records the first", async () => {
+    fixture = await PeerFixture.create(["voter1", "voter2"]);
+    const seenBy1 = new InMemoryMemberIncarnations({ memberId: "voter1", incarnation: "one" });
+    const voter1 = await fixture.start("voter1", { incarnations: seenBy1 });
+    const first = await fixture.start("voter2", {
+      incarnations: new InMemoryMemberIncarnations({ memberId: "voter2", incarnation: "two" }),
+    });
+    await waitFor(() => voter1.peerInfo("voter2")?.connected === true);
+    expect(seenBy1.seen("voter2")).toBe("two");
+    await fixture.stop(first);
+    // voter2 lost its storage and bootstrapped again under its ID: a new incarnation.
+    const again = new InMemoryMemberIncarnations({ memberId: "voter2", incarnation: "two-again" });
+    const voter2 = await fixture.start("voter2", { incarnations: again });
+    const refused = /member voter2 is incarnation two-again, but voter1 knew it as two/;
+    await waitFor(() => find(fixture.log("voter1"), refused) !== undefined);
+    expect(find(fixture.log("voter1"), refused)).toMatchObject({ reason: "IncarnationMismatch" });
+    await waitFor(
+      () => find(fixture.log("voter2"), /refused the connection \(IncarnationMismatch\)/) !== undefined,
+    );
+    expect(voter1.peerInfo("voter2")?.connected).toBe(false);
+    expect(voter2.peerInfo("voter1")?.connected).toBe(false);
+    expect(seenBy1.seen("voter2")).toBe("two");
+    // A new member under the name (replace: an empty data dir, no bootstrap) is another member ID.
+    await fixture.stop(voter2);
+    const replaced = await fixture.start("voter2", {
+      incarnations: new InMemoryMemberIncarnations({ memberId: "voter2~0a1b2c3d", incarnation: "new" }),
+    });
+    await waitFor(() => replaced.peerInfo("voter1")?.connected === true);
+    expect(seenBy1.seen("voter2~0a1b2c3d")).toBe("new");
   });
 
   it("lets a node that does not know its cluster learn it from a peer that proved the secret", async () => {
@@ -508,7 +540,14 @@ describe("PeerTransport", () => {
               );
             } else if (type === FrameType.Proof) {
               const limits = new Map(Object.entries(LIMITS));
-              const forged = encodeAnnouncement({ clusterId: "", httpUrl: "http://evil", wallMs: 0, limits });
+              const forged = encodeAnnouncement({
+                clusterId: "",
+                memberId: "voter9",
+                incarnation: "i",
+                httpUrl: "http://evil",
+                wallMs: 0,
+                limits,
+              });
               socket.write(
                 encodeFrame(FrameType.Accept, encodeCredentials(new Uint8Array(PROOF_BYTES), forged)),
               );

@@ -4,6 +4,7 @@ import type { Logger } from "pino";
 import type { Message } from "../raft/types.js";
 import type { ClusterId } from "./cluster-id.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "./frame-codec.js";
+import type { MemberIncarnations } from "./member-incarnations.js";
 import { memberName } from "./member-name.js";
 import type { PeerAddress } from "./peer-address.js";
 import { type Frame, PeerConnection } from "./peer-connection.js";
@@ -43,6 +44,8 @@ export interface PeerTransportOptions {
   readonly canonicalLimits: Readonly<Record<string, number>>;
   /** Compared in the handshake: a peer of another cluster is refused. */
   readonly clusterId: ClusterId;
+  /** This node's incarnation, announced; a peer that is a new incarnation of one seen is refused. */
+  readonly incarnations: MemberIncarnations;
   readonly logger: Logger;
   /** The largest frame sent or accepted; a peer sending a larger one is disconnected. Default 64 MiB. */
   readonly maxFrameBytes?: number;
@@ -140,6 +143,7 @@ export class PeerTransport {
       httpUrl: options.httpUrl,
       limits: new Map(Object.entries(options.canonicalLimits)),
       clusterId: options.clusterId,
+      incarnations: options.incarnations,
       wallMs: options.wallMs ?? Date.now,
     };
     const settings = {

@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -66,10 +66,41 @@ describe("MemberIdentity", () => {
     // The kept identity wins: a later bootstrap request does not make it a voter of a new cluster.
     expect(again.memberId).toBe(identity.memberId);
     expect(again.current()).toBe("c9");
+    expect(again.own.incarnation).toBe(identity.own.incarnation);
     expect(JSON.parse(readFileSync(join(dir!, "member.json"), "utf8"))).toEqual({
       clusterId: "c9",
       memberId: identity.memberId,
+      incarnation: identity.own.incarnation,
+      peers: {},
     });
+  });
+
+  it("makes an incarnation with its storage and keeps the ones it saw of its peers", async () => {
+    const identity = await bootstrap(openStore());
+    expect(identity.own.incarnation).toMatch(/^[0-9a-f]{16}$/);
+    expect(identity.seen("voter2")).toBeUndefined();
+    identity.record("voter2", "0123");
+    const again = await bootstrap(await reopen());
+    expect(again.own.incarnation).toBe(identity.own.incarnation);
+    expect(again.seen("voter2")).toBe("0123");
+    expect(again.seen("toString")).toBeUndefined();
+    // Storage lost and bootstrapped again: another incarnation, which has seen no one.
+    await stores.pop()!.close();
+    rmSync(dir!, { recursive: true, force: true });
+    dir = undefined;
+    const remade = await bootstrap(openStore());
+    expect(remade.memberId).toBe("voter1");
+    expect(remade.own.incarnation).not.toBe(identity.own.incarnation);
+    expect(remade.seen("voter2")).toBeUndefined();
+  });
+
+  it("gives an identity kept before incarnations were one, kept from then on", async () => {
+    await bootstrap(openStore());
+    writeFileSync(join(dir!, "member.json"), `${JSON.stringify({ clusterId: "c1", memberId: "voter1" })}\n`);
+    const identity = await bootstrap(await reopen());
+    expect(identity.own.incarnation).toMatch(/^[0-9a-f]{16}$/);
+    const again = await bootstrap(await reopen());
+    expect(again.own.incarnation).toBe(identity.own.incarnation);
   });
 
   it("refuses another voter's data dir: its kept identity names that voter", async () => {

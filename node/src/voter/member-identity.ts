@@ -5,6 +5,7 @@ import { InternalError } from "@keyload/contract";
 import type { Logger } from "pino";
 import { ConfigError } from "../config/config-error.js";
 import type { ClusterId } from "../peer/cluster-id.js";
+import type { MemberIncarnation, MemberIncarnations } from "../peer/member-incarnations.js";
 import { incarnationOf, memberName } from "../peer/member-name.js";
 import { bootstrapState } from "../raft/bootstrap.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
@@ -14,6 +15,10 @@ const FILE = "member.json";
 interface Stored {
   readonly clusterId: string | null;
   readonly memberId: string;
+  /** Made with this storage: a voter that loses it and is made again is another incarnation. */
+  readonly incarnation: string;
+  /** The incarnation seen of each peer, by member ID. */
+  readonly peers: Readonly<Record<string, string>>;
 }
 
 /**
@@ -25,8 +30,12 @@ interface Stored {
  * (`name~token`) with no configuration, which never votes or counts toward a commit until the cluster
  * adds it as a learner and promotes it. So a voter that lost its data can never vote with, or count
  * toward a commit, what it no longer holds, nor answer for votes its earlier incarnation cast.
+ *
+ * Told to bootstrap again after it lost its storage (`Cluster.BootstrapId` left in its configuration),
+ * a voter comes back under its earlier member ID. Its incarnation, made with the storage, tells it
+ * apart: peers that saw the earlier one refuse it (MemberIncarnations).
  */
-export class MemberIdentity implements ClusterId {
+export class MemberIdentity implements ClusterId, MemberIncarnations {
   private constructor(
     private readonly file: string,
     private stored: Stored,
@@ -56,21 +65,33 @@ export class MemberIdentity implements ClusterId {
           `is ${name}, but ${dirname(raftDir)} holds member ${stored.memberId}: check KeyLoad:Node:DataDir`,
         );
       }
-      return new MemberIdentity(file, stored, log);
+      if (stored.incarnation !== "") return new MemberIdentity(file, stored, log);
+      // Kept before incarnations were: this storage's incarnation is made now, before any peer saw one.
+      const kept = { ...stored, incarnation: newIncarnation() };
+      write(file, kept);
+      return new MemberIdentity(file, kept, log);
     }
     let stored: Stored;
     if (!isEmpty(store)) {
-      stored = { clusterId: null, memberId: name };
+      stored = { clusterId: null, memberId: name, incarnation: newIncarnation(), peers: {} };
     } else if (bootstrap !== null) {
       // The entry first: a crash before the identity is kept leaves a store with data, read as above.
       const { entries, hardState } = bootstrapState(bootstrap.voters);
       const [refused] = store.commit([{ kind: "persist", snapshot: null, entries, hardState }]);
       if (refused) throw refused;
       await store.sync();
-      stored = { clusterId: bootstrap.clusterId, memberId: name };
-      log.info({ clusterId: bootstrap.clusterId, voters: bootstrap.voters }, "bootstrapped a new cluster");
+      stored = { clusterId: bootstrap.clusterId, memberId: name, incarnation: newIncarnation(), peers: {} };
+      log.info(
+        { clusterId: bootstrap.clusterId, voters: bootstrap.voters, incarnation: stored.incarnation },
+        "bootstrapped a new cluster",
+      );
     } else {
-      stored = { clusterId: null, memberId: incarnationOf(name, randomBytes(4).toString("hex")) };
+      stored = {
+        clusterId: null,
+        memberId: incarnationOf(name, randomBytes(4).toString("hex")),
+        incarnation: newIncarnation(),
+        peers: {},
+      };
       log.warn(
         { memberId: stored.memberId },
         "empty storage and no bootstrap asked: joining as a new member, to be added as a learner",
@@ -93,6 +114,24 @@ export class MemberIdentity implements ClusterId {
     write(this.file, this.stored);
     this.log.info({ clusterId: id }, "learnt the cluster ID from a peer");
   }
+
+  get own(): MemberIncarnation {
+    return { memberId: this.stored.memberId, incarnation: this.stored.incarnation };
+  }
+
+  seen(memberId: string): string | undefined {
+    return Object.hasOwn(this.stored.peers, memberId) ? this.stored.peers[memberId] : undefined;
+  }
+
+  record(memberId: string, incarnation: string): void {
+    this.stored = { ...this.stored, peers: { ...this.stored.peers, [memberId]: incarnation } };
+    write(this.file, this.stored);
+    this.log.info({ peer: memberId, incarnation }, "recorded a peer's incarnation");
+  }
+}
+
+function newIncarnation(): string {
+  return randomBytes(8).toString("hex");
 }
 
 function isEmpty(store: DurableLogStore): boolean {
@@ -107,10 +146,24 @@ function read(file: string): Stored {
   } catch (error) {
     throw new InternalError(`${file} is not a member identity`, { reason: "CorruptState", cause: error });
   }
-  const { clusterId, memberId } = (parsed ?? {}) as Record<string, unknown>;
-  if ((clusterId !== null && typeof clusterId !== "string") || typeof memberId !== "string")
+  const { clusterId, memberId, incarnation = "", peers = {} } = (parsed ?? {}) as Record<string, unknown>;
+  if (
+    (clusterId !== null && typeof clusterId !== "string") ||
+    typeof memberId !== "string" ||
+    typeof incarnation !== "string" ||
+    !isIncarnationRecord(peers)
+  )
     throw new InternalError(`${file} is not a member identity`, { reason: "CorruptState" });
-  return { clusterId, memberId };
+  return { clusterId, memberId, incarnation, peers };
+}
+
+function isIncarnationRecord(value: unknown): value is Record<string, string> {
+  return (
+    typeof value === "object" &&
+    value !== null &&
+    !Array.isArray(value) &&
+    Object.values(value).every((v) => typeof v === "string" && v !== "")
+  );
 }
 
 /** Replaces the file atomically and durably: a crash leaves the old identity or the new, whole. */

@@ -79,3 +79,42 @@ describe("replacing a voter that lost its data", () => {
     expect(read.status).toBe(200);
   }, 60_000);
 });
+
+describe("a voter that lost its data and is told to bootstrap again", () => {
+  it("is refused by the peers that saw it before, and takes no part in the cluster", async () => {
+    const c = await VoterCluster.start();
+    cluster = c;
+    const leader = await c.waitForLeader();
+    const lead = c.voter(leader).driver;
+    const target = (leader + 1) % 3;
+    for (let n = 0; n < 3; n++) {
+      const put = await call(c.voter(leader).httpUrl, "PUT", `/v1/catalog/k${n}`, {
+        body: { value: n },
+        commandId: `before-${n}`,
+      });
+      expect(put.status).toBe(200);
+    }
+    await waitFor(
+      () => c.voter(target).driver.status().commit >= lead.status().commit,
+      "the target to catch up",
+    );
+
+    // Its disk is lost, and its configuration still asks for a bootstrap: it makes the cluster again,
+    // under its earlier member ID, with no vote and none of the entries it acknowledged.
+    await c.stop(target);
+    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
+    await c.restart(target);
+    const again = c.voter(target).driver;
+    expect(again.status()).toMatchObject({ id: `voter${target + 1}`, commit: 1 });
+
+    const put = await call(c.voter(leader).httpUrl, "PUT", "/v1/catalog/after", {
+      body: { value: "after" },
+      commandId: "after-1",
+    });
+    expect(put.status).toBe(200);
+    // Two election timeouts and more: joined, it would have heard from the leader within a heartbeat.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(again.status()).toMatchObject({ leader: null, commit: 1 });
+    expect(lead.status().commit).toBeGreaterThan(1);
+  }, 60_000);
+});

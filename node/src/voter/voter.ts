@@ -180,6 +180,7 @@ async function wireVoter(
     httpUrl,
     canonicalLimits: { ...config.canonical },
     clusterId: identity,
+    incarnations: identity,
     logger: log,
     maxHandshakes: config.connections.maxPeerHandshakes,
     maxHandshakesPerSource: config.connections.maxPeerHandshakesPerSource,

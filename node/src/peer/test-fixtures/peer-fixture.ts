@@ -3,6 +3,7 @@ import { pino } from "pino";
 import { pickFreePorts } from "../../net/free-ports.js";
 import type { Message } from "../../raft/types.js";
 import { InMemoryClusterId } from "../cluster-id.js";
+import { InMemoryMemberIncarnations } from "../member-incarnations.js";
 import type { PeerAddress } from "../peer-address.js";
 import { PeerTransport, type PeerTransportOptions } from "../peer-transport.js";
 
@@ -84,6 +85,7 @@ export class PeerFixture {
       httpUrl: `http://127.0.0.1:${port + 1}`,
       canonicalLimits: LIMITS,
       clusterId: new InMemoryClusterId(CLUSTER_ID),
+      incarnations: new InMemoryMemberIncarnations({ memberId: id, incarnation: `${id}-first` }),
       logger,
       ...overrides,
     });
