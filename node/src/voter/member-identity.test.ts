@@ -55,15 +55,15 @@ describe("MemberIdentity", () => {
     expect(identity.memberId).toMatch(/^voter2~[0-9a-f]{8}$/);
     expect(identity.current()).toBeNull();
     expect(store.lastIndex()).toBe(0);
+    // Asked to bootstrap before it has received anything: the operator meant to bootstrap, and is told.
+    await expect(
+      MemberIdentity.open(dir!, "voter2", await reopen(), { clusterId: "c1", voters: VOTERS }, silent),
+    ).rejects.toMatchObject({
+      key: "KeyLoad:Cluster:BootstrapId",
+      message: /was made to join a cluster as new member voter2~/,
+    });
     identity.adopt("c9");
-    const again = await MemberIdentity.open(
-      dir!,
-      "voter2",
-      await reopen(),
-      { clusterId: "c1", voters: VOTERS },
-      silent,
-    );
-    // The kept identity wins: a later bootstrap request does not make it a voter of a new cluster.
+    const again = await MemberIdentity.open(dir!, "voter2", await reopen(), null, silent);
     expect(again.memberId).toBe(identity.memberId);
     expect(again.current()).toBe("c9");
     expect(again.own.incarnation).toBe(identity.own.incarnation);
@@ -101,6 +101,23 @@ describe("MemberIdentity", () => {
     expect(identity.own.incarnation).toMatch(/^[0-9a-f]{16}$/);
     const again = await bootstrap(await reopen());
     expect(again.own.incarnation).toBe(identity.own.incarnation);
+  });
+
+  it("ignores the bootstrap ID of its own cluster once bootstrapped, and refuses another's", async () => {
+    const identity = await bootstrap(openStore());
+    expect((await bootstrap(await reopen())).own.incarnation).toBe(identity.own.incarnation);
+    const other = MemberIdentity.open(
+      dir!,
+      "voter1",
+      await reopen(),
+      { clusterId: "c2", voters: VOTERS },
+      silent,
+    );
+    await expect(other).rejects.toBeInstanceOf(ConfigError);
+    await expect(other).rejects.toMatchObject({
+      key: "KeyLoad:Cluster:BootstrapId",
+      message: /holds member voter1 of cluster c1/,
+    });
   });
 
   it("refuses another voter's data dir: its kept identity names that voter", async () => {

@@ -65,6 +65,7 @@ export class MemberIdentity implements ClusterId, MemberIncarnations {
           `is ${name}, but ${dirname(raftDir)} holds member ${stored.memberId}: check KeyLoad:Node:DataDir`,
         );
       }
+      if (bootstrap !== null) checkBootstrapAgainst(stored, bootstrap.clusterId, dirname(raftDir), store);
       if (stored.incarnation !== "") return new MemberIdentity(file, stored, log);
       // Kept before incarnations were: this storage's incarnation is made now, before any peer saw one.
       const kept = { ...stored, incarnation: newIncarnation() };
@@ -132,6 +133,35 @@ export class MemberIdentity implements ClusterId, MemberIncarnations {
 
 function newIncarnation(): string {
   return randomBytes(8).toString("hex");
+}
+
+/**
+ * A bootstrap ID is ignored by a voter that holds an identity, but one that contradicts it is refused
+ * rather than ignored: a data dir of another cluster, or a new member's (started once without the ID,
+ * nothing received yet) that the operator meant to bootstrap. A store holding data from before
+ * identities were kept learns its cluster from its peers.
+ */
+function checkBootstrapAgainst(
+  stored: Stored,
+  bootstrapId: string,
+  dataDir: string,
+  store: DurableLogStore,
+): void {
+  if (stored.clusterId === bootstrapId) return;
+  if (stored.clusterId !== null) {
+    throw new ConfigError(
+      "KeyLoad:Cluster:BootstrapId",
+      `is ${bootstrapId}, but ${dataDir} holds member ${stored.memberId} of cluster ${stored.clusterId}: ` +
+        "check KeyLoad:Node:DataDir, or remove the bootstrap ID",
+    );
+  }
+  if (isEmpty(store)) {
+    throw new ConfigError(
+      "KeyLoad:Cluster:BootstrapId",
+      `is ${bootstrapId}, but ${dataDir} was made to join a cluster as new member ${stored.memberId} ` +
+        "(it started once without a bootstrap ID): empty the data dir to bootstrap, or remove the ID to join",
+    );
+  }
 }
 
 function isEmpty(store: DurableLogStore): boolean {
