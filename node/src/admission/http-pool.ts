@@ -92,7 +92,8 @@ export class HttpPool {
 
   /**
    * Checks in order: declared body, slots, modeled bytes. Nothing is counted on a refusal. A request
-   * never takes room others wait for (reserveOrWait).
+   * never takes room others wait for (reserveOrWait). One that needs more than the whole pool is refused
+   * for its bytes, whatever else is in use.
    */
   reserve(
     kind: HttpRequestKind,
@@ -117,6 +118,9 @@ export class HttpPool {
   ): HttpReservation | AdmissionRefusal | SlotWait {
     const placed = this.place(kind, declaredLength, routeBodyCap);
     if (placed instanceof AdmissionRefusal) return placed;
+    // It would never fit, whatever is released: waiting at the head of the queue, it would hold up
+    // every request behind it for its whole wait.
+    if (placed.bytes > this.maxModeledBytes.value) return this.roomRefusal(placed.bytes, true);
     const admitted = this.admitNow(placed);
     if (admitted !== undefined) return admitted;
     return waitMs > 0 ? this.wait(placed, waitMs) : this.roomRefusal(placed.bytes, true);
@@ -229,9 +233,12 @@ export class HttpPool {
     }
   }
 
-  /** Why a request of `bytes` finds no room: slots first, then modeled bytes. */
+  /**
+   * Why a request of `bytes` finds no room: slots first, then modeled bytes; modeled bytes alone for one
+   * larger than the pool, which no free slot would let in.
+   */
   private roomRefusal(bytes: number, counted: boolean): AdmissionRefusal {
-    return this.requests >= this.maxRequests.value
+    return this.requests >= this.maxRequests.value && bytes <= this.maxModeledBytes.value
       ? this.refuse("HttpRequests", this.maxRequests, 1, this.requests, counted)
       : this.refuse("HttpBytes", this.maxModeledBytes, bytes, this.modeled, counted);
   }
