@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { DEFAULT_MAX_FRAME_BYTES } from "../peer/frame-codec.js";
 import { ConfigError } from "./config-error.js";
 import { REQUIRED_ENV } from "./test-fixtures/required-env.js";
 import { loadVoterConfig } from "./voter-config.js";
@@ -306,5 +307,88 @@ describe("loadVoterConfig", () => {
     ).toBe(2);
     const none = { ...REQUIRED_ENV, KeyLoad__Connections__MaxHttp: "0" };
     expect(configError(() => loadVoterConfig({ env: none })).key).toBe("KeyLoad:Connections:MaxHttp");
+  });
+});
+
+describe("loadVoterConfig's admission and transport bounds", () => {
+  const MiB = 1024 * 1024;
+
+  it("refuses an HTTP pool that could never admit a request of some kind, even with an empty body", () => {
+    // Every heavy read reserves HeavyReadBytes (64 MiB) + 4096 with an empty body.
+    const heavy = configError(() =>
+      loadVoterConfig({
+        env: { ...REQUIRED_ENV, KeyLoad__HttpAdmission__MaxModeledBytes: String(64 * MiB) },
+      }),
+    );
+    expect(heavy.key).toBe("KeyLoad:HttpAdmission:MaxModeledBytes");
+    expect(heavy.message).toContain("HeavyReadBytes");
+    expect(heavy.message).toContain(String(64 * MiB + 4096));
+
+    const data = configError(() =>
+      loadVoterConfig({
+        env: {
+          ...REQUIRED_ENV,
+          KeyLoad__HttpAdmission__HeavyReadBytes: String(MiB),
+          KeyLoad__HttpAdmission__DataRequestBytes: String(2 * MiB),
+          KeyLoad__HttpAdmission__MaxModeledBytes: String(2 * MiB),
+        },
+      }),
+    );
+    expect(data.key).toBe("KeyLoad:HttpAdmission:MaxModeledBytes");
+    expect(data.message).toContain("DataRequestBytes");
+    expect(data.message).toContain(String(2 * MiB + 4096));
+
+    const control = configError(() =>
+      loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__HttpAdmission__ControlMaxModeledBytes: "4095" } }),
+    );
+    expect(control.key).toBe("KeyLoad:HttpAdmission:ControlMaxModeledBytes");
+    expect(control.message).toContain("4096");
+  });
+
+  it("accepts HTTP pools that only large bodies cannot fit, and any command lane budget", () => {
+    // Room for an empty-bodied heavy read or control request, not for a large body: a refusal per request.
+    const c = loadVoterConfig({
+      env: {
+        ...REQUIRED_ENV,
+        KeyLoad__HttpAdmission__MaxModeledBytes: String(64 * MiB + 4096),
+        KeyLoad__HttpAdmission__ControlMaxModeledBytes: "4096",
+        // Tests and the contract's example set command budgets below a large command's size on purpose.
+        KeyLoad__CommandAdmission__MaxRetainedBytes: "1",
+        KeyLoad__CommandAdmission__ControlMaxRetainedBytes: "1",
+      },
+    });
+    expect(c.httpAdmission.MaxModeledBytes).toBe(64 * MiB + 4096);
+    expect(c.httpAdmission.ControlMaxModeledBytes).toBe(4096);
+    expect(c.commandAdmission.MaxRetainedBytes).toBe(1);
+  });
+
+  it("refuses body and mutation limits above what one peer frame carries, naming the largest that fits", () => {
+    for (const [variable, key] of [
+      ["KeyLoad__Canonical__MaxMutationBytes", "KeyLoad:Canonical:MaxMutationBytes"],
+      ["KeyLoad__HttpAdmission__MaxDataBodyBytes", "KeyLoad:HttpAdmission:MaxDataBodyBytes"],
+      ["KeyLoad__HttpAdmission__MaxControlBodyBytes", "KeyLoad:HttpAdmission:MaxControlBodyBytes"],
+    ] as const) {
+      // A 70 MB write of such a configuration made its leader fail every append and lose leadership.
+      const err = configError(() => loadVoterConfig({ env: { ...REQUIRED_ENV, [variable]: "100000000" } }));
+      expect(err.key, variable).toBe(key);
+      const largest = Number(/at most (\d+)/.exec(err.message)?.[1]);
+      // A forwarded body is JSON-escaped into the frame: up to twice its bytes, and the frame's other fields.
+      expect(2 * largest, variable).toBeLessThan(DEFAULT_MAX_FRAME_BYTES);
+      expect(largest, variable).toBeGreaterThanOrEqual(8 * MiB);
+      expect(() => loadVoterConfig({ env: { ...REQUIRED_ENV, [variable]: String(largest) } })).not.toThrow();
+      expect(
+        configError(() => loadVoterConfig({ env: { ...REQUIRED_ENV, [variable]: String(largest + 1) } })).key,
+        variable,
+      ).toBe(key);
+    }
+  });
+
+  it("refuses peer port 0, a random port no peer would dial, and keeps HTTP port 0", () => {
+    const err = configError(() =>
+      loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Node__PeerPort: "0" } }),
+    );
+    expect(err.key).toBe("KeyLoad:Node:PeerPort");
+    expect(err.message).toContain("an integer from 1 to 65535");
+    expect(loadVoterConfig({ env: { ...REQUIRED_ENV, KeyLoad__Node__HttpPort: "0" } }).node.httpPort).toBe(0);
   });
 });

@@ -6,8 +6,10 @@ import {
 } from "../admission/command-admission-options.js";
 import type { DiskFloorSettings } from "../admission/disk-floor.js";
 import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
+import { ENVELOPE_OVERHEAD_BYTES, modeledBytes } from "../admission/payload-accounting.js";
 import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
+import { DEFAULT_MAX_FRAME_BYTES } from "../peer/frame-codec.js";
 import type { PeerAddress } from "../peer/peer-address.js";
 import { type CanonicalLimits, DEFAULT_LIMITS, resolveLimits } from "../state/limits.js";
 import { ConfigError } from "./config-error.js";
@@ -79,7 +81,8 @@ export const VOTER_CONFIG = {
     // The base URL peers hand out as this voter's (leader hints); "": http(s)://HttpHost:HttpPort.
     baseUrl("HttpAdvertisedUrl"),
     text("PeerHost", "127.0.0.1", HOST, "a host name or IP address"),
-    integer("PeerPort", 7201, 0, 65535),
+    // Not 0: its peers dial the port Cluster:Voters names, never one the kernel picks.
+    integer("PeerPort", 7201, 1, 65535),
     text("DataDir", undefined, /^.+$/s, "a directory path"),
   ],
   Cluster: [
@@ -330,7 +333,71 @@ function checkConsistency(config: VoterConfig): void {
     throw new ConfigError("KeyLoad:Disk:SoftFloorBytes", "must be 0 (derived) or at least HardFloorBytes");
   }
   checkCanonicalLimits(config.canonical);
+  checkHttpAdmission(config.httpAdmission);
+  checkPeerCarriedPayloads(config);
   checkHttpAddress(config);
+}
+
+/**
+ * Each HTTP pool admits each kind of request with an empty body once it is idle. A pool smaller than
+ * that would answer every request of the kind with a retryable 429 forever. A pool too small only for
+ * large bodies is allowed: those are refused one request at a time (HttpPool).
+ */
+function checkHttpAdmission(limits: HttpAdmissionLimits): void {
+  const pools = [
+    ["MaxModeledBytes", "HeavyReadBytes", "heavy read (bulk get, query, search, traverse)"],
+    ["MaxModeledBytes", "DataRequestBytes", "other data request"],
+    ["ControlMaxModeledBytes", undefined, "control request"],
+  ] as const;
+  for (const [pool, workingSpace, kind] of pools) {
+    const needed = modeledBytes(workingSpace === undefined ? 0 : limits[workingSpace], 0);
+    if (needed <= limits[pool]) continue;
+    const lower = workingSpace === undefined ? "" : ` or lower KeyLoad:HttpAdmission:${workingSpace}`;
+    throw new ConfigError(
+      `KeyLoad:HttpAdmission:${pool}`,
+      `is ${limits[pool]}, less than the ${needed} bytes every ${kind} reserves with an empty body` +
+        `${workingSpace === undefined ? "" : ` (${workingSpace} + ${ENVELOPE_OVERHEAD_BYTES})`}, so none would ever be admitted: ` +
+        `raise it to at least ${needed}${lower}`,
+    );
+  }
+}
+
+/**
+ * What one peer frame carries besides a payload, at most: a forwarded command's other fields (IDs of
+ * at most 256 characters, a key of at most 512 characters, each escaped to at most 6 bytes), field
+ * names, the request's ID and channel, or an entry's envelope and the append's own fields. Generous:
+ * these come to about 5 KiB at worst.
+ */
+const PEER_FRAME_ALLOWANCE_BYTES = 64 * 1024;
+
+/**
+ * The largest payload a peer frame carries whatever its bytes. A follower forwards a body to the leader
+ * as a JSON string (voter/command-router.ts), where each byte of a valid JSON body takes at most two (a
+ * quote, a backslash, a tab or a line break is escaped as two; the edge takes JSON bodies only); the
+ * leader's append carries it unescaped, so the forward is the larger frame.
+ */
+const MAX_PEER_CARRIED_PAYLOAD_BYTES = Math.floor((DEFAULT_MAX_FRAME_BYTES - PEER_FRAME_ALLOWANCE_BYTES) / 2);
+
+/**
+ * Refuses a body or mutation limit the peer transport could not carry: a write that large would be
+ * admitted, then fail every append or forward (the frame is over the cap) and cost the leader its
+ * leadership, without ever committing.
+ */
+function checkPeerCarriedPayloads(config: VoterConfig): void {
+  const limits = [
+    ["Canonical:MaxMutationBytes", config.canonical.maxMutationBytes],
+    ["HttpAdmission:MaxDataBodyBytes", config.httpAdmission.MaxDataBodyBytes],
+    ["HttpAdmission:MaxControlBodyBytes", config.httpAdmission.MaxControlBodyBytes],
+  ] as const;
+  for (const [key, value] of limits) {
+    if (value <= MAX_PEER_CARRIED_PAYLOAD_BYTES) continue;
+    throw new ConfigError(
+      `KeyLoad:${key}`,
+      `is ${value}, more than the peer transport carries: a forwarded body is JSON-escaped (up to twice ` +
+        `its bytes) into one peer frame, whose cap is ${DEFAULT_MAX_FRAME_BYTES} bytes; ` +
+        `set it to at most ${MAX_PEER_CARRIED_PAYLOAD_BYTES}`,
+    );
+  }
 }
 
 /** The canonical limits' own cross-checks, refused here rather than once storage is open. */
