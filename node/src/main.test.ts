@@ -1,9 +1,10 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { pickFreePorts } from "./net/free-ports.js";
 
 const NODE_DIR = fileURLToPath(new URL("..", import.meta.url));
 
@@ -35,6 +36,21 @@ function withAbsentTlsFiles(dir: string): Record<string, string> {
     KeyLoad__Bootstrap__AdminKey: "admin-key-0123456789",
     KeyLoad__Tls__HttpCertFile: join(dir, "absent.pem"),
     KeyLoad__Tls__HttpKeyFile: join(dir, "absent.key"),
+  };
+}
+
+/** A one-voter configuration in `dir` that gets as far as opening its storage. */
+async function withStorage(dir: string): Promise<Record<string, string>> {
+  const [httpPort, peerPort] = (await pickFreePorts("127.0.0.1", 2)) as [number, number];
+  return {
+    KeyLoad__Node__Id: "voter1",
+    KeyLoad__Node__DataDir: join(dir, "voter1"),
+    KeyLoad__Node__HttpPort: String(httpPort),
+    KeyLoad__Node__PeerPort: String(peerPort),
+    KeyLoad__Cluster__Voters: `voter1@127.0.0.1:${peerPort}`,
+    KeyLoad__Cluster__Secret: "cluster-secret-0123456789",
+    KeyLoad__Bootstrap__AdminKey: "admin-key-0123456789",
+    KeyLoad__Log__Level: "silent",
   };
 }
 
@@ -94,6 +110,37 @@ describe("keyload-node", () => {
           msg: expect.stringContaining("KeyLoad:Raft:SnapshotSizeRatio is deprecated and has no effect"),
         }),
       ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("reports damaged storage it finds at start in one line with the error's code, without a stack", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "keyload-main-damaged-"));
+    try {
+      const settings = await withStorage(dir);
+      const raft = join(dir, "voter1", "raft");
+      mkdirSync(raft, { recursive: true });
+      for (const [file, content, expected] of [
+        [
+          "member.json",
+          "garbage",
+          /^keyload-node: failed to start: .*member\.json is not a member identity.*\(code Internal, reason CorruptState\)\n$/,
+        ],
+        [
+          "raft-log.sqlite",
+          "not a database, not at all".repeat(200),
+          /^keyload-node: failed to start: .*raft-log\.sqlite: .*SQLITE_NOTADB.*\(code StorageCorruption\)\n$/,
+        ],
+      ] as const) {
+        rmSync(raft, { recursive: true, force: true });
+        mkdirSync(raft, { recursive: true });
+        writeFileSync(join(raft, file), content);
+        const run = keyloadNodeWith(settings);
+        expect(run.status, file).toBe(1);
+        expect(run.stderr, file).toMatch(expected);
+        expect(run.stderr, file).not.toContain("    at ");
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -3,10 +3,12 @@
  * `keyload-node`: runs one voter. Configuration comes from `KeyLoad__Section__Property` environment
  * variables, `--KeyLoad:Section:Property=V` arguments and an optional `--config FILE`.
  */
+import { InternalError } from "@keyload/contract";
 import { ConfigError } from "./config/config-error.js";
 import { configHelp } from "./config/config-help.js";
 import { loadVoterConfig, VOTER_CONFIG } from "./config/voter-config.js";
 import { packageVersion } from "./package-version.js";
+import { StorageCorruptionError, StorageFailedError, StorageFormatError } from "./storage/storage-errors.js";
 import { DataDirLockedError } from "./voter/data-dir-lock.js";
 import { type RunningVoter, startVoter } from "./voter/voter.js";
 
@@ -76,14 +78,34 @@ async function main(): Promise<void> {
 
 /**
  * What stopped the start, for the operator: a refusal with a known cause (the data directory in use, a
- * port taken, a path not writable) in its own words; anything else with its stack, being a bug.
+ * port taken, a path not writable) in its own words; storage found damaged, of another format or failing
+ * in one line with its code, since a stack says nothing about a disk; anything else with its stack,
+ * being a bug.
  */
 function describeStartFailure(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   if (err instanceof DataDirLockedError || typeof (err as NodeJS.ErrnoException).syscall === "string") {
     return err.message;
   }
+  if (
+    err instanceof StorageCorruptionError ||
+    err instanceof StorageFailedError ||
+    err instanceof StorageFormatError
+  ) {
+    return `${withCause(err)} (code ${err.code})`;
+  }
+  if (err instanceof InternalError && err.reason === "CorruptState") {
+    return `${withCause(err)} (code ${err.code}, reason ${err.reason})`;
+  }
   return err.stack ?? err.message;
+}
+
+/** The message and, when it does not say it already, its cause's (an errno, a JSON syntax error), on one line. */
+function withCause(err: Error): string {
+  const cause = err.cause instanceof Error ? err.cause.message : undefined;
+  const message =
+    cause === undefined || err.message.includes(cause) ? err.message : `${err.message}: ${cause}`;
+  return message.replace(/\s*\n\s*/g, " ");
 }
 
 main().catch((err: unknown) => {
