@@ -1,6 +1,7 @@
 import type Database from "better-sqlite3";
 import { checkKey } from "../requests/identifiers.js";
 import { type PageBounds, READ_LIMITS } from "../requests/read-limits.js";
+import { documentJson } from "./documents.js";
 import { invalid, isJsonObject, optionalArray, optionalInteger, optionalString } from "./json-body.js";
 import { JsonPage } from "./json-page.js";
 import { prefixRange } from "./key-range.js";
@@ -77,11 +78,6 @@ function parseFilter(raw: unknown): FieldFilter {
     throw invalid(`a ${op} filter compares with a string or a number`, "InvalidQuery");
   }
   return { path, op, value: value as FieldFilter["value"] };
-}
-
-/** A document's answer: its stored JSON text, spliced in without parsing it. */
-function documentJson(key: string, row: { version: number; value: string }, extra = ""): string {
-  return `{"key":${JSON.stringify(key)},"value":${row.value},"version":${row.version}${extra}}`;
 }
 
 /**

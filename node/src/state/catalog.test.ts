@@ -37,6 +37,16 @@ describe("documents", () => {
     expect(h.sm.getDocument("t3", "users/1")).toBeUndefined();
   });
 
+  it("answers a get as JSON text with the stored value spliced in, the same document", () => {
+    put('a "quoted" key', { n: 1e20, s: "x\ny", list: [1.5, null, true] });
+    const text = h.sm.getDocumentJson("t1", 'a "quoted" key')?.text;
+    expect(text).toBe(
+      '{"key":"a \\"quoted\\" key","value":{"n":100000000000000000000,"s":"x\\ny","list":[1.5,null,true]},"version":1}',
+    );
+    expect(JSON.parse(text!)).toEqual(h.sm.getDocument("t1", 'a "quoted" key'));
+    expect(h.sm.getDocumentJson("t2", 'a "quoted" key')).toBeUndefined();
+  });
+
   it("checks expectedVersion on put and delete (0: must not exist)", () => {
     expect(put("k", 1, { expectedVersion: 0 })).toEqual({ key: "k", version: 1 });
     expect(h.fail("catalog.put", { value: 2, expectedVersion: 0 }, { params: { key: "k" } })).toMatchObject({

@@ -1,5 +1,6 @@
 import { FailedPreconditionError, NotFoundError } from "@keyload/contract";
 import type Database from "better-sqlite3";
+import { JsonText } from "../requests/json-text.js";
 import type { ApplyContext } from "./apply-context.js";
 import type { ChangeFeed } from "./change-feed.js";
 import { checkJsonValue, indexedJsonValue } from "./json-value.js";
@@ -137,6 +138,17 @@ export class Documents {
     const row = this.read.get(tenant, key);
     return row === undefined ? undefined : { key, value: JSON.parse(row.value), version: row.version };
   }
+
+  /** The document as `get` gives it, as JSON text: its stored value spliced in, never parsed. */
+  getJson(tenant: string, key: string): JsonText | undefined {
+    const row = this.read.get(tenant, key);
+    return row === undefined ? undefined : new JsonText(documentJson(key, row));
+  }
+}
+
+/** A document's answer: its stored JSON text spliced in without parsing it; `extra` adds fields. */
+export function documentJson(key: string, row: { version: number; value: string }, extra = ""): string {
+  return `{"key":${JSON.stringify(key)},"value":${row.value},"version":${row.version}${extra}}`;
 }
 
 function checkVersion(key: string, row: DocumentRow | undefined, expected: number | undefined): void {

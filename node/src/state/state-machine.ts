@@ -208,6 +208,14 @@ export class StateMachine {
     return this.session.stores.documents.get(tenant, key);
   }
 
+  /**
+   * `GET /v1/catalog/{key}`'s answer as JSON text: a document may be tens of MiB, and parsing it to
+   * serialize it again would hold the event loop for as long.
+   */
+  getDocumentJson(tenant: string, key: string): JsonText | undefined {
+    return this.session.stores.documents.getJson(tenant, key);
+  }
+
   // Bulk gets, queries, searches and traversals answer bounded pages as JSON text, read and built on
   // the read worker (see CatalogReader, CatalogQueries, GraphTraversal).
 

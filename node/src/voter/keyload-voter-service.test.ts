@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { Identity, ReadRequest } from "../http/voter-service.js";
 import type { Entry } from "../raft/types.js";
 import { CommandPayload } from "../requests/command-payload.js";
+import { JsonText } from "../requests/json-text.js";
 import { ADMIN_ROLES, READ_ROLES, type Role } from "../requests/roles.js";
 import { generateApiKey } from "../state/api-key.js";
 import type { StateMachine } from "../state/state-machine.js";
@@ -86,7 +87,10 @@ function verified(): Identity {
 
 describe("reads authorized again after the read barrier", () => {
   it("answers a read whose key and role still hold", async () => {
-    await expect(voter.read(verified(), READ_ROLES)).resolves.toMatchObject({ key: "doc", value: "v" });
+    // A document is answered as its stored JSON text, never parsed on the event loop.
+    const answer = await voter.read(verified(), READ_ROLES);
+    expect(answer).toBeInstanceOf(JsonText);
+    expect(JSON.parse((answer as JsonText).text)).toEqual({ key: "doc", value: "v", version: 1 });
   });
 
   it("refuses a read by a key whose revoke committed before the read but was not applied at the edge", async () => {
@@ -116,7 +120,7 @@ describe("reads authorized again after the read barrier", () => {
       code: "PermissionDenied",
       reason: "MissingRole",
     });
-    await expect(voter.read(identity, READ_ROLES)).resolves.toMatchObject({ value: "v" });
+    await expect(voter.read(identity, READ_ROLES)).resolves.toBeInstanceOf(JsonText);
   });
 });
 

@@ -127,7 +127,7 @@ export class KeyLoadVoterService implements VoterService {
     switch (req.kind) {
       case "catalog.get": {
         const key = req.params.key!;
-        const doc = sm.getDocument(tenant, key);
+        const doc = sm.getDocumentJson(tenant, key);
         if (!doc) throw new NotFoundError(`no document at key ${key}`, { reason: "DocumentNotFound" });
         return doc;
       }
