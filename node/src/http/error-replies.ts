@@ -1,5 +1,6 @@
 import { InternalError, InvalidArgumentError, KeyLoadError, ResourceExhaustedError } from "@keyload/contract";
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
+import type { ClosingConnections } from "./closing-connections.js";
 import type { HttpEdgeLimits } from "./http-app.js";
 import type { HttpMetrics } from "./http-metrics.js";
 import { LEADER_HEADER, leaderHeaderValue } from "./leader-header.js";
@@ -22,6 +23,7 @@ export class ErrorReplies {
       HttpEdgeLimits,
       "refusedBodyLingerMs" | "refusedBodyDrainBytes" | "refusalDelayMs"
     >,
+    private readonly closing: Pick<ClosingConnections, "closeAfter">,
   ) {}
 
   /**
@@ -61,11 +63,17 @@ export class ErrorReplies {
       // Fastify closes the connection after any failure of the body parser, in case the client sends
       // more; a body read whole or drained leaves nothing more, and a request pipelined behind it is
       // answered. (Removing the header when it is not there would keep Node from writing its own.)
+      // Once the server is closing, it is set again as the answer is written (below).
       reply.removeHeader("connection");
     }
     reply.code(error.status).type(JSON_TYPE);
     const body = JSON.stringify(error.toBody());
-    sendPaced(reply, delayMs, () => reply.send(body));
+    sendPaced(reply, delayMs, () => {
+      // As it is written, not before the pacing: the close may have begun meanwhile. Here too, not
+      // only in the app's onSend hook, which fastify does not run for its framework errors.
+      this.closing.closeAfter(request.raw, reply.raw);
+      reply.send(body);
+    });
     return reply;
   }
 

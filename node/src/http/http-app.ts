@@ -9,6 +9,7 @@ import Fastify, {
 import type { Logger } from "pino";
 import type { HttpAdmissionGovernor } from "../admission/index.js";
 import { answerBelowFastify, answerClientError, continueBody } from "./below-fastify.js";
+import { ClosingConnections } from "./closing-connections.js";
 import { edgeGate } from "./edge-gate.js";
 import { ErrorReplies } from "./error-replies.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS, HttpConnections } from "./http-connections.js";
@@ -94,15 +95,18 @@ export const SCHEMA_VALIDATION = {
 
 /**
  * The voter's public HTTP API as a fastify app (not listening): the route table, the edge's first hook,
- * the body parser, the contract's error body on every path and the HTTP metrics.
+ * the body parser, the contract's error body on every path and the HTTP metrics. Its close begins with
+ * fastify's `preClose`, or earlier with `closing.begin()`.
  */
-export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
+export function buildHttpApp(
+  options: HttpServerOptions,
+  closing: ClosingConnections = new ClosingConnections(),
+): FastifyInstance {
   const { service, httpAdmission: governor } = options;
   const limits = { ...HTTP_EDGE_DEFAULTS, ...options.limits };
   const connections = new HttpConnections();
   const metrics = new HttpMetrics(service.metricsRegistry, governor, connections);
-  const replies = new ErrorReplies(service, metrics, limits);
-  let closing = false;
+  const replies = new ErrorReplies(service, metrics, limits, closing);
 
   const httpLogger = options.logger.child(
     { component: "http" },
@@ -140,6 +144,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
       : { https: { cert: options.tls.cert, key: options.tls.key, ...NODE_SERVER_OPTIONS } }),
   });
   connections.watch(app.server, limits.maxConnections);
+  closing.watch(app.server);
   answerBelowFastify(app.server, limits);
 
   app.decorateRequest("keyloadEdge", null);
@@ -155,7 +160,7 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
       governor,
       replies,
       observer,
-      closing: () => closing,
+      closing: () => closing.begun,
       slotWaitMs: limits.refusalDelayMs,
     }),
   );
@@ -164,8 +169,13 @@ export function buildHttpApp(options: HttpServerOptions): FastifyInstance {
     continueBody(request.raw, reply.raw);
     done(null, payload);
   });
+  // Every answer, success or error, once the close has begun: it closes its connection after it.
+  app.addHook("onSend", (request, reply, payload, done) => {
+    closing.closeAfter(request.raw, reply.raw);
+    done(null, payload);
+  });
   app.addHook("preClose", (done) => {
-    closing = true;
+    closing.begin();
     done();
   });
   app.addHook("onClose", (_instance, done) => {

@@ -1,4 +1,5 @@
 import { InternalError } from "@keyload/contract";
+import { ClosingConnections } from "./closing-connections.js";
 import { buildHttpApp, type HttpServerOptions } from "./http-app.js";
 
 export interface HttpServer {
@@ -6,14 +7,16 @@ export interface HttpServer {
   listen(host: string, port: number): Promise<{ readonly host: string; readonly port: number }>;
   /**
    * Stops accepting connections and waits for the requests in flight; requests that still arrive on
-   * open connections meanwhile answer 503 Unavailable (ShuttingDown).
+   * open connections meanwhile answer 503 Unavailable (ShuttingDown). Every answer from then on closes
+   * its connection (ClosingConnections), so no client keeping one holds the close open.
    */
   close(): Promise<void>;
 }
 
 /** The voter's public HTTP server (contract sections 3-7), over the voter behind `options.service`. */
 export function createHttpServer(options: HttpServerOptions): HttpServer {
-  const app = buildHttpApp(options);
+  const closing = new ClosingConnections();
+  const app = buildHttpApp(options, closing);
   return {
     async listen(host, port) {
       await app.listen({ host, port });
@@ -24,6 +27,9 @@ export function createHttpServer(options: HttpServerOptions): HttpServer {
       return { host: address.address, port: address.port };
     },
     async close() {
+      // At once: fastify's close begins a few ticks later, after the voter, shutting down, has answered
+      // its queued commands in this same turn; those answers close their connections too.
+      closing.begin();
       await app.close();
     },
   };
