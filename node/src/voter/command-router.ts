@@ -287,7 +287,8 @@ export function forwardHandler(
       }),
     );
     // What the leader knows committed goes out ahead of the answer, so the follower can apply the
-    // commands before it answers its client (CommandRouter.forward).
+    // commands before it answers its client (CommandRouter.forward). `from` is the voter's name, which
+    // is not its member ID once it was replaced: the driver releases by name.
     driver.releaseHeldAppend(from);
     return Buffer.from(JSON.stringify({ outcomes }));
   };

@@ -86,6 +86,32 @@ describe("HeldAppendOutbox", () => {
     expect(sent).toEqual([hb, forB]);
   });
 
+  it("releases by a voter's name what is held for any member it runs, as the forward handler does", () => {
+    const { box, sent } = outbox();
+    // voter2 was replaced: its member ID is a new incarnation's, while the leader hears it, forwarding
+    // a command, by its name (forwardHandler's `from`).
+    const forVoter2 = append("voter2~0a1b2c3d", 4);
+    const forVoter3 = append("voter3", 4);
+    box.send(forVoter2, true);
+    box.send(forVoter3, true);
+    box.release("voter2");
+    expect(sent).toEqual([forVoter2]);
+    box.release("voter3");
+    expect(sent).toEqual([forVoter2, forVoter3]);
+  });
+
+  it("releases by member ID only that member's append", () => {
+    const { box, sent } = outbox();
+    const forNew = append("voter2~0a1b2c3d", 4);
+    const forOther = append("voter22", 4);
+    box.send(forNew, true);
+    box.send(forOther, true);
+    box.release("voter2~0a1b2c3d");
+    expect(sent).toEqual([forNew]);
+    box.release("voter2");
+    expect(sent).toEqual([forNew]);
+  });
+
   it("clear drops every held append", () => {
     const { box, sent } = outbox();
     box.send(append("b", 4), true);

@@ -1,3 +1,4 @@
+import { memberName } from "../peer/member-name.js";
 import type { Message, NodeId } from "../raft/types.js";
 
 /**
@@ -22,12 +23,22 @@ export class HeldAppendOutbox {
     }
     // A newer append supersedes the held one; anything else goes after it.
     if (m.type === "append") this.held.delete(m.to);
-    else this.release(m.to);
+    else this.deliverHeld(m.to);
     this.deliver(m);
   }
 
-  /** Delivers the append held for `to`, if any, now. */
-  release(to: NodeId): void {
+  /**
+   * Delivers now what is held for `to`: a member ID, or a voter's name, which stands for each member
+   * that voter runs. Whoever hears from a peer knows it by name (the peer network's), while a voter
+   * replaced after losing its data is the member `name~token` (member-name.ts).
+   */
+  release(to: string): void {
+    for (const id of this.held.keys()) {
+      if (id === to || memberName(id) === to) this.deliverHeld(id);
+    }
+  }
+
+  private deliverHeld(to: NodeId): void {
     const held = this.held.get(to);
     if (held === undefined) return;
     this.held.delete(to);

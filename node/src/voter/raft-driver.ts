@@ -646,12 +646,13 @@ export class RaftDriver {
   }
 
   /**
-   * Sends the entry-less append held for `to` (see send) now: before the answer to a command `to`
-   * forwarded, so that it learns the command committed without waiting for a heartbeat.
+   * Sends the entry-less append held for the voter `voterName` (see send) now: before the answer to a
+   * command it forwarded, so that it learns the command committed without waiting for a heartbeat. By
+   * the name the peer network knows it by, not its member ID, which differs once it was replaced.
    */
-  releaseHeldAppend(to: NodeId): void {
+  releaseHeldAppend(voterName: string): void {
     if (this.failure !== null) return;
-    this.heldAppends.release(to);
+    this.heldAppends.release(voterName);
   }
 
   /** Applies the next slice of what `apply` left over in the next turn, and so on until none is left. */
