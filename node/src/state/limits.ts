@@ -47,6 +47,8 @@ export interface CanonicalLimits {
   readonly directiveRetentionMs: number;
   /** A dead-lettered message is removed this long after it last became visible in its dead-letter queue. */
   readonly deadLetterRetentionMs: number;
+  /** A membership row of status `dead` is removed once its I-am-alive time is this old. */
+  readonly defunctMemberRetentionMs: number;
 }
 
 const HOUR_MS = 60 * 60 * 1000;
@@ -75,6 +77,8 @@ export const DEFAULT_LIMITS: CanonicalLimits = Object.freeze({
   directiveRetentionMs: 7 * DAY_MS,
   // Dead letters wait for a person: two weeks, the longest an SQS queue keeps a message.
   deadLetterRetentionMs: 14 * DAY_MS,
+  // Orleans's own cleanup of defunct silos (DefunctSiloExpiration) waits a week.
+  defunctMemberRetentionMs: 7 * DAY_MS,
 });
 
 const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS).sort() as (keyof CanonicalLimits)[];

@@ -17,6 +17,7 @@ const LIMITS = {
   tombstoneRetentionMs: HOUR,
   directiveRetentionMs: HOUR,
   deadLetterRetentionMs: HOUR,
+  defunctMemberRetentionMs: HOUR,
   maxDeliveryAttempts: 1,
 };
 
@@ -156,6 +157,22 @@ describe("retention", () => {
     expect(left).toHaveLength(1);
     expect(left[0]).toMatch(/"jobs\.dead-letter"/);
   });
+
+  it("removes dead membership rows once their I-am-alive time is past the window, and no other", () => {
+    const member = (id: string, status: string) =>
+      h.ok("membership.put", { status, address: `10.0.0.1:${id}` }, { params: { memberId: id } });
+    member("s1", "dead");
+    member("s2", "active");
+    h.advance(30 * MINUTE);
+    member("s3", "dead");
+    h.advance(40 * MINUTE);
+    // s1 died 70 minutes ago, s3 40: only s1 is past the window, and s2 lives on however old.
+    member("s4", "joining");
+    expect(h.sm.membership("t1").members.map((m) => m.memberId)).toEqual(["s2", "s3", "s4"]);
+    h.advance(HOUR);
+    h.ok("membership.put", { iAmAlive: true }, { params: { memberId: "s2" } });
+    expect(h.sm.membership("t1").members.map((m) => m.memberId)).toEqual(["s2", "s4"]);
+  });
 });
 
 describe("retention across voters", () => {
@@ -171,6 +188,10 @@ describe("retention across voters", () => {
       if (i % 11 === 0) log.command("queue.enqueue", { body: i }, { params: { queue: "jobs" } });
       if (i % 13 === 0) log.command("queue.lease", { max: 5 }, { params: { queue: "jobs" }, advanceMs: 1 });
       if (i % 17 === 0) log.command("subscription.deliver", {}, { params: { name: "s" } });
+      if (i % 7 === 0) {
+        const status = i % 2 === 0 ? "dead" : "active";
+        log.command("membership.put", { status, address: "a" }, { params: { memberId: `m${i}` } });
+      }
       if (i % 50 === 0)
         log.command("catalog.put", { value: i }, { params: { key: "k" }, commandId: "again" });
     }
