@@ -145,4 +145,16 @@ describe("the disk floor, through HTTP", () => {
     expect((await put(leaderUrl, "k", "w-2")).status).toBe(200);
     expect((await dispatch(followerUrl, "c-1")).status).toBe(200);
   });
+
+  it("exports no free space before the first measurement, rather than a full disk", async () => {
+    const cluster = await startCluster();
+    await restartWithFaults(cluster, 0, {
+      freeSpace: async () => {
+        throw new Error("statfs failed");
+      },
+    });
+    const metrics = await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text();
+    expect(metrics).toContain("# TYPE keyload_disk_free_bytes gauge");
+    expect(metrics).not.toMatch(/^keyload_disk_free_bytes /m);
+  });
 });

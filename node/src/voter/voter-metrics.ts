@@ -1,3 +1,4 @@
+import type { Lane, ResourceExhaustedReason } from "@keyload/contract";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, type Registry } from "prom-client";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { DiskFloor } from "../admission/disk-floor.js";
@@ -7,6 +8,19 @@ import type { PeerTransport } from "../peer/peer-transport.js";
 import type { StateMachine } from "../state/state-machine.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { RaftDriver } from "./raft-driver.js";
+
+/** Why command admission refuses, by lane: only the control lane caps a payload's size. */
+const COMMAND_REFUSALS: Readonly<Record<Lane, readonly ResourceExhaustedReason[]>> = {
+  data: ["CommandCount", "CommandBytes", "TenantCommands", "PrincipalCommands", "DiskFloor"],
+  control: [
+    "CommandCount",
+    "CommandBytes",
+    "TenantCommands",
+    "PrincipalCommands",
+    "ControlPayloadTooLarge",
+    "DiskFloor",
+  ],
+};
 
 export interface VoterMetricSources {
   readonly driver: RaftDriver;
@@ -164,7 +178,8 @@ export function registerVoterMetrics(registry: Registry, sources: VoterMetricSou
     registers: [registry],
     collect() {
       const { freeBytes } = diskFloor.status();
-      if (freeBytes === null) this.reset();
+      // Removed, not reset: a label-less gauge resets to 0, which would read as a full disk.
+      if (freeBytes === null) this.remove();
       else this.set(freeBytes);
     },
   });
@@ -204,10 +219,15 @@ export function registerVoterMetrics(registry: Registry, sources: VoterMetricSou
       this.inc(transport.stats().handshakesOverCap);
     },
   });
-  return new Counter({
+  const rejections = new Counter({
     name: "keyload_command_admission_rejections_total",
     help: "Commands refused by command admission, by lane and reason",
     labelNames: ["lane", "reason"],
     registers: [registry],
   });
+  // From zero, so that rate() and a dashboard see a lane's first refusals of a reason.
+  for (const [lane, reasons] of Object.entries(COMMAND_REFUSALS)) {
+    for (const reason of reasons) rejections.inc({ lane, reason }, 0);
+  }
+  return rejections;
 }

@@ -85,6 +85,16 @@ describe("three voters on loopback", () => {
     expect(metrics).toContain(
       'keyload_command_admission_rejections_total{lane="data",reason="CommandBytes"} 1',
     );
+    // Every lane's reasons are there from zero, for rate() and the dashboard to see their first.
+    expect(metrics).toContain(
+      'keyload_command_admission_rejections_total{lane="control",reason="ControlPayloadTooLarge"} 0',
+    );
+    expect(metrics).toContain('keyload_command_admission_rejections_total{lane="data",reason="DiskFloor"} 0');
+    // The follower, which forwarded it, refused nothing itself.
+    const followerMetrics = await (await fetch(`${cluster.voter(1).httpUrl}/metrics`)).text();
+    expect(followerMetrics).toContain(
+      'keyload_command_admission_rejections_total{lane="data",reason="CommandBytes"} 0',
+    );
     // Nothing took the ID: it commits other work afterwards.
     expect((await call(cluster.voter(1).httpUrl, "GET", "/v1/commands/r1")).status).toBe(404);
     const reused = await call(cluster.voter(1).httpUrl, "POST", "/v1/dispatch/ops", {
