@@ -1,5 +1,6 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -101,6 +102,26 @@ describe("the dashboard's server", () => {
     expect(script.headers["content-type"]).toBe("text/javascript; charset=utf-8");
     expect((await send(`${url}/assets/../../state/admin.key`, "GET")).status).toBe(404);
     expect((await send(`${url}/nothing`, "GET")).status).toBe(404);
+  });
+
+  it("answers a request target it cannot read 400, and serves on", async () => {
+    const { url } = await serveForStoppedCluster();
+    const { host, port } = new URL(url);
+    // Any page can make a browser send this (an image's source), to the dashboard's own Host.
+    const answer = await new Promise<string>((resolve, reject) => {
+      let text = "";
+      const socket = connect(Number(port), "127.0.0.1", () =>
+        socket.end(`GET //[ HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`),
+      );
+      socket.setEncoding("utf8");
+      socket.on("data", (chunk: string) => {
+        text += chunk;
+      });
+      socket.on("end", () => resolve(text));
+      socket.on("error", reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect((await send(`${url}/`, "GET")).status).toBe(200);
   });
 
   it("refuses a request that names another host, as a rebinding page's would", async () => {

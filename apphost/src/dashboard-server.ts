@@ -152,7 +152,12 @@ export async function serveDashboard(source: DashboardSource, options: Dashboard
       send(response, 421, "text/plain", "this dashboard answers on 127.0.0.1 only");
       return;
     }
-    const path = new URL(request.url ?? "/", `http://${host}`).pathname;
+    const path = pathOf(request.url);
+    if (path === undefined) {
+      // Any page can make a browser send one (an image's source): it must not end the AppHost.
+      send(response, 400, "text/plain", "the request target is not a path");
+      return;
+    }
     if (request.method === "POST" && path.startsWith("/api/voters/")) {
       // The body carries nothing; it is drained so the connection can be reused.
       request.resume();
@@ -209,4 +214,14 @@ export async function serveDashboard(source: DashboardSource, options: Dashboard
       return closed;
     },
   };
+}
+
+/** The path of a request target, or undefined for one that is not an origin-form path URL can read. */
+function pathOf(target: string | undefined): string | undefined {
+  if (target === undefined || !target.startsWith("/")) return undefined;
+  try {
+    return new URL(target, "http://dashboard.invalid").pathname;
+  } catch {
+    return undefined;
+  }
 }
