@@ -26,8 +26,8 @@ export class SnapshotCopier {
     if (reply.reason === "InvalidSnapshot") {
       throw new InvalidArgumentError(reply.message, { reason: "InvalidSnapshot" });
     }
-    if (reply.reason === "StateSyncFailed") {
-      throw new InternalError(reply.message, { reason: "StateSyncFailed" });
+    if (reply.reason === "StateSyncFailed" || reply.reason === "CorruptState") {
+      throw new InternalError(reply.message, { reason: reply.reason });
     }
     throw new InternalError(`the snapshot copy failed: ${reply.message}`, { reason: "SnapshotFailed" });
   }

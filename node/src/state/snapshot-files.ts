@@ -11,20 +11,6 @@ import { SCHEMA_VERSION } from "./schema.js";
  * database of this schema, so a bad snapshot never replaces good state.
  */
 export function inspectSnapshot(path: string): AppliedPosition {
-  return readSnapshot(path, true);
-}
-
-/**
- * The applied position of a snapshot this voter has just copied from its own database, without the
- * page-by-page check: that walks every page of a file as large as the state, a second of CPU on each
- * voter at once for a state of tens of megabytes, and the copy is checked where it is installed
- * (inspectSnapshot) after its checksum.
- */
-export function ownSnapshotPosition(path: string): AppliedPosition {
-  return readSnapshot(path, false);
-}
-
-function readSnapshot(path: string, checkPages: boolean): AppliedPosition {
   let db: Database.Database;
   try {
     db = new Database(path, { readonly: true, fileMustExist: true });
@@ -32,10 +18,8 @@ function readSnapshot(path: string, checkPages: boolean): AppliedPosition {
     throw badSnapshot(path, "it cannot be opened", error);
   }
   try {
-    if (checkPages) {
-      const check = db.pragma("quick_check", { simple: true });
-      if (check !== "ok") throw badSnapshot(path, `quick_check says ${String(check)}`);
-    }
+    const check = db.pragma("quick_check", { simple: true });
+    if (check !== "ok") throw badSnapshot(path, `quick_check says ${String(check)}`);
     const meta = readMeta(db);
     if (meta.schema_version !== SCHEMA_VERSION) throw badSnapshot(path, `schema ${meta.schema_version}`);
     return { index: meta.applied_index, term: meta.applied_term };

@@ -4,12 +4,13 @@
  */
 import { closeSync, existsSync, fdatasyncSync, openSync } from "node:fs";
 import { parentPort } from "node:worker_threads";
-import { InternalError, KeyLoadError } from "@keyload/contract";
+import { InternalError, InvalidArgumentError, KeyLoadError } from "@keyload/contract";
 import Database from "better-sqlite3";
 import { fsyncPath } from "../fs/fsync.js";
 import { pageBytesOf } from "../fs/sqlite-limits.js";
 import { lowerThreadPriority } from "./background-priority.js";
-import { ownSnapshotPosition } from "./snapshot-files.js";
+import type { AppliedPosition } from "./database.js";
+import { inspectSnapshot } from "./snapshot-files.js";
 import type { SnapshotCopyReply, SnapshotCopyRequest } from "./snapshot-protocol.js";
 
 const port = parentPort!;
@@ -54,7 +55,7 @@ async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
     copy.close();
   }
   fsyncPath(request.target);
-  const covered = ownSnapshotPosition(request.target);
+  const covered = checkedCopy(request.target, request.source);
   // The log may be compacted up to `covered` once this resolves, so the database must not still rely
   // on those entries: every apply the copy holds committed before the copy began, into the WAL or (a
   // checkpoint) the database file, and fsyncing both makes them durable without the checkpoint that
@@ -71,6 +72,25 @@ async function copy(request: SnapshotCopyRequest): Promise<SnapshotCopyReply> {
     });
   }
   return { id: request.id, ok: true, index: covered.index, term: covered.term };
+}
+
+/**
+ * The position the copy covers, once its pages pass the check an install makes. The copy is made only
+ * for a follower that needs one (docs/decisions/0021-lazy-snapshots.md), so the walk over every page
+ * costs a second of this low-priority thread per tens of megabytes, now and then. The backup copies
+ * pages as they are: a copy that fails holds a page of the applied state gone bad on the disk, which
+ * the voter's own reads may never touch, and a follower installing it would be left with no usable
+ * state. The voter must stop.
+ */
+function checkedCopy(target: string, source: string): AppliedPosition {
+  try {
+    return inspectSnapshot(target);
+  } catch (cause) {
+    if (!(cause instanceof InvalidArgumentError)) throw cause;
+    throw new InternalError(`the applied state ${source} is damaged: its copy fails: ${cause.message}`, {
+      reason: "CorruptState",
+    });
+  }
 }
 
 let queue: Promise<void> = Promise.resolve();

@@ -2,7 +2,6 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { parseSearchRequest } from "./search-query.js";
-import { ownSnapshotPosition } from "./snapshot-files.js";
 import { json, type SearchPage } from "./test-fixtures/read-pages.js";
 import { Harness, TempStates } from "./test-fixtures/state-fixtures.js";
 
@@ -124,17 +123,30 @@ describe("snapshots", () => {
     h.ok("catalog.put", { value: 2 }, { params: { key: "k" } });
   });
 
-  it("reads its own copy's position without checking every page; an install still checks them", async () => {
+  it("stops the voter when its own copy fails the page check: its applied state is damaged", async () => {
+    const source = new Harness(temp.create("source"));
+    for (let i = 0; i < 500; i++)
+      source.ok("catalog.put", { value: "x".repeat(500) }, { params: { key: `k${i}` } });
+    await source.sm.close();
+    // A page in the middle of the documents goes bad on the disk, where no read of the voter's own
+    // looks: the meta table, on an early page, still reads.
+    damageMiddlePage(temp.path("source.db"));
+    const damaged = temp.create("source");
+    const failures: unknown[] = [];
+    damaged.onFailure((err) => failures.push(err));
+    // Sent on, the copy would pass its checksum and break every follower that installs it.
+    await expect(damaged.createSnapshot(temp.path("copy.db"))).rejects.toMatchObject({
+      reason: "CorruptState",
+    });
+    expect(failures).toEqual([expect.objectContaining({ reason: "CorruptState" })]);
+  });
+
+  it("refuses to install a snapshot whose pages fail the check, and keeps the old state", async () => {
     const h = new Harness(temp.create("source"));
     for (let i = 0; i < 500; i++)
       h.ok("catalog.put", { value: "x".repeat(500) }, { params: { key: `k${i}` } });
-    const covered = await h.sm.createSnapshot(temp.path("snap.db"));
-    // Damage a page in the middle of the documents: the meta table, on an early page, still reads.
-    const bytes = readFileSync(temp.path("snap.db"));
-    const page = 4096 * Math.floor(bytes.length / 4096 / 2);
-    bytes.fill(0xa5, page, page + 64);
-    writeFileSync(temp.path("snap.db"), bytes);
-    expect(ownSnapshotPosition(temp.path("snap.db"))).toEqual(covered);
+    await h.sm.createSnapshot(temp.path("snap.db"));
+    damageMiddlePage(temp.path("snap.db"));
     const target = new Harness(temp.create("target"));
     target.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
     expect(() => target.sm.restoreFromSnapshot(temp.path("snap.db"))).toThrow(
@@ -159,3 +171,11 @@ describe("snapshots", () => {
     expect((await keys()).sort()).toEqual(["a", "c"]);
   });
 });
+
+/** Overwrites the start of a page in the middle of a state database file. */
+function damageMiddlePage(path: string): void {
+  const bytes = readFileSync(path);
+  const page = 16 * 1024 * Math.floor(bytes.length / (16 * 1024) / 2);
+  bytes.fill(0xa5, page, page + 64);
+  writeFileSync(path, bytes);
+}

@@ -309,8 +309,9 @@ export class StateMachine {
       return await this.snapshots.copy(this.options.path, targetPath);
     } catch (error) {
       // The copy's own failures may be retried; a failed fsync of the live state may not (see
-      // durablePosition).
+      // durablePosition), nor a copy whose pages show the live state damaged.
       if (error instanceof KeyLoadError && error.reason === "StateSyncFailed") throw this.syncFailed(error);
+      if (error instanceof InternalError && error.reason === "CorruptState") throw this.failed(error);
       throw error;
     }
   }
