@@ -46,6 +46,13 @@ const ACCEPTOR_LABEL = "keyload-peer-v4 acceptor";
 /** A refusal's reason is a PeerHandshakeFailure; its message a few lines (every differing limit). */
 const MAX_REMOTE_REASON_CHARS = 64;
 const MAX_REMOTE_MESSAGE_CHARS = 8_192;
+/**
+ * A refusal the acceptor reads comes before anyone has proved anything, from whoever connected; a
+ * dialer's own refusals then are a line (its limits are compared after the acceptor's proof, sealed).
+ */
+const MAX_STRANGER_MESSAGE_CHARS = 512;
+/** A reason that names a failure, as a voter sends it: shown as is; anything else is quoted. */
+const FAILURE_NAME = /^[A-Za-z]+$/;
 
 export interface HandshakeIdentity {
   readonly nodeId: string;
@@ -83,7 +90,12 @@ export async function dialHandshake(
     ephemeralKey: ephemeral.publicKey,
   });
   connection.send(FrameType.Hello, hello);
-  const challengeBody = await nextFrame(connection, FrameType.Challenge, expectedPeerId);
+  const challengeBody = await nextFrame(
+    connection,
+    FrameType.Challenge,
+    expectedPeerId,
+    MAX_REMOTE_MESSAGE_CHARS,
+  );
   const challenge = decodeChallenge(challengeBody);
   if (!isMemberId(challenge.acceptorId)) {
     refuse(
@@ -105,7 +117,9 @@ export async function dialHandshake(
   const announcement = encodeAnnouncement(announce(self));
   const proof = proofOf(self.secret, DIALER_LABEL, opening, announcement);
   connection.send(FrameType.Proof, encodeCredentials(proof, announcement));
-  const accept = decodeCredentials(await nextFrame(connection, FrameType.Accept, expectedPeerId));
+  const accept = decodeCredentials(
+    await nextFrame(connection, FrameType.Accept, expectedPeerId, MAX_REMOTE_MESSAGE_CHARS),
+  );
   if (
     !proofMatches(
       accept.proof,
@@ -130,15 +144,20 @@ export async function dialHandshake(
   return { peerId: expectedPeerId, httpUrl: accept.httpUrl, wallMs: accept.wallMs };
 }
 
-/** Authenticates a connection another node dialed to this one; throws PeerHandshakeError. */
+/**
+ * Authenticates a connection another node dialed to this one; throws PeerHandshakeError. `proved` is
+ * called once the dialer has proved the cluster secret: a failure after it is a configured peer's, one
+ * before it anyone's.
+ */
 export async function acceptHandshake(
   connection: PeerConnection,
   self: HandshakeIdentity,
+  proved: () => void = () => {},
 ): Promise<HandshakeResult> {
   let helloBody: Uint8Array;
   let hello: ReturnType<typeof decodeHello>;
   try {
-    helloBody = await nextFrame(connection, FrameType.Hello, null);
+    helloBody = await nextFrame(connection, FrameType.Hello, null, MAX_STRANGER_MESSAGE_CHARS);
     hello = decodeHello(helloBody);
   } catch (error) {
     if (error instanceof PeerHandshakeError && error.reason === "VersionMismatch") {
@@ -178,11 +197,14 @@ export async function acceptHandshake(
     ephemeralKey: ephemeral.publicKey,
   });
   connection.send(FrameType.Challenge, challenge);
-  const proof = decodeCredentials(await nextFrame(connection, FrameType.Proof, dialerId));
+  const proof = decodeCredentials(
+    await nextFrame(connection, FrameType.Proof, dialerId, MAX_STRANGER_MESSAGE_CHARS),
+  );
   const opening = digestOf(helloBody, challenge);
   if (!proofMatches(proof.proof, proofOf(self.secret, DIALER_LABEL, opening, proof.announcement))) {
     refuse(connection, "BadProof", dialerId, `${dialerId} failed to prove the cluster secret`);
   }
+  proved();
   checkLimits(connection, self, dialerId, proof);
   checkCluster(connection, self, dialerId, proof);
   checkIncarnation(connection, self, dialerId, proof);
@@ -342,11 +364,15 @@ function checkLimits(connection: PeerConnection, self: HandshakeIdentity, peerId
   if (difference) refuse(connection, "LimitsMismatch", peerId, difference);
 }
 
-/** The next frame, which must be of `type`; a Refuse frame becomes a `Refused` handshake error. */
+/**
+ * The next frame, which must be of `type`; a Refuse frame becomes a `Refused` handshake error, its
+ * message cut to `maxMessageChars`.
+ */
 async function nextFrame(
   connection: PeerConnection,
   type: number,
   peerId: string | null,
+  maxMessageChars: number,
 ): Promise<Uint8Array> {
   let frame: Frame;
   try {
@@ -360,19 +386,35 @@ async function nextFrame(
     );
   }
   if (frame.type === FrameType.Refuse) {
-    const refusal = decodeRefusal(frame.body);
-    // What the other side says goes into a log line: at most a handshake frame, but cut shorter.
-    const reason = refusal.reason.slice(0, MAX_REMOTE_REASON_CHARS);
-    const message = refusal.message.slice(0, MAX_REMOTE_MESSAGE_CHARS);
-    throw new PeerHandshakeError(
-      "Refused",
-      peerId,
-      `${peerId ?? connection.remoteAddress} refused the connection (${reason}): ${message}`,
-      reason,
-    );
+    throw refusalError(frame.body, peerId, peerId ?? connection.remoteAddress, maxMessageChars);
   }
   if (frame.type !== type) throw new PeerProtocolError(`expected frame type ${type}, got ${frame.type}`);
   return frame.body;
+}
+
+/**
+ * The `Refused` handshake error for a Refuse frame's `body` from `by`. What the other side says goes
+ * into a log line, and before its proof it may be anyone: quoted, so its control characters reach no
+ * log line or terminal, and cut to `maxMessageChars`.
+ */
+export function refusalError(
+  body: Uint8Array,
+  peerId: string | null,
+  by: string,
+  maxMessageChars: number = MAX_REMOTE_MESSAGE_CHARS,
+): PeerHandshakeError {
+  const refusal = decodeRefusal(body);
+  const reason =
+    FAILURE_NAME.test(refusal.reason) && refusal.reason.length <= MAX_REMOTE_REASON_CHARS
+      ? refusal.reason
+      : quoted(refusal.reason, MAX_REMOTE_REASON_CHARS);
+  const message = quoted(refusal.message, maxMessageChars);
+  return new PeerHandshakeError(
+    "Refused",
+    peerId,
+    `${by} refused the connection (${reason}): ${message}`,
+    reason,
+  );
 }
 
 function refuse(

@@ -11,6 +11,7 @@ import {
   encodeAnnouncement,
   encodeChallenge,
   encodeCredentials,
+  encodeRefusal,
   FrameType,
   NONCE_BYTES,
   PROOF_BYTES,
@@ -448,7 +449,8 @@ describe("PeerTransport", () => {
 
     it("closes a connection that does not speak the protocol, or does not finish the handshake", async () => {
       fixture = await PeerFixture.create(["voter1"]);
-      const voter1 = await fixture.start("voter1", { handshakeTimeoutMs: 100 });
+      // Both failures come from one address: logged both, for the test to see each.
+      const voter1 = await fixture.start("voter1", { handshakeTimeoutMs: 100, strangerLogIntervalMs: 0 });
       const { port } = fixture.address("voter1");
       const closed = (socket: Socket) => new Promise<void>((resolve) => socket.on("close", () => resolve()));
       const http = connect(port, "127.0.0.1");
@@ -573,6 +575,91 @@ describe("PeerTransport", () => {
         peerId: "voter2",
         reason: "BadProof",
       });
+    });
+  });
+
+  describe("failed handshakes of strangers", () => {
+    const failure = /^peer (handshake|connection) (refused|failed)/;
+    const summary = /more failed peer handshakes/;
+    const garbage = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+    const sourceOf = (line: LogLine) => line.remoteAddress?.replace(/:\d+$/, "");
+
+    /** Connects from `localAddress`, sends `bytes` and resolves once the voter has closed the connection. */
+    async function strangerSends(
+      port: number,
+      localAddress: string,
+      bytes: Uint8Array | string,
+    ): Promise<void> {
+      const socket = connect({ port, host: "127.0.0.1", localAddress });
+      socket.on("error", () => {});
+      await new Promise<void>((resolve) => {
+        socket.on("close", () => resolve());
+        socket.write(bytes);
+      });
+    }
+
+    /** By source address: the failures with a line of their own plus those counted in a summary line. */
+    function accounted(lines: readonly LogLine[]): Map<string, number> {
+      const bySource = new Map<string, number>();
+      const add = (source: string, n: number) => bySource.set(source, (bySource.get(source) ?? 0) + n);
+      for (const line of lines) {
+        if (failure.test(line.msg)) add(sourceOf(line) ?? "", 1);
+        else if (summary.test(line.msg)) add(String(line.source), Number(line.suppressed));
+      }
+      return bySource;
+    }
+
+    it("logs them at most once per source address and interval, with a count of the rest", async () => {
+      fixture = await PeerFixture.create(["voter1"]);
+      const voter1 = await fixture.start("voter1", { strangerLogIntervalMs: 1_000 });
+      const { port } = fixture.address("voter1");
+      const refusal = encodeRefusal({ reason: "Nope", message: "n".repeat(8_000) });
+      const started = performance.now();
+      for (let i = 0; i < 200; i++)
+        await strangerSends(port, "127.0.0.1", encodeFrame(FrameType.Refuse, refusal));
+      for (let i = 0; i < 20; i++) await strangerSends(port, "127.0.0.2", garbage);
+      const intervals = Math.floor((performance.now() - started) / 1_000) + 1;
+      // Every failure still counts.
+      await waitFor(() => voter1.stats().authFailures === 200 && voter1.stats().protocolErrors === 20);
+      const logged = fixture.log("voter1").filter((l) => failure.test(l.msg));
+      for (const source of ["127.0.0.1", "127.0.0.2"]) {
+        const fromSource = logged.filter((l) => sourceOf(l) === source).length;
+        expect(fromSource).toBeGreaterThanOrEqual(1);
+        expect(fromSource).toBeLessThanOrEqual(intervals);
+      }
+      // Once each interval is over, its summary says how many had no line.
+      await waitFor(() => {
+        const counts = accounted(fixture.log("voter1"));
+        return counts.get("127.0.0.1") === 200 && counts.get("127.0.0.2") === 20;
+      }, 5_000);
+      expect(find(fixture.log("voter1"), summary)).toMatchObject({ level: 40, source: "127.0.0.1" });
+    });
+
+    it("remembers a bounded number of source addresses, the others sharing one interval", async () => {
+      fixture = await PeerFixture.create(["voter1"]);
+      const voter1 = await fixture.start("voter1", {
+        strangerLogIntervalMs: 60_000,
+        maxStrangerLogSources: 2,
+      });
+      const { port } = fixture.address("voter1");
+      for (const n of [2, 3, 4, 5, 6, 7]) await strangerSends(port, `127.0.0.${n}`, garbage);
+      await waitFor(() => voter1.stats().protocolErrors === 6);
+      const logged = fixture.log("voter1").filter((l) => failure.test(l.msg));
+      // The first two addresses have a line each; of the four beyond, only the first has one.
+      expect(logged.map(sourceOf)).toEqual(["127.0.0.2", "127.0.0.3", "127.0.0.4"]);
+    });
+
+    it("still logs every refusal of a configured peer that proved the secret", async () => {
+      fixture = await PeerFixture.create(["voter1", "voter2"]);
+      await fixture.start("voter1");
+      await fixture.start("voter2", {
+        canonicalLimits: { ...LIMITS, maxMutationBytes: 1024 },
+        reconnectMaxMs: 100,
+      });
+      // voter1's own dial logs its refusal once, then "failed again": the rest are voter2's dials.
+      const refused = (l: LogLine) =>
+        l.reason === "LimitsMismatch" && /^peer handshake refused: canonical limits differ/.test(l.msg);
+      await waitFor(() => fixture.log("voter1").filter(refused).length >= 4);
     });
   });
 

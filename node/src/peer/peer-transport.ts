@@ -15,18 +15,12 @@ import {
   PeerProtocolError,
   PeerUnavailableError,
 } from "./peer-errors.js";
-import {
-  decodeRefusal,
-  decodeRequest,
-  encodeFailure,
-  encodeResponse,
-  FrameType,
-  type Request,
-} from "./peer-frames.js";
-import { acceptHandshake, type HandshakeIdentity } from "./peer-handshake.js";
+import { decodeRequest, encodeFailure, encodeResponse, FrameType, type Request } from "./peer-frames.js";
+import { acceptHandshake, type HandshakeIdentity, refusalError } from "./peer-handshake.js";
 import { PeerLink, type RequestOptions } from "./peer-link.js";
 import { emptyPeerStats, type PeerStats } from "./peer-stats.js";
 import { decodeRaftMessage, encodeRaftMessageParts } from "./raft-message-codec.js";
+import { OTHER_SOURCES, StrangerLog } from "./stranger-log.js";
 
 export interface PeerTransportOptions {
   readonly nodeId: string;
@@ -62,6 +56,14 @@ export interface PeerTransportOptions {
    */
   readonly maxHandshakes?: number;
   readonly maxHandshakesPerSource?: number;
+  /**
+   * Failed inbound handshakes that no configured peer answers for (it had not proved the secret) are
+   * logged once per source address in this interval, and the count of the others as it ends; every
+   * one is counted all the same. Default 5 s.
+   */
+  readonly strangerLogIntervalMs?: number;
+  /** The source addresses that logging keeps an interval for; beyond them new ones share one. Default 128. */
+  readonly maxStrangerLogSources?: number;
   /** Redial backoff, doubling from the initial delay up to the cap. Defaults 50 ms and 2 s. */
   readonly reconnectInitialMs?: number;
   readonly reconnectMaxMs?: number;
@@ -121,6 +123,7 @@ export class PeerTransport {
   /** Accepted connections in their handshake, by source address. */
   private readonly handshaking = new Map<string, number>();
   private handshakingTotal = 0;
+  private readonly strangers: StrangerLog;
   private server: Server | null = null;
   private listening: Promise<void> | null = null;
   private state: "new" | "running" | "closed" = "new";
@@ -136,6 +139,17 @@ export class PeerTransport {
     this.handshakeTimeoutMs = options.handshakeTimeoutMs ?? 2_000;
     this.maxHandshakes = options.maxHandshakes ?? 64;
     this.maxHandshakesPerSource = options.maxHandshakesPerSource ?? 8;
+    this.strangers = new StrangerLog(
+      options.strangerLogIntervalMs ?? 5_000,
+      options.maxStrangerLogSources ?? 128,
+      (source, suppressed, intervalMs) => {
+        const from = source === OTHER_SOURCES ? "other addresses" : source;
+        this.log.warn(
+          { source, suppressed, intervalMs },
+          `${suppressed} more failed peer handshakes from ${from} were not logged`,
+        );
+      },
+    );
     this.identity = {
       nodeId: options.nodeId,
       secret: createSecretKey(Buffer.from(options.secret, "utf8")),
@@ -196,6 +210,7 @@ export class PeerTransport {
     this.state = "closed";
     // A server still binding cannot be closed yet, and would be left listening.
     await this.listening?.catch(() => {});
+    this.strangers.close();
     for (const link of this.links.values()) link.close();
     const closing = new PeerConnectionClosedError("the transport is closing");
     for (const connection of this.accepted) connection.close(closing);
@@ -365,7 +380,12 @@ export class PeerTransport {
       () => connection.close(new PeerHandshakeError("Timeout", null, "the handshake timed out")),
       this.handshakeTimeoutMs,
     );
-    acceptHandshake(connection, this.identity).then(
+    // Until the dialer proves the secret, a failure is anyone's, logged at a bounded rate.
+    let proved = false;
+    const onProved = () => {
+      proved = true;
+    };
+    acceptHandshake(connection, this.identity, onProved).then(
       (result) => {
         clearTimeout(timeout);
         settle();
@@ -386,7 +406,7 @@ export class PeerTransport {
         connection.close(reason);
         // Counted as over the cap, and, like a refusal there, not logged one by one.
         if (this.state === "running" && !this.evicted.has(connection)) {
-          this.logInboundFailure(reason, remoteAddress);
+          this.logInboundFailure(reason, remoteAddress, proved ? null : source);
         }
       },
     );
@@ -398,7 +418,7 @@ export class PeerTransport {
     if (peerId === null) return;
     if (this.inbound.get(peerId) === connection) this.inbound.delete(peerId);
     if (this.state !== "running") return;
-    if (reason instanceof PeerHandshakeError) this.logInboundFailure(reason, connection.remoteAddress);
+    if (reason instanceof PeerHandshakeError) this.logInboundFailure(reason, connection.remoteAddress, null);
     else
       this.log.info(
         { peerId, remoteAddress: connection.remoteAddress, err: reason },
@@ -406,19 +426,26 @@ export class PeerTransport {
       );
   }
 
-  private logInboundFailure(reason: Error, remoteAddress: string): void {
+  /**
+   * Counts and logs a failed inbound handshake, or an authenticated connection's refusal. `source` is
+   * the address of a connection no configured peer answers for (it had not proved the secret): anyone
+   * may connect, so a line per failure would let a stranger write the log as fast as it connects, and
+   * those are logged at a bounded rate. A configured peer's are logged each time, as its redial backoff
+   * bounds them.
+   */
+  private logInboundFailure(reason: Error, remoteAddress: string, source: string | null): void {
+    const refused =
+      reason instanceof PeerHandshakeError && reason.reason !== "Timeout" && reason.reason !== "Disconnected";
+    // Not the peer it claims to be, as far as anyone knows: charged to no peer.
+    if (refused) this.unattributed.authFailures++;
+    if (source !== null && !this.strangers.admit(source)) return;
     if (!(reason instanceof PeerHandshakeError)) {
       this.log.warn({ remoteAddress, err: reason }, `peer connection failed: ${reason.message}`);
       return;
     }
     const fields = { peerId: reason.peerId, remoteAddress, reason: reason.reason };
-    if (reason.reason === "Timeout" || reason.reason === "Disconnected") {
-      this.log.warn(fields, `peer handshake failed: ${reason.message}`);
-      return;
-    }
-    // Not the peer it claims to be, as far as anyone knows: charged to no peer.
-    this.unattributed.authFailures++;
-    this.log.error(fields, `peer handshake refused: ${reason.message}`);
+    if (refused) this.log.error(fields, `peer handshake refused: ${reason.message}`);
+    else this.log.warn(fields, `peer handshake failed: ${reason.message}`);
   }
 
   private onInboundFrame(peerId: string, connection: PeerConnection, frame: Frame): void {
@@ -429,12 +456,9 @@ export class PeerTransport {
       case FrameType.Request:
         this.serve(peerId, connection, decodeRequest(frame.body));
         return;
-      case FrameType.Refuse: {
+      case FrameType.Refuse:
         // The dialer checks this node's proof and limits last, so it can still refuse after Accept.
-        const refusal = decodeRefusal(frame.body);
-        const message = `${peerId} refused the connection (${refusal.reason}): ${refusal.message}`;
-        throw new PeerHandshakeError("Refused", peerId, message, refusal.reason);
-      }
+        throw refusalError(frame.body, peerId, peerId);
       default:
         throw new PeerProtocolError(`unexpected frame type ${frame.type} on an inbound connection`);
     }
