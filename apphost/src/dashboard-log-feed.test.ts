@@ -32,8 +32,15 @@ describe("LogFeed", () => {
         line("old", 1),
         line("started", 3),
         line("request", 4, { route: "/health/ready" }),
-        line("request", 5, { route: "/v1/admin/admission", userAgent: APPHOST_USER_AGENT }),
-        line("request", 6, { route: "/metrics", userAgent: APPHOST_USER_AGENT }),
+        // The AppHost's own polls, as a voter logs them.
+        line("request", 5, {
+          method: "GET",
+          route: "/v1/admin/admission",
+          status: 200,
+          principalId: "admin",
+          userAgent: APPHOST_USER_AGENT,
+        }),
+        line("request", 6, { method: "GET", route: "/metrics", status: 200, userAgent: APPHOST_USER_AGENT }),
         line("stored", 7, { route: "/v1/catalog/{key}" }),
       ].join(""),
     );
