@@ -1,5 +1,6 @@
 import {
   ApiDocumentSchema,
+  type ErrorCode,
   HealthSchema,
   InternalError,
   KeyLoadError,
@@ -156,30 +157,47 @@ function text(body: string): string {
 /** Whether a failed submission still leaves the command's durable outcome unknown (so resubmitting helps). */
 function outcomeUnknown(error: unknown): error is KeyLoadError | ConnectionError {
   if (error instanceof ConnectionError) return error.reason !== "Aborted" && error.reason !== "NotSent";
-  if (error instanceof ResourceExhaustedError) return !definiteRefusal(error);
+  if (error instanceof ResourceExhaustedError) return !overCap(error);
   return (
     error instanceof KeyLoadError && (error.code === "UnknownWriteOutcome" || error.code === "Unavailable")
   );
 }
 
-/** A refusal the same command always gets, so the attempt that may have committed got it too. */
-function definiteRefusal(error: ResourceExhaustedError): boolean {
+/** A body or control payload over the answering voter's cap: it refuses it again however long one waits. */
+function overCap(error: ResourceExhaustedError): boolean {
   return error.reason === "BodyTooLarge" || error.reason === "ControlPayloadTooLarge";
 }
 
 /**
+ * The codes only the command itself answers: its committed outcome (a version mismatch, a lost lease, a
+ * conflict or an expired outcome under its ID, NotFound, a canonical limit, which every voter applies
+ * alike), or a refusal of what its request says (malformed JSON, an unknown route, a command ID the
+ * voter does not take), which the same request always gets, so the attempt that may have committed got
+ * it too. Not among them, as they are decided before the voter looks the command ID up, by what this
+ * one voter holds now: Unauthenticated and PermissionDenied (a key revoked or a role removed between two
+ * rounds; a stored outcome is not even told to a caller the catalog no longer lets send the command),
+ * and ResourceExhausted of any reason (admission is local, its body and control payload caps too, which
+ * may differ per voter or change between rounds).
+ */
+const SETTLING_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>([
+  "InvalidArgument",
+  "NotFound",
+  "CommandIdConflict",
+  "LeaseLost",
+  "FailedPrecondition",
+]);
+
+/** InvalidArgument reasons about how one attempt's bytes arrived (too slowly, cut off), not what they say. */
+const DELIVERY_REFUSALS: ReadonlySet<string> = new Set(["RequestTimeout", "RequestAborted"]);
+
+/**
  * Whether a failed submission is the command's answer, which resolveOutcome passes on as is: the
- * caller's abort, or a voter's definite refusal or committed failure (a version mismatch, a lost lease,
- * a conflict, and the like). Anything else leaves the outcome unknown.
+ * caller's abort, or an answer of SETTLING_CODES. Anything else leaves the outcome unknown.
  */
 function settles(error: unknown): boolean {
   if (error instanceof ConnectionError) return error.reason === "Aborted";
-  if (error instanceof ResourceExhaustedError) return definiteRefusal(error);
   return (
-    error instanceof KeyLoadError &&
-    error.code !== "UnknownWriteOutcome" &&
-    error.code !== "Unavailable" &&
-    error.code !== "Internal"
+    error instanceof KeyLoadError && SETTLING_CODES.has(error.code) && !DELIVERY_REFUSALS.has(error.reason)
   );
 }
 
@@ -514,7 +532,8 @@ export class KeyLoadClient {
    * outcome's window the resubmission is refused, not applied: CommandIdConflictError with reason
    * `OutcomeExpired` and `details.index`, the entry that applied it (`getCommand` tells whether it failed).
    * It gives up only in UnknownWriteOutcomeError (reason `ResolveTimedOut` past its deadline, `ClientClosed`,
-   * or `ResolveFailed` on an answer that says nothing of the command, such as an Internal one), or at the
+   * or `ResolveFailed` on an answer that says nothing of the command, such as a 401, a 403 or a voter's
+   * body cap, all decided before the voter looks the command ID up; the refusal is its cause), or at the
    * caller's abort: never in an error that would read as "not applied".
    */
   async resolveOutcome<T>(

@@ -1,8 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
+  CommandIdConflictError,
   FailedPreconditionError,
   InternalError,
+  InvalidArgumentError,
+  PermissionDeniedError,
   ResourceExhaustedError,
+  UnauthenticatedError,
   UnavailableError,
   UnknownWriteOutcomeError,
 } from "./index.js";
@@ -16,6 +20,11 @@ import { errorBody, type ScriptedAnswer } from "./test-fixtures/scripted-voter.j
  */
 
 const setup = scriptedClients({ deadlineMs: 200, maxAttempts: 2 });
+
+const UNKNOWN: ScriptedAnswer = {
+  status: 504,
+  body: errorBody("UnknownWriteOutcome", "ReplicationDeadline"),
+};
 
 const refused: ScriptedAnswer = {
   status: 429,
@@ -38,12 +47,97 @@ describe("resolveOutcome", () => {
     expect(v.requests.length).toBeGreaterThan(1);
   });
 
-  it("ends in UnknownWriteOutcome on an Internal answer, which says nothing about the command", async () => {
-    const { c } = await setup([{ status: 500, body: errorBody("Internal", "Bug") }]);
-    const error = await c.resolveOutcome("cmd-i", (o) => c.put("k", 1, o)).catch((e: unknown) => e);
+  it("resubmits on Internal answers, which may come after the voter submitted the command", async () => {
+    const { v, c } = await setup([{ status: 500, body: errorBody("Internal", "Bug") }]);
+    const error = await c
+      .resolveOutcome("cmd-i", (o) => c.put("k", 1, o), { deadlineMs: 100 })
+      .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnknownWriteOutcomeError);
-    expect(error).toMatchObject({ commandId: "cmd-i", reason: "ResolveFailed" });
-    expect((error as Error).cause).toBeInstanceOf(InternalError);
+    expect(error).toMatchObject({ commandId: "cmd-i", reason: "ResolveTimedOut" });
+    const cause = (error as Error).cause;
+    expect(cause).toMatchObject({ name: "UnknownWriteOutcomeError", reason: "Internal", status: 500 });
+    expect((cause as Error).cause).toBeInstanceOf(InternalError);
+    expect(v.requests.length).toBeGreaterThan(2);
+  });
+
+  // The voter checks the key and the role, the body against its cap and a control payload against its
+  // own before it looks the command ID up, and a key revoked or a cap lowered between two rounds (caps may
+  // differ per voter) refuses the resubmission of a command an earlier round committed.
+  it.each([
+    [
+      "401 Unauthenticated",
+      { status: 401, body: errorBody("Unauthenticated", "InvalidCredentials") },
+      UnauthenticatedError,
+    ],
+    [
+      "403 PermissionDenied",
+      { status: 403, body: errorBody("PermissionDenied", "MissingRole") },
+      PermissionDeniedError,
+    ],
+    [
+      "413 BodyTooLarge",
+      {
+        status: 413,
+        body: errorBody("ResourceExhausted", "BodyTooLarge", { governor: "http", pool: "data" }),
+      },
+      ResourceExhaustedError,
+    ],
+    [
+      "429 ControlPayloadTooLarge",
+      {
+        status: 429,
+        headers: { "retry-after": "0" },
+        body: errorBody("ResourceExhausted", "ControlPayloadTooLarge", {
+          governor: "command",
+          lane: "control",
+        }),
+      },
+      ResourceExhaustedError,
+    ],
+    [
+      "400 RequestTimeout",
+      { status: 400, body: errorBody("InvalidArgument", "RequestTimeout") },
+      InvalidArgumentError,
+    ],
+  ] as const)(
+    "ends in UnknownWriteOutcome on %s after a round that may have committed",
+    async (_, answer, cause) => {
+      const { v, c } = await setup([UNKNOWN, UNKNOWN, answer]);
+      const error = await c.resolveOutcome("cmd-g", (o) => c.put("k", 1, o)).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(UnknownWriteOutcomeError);
+      expect(error).toMatchObject({ commandId: "cmd-g", reason: "ResolveFailed" });
+      expect((error as Error).cause).toBeInstanceOf(cause);
+      expect((error as Error).cause).toMatchObject({ status: answer.status, commandId: "cmd-g" });
+      expect(v.requests).toHaveLength(3);
+    },
+  );
+
+  it("throws what the command ID committed as, after a round that may have committed", async () => {
+    const { v, c } = await setup([
+      UNKNOWN,
+      UNKNOWN,
+      { status: 409, body: errorBody("CommandIdConflict", "OutcomeExpired", { index: 7 }) },
+    ]);
+    const error = await c.resolveOutcome("cmd-e", (o) => c.put("k", 1, o)).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CommandIdConflictError);
+    expect(error).toMatchObject({ commandId: "cmd-e", reason: "OutcomeExpired", details: { index: 7 } });
+    expect(v.requests).toHaveLength(3);
+  });
+
+  it("waits out a Retry-After longer than one timer can hold", async () => {
+    // 2^31 ms and a little: one setTimeout of it would fire after 1 ms, and resubmit at once.
+    const { v, c } = await setup([
+      { ...refused, headers: { "retry-after": "2147484" } },
+      { status: 200, body: { commandId: "cmd-l", key: "k", version: 1 } },
+    ]);
+    const error = await c
+      .resolveOutcome("cmd-l", (o) => c.put("k", 1, o), {
+        deadlineMs: 2 ** 40,
+        signal: AbortSignal.timeout(150),
+      })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ name: "ConnectionError", reason: "Aborted" });
+    expect(v.requests).toHaveLength(1);
   });
 
   it("returns the outcome, or throws the refusal it committed as, or the caller's abort", async () => {

@@ -75,4 +75,27 @@ describe("errorFromAnswer", () => {
     ).toBeInstanceOf(InternalError);
     expect(errorFromAnswer({ ...page, write: false }).reason).toBe("UnexpectedAnswer");
   });
+
+  it("makes a write's Internal answer UnknownWriteOutcome, keeping the InternalError as its cause", () => {
+    // The voter answers any unexpected throw Internal, one after it submitted the command included.
+    const text = '{"error":{"code":"Internal","reason":"Unexpected","message":"the voter failed"}}';
+    const error = errorFromAnswer({ ...answer, status: 500, text });
+    expect(error).toBeInstanceOf(UnknownWriteOutcomeError);
+    expect(error).toMatchObject({
+      reason: "Internal",
+      commandId: "c-1",
+      endpoint: "http://v1:1",
+      status: 500,
+    });
+    expect(error.cause).toBeInstanceOf(InternalError);
+    expect(error.cause).toMatchObject({
+      reason: "Unexpected",
+      message: "the voter failed",
+      commandId: "c-1",
+    });
+    // A read's is the voter's InternalError as it came.
+    const read = errorFromAnswer({ ...answer, commandId: undefined, write: false, status: 500, text });
+    expect(read).toBeInstanceOf(InternalError);
+    expect(read).toMatchObject({ reason: "Unexpected", status: 500 });
+  });
 });

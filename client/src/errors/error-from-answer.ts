@@ -21,7 +21,9 @@ export interface ErrorAnswer {
 /**
  * The typed error an error answer describes. Anything that is not the contract's error body (a proxy's
  * page, a truncated body) becomes InternalError, or UnknownWriteOutcomeError for a write answered with
- * a 5xx, since then nobody said whether it committed.
+ * a 5xx, since then nobody said whether it committed. A write answered Internal is
+ * UnknownWriteOutcomeError too (reason `Internal`, the voter's InternalError its cause): the voter answers
+ * any unexpected failure so, one after it submitted the command included.
  */
 export function errorFromAnswer(answer: ErrorAnswer): KeyLoadError {
   const common = {
@@ -31,15 +33,21 @@ export function errorFromAnswer(answer: ErrorAnswer): KeyLoadError {
   };
   const error = contractError(answer.text);
   if (error !== undefined) {
-    return errorForCode(error.code, error.message, {
+    // The ID this request carried is the one to retry or resolve under, whatever the body says.
+    const commandId = answer.commandId ?? error.commandId;
+    const typed = errorForCode(error.code, error.message, {
       ...common,
       // So a received refusal's retryAfterSeconds is what the voter sent, not the contract's default.
       ...(answer.retryAfter === undefined ? {} : { retryAfterSeconds: Math.ceil(answer.retryAfter / 1000) }),
       reason: error.reason,
-      // The ID this request carried is the one to retry or resolve under, whatever the body says.
-      commandId: answer.commandId ?? error.commandId,
+      commandId,
       details: error.details,
     });
+    if (!answer.write || typed.code !== "Internal") return typed;
+    return new UnknownWriteOutcomeError(
+      `${answer.endpoint} answered ${answer.status} Internal, which may have come after the write was submitted (${error.message})`,
+      { ...common, reason: "Internal", commandId, cause: typed },
+    );
   }
   const message = `${answer.endpoint} answered ${answer.status} without the contract's error body`;
   const options = { ...common, reason: "UnexpectedAnswer", commandId: answer.commandId };
