@@ -18,6 +18,14 @@ describe("ExchangeSignal", () => {
     expect(byDeadline.end).toBe("Timeout");
   });
 
+  it("waits out a deadline longer than one timer can hold", async () => {
+    // One setTimeout of 2^31 ms or more fires after 1 ms.
+    const exchange = new ExchangeSignal(undefined, new AbortController().signal, 2 ** 32);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect([exchange.signal.aborted, exchange.end]).toEqual([false, undefined]);
+    exchange.release();
+  });
+
   it("stops listening and timing once released", async () => {
     const caller = new AbortController();
     const exchange = new ExchangeSignal(caller.signal, new AbortController().signal, 10);

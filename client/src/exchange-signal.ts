@@ -1,3 +1,5 @@
+import { type LongTimeout, setLongTimeout } from "./long-timeout.js";
+
 /** What ended an exchange before its answer was read: the caller, the client's close or the call's deadline. */
 export type ExchangeEnd = "Aborted" | "ClientClosed" | "Timeout";
 
@@ -9,7 +11,7 @@ export type ExchangeEnd = "Aborted" | "ClientClosed" | "Timeout";
  */
 export class ExchangeSignal {
   private readonly controller = new AbortController();
-  private readonly timer: NodeJS.Timeout | undefined;
+  private readonly timer: LongTimeout | undefined;
   private readonly detach: (() => void)[] = [];
   private ended: ExchangeEnd | undefined;
 
@@ -17,12 +19,13 @@ export class ExchangeSignal {
     this.follow(caller, "Aborted");
     this.follow(closed, "ClientClosed");
     if (this.ended === undefined && timeLeftMs !== undefined) {
-      this.timer = setTimeout(
+      // A deadline of 2^31 ms or more is armed in steps: one timer would fire after 1 ms.
+      // An answer's body a caller never reads must not hold the process open until the deadline.
+      this.timer = setLongTimeout(
         () => this.finish("Timeout", new DOMException("the call's deadline passed", "TimeoutError")),
         Math.max(1, Math.ceil(timeLeftMs)),
+        { unref: true },
       );
-      // An answer's body a caller never reads must not hold the process open until the deadline.
-      this.timer.unref();
     }
   }
 
@@ -37,7 +40,7 @@ export class ExchangeSignal {
 
   /** The exchange has settled: stop the timer and stop listening. */
   release(): void {
-    clearTimeout(this.timer);
+    this.timer?.clear();
     for (const detach of this.detach.splice(0)) detach();
   }
 

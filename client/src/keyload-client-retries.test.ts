@@ -132,6 +132,23 @@ describe("KeyLoadClient retries", () => {
     expect(v.requests).toHaveLength(3);
   });
 
+  it("retries a write answered Internal under its own command ID, as one that may have committed", async () => {
+    const internal: ScriptedAnswer = { status: 500, body: errorBody("Internal", "Unexpected") };
+    const v = await voter(internal, OK_PUT);
+    await client([v.url]).put("k", 1, { commandId: "cmd-500" });
+    expect(commandIds(v)).toEqual(["cmd-500", "cmd-500"]);
+    v.script(internal, UNAVAILABLE);
+    const error = await client([v.url], { maxAttempts: 2 })
+      .put("k", 1, { commandId: "cmd-500u" })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnknownWriteOutcomeError);
+    expect(error).toMatchObject({ commandId: "cmd-500u", reason: "RetriesExhausted" });
+    // A read answered Internal is not retried: nothing of it can have applied, and asking again would not help.
+    v.script(internal);
+    await expect(client([v.url]).get("k")).rejects.toBeInstanceOf(InternalError);
+    expect(v.requests).toHaveLength(5);
+  });
+
   it("reports Unavailable as such when no attempt can have committed", async () => {
     const v = await voter(UNAVAILABLE);
     const error = await client([v.url], { maxAttempts: 2 })
@@ -305,6 +322,59 @@ describe("KeyLoadClient retries", () => {
       UnavailableError,
     );
     expect(v.requests).toHaveLength(3);
+  });
+
+  it("gives the retry budget its token back when the wait before a retry is cut short", async () => {
+    const v = await voter(UNAVAILABLE);
+    let jitter = 0.99;
+    const c = client([v.url], {
+      backoff: { initialMs: 5_000, maxMs: 5_000 },
+      random: () => jitter,
+      retryBudget: { ratio: 0, capacity: 1, refillPerSecond: 0 },
+    });
+    await expect(c.get("k", { signal: AbortSignal.timeout(50) })).rejects.toMatchObject({
+      reason: "Aborted",
+    });
+    expect(v.requests).toHaveLength(1);
+    // No jitter, no wait: the next call's retry goes at once, on the one token there is.
+    jitter = 0;
+    v.script(UNAVAILABLE, { status: 200, body: { key: "k", value: 1, version: 1 } });
+    await expect(c.get("k")).resolves.toMatchObject({ version: 1 });
+    expect(v.requests).toHaveLength(3);
+  });
+
+  it("waits out a Retry-After longer than one timer can hold", async () => {
+    // 2^31 ms and a little: one setTimeout of it would fire after 1 ms, and ask again at once.
+    const v = await voter(
+      {
+        status: 429,
+        headers: { "retry-after": "2147484" },
+        body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane: "data" }),
+      },
+      OK_PUT,
+    );
+    const c = client([v.url], { deadlineMs: 2 ** 40, random: () => 0 });
+    await expect(c.put("k", 1, { signal: AbortSignal.timeout(150) })).rejects.toMatchObject({
+      name: "ConnectionError",
+      reason: "Aborted",
+    });
+    expect(v.requests).toHaveLength(1);
+  });
+
+  it("never asks again at once after a Retry-After too long to count", async () => {
+    const v = await voter(
+      {
+        status: 429,
+        headers: { "retry-after": "9".repeat(400) },
+        body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane: "data" }),
+      },
+      OK_PUT,
+    );
+    const error = await client([v.url], { random: () => 0 })
+      .put("k", 1)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ResourceExhaustedError);
+    expect(v.requests).toHaveLength(1);
   });
 
   it("aborts a call waiting to retry", async () => {

@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import {
   COMMAND_ID_PATTERN,
   InvalidArgumentError,
@@ -22,6 +21,7 @@ import type {
   OutgoingRequest,
 } from "./http-transport.js";
 import { LEADER_HEADER, parseLeaderHint } from "./leader-hint.js";
+import { setLongTimeout } from "./long-timeout.js";
 import { parseRetryAfter, retryAfterDelay } from "./retry-after.js";
 import { RetryBudget } from "./retry-budget.js";
 import { UuidV7Generator } from "./uuid-v7.js";
@@ -166,6 +166,8 @@ export class RequestExecutor {
         try {
           await this.pause(plan.delayMs, options.signal, endpoint, commandId);
         } catch (error) {
+          // The retry its token was taken for is never sent.
+          this.budget.refundRetry();
           // Closed while it waited, a write whose earlier attempt may have committed is still unresolved.
           throw error instanceof ConnectionError ? finalError(error, commandId, ambiguous, attempt) : error;
         }
@@ -308,8 +310,9 @@ export class RequestExecutor {
   }
 
   /**
-   * Waits before a retry; the caller's abort ends the wait, and the call, with ConnectionError `Aborted`,
-   * and the client's close with `ClientClosed` (nothing is being sent while it waits).
+   * Waits before a retry, however long (a Retry-After past what one timer holds too); the caller's abort
+   * ends the wait, and the call, with ConnectionError `Aborted`, and the client's close with
+   * `ClientClosed` (nothing is being sent while it waits).
    */
   async pause(
     delayMs: number,
@@ -317,11 +320,8 @@ export class RequestExecutor {
     endpoint: string,
     commandId: string | undefined,
   ): Promise<void> {
-    const closed = this.transport.closedSignal;
     try {
-      await sleep(delayMs, undefined, {
-        signal: signal === undefined ? closed : AbortSignal.any([signal, closed]),
-      });
+      await delay(delayMs, [signal, this.transport.closedSignal]);
     } catch (error) {
       if (signal?.aborted !== true) this.transport.throwIfClosed(endpoint, commandId);
       throw new ConnectionError("the call was aborted while it waited to retry", {
@@ -349,6 +349,32 @@ export class RequestExecutor {
       { commandId },
     );
   }
+}
+
+/**
+ * Resolves after `delayMs`, or rejects with the reason of the first of `signals` to abort. Plain listeners,
+ * removed as the wait ends: AbortSignal.any would tie a new signal to the caller's and the client's
+ * long-lived ones, which Node 20 keeps until they abort, a leak per wait.
+ */
+function delay(delayMs: number, signals: readonly (AbortSignal | undefined)[]): Promise<void> {
+  const sources = signals.filter((signal) => signal !== undefined);
+  const aborted = sources.find((signal) => signal.aborted);
+  if (aborted !== undefined) return Promise.reject(aborted.reason);
+  return new Promise((resolve, reject) => {
+    const stop = (): void => {
+      timeout.clear();
+      for (const source of sources) source.removeEventListener("abort", onAbort);
+    };
+    const onAbort = (): void => {
+      stop();
+      reject(sources.find((source) => source.aborted)?.reason);
+    };
+    const timeout = setLongTimeout(() => {
+      stop();
+      resolve();
+    }, delayMs);
+    for (const source of sources) source.addEventListener("abort", onAbort);
+  });
 }
 
 /** The endpoint a call is pinned to; a write refused for a bad one still names its command ID. */
@@ -397,11 +423,15 @@ function isTransientRefusal(error: ResourceExhaustedError): boolean {
   );
 }
 
-/** Whether the failed attempt of a write may still have committed. */
+/**
+ * Whether the failed attempt of a write may still have committed. Internal counts: the voter answers any
+ * unexpected failure so, one after it submitted the command included (errorFromAnswer already reports a
+ * write's as UnknownWriteOutcome, so that it is retried under the same command ID too).
+ */
 function mayHaveApplied(failure: Failure): boolean {
   return failure instanceof ConnectionError
     ? failure.mayHaveReachedVoter
-    : failure.code === "UnknownWriteOutcome";
+    : failure.code === "UnknownWriteOutcome" || failure.code === "Internal";
 }
 
 /**

@@ -14,6 +14,13 @@ describe("parseRetryAfter", () => {
     expect(parseRetryAfter("Tue, 01 Jan 2030 11:00:00 GMT", now)).toBe(0);
   });
 
+  it("reads delay-seconds too many to count as the longest wait it counts, never Infinity", () => {
+    const huge = parseRetryAfter("9".repeat(400), now);
+    expect(huge).toBe(Number.MAX_SAFE_INTEGER);
+    // Infinity would make the spread NaN, a wait that fails every comparison and fires at once.
+    expect(retryAfterDelay(huge!, () => 0)).toBe(Number.MAX_SAFE_INTEGER);
+  });
+
   it("ignores an absent or unreadable value", () => {
     expect(parseRetryAfter(undefined, now)).toBeUndefined();
     expect(parseRetryAfter("soon", now)).toBeUndefined();

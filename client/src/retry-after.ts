@@ -1,11 +1,13 @@
 /**
  * A `Retry-After` header in milliseconds: delay-seconds or an HTTP-date (RFC 9110 section 10.2.3);
- * undefined when absent or unreadable. A date in the past is zero.
+ * undefined when absent or unreadable. A date in the past is zero. Delay-seconds past
+ * Number.MAX_SAFE_INTEGER ms are that: Infinity would make the jittered wait NaN, which passes every
+ * deadline check and fires at once.
  */
 export function parseRetryAfter(value: string | undefined, nowMs: number): number | undefined {
   if (value === undefined) return undefined;
   const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  if (/^\d+$/.test(text)) return Math.min(Number(text) * 1000, Number.MAX_SAFE_INTEGER);
   // Date.parse also takes bare numbers such as "-1" (a year); an HTTP-date always names a day or month.
   const date = /[A-Za-z]/.test(text) ? Date.parse(text) : Number.NaN;
   return Number.isNaN(date) ? undefined : Math.max(0, date - nowMs);

@@ -45,6 +45,18 @@ describe("RetryBudget", () => {
     expect(budget.available()).toBe(3);
   });
 
+  it("takes back the token of a retry never sent, never beyond its capacity", () => {
+    const time = clock();
+    const budget = new RetryBudget({ ratio: 0, capacity: 2, refillPerSecond: 1 }, time.now);
+    expect(spend(budget)).toBe(2);
+    budget.refundRetry();
+    expect(budget.available()).toBe(1);
+    time.advance(1_000);
+    budget.refundRetry();
+    expect(budget.available()).toBe(2);
+    expect(spend(budget)).toBe(2);
+  });
+
   it("with no ratio, floor or capacity never retries", () => {
     const time = clock();
     const budget = new RetryBudget({ ratio: 0, capacity: 0, refillPerSecond: 0 }, time.now);

@@ -40,6 +40,15 @@ export class RetryBudget {
     return true;
   }
 
+  /**
+   * Gives back the token of a retry that tryRetry granted but that was never sent (its wait was cut
+   * short): a call the caller abandoned has not loaded the cluster, so it must not drain the budget.
+   */
+  refundRetry(): void {
+    this.refill();
+    this.tokens = Math.min(this.options.capacity, this.tokens + 1);
+  }
+
   /** Tokens available now, for tests and diagnostics. */
   available(): number {
     this.refill();
