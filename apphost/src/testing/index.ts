@@ -16,6 +16,7 @@ export type { Dashboard } from "../dashboard-server.js";
 export { RUNTIME_KINDS, type RuntimeKind } from "../runtime-kind.js";
 export { testcontainersUnavailableReason as containerRuntimeUnavailableReason } from "../testcontainers-engine.js";
 export type { VoterFailure } from "../voter-failure.js";
+export { ClusterDisposedError } from "./cluster-disposed-error.js";
 export { dumpLogsOnFailure, type FailureHookContext, type LogSource } from "./failure-logs.js";
 export { linksBetween, partitionUnavailableReason, type VoterLink } from "./network-partition.js";
 export {

@@ -24,6 +24,7 @@ import type { VoterFailure } from "../voter-failure.js";
 import { VOTER_GIDS } from "../voter-groups.js";
 import { readFrom } from "../voter-log-file.js";
 import { testRuntimeOf } from "../voter-runtime.js";
+import { ClusterDisposedError } from "./cluster-disposed-error.js";
 import { linksBetween, NetworkPartition, type VoterLink } from "./network-partition.js";
 
 export interface StartClusterOptions {
@@ -272,28 +273,43 @@ export class TestCluster {
     }
   }
 
-  kill(name: VoterName): Promise<string> {
+  /**
+   * Throws ClusterDisposedError once dispose has begun. Every fault and lifecycle method checks first:
+   * a test body still running after its timeout (dispose runs in afterEach) would otherwise respawn
+   * voters, signal reused pids or add iptables rules that nothing removes.
+   */
+  private assertLive(action: string): void {
+    if (this.disposed) throw new ClusterDisposedError(action);
+  }
+
+  async kill(name: VoterName): Promise<string> {
+    this.assertLive(`kill ${name}`);
     return this.cluster.kill(name);
   }
 
-  stop(name: VoterName): Promise<string> {
+  async stop(name: VoterName): Promise<string> {
+    this.assertLive(`stop ${name}`);
     return this.cluster.stop(name);
   }
 
   /** Starts a stopped voter and waits until it answers HTTP (not until it has caught up). */
-  start(name: VoterName): Promise<string> {
+  async start(name: VoterName): Promise<string> {
+    this.assertLive(`start ${name}`);
     return this.cluster.start(name);
   }
 
-  restart(name: VoterName): Promise<string> {
+  async restart(name: VoterName): Promise<string> {
+    this.assertLive(`restart ${name}`);
     return this.cluster.restart(name);
   }
 
   pause(name: VoterName): string {
+    this.assertLive(`pause ${name}`);
     return this.cluster.pause(name);
   }
 
   resume(name: VoterName): string {
+    this.assertLive(`resume ${name}`);
     return this.cluster.resume(name);
   }
 
@@ -302,6 +318,7 @@ export class TestCluster {
    * member that the cluster has not added: it votes for nothing and serves nothing until `replace`.
    */
   wipe(name: VoterName): void {
+    this.assertLive(`wipe ${name}`);
     if (processState(this.cluster.process(name)) !== "stopped") {
       throw new VoterStateError(`${name} must be stopped before its data dir is wiped`);
     }
@@ -313,7 +330,8 @@ export class TestCluster {
    * data dir, starts it as a new member, adds that as a learner and promotes it once caught up. Needs
    * the other two voters ready.
    */
-  replace(name: VoterName): Promise<string> {
+  async replace(name: VoterName): Promise<string> {
+    this.assertLive(`replace ${name}`);
     return this.cluster.replace(name);
   }
 
@@ -322,7 +340,8 @@ export class TestCluster {
    * voter named in no group is cut off alone. Replaces any partition or cut in place. Needs root and
    * iptables: otherwise PartitionUnavailableError says which.
    */
-  partition(groups: readonly (readonly VoterName[])[]): Promise<void> {
+  async partition(groups: readonly (readonly VoterName[])[]): Promise<void> {
+    this.assertLive("partition");
     return this.cut(linksBetween(groups));
   }
 
@@ -331,7 +350,8 @@ export class TestCluster {
    * forwarded commands) while voter2 still reaches voter1. Replaces any partition or cut in place; an
    * empty list cuts nothing. Needs root and iptables, like `partition`.
    */
-  cut(links: readonly VoterLink[]): Promise<void> {
+  async cut(links: readonly VoterLink[]): Promise<void> {
+    this.assertLive("cut");
     return this.partitionRules.apply(
       links,
       VOTER_NAMES.map((name) => ({
@@ -342,7 +362,9 @@ export class TestCluster {
     );
   }
 
-  heal(): Promise<void> {
+  /** Dispose heals as it begins, so a heal after that has nothing to do and refuses like the rest. */
+  async heal(): Promise<void> {
+    this.assertLive("heal");
     return this.partitionRules.heal();
   }
 
@@ -354,17 +376,21 @@ export class TestCluster {
     return this.retainedLogs?.[name] ?? readFrom(this.cluster.voter(name).logFile, 0).text;
   }
 
-  /** Heals any partition, kills the voters, closes the clients and removes the state dir. Idempotent. */
   /**
    * Serves the AppHost's dashboard for this cluster, as `up` does, on a free loopback port; its actions
    * act on this cluster. Close it, or dispose does.
    */
   async dashboard(): Promise<Dashboard> {
+    this.assertLive("dashboard");
     const dashboard = await serveDashboard(dashboardSourceOf(this.cluster), { port: 0 });
     this.dashboards.push(dashboard);
     return dashboard;
   }
 
+  /**
+   * Heals any partition, kills the voters, closes the clients and removes the state dir. Idempotent.
+   * From its start on, the fault and lifecycle methods throw ClusterDisposedError.
+   */
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
@@ -387,6 +413,7 @@ export class TestCluster {
 
   /** What dispose does, synchronously, for a process that is exiting. */
   disposeNow(): void {
+    this.disposed = true;
     this.partitionRules.healNow();
     for (const name of VOTER_NAMES) {
       const record = this.cluster.process(name);
