@@ -51,7 +51,7 @@ async function settled<T>(
 type HttpScopes = AdmissionStatus["httpAdmission"]["verifiedScopes"];
 
 describe("admission scope", () => {
-  it("several API keys of one principal share its HTTP budget on the voter asked, which blocks no other principal or tenant", async () => {
+  it("several API keys of one principal share its HTTP budget on the voter asked, which blocks no other principal or tenant; two principals reach their tenant's cap", async () => {
     const cluster = await startCluster({
       env: { KeyLoad__HttpAdmission__MaxRequestsPerTenant: "4" },
       voterEnv: { voter1: { KeyLoad__HttpAdmission__MaxRequestsPerPrincipal: "2" } },
@@ -60,6 +60,7 @@ describe("admission scope", () => {
     const ops = await cluster.createTenant({ tenantId: "acme", principalId: "acme-ops", keys: 2 });
     const billing = await cluster.createTenant({ tenantId: "acme", principalId: "acme-billing" });
     const globex = await cluster.createTenant({ tenantId: "globex", principalId: "globex-ops" });
+    const audit = await cluster.createTenant({ tenantId: "acme", principalId: "acme-audit" });
     const once = (apiKey: string) => cluster.client(apiKey, { maxAttempts: 1, adaptiveThrottle: false });
     const admin = once(cluster.adminKey);
     const [keyA1, keyA2] = ops.keys.map((k) => k.apiKey) as [string, string];
@@ -99,6 +100,45 @@ describe("admission scope", () => {
       await expect(once(keyA2).put("acme/ops", 1, { endpoint: voter2 })).resolves.toMatchObject({
         version: 1,
       });
+
+      // Two held requests of the billing principal bring the tenant to voter1's cap of four: two
+      // principals, each at its own cap of two.
+      held.push(
+        holdDataSlot(voter1, billing.apiKey, "held-3"),
+        holdDataSlot(voter1, billing.apiKey, "held-4"),
+      );
+      const full = await waitUntil("voter1 to hold four requests of the tenant, bound", async (seen) => {
+        const answer = await admin.admissionStatus({ endpoint: voter1 });
+        seen(answer.httpAdmission);
+        const { data, ingress } = answer.httpAdmission;
+        return data.requests === 5 && ingress.data === 0 ? answer : undefined;
+      });
+      expect(full.httpAdmission.verifiedScopes).toEqual<HttpScopes>([
+        {
+          pool: "data",
+          tenantId: "acme",
+          principalId: "acme-billing",
+          tenantRequests: 4,
+          principalRequests: 2,
+        },
+        { pool: "data", tenantId: "acme", principalId: "acme-ops", tenantRequests: 4, principalRequests: 2 },
+        { pool: "data", tenantId: "system", principalId: "admin", tenantRequests: 1, principalRequests: 1 },
+      ]);
+      // A third principal of the tenant, with nothing of its own in use, is refused for the tenant.
+      await expect(once(audit.apiKey).get("acme/anything", { endpoint: voter1 })).rejects.toMatchObject({
+        code: "ResourceExhausted",
+        reason: "TenantRequests",
+        governor: "http",
+        pool: "data",
+        status: 429,
+      });
+      // Another tenant is admitted beside it, and the tenant's cap is voter1's alone.
+      await expect(once(globex.apiKey).get("globex/ops", { endpoint: voter1 })).resolves.toMatchObject({
+        value: 1,
+      });
+      await expect(once(audit.apiKey).get("acme/ops", { endpoint: voter2 })).resolves.toMatchObject({
+        value: 1,
+      });
       const limits = async (endpoint: string) =>
         (await admin.admissionStatus({ endpoint })).httpAdmission.limits;
       expect(await limits(voter1)).toMatchObject({ maxRequestsPerPrincipal: 2, maxRequestsPerTenant: 4 });
@@ -112,14 +152,15 @@ describe("admission scope", () => {
     await expect(once(keyA2).get("acme/ops", { endpoint: voter1 })).resolves.toMatchObject({ value: 1 });
   });
 
-  it("several API keys of one principal share its command budget while replication is held; the scope charged and the authority are the verified ones, whatever the body claims", async () => {
+  it("several API keys of one principal share its command budget while replication is held, two principals reach their tenant's cap; the scope charged and the authority are the verified ones, whatever the body claims", async () => {
     const cluster = await startCluster({
       env: {
         // Long enough that the followers do not elect before the held writes reach the paused leader.
         KeyLoad__Raft__ElectionTimeoutMs: "2000",
         // The forwards wait on the paused leader for as long as the test holds it.
         KeyLoad__Raft__ReplicationDeadlineMs: "60000",
-        KeyLoad__CommandAdmission__MaxCommandsPerTenant: "6",
+        // Two principals of one tenant, at voter2's cap of two each, reach it.
+        KeyLoad__CommandAdmission__MaxCommandsPerTenant: "4",
       },
       voterEnv: { voter2: { KeyLoad__CommandAdmission__MaxCommandsPerPrincipal: "2" } },
     });
@@ -127,6 +168,7 @@ describe("admission scope", () => {
     const ops = await cluster.createTenant({ tenantId: "acme", principalId: "acme-ops", keys: 2 });
     const billing = await cluster.createTenant({ tenantId: "acme", principalId: "acme-billing" });
     const globex = await cluster.createTenant({ tenantId: "globex", principalId: "globex-ops" });
+    const audit = await cluster.createTenant({ tenantId: "acme", principalId: "acme-audit" });
     const [keyA1, keyA2] = ops.keys.map((k) => k.apiKey) as [string, string];
     // Held writes wait for the whole hold; a client timing out meanwhile would only resubmit.
     const patient = (apiKey: string) =>
@@ -162,32 +204,48 @@ describe("admission scope", () => {
         status: 429,
         commandId: "a2-1",
       });
-      // Another principal of the tenant and a principal of another tenant are admitted (and queue).
-      for (const [client, key, commandId] of [
-        [patient(billing.apiKey), "acme/billing", "billing-1"],
-        [patient(globex.apiKey), "globex/ops", "globex-1"],
-      ] as const) {
+      // Another principal of the tenant is admitted (and queues), twice: the tenant is then at its cap.
+      const queue = (client: KeyLoadClient, key: string, commandId: string) => {
         const submit = (o: WriteOptions) => client.put(key, 1, o);
         track(settled(client, commandId, submit, submit({ ...via, commandId })));
+      };
+      for (const n of [1, 2]) {
+        queue(patient(billing.apiKey), `acme/billing-${n}`, `billing-${n}`);
+        await admitted(2 + n);
       }
-      await admitted(4);
+      // A third principal of the tenant, with nothing of its own in use, is refused for the tenant.
+      await expect(
+        cluster
+          .client(audit.apiKey, { maxAttempts: 1, adaptiveThrottle: false })
+          .put("acme/audit", 1, { ...via, commandId: "audit-1" }),
+      ).rejects.toMatchObject({
+        code: "ResourceExhausted",
+        reason: "TenantCommands",
+        governor: "command",
+        lane: "data",
+        status: 429,
+        commandId: "audit-1",
+      });
+      // A principal of another tenant is admitted beside it.
+      queue(patient(globex.apiKey), "globex/ops", "globex-1");
+      await admitted(5);
 
       const status = await hold.followerStatus(admin);
       expect(status.commandAdmission.limits).toMatchObject({
         maxCommandsPerPrincipal: 2,
-        maxCommandsPerTenant: 6,
+        maxCommandsPerTenant: 4,
       });
-      expect(status.commandAdmission.data).toMatchObject({ commands: 4, active: 1, queued: 3 });
+      expect(status.commandAdmission.data).toMatchObject({ commands: 5, active: 1, queued: 4 });
       // Charged to the verified principals; nothing to the system admin the bodies claim.
       expect(status.commandAdmission.verifiedScopes).toEqual([
         {
           lane: "data",
           tenantId: "acme",
           principalId: "acme-billing",
-          tenantCommands: 3,
-          principalCommands: 1,
+          tenantCommands: 4,
+          principalCommands: 2,
         },
-        { lane: "data", tenantId: "acme", principalId: "acme-ops", tenantCommands: 3, principalCommands: 2 },
+        { lane: "data", tenantId: "acme", principalId: "acme-ops", tenantCommands: 4, principalCommands: 2 },
         {
           lane: "data",
           tenantId: "globex",
@@ -201,10 +259,10 @@ describe("admission scope", () => {
           pool: "data",
           tenantId: "acme",
           principalId: "acme-billing",
-          tenantRequests: 3,
-          principalRequests: 1,
+          tenantRequests: 4,
+          principalRequests: 2,
         },
-        { pool: "data", tenantId: "acme", principalId: "acme-ops", tenantRequests: 3, principalRequests: 2 },
+        { pool: "data", tenantId: "acme", principalId: "acme-ops", tenantRequests: 4, principalRequests: 2 },
         {
           pool: "data",
           tenantId: "globex",
@@ -218,7 +276,7 @@ describe("admission scope", () => {
       const other = await admin.admissionStatus({ endpoint: hold.other.httpUrl });
       expect(other.commandAdmission.limits).toMatchObject({
         maxCommandsPerPrincipal: 64,
-        maxCommandsPerTenant: 6,
+        maxCommandsPerTenant: 4,
       });
     } finally {
       hold.resume();
@@ -248,10 +306,14 @@ describe("admission scope", () => {
       body: { error: { code: "PermissionDenied" } },
     });
     await expect(writer.admissionStatus()).rejects.toBeInstanceOf(PermissionDeniedError);
-    // The principal's cap is free again, and the ID its refused write carried was never taken.
+    // The principal's and the tenant's caps are free again, and the IDs the refused writes carried
+    // were never taken.
     await expect(patient(keyA2).put("acme/a2", 1, { ...via, commandId: "a2-1" })).resolves.toMatchObject({
       commandId: "a2-1",
       version: 1,
     });
+    await expect(
+      patient(audit.apiKey).put("acme/audit", 1, { ...via, commandId: "audit-1" }),
+    ).resolves.toMatchObject({ commandId: "audit-1", version: 1 });
   });
 });

@@ -1,4 +1,4 @@
-import { type KeyLoadClient, ResourceExhaustedError } from "@keyload/client";
+import { type KeyLoadClient, type LeasedMessage, ResourceExhaustedError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { metricOf } from "./test-fixtures/voter-metrics.js";
@@ -82,7 +82,7 @@ describe("control work while the data lane is full", () => {
     const tenant = await cluster.createTenant();
     const worker = cluster.client(tenant.apiKey, { adaptiveThrottle: false });
     await worker.putSubscription("flood-feed", "flood/");
-    for (let i = 0; i < 3; i++) await worker.enqueue("flood-jobs", { i });
+    for (let i = 0; i < 6; i++) await worker.enqueue("flood-jobs", { i });
     const leader = await cluster.waitForLeader();
 
     const flooding = flood(
@@ -117,18 +117,17 @@ describe("control work while the data lane is full", () => {
         });
         const at = { endpoint: voter.httpUrl };
 
+        // Six were enqueued and each pass settles at most three (one nacked back), so three are leased.
         const lease = await control.lease("flood-jobs", { max: 3, visibilityTimeoutMs: 60_000 }, at);
-        expect(lease.messages.length).toBeGreaterThan(0);
-        const [first, second, third] = lease.messages;
+        expect(lease.messages).toHaveLength(3);
+        const [first, second, third] = lease.messages as [LeasedMessage, LeasedMessage, LeasedMessage];
         const token = lease.leaseToken!;
-        if (first)
-          expect((await control.renew("flood-jobs", first.messageId, token, at)).messageId).toBe(
-            first.messageId,
-          );
-        if (second)
-          expect((await control.nack("flood-jobs", second.messageId, token, at)).deadLettered).toBe(false);
-        if (third) await control.ack("flood-jobs", third.messageId, token, at);
-        if (first) await control.ack("flood-jobs", first.messageId, token, at);
+        expect((await control.renew("flood-jobs", first.messageId, token, at)).messageId).toBe(
+          first.messageId,
+        );
+        expect((await control.nack("flood-jobs", second.messageId, token, at)).deadLettered).toBe(false);
+        await control.ack("flood-jobs", third.messageId, token, at);
+        await control.ack("flood-jobs", first.messageId, token, at);
 
         const delivery = await control.deliver("flood-feed", { max: 50 }, at);
         expect(delivery.changes.length).toBeGreaterThan(0);

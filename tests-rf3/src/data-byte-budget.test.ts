@@ -17,10 +17,11 @@ import { metricOf } from "./test-fixtures/voter-metrics.js";
  * The seed's data-byte-budget regression on three voter processes: with replication held, catalog
  * writes fill the leader's data lane until it refuses with 429 `ResourceExhausted` `CommandBytes`, as
  * many as the accounting formula predicts for that leader's own forwarded budget. A refused write is
- * never published anywhere (read, query, bulk-get, search, subscription), and control work then
- * commits under each refused command ID, after which a data write under that ID conflicts: the
- * refusal came before the command took its ID or reached the log. Through a follower, the leader's
- * refusal comes back unchanged.
+ * never published anywhere (read, query, bulk-get, search, subscription). While the data lane is still
+ * full, control work (an ack, dispatches) under each refused command ID is admitted by the control
+ * reserve, and commits under that ID once replication resumes, after which a data write under that ID
+ * conflicts: the refusal came before the command took its ID or reached the log. Through a follower,
+ * the leader's refusal comes back unchanged.
  */
 const MiB = 1024 * 1024;
 /** What every write of these tests retains, by the contract's formula. */
@@ -50,8 +51,9 @@ function budgetValue(id: string): { tag: string; id: string; pad: string } {
 async function start(): Promise<TestCluster> {
   return startCluster({
     env: {
-      // Long enough that a leader whose followers are held keeps office while the lane fills.
-      KeyLoad__Raft__ElectionTimeoutMs: "2000",
+      // Long enough that a leader whose followers are held keeps office (check-quorum) while the lane
+      // fills and the control work under the refused IDs queues, so that work commits on its one attempt.
+      KeyLoad__Raft__ElectionTimeoutMs: "5000",
       KeyLoad__Raft__HeartbeatIntervalMs: "100",
       KeyLoad__Raft__ReplicationDeadlineMs: "30000",
     },
@@ -136,14 +138,49 @@ async function settleAdmitted(setup: Setup, ids: readonly string[], ended: Map<s
 }
 
 /**
- * Nothing refused was published: not to reads, query, bulk-get, search or the subscription. Control
- * work (a queue ack, then dispatches) commits under each refused ID, and a data write under one then
- * conflicts with it.
+ * Control work under each refused ID (a queue ack, then dispatches), sent to the leader while its data
+ * lane is still full and replication held: it cannot commit yet, so it is not awaited. Waits until the
+ * leader's control lane holds every one of them, admitted, and checks that the data lane is as full as
+ * before. Returns how each ended, to be awaited once replication resumes.
+ */
+async function controlUnderRefusedIds(
+  setup: Setup,
+  refused: readonly string[],
+  dataCommands: number,
+): Promise<Promise<{ readonly commandId: string }>[]> {
+  const { once, leader, leased } = setup;
+  const at = { endpoint: leader.httpUrl };
+  const [first, ...rest] = refused;
+  const sent: Promise<{ readonly commandId: string }>[] = [
+    once.ack("budget-jobs", leased.messageId, leased.leaseToken, { ...at, commandId: first! }),
+    ...rest.map((id) => once.dispatch("budget-control", "after-refusal", { id }, { ...at, commandId: id })),
+  ];
+  // Awaited after the hold; one refused meanwhile must not count as unhandled before that.
+  for (const write of sent) write.catch(() => undefined);
+  const metric = (name: string, lane: string) =>
+    metricOf(once, leader.httpUrl, `keyload_command_admission_${name}`, { lane });
+  await vi.waitFor(
+    async () => {
+      // A refusal would have answered at once: each one still pending is held in the control lane.
+      expect(await metric("commands", "control")).toBe(refused.length);
+    },
+    { timeout: 10_000, interval: 20 },
+  );
+  expect(await metric("commands", "data")).toBe(dataCommands);
+  expect(await metric("retained_bytes", "data")).toBe(dataCommands * RETAINED);
+  return sent;
+}
+
+/**
+ * Nothing refused was published: not to reads, query, bulk-get, search or the subscription. The
+ * control work sent under the refused IDs while the lane was full commits under them, and a data
+ * write under one then conflicts with it.
  */
 async function expectRefusedNeverPublished(
   setup: Setup,
   admitted: readonly string[],
   refused: readonly string[],
+  control: readonly Promise<{ readonly commandId: string }>[],
 ) {
   const { client } = setup;
   for (const id of refused) {
@@ -169,16 +206,8 @@ async function expectRefusedNeverPublished(
   }
   expect(delivered.sort()).toEqual(published);
 
-  const [first, ...rest] = refused;
-  const acked = await client.ack("budget-jobs", setup.leased.messageId, setup.leased.leaseToken, {
-    commandId: first!,
-  });
-  expect(acked.commandId).toBe(first);
-  for (const id of rest) {
-    expect(
-      (await client.dispatch("budget-control", "after-refusal", { id }, { commandId: id })).commandId,
-    ).toBe(id);
-  }
+  // Answered on their one attempt, each under the refused ID it was sent with.
+  expect((await Promise.all(control)).map((c) => c.commandId)).toEqual(refused);
   for (const id of refused) {
     expect(await client.getCommand(id)).toMatchObject({ commandId: id, status: "committed" });
     await expect(client.put(`${PREFIX}${id}`, budgetValue(id), { commandId: id })).rejects.toBeInstanceOf(
@@ -199,6 +228,8 @@ describe("the data-byte budget on three voters", () => {
     // commits nothing, so every write it admits stays reserved in its data lane.
     for (const f of followers) cluster.pause(f.name);
     let sent: Promise<void>[] = [];
+    let refused: string[] = [];
+    let control: Promise<{ readonly commandId: string }>[] = [];
     try {
       sent = ids.map((id) => send(once, id, leader.httpUrl, ended));
       // Every write accounted for: answered (refused), or held in the lane. The metrics are the
@@ -218,17 +249,18 @@ describe("the data-byte budget on three voters", () => {
       expect(
         await metricOf(once, leader.httpUrl, "keyload_command_admission_retained_bytes", { lane: "data" }),
       ).toBe(fits * RETAINED);
+      refused = ids.filter((id) => ended.get(id) instanceof ResourceExhaustedError);
+      expect(refused).toHaveLength(WRITES - fits);
+      for (const id of refused) expectCommandBytes(ended.get(id), budget, fits * RETAINED);
+      control = await controlUnderRefusedIds(setup, refused, fits);
     } finally {
       for (const f of followers) cluster.resume(f.name);
     }
-    const refused = ids.filter((id) => ended.get(id) instanceof ResourceExhaustedError);
-    expect(refused).toHaveLength(WRITES - fits);
-    for (const id of refused) expectCommandBytes(ended.get(id), budget, fits * RETAINED);
 
     await Promise.all(sent);
     const admitted = ids.filter((id) => !refused.includes(id));
     await settleAdmitted(setup, admitted, ended);
-    await expectRefusedNeverPublished(setup, admitted, refused);
+    await expectRefusedNeverPublished(setup, admitted, refused, control);
   });
 
   it.skipIf(noPartitions !== undefined)(
@@ -247,23 +279,25 @@ describe("the data-byte budget on three voters", () => {
       cluster.pause(held.name);
       await cluster.cut([[leader.name, forwarder.name]]);
       let sent: Promise<void>[] = [];
+      let control: Promise<{ readonly commandId: string }>[] = [];
       try {
         sent = direct.map((id) => send(once, id, leader.httpUrl, ended));
         await waitForDataCommands(once, leader.httpUrl, fits);
         expect(ended.size).toBe(0);
         for (const id of forwarded) await send(once, id, forwarder.httpUrl, ended);
+        // Refused by the leader, by its own budget and usage, and passed on as it was.
+        for (const id of forwarded) expectCommandBytes(ended.get(id), budget, fits * RETAINED);
+        control = await controlUnderRefusedIds(setup, forwarded, fits);
       } finally {
         await cluster.heal();
         cluster.resume(held.name);
       }
-      // Refused by the leader, by its own budget and usage, and passed on as it was: the forwarder's
-      // own lane (whose budget differs) had room for each of them.
-      for (const id of forwarded) expectCommandBytes(ended.get(id), budget, fits * RETAINED);
+      // The forwarder's own lane (whose budget differs) had room for each write the leader refused.
       expect(BUDGETS[forwarder.name]).not.toBe(budget);
 
       await Promise.all(sent);
       await settleAdmitted(setup, direct, ended);
-      await expectRefusedNeverPublished(setup, direct, forwarded);
+      await expectRefusedNeverPublished(setup, direct, forwarded, control);
     },
   );
 });

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
-import { VOTER_NAMES, VoterStateError } from "@keyload/apphost/testing";
+import { ClusterDisposedError, VOTER_NAMES, VoterStateError } from "@keyload/apphost/testing";
 import { UnauthenticatedError, UnavailableError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
@@ -113,6 +113,28 @@ describe("the testing API", () => {
     const { stateDir } = cluster;
     await cluster.dispose();
     expect(await survivors(pids, 2_000)).toEqual([]);
+    expect(existsSync(stateDir)).toBe(false);
+
+    // A test body that outlives its timeout runs on after the afterEach dispose: every fault and
+    // lifecycle method then refuses, so nothing is respawned, signalled or cut behind the cleanup.
+    const name = follower.name;
+    for (const call of [
+      () => cluster.start(name),
+      () => cluster.restart(name),
+      () => cluster.kill(name),
+      () => cluster.stop(name),
+      () => cluster.replace(name),
+      () => cluster.partition([[name]]),
+      () => cluster.cut([[name, second.name]]),
+      () => cluster.heal(),
+      () => cluster.dashboard(),
+    ]) {
+      await expect(call()).rejects.toBeInstanceOf(ClusterDisposedError);
+    }
+    for (const call of [() => cluster.pause(name), () => cluster.resume(name), () => cluster.wipe(name)]) {
+      expect(call).toThrow(ClusterDisposedError);
+    }
+    expect(cluster.voters.map((v) => v.pid)).toEqual([null, null, null]);
     expect(existsSync(stateDir)).toBe(false);
   });
 });
