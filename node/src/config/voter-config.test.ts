@@ -192,17 +192,6 @@ describe("loadVoterConfig", () => {
     expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Raft:HeartbeatIntervalMs");
   });
 
-  it("refuses an election timeout that is not a whole number of heartbeats, which would be rounded", () => {
-    const env = {
-      ...REQUIRED_ENV,
-      KeyLoad__Raft__ElectionTimeoutMs: "1000",
-      KeyLoad__Raft__HeartbeatIntervalMs: "400",
-    };
-    const error = configError(() => loadVoterConfig({ env }));
-    expect(error.key).toBe("KeyLoad:Raft:ElectionTimeoutMs");
-    expect(error.message).toMatch(/set it to 800 or 1200/);
-  });
-
   it("reads the disk floor's settings and refuses a soft floor under the hard one", () => {
     expect(loadVoterConfig({ env: REQUIRED_ENV }).disk).toEqual({
       softFloorBytes: 0,

@@ -328,17 +328,6 @@ function checkConsistency(config: VoterConfig): void {
   if (config.raft.heartbeatIntervalMs * 2 > config.raft.electionTimeoutMs) {
     throw new ConfigError("KeyLoad:Raft:HeartbeatIntervalMs", "must be at most half of ElectionTimeoutMs");
   }
-  const { electionTimeoutMs, heartbeatIntervalMs } = config.raft;
-  if (electionTimeoutMs % heartbeatIntervalMs !== 0) {
-    // Raft counts time in heartbeats: any other timeout would be rounded, and elections would not wait
-    // a random time in [T, 2T) of the timeout configured (contract section 5).
-    const lower = electionTimeoutMs - (electionTimeoutMs % heartbeatIntervalMs);
-    throw new ConfigError(
-      "KeyLoad:Raft:ElectionTimeoutMs",
-      `is ${electionTimeoutMs}, not a multiple of HeartbeatIntervalMs ${heartbeatIntervalMs}: elections are ` +
-        `timed in heartbeats; set it to ${lower} or ${lower + heartbeatIntervalMs}`,
-    );
-  }
   const { softFloorBytes, hardFloorBytes } = config.disk;
   if (softFloorBytes !== 0 && softFloorBytes < hardFloorBytes) {
     throw new ConfigError("KeyLoad:Disk:SoftFloorBytes", "must be 0 (derived) or at least HardFloorBytes");
