@@ -30,6 +30,7 @@ import { FollowerApplyPolicy } from "./follower-apply-policy.js";
 import { HeldAppendOutbox } from "./held-append-outbox.js";
 import { confChangeRefusal, unavailable } from "./proposal-errors.js";
 import { type EntriesAhead, ProposalWaiters } from "./proposal-waiters.js";
+import { type RaftTicks, raftTicks } from "./raft-ticks.js";
 import { ReadWaiters } from "./read-waiters.js";
 import { SnapshotBackoff } from "./snapshot-backoff.js";
 import { SnapshotSender } from "./snapshot-sender.js";
@@ -133,6 +134,8 @@ export class RaftDriver {
   private leaderChangesSeen = 0;
   /** Told after each batch applied to the state machine (see onBatchApplied). */
   private readonly applyListeners: ((seconds: number, entries: number) => void)[] = [];
+  /** The Raft core's clock: how often it ticks, and its timeouts in ticks. */
+  private readonly ticks: RaftTicks;
 
   constructor(options: RaftDriverOptions) {
     this.opts = options;
@@ -140,14 +143,14 @@ export class RaftDriver {
     this.reads = new ReadWaiters(options.id);
     this.heldAppends = new HeldAppendOutbox((m) => this.opts.transport.send(m));
     this.followerApply = new FollowerApplyPolicy(options.id, options.voters);
-    const electionTicks = Math.max(2, Math.round(options.electionTimeoutMs / options.heartbeatIntervalMs));
+    this.ticks = raftTicks(options.electionTimeoutMs, options.heartbeatIntervalMs);
     this.raft = new RaftNode({
       id: options.id,
       storage: options.store,
       random: options.random,
       applied: options.stateMachine.applied().index,
-      electionTicks,
-      heartbeatTicks: 1,
+      electionTicks: this.ticks.electionTicks,
+      heartbeatTicks: this.ticks.heartbeatTicks,
       maxUncommittedEntriesBytes: options.maxUncommittedBytes,
       ...(options.snapshotChunkBytes === undefined ? {} : { snapshotChunkBytes: options.snapshotChunkBytes }),
     });
@@ -193,7 +196,7 @@ export class RaftDriver {
         return;
       }
       this.wake();
-    }, this.opts.heartbeatIntervalMs);
+    }, this.ticks.tickMs);
     this.wake();
   }
 
