@@ -6,7 +6,6 @@ import {
 } from "../admission/command-admission-options.js";
 import type { DiskFloorSettings } from "../admission/disk-floor.js";
 import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
-import { ENVELOPE_OVERHEAD_BYTES, modeledBytes } from "../admission/payload-accounting.js";
 import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../peer/frame-codec.js";
@@ -333,33 +332,8 @@ function checkConsistency(config: VoterConfig): void {
     throw new ConfigError("KeyLoad:Disk:SoftFloorBytes", "must be 0 (derived) or at least HardFloorBytes");
   }
   checkCanonicalLimits(config.canonical);
-  checkHttpAdmission(config.httpAdmission);
   checkPeerCarriedPayloads(config);
   checkHttpAddress(config);
-}
-
-/**
- * Each HTTP pool admits each kind of request with an empty body once it is idle. A pool smaller than
- * that would answer every request of the kind with a retryable 429 forever. A pool too small only for
- * large bodies is allowed: those are refused one request at a time (HttpPool).
- */
-function checkHttpAdmission(limits: HttpAdmissionLimits): void {
-  const pools = [
-    ["MaxModeledBytes", "HeavyReadBytes", "heavy read (bulk get, query, search, traverse)"],
-    ["MaxModeledBytes", "DataRequestBytes", "other data request"],
-    ["ControlMaxModeledBytes", undefined, "control request"],
-  ] as const;
-  for (const [pool, workingSpace, kind] of pools) {
-    const needed = modeledBytes(workingSpace === undefined ? 0 : limits[workingSpace], 0);
-    if (needed <= limits[pool]) continue;
-    const lower = workingSpace === undefined ? "" : ` or lower KeyLoad:HttpAdmission:${workingSpace}`;
-    throw new ConfigError(
-      `KeyLoad:HttpAdmission:${pool}`,
-      `is ${limits[pool]}, less than the ${needed} bytes every ${kind} reserves with an empty body` +
-        `${workingSpace === undefined ? "" : ` (${workingSpace} + ${ENVELOPE_OVERHEAD_BYTES})`}, so none would ever be admitted: ` +
-        `raise it to at least ${needed}${lower}`,
-    );
-  }
 }
 
 /**
