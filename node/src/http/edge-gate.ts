@@ -131,10 +131,16 @@ function authenticate(
   const identity = deps.service.authenticate(apiKey);
   if (identity !== null) {
     const action = actionOf(route);
-    if (roleRefusal(identity, route.roles, action) === undefined) {
-      // A principal never changes tenant: no catching up changes this refusal.
-      const denied = route.clusterWide ? clusterRefusal(identity, action) : undefined;
-      if (denied !== undefined) throw denied;
+    const missingRole = roleRefusal(identity, route.roles, action);
+    // A principal never changes tenant: no catching up turns this refusal into an answer, whatever its
+    // roles (a missing one is named first, as for any caller).
+    const otherTenant = route.clusterWide ? clusterRefusal(identity, action) : undefined;
+    if (otherTenant !== undefined) {
+      // Named in the request's log line, as any refused caller the edge verified.
+      edge.identity = identity;
+      throw missingRole ?? otherTenant;
+    }
+    if (missingRole === undefined) {
       bindIdentity(request, edge, route, admitted, identity);
       return undefined;
     }

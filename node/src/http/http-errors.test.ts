@@ -355,7 +355,16 @@ describe("authentication and roles", () => {
     });
     expectContractError(response, 403, "PermissionDenied", "OtherTenant");
     expect(fx.service.calls).toBe(0);
-    // A principal never changes tenant: nothing this voter could catch up with changes the answer.
+    // A principal never changes tenant: nothing this voter could catch up with changes the answer,
+    // whether it has the route's role or not.
+    expect(fx.service.catchUps).toBe(0);
+    const writer = await fx.app.inject({
+      method,
+      url,
+      headers: { authorization: bearer("writer"), ...JSON_TYPE },
+      ...(payload === undefined ? {} : { payload }),
+    });
+    expectContractError(writer, 403, "PermissionDenied", "MissingRole");
     expect(fx.service.catchUps).toBe(0);
     const system = await fx.app.inject({
       method,
