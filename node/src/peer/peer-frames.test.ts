@@ -94,9 +94,12 @@ describe("peer frames", () => {
     expect(() => decodeCredentials(twice)).toThrow(/announced twice/);
     const announced = (bytes: number[]) =>
       Buffer.concat([proof, Uint8Array.from(bytes), f64(1), Uint8Array.from([0])]);
-    // Member "a" with incarnation "", then member " " (not a member ID).
+    // Member "a" with incarnation "", then with incarnation ESC, then member " " (not a member ID).
     expect(() => decodeCredentials(announced([0, 1, 97, 0, 1, 117]))).toThrow(
-      /an incarnation is 1-64 characters/,
+      /an incarnation is 1-64 characters of/,
+    );
+    expect(() => decodeCredentials(announced([0, 1, 97, 1, 27, 1, 117]))).toThrow(
+      /an incarnation is 1-64 characters of/,
     );
     expect(() => decodeCredentials(announced([0, 1, 32, 1, 105, 1, 117]))).toThrow(/member ID is not one/);
   });

@@ -30,7 +30,7 @@ export const FrameType = {
 // 6: snapshot chunks carry the replication epoch their answers echo; announcements carry the sender's
 //    incarnation.
 const PROTOCOL_VERSION = 6;
-const MAX_INCARNATION_CHARS = 64;
+const INCARNATION = /^[A-Za-z0-9._-]{1,64}$/;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;
 /** Tells a stray client (an HTTP request sent to the peer port, say) apart from a peer at once. */
@@ -169,8 +169,9 @@ export function decodeCredentials(body: Uint8Array): Credentials & { readonly an
   const memberId = r.string();
   if (!isMemberId(memberId)) throw new PeerProtocolError("the announced member ID is not one");
   const incarnation = r.string();
-  if (incarnation.length === 0 || incarnation.length > MAX_INCARNATION_CHARS) {
-    throw new PeerProtocolError(`an incarnation is 1-${MAX_INCARNATION_CHARS} characters`);
+  // Named in refusals and log lines: plain characters only.
+  if (!INCARNATION.test(incarnation)) {
+    throw new PeerProtocolError("an incarnation is 1-64 characters of [A-Za-z0-9._-]");
   }
   const httpUrl = r.string();
   const wallMs = r.f64();
