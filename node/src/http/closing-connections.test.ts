@@ -108,6 +108,17 @@ class OneConnection {
 }
 
 /** When `promise` settled, in ms after `since`; undefined if it has not within `withinMs`. */
+/** Listens on `fixture`, whose reads wait for the returned gate. */
+async function heldReads(fixture: HttpFixture) {
+  const { port } = await fixture.listen();
+  const gate = deferred<void>();
+  fixture.service.onRead = async () => {
+    await gate.promise;
+    return {};
+  };
+  return { port, gate };
+}
+
 async function settledAfter(promise: Promise<unknown>, since: number, withinMs: number) {
   let at: number | undefined;
   const settled = promise.then(
@@ -125,12 +136,7 @@ async function settledAfter(promise: Promise<unknown>, since: number, withinMs: 
 describe("closing the public port under a client that keeps its connection", () => {
   it("closes a connection whose request was in flight, answering everything after the close began with Connection: close", async () => {
     fx = httpFixture({ limits: { keepAliveTimeoutMs: KEEP_ALIVE_MS } });
-    const { port } = await fx.listen();
-    const gate = deferred<void>();
-    fx.service.onRead = async () => {
-      await gate.promise;
-      return {};
-    };
+    const { port, gate } = await heldReads(fx);
     const connection = await OneConnection.to(port);
     const inFlight = connection.send(READ);
     await waitFor(() => fx?.service.reads.length === 1, "the read in flight");
@@ -174,12 +180,7 @@ describe("closing the public port under a client that keeps its connection", () 
 
   it("closes after a pipelined request's 503, answering the request in flight ahead of it first", async () => {
     fx = httpFixture({ limits: { keepAliveTimeoutMs: KEEP_ALIVE_MS } });
-    const { port } = await fx.listen();
-    const gate = deferred<void>();
-    fx.service.onRead = async () => {
-      await gate.promise;
-      return {};
-    };
+    const { port, gate } = await heldReads(fx);
     let parsed = 0;
     fx.app.server.on("request", () => parsed++);
     const connection = await OneConnection.to(port);
@@ -199,12 +200,7 @@ describe("closing the public port under a client that keeps its connection", () 
 
   it("answers every request pipelined before the close began, then closes the connection", async () => {
     fx = httpFixture({ limits: { keepAliveTimeoutMs: KEEP_ALIVE_MS } });
-    const { port } = await fx.listen();
-    const gate = deferred<void>();
-    fx.service.onRead = async () => {
-      await gate.promise;
-      return {};
-    };
+    const { port, gate } = await heldReads(fx);
     const connection = await OneConnection.to(port);
     const first = connection.send(READ);
     const second = connection.send(READ);
@@ -227,12 +223,7 @@ describe("closing the public port under a client that keeps its connection", () 
       admission: { MaxRequestsPerPrincipal: 1 },
       limits: { keepAliveTimeoutMs: KEEP_ALIVE_MS, refusalDelayMs: 300 },
     });
-    const { port } = await fx.listen();
-    const gate = deferred<void>();
-    fx.service.onRead = async () => {
-      await gate.promise;
-      return {};
-    };
+    const { port, gate } = await heldReads(fx);
     const holder = await OneConnection.to(port);
     const held = holder.send(READ);
     await waitFor(() => fx?.service.reads.length === 1, "the held read");

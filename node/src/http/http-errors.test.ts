@@ -192,14 +192,17 @@ describe("bad input answers 400 InvalidArgument and submits nothing", () => {
     expect(fx.service.reads).toHaveLength(0);
   });
 
-  it.each(["limit=010", "limit=1000", "limit=01000"])("takes a limit up to the maximum: %s", async (query) => {
-    const response = await fx.app.inject({
-      method: "GET",
-      url: `/v1/dispatch/ops?${query}`,
-      headers: { authorization: bearer("reader") },
-    });
-    expect(response.statusCode, response.body).toBe(200);
-  });
+  it.each(["limit=010", "limit=1000", "limit=01000"])(
+    "takes a limit up to the maximum: %s",
+    async (query) => {
+      const response = await fx.app.inject({
+        method: "GET",
+        url: `/v1/dispatch/ops?${query}`,
+        headers: { authorization: bearer("reader") },
+      });
+      expect(response.statusCode, response.body).toBe(200);
+    },
+  );
 
   it.each([
     ["missing", undefined, "MissingCommandId"],
