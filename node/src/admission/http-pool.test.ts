@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { AdmissionRefusal } from "./admission-refusal.js";
 import { type HttpAdmissionOptions, resolveHttpAdmissionOptions } from "./http-admission-options.js";
-import { HttpPool, type SlotWait } from "./http-pool.js";
+import { HttpPool } from "./http-pool.js";
 import { HttpReservation } from "./http-reservation.js";
 import { RETRY_AFTER_ADVICE_DEFAULTS, RetryAfterAdvice } from "./retry-after-advice.js";
+import { admitted, waiting } from "./test-fixtures/slot-outcomes.js";
 
 const MiB = 1024 * 1024;
 const WAIT_MS = 250;
@@ -14,17 +15,6 @@ function pool(lane: "data" | "control", options: HttpAdmissionOptions): HttpPool
     resolveHttpAdmissionOptions(options),
     new RetryAfterAdvice(RETRY_AFTER_ADVICE_DEFAULTS, () => Date.now()),
   );
-}
-
-function admitted(result: HttpReservation | AdmissionRefusal | SlotWait): HttpReservation {
-  if (!(result instanceof HttpReservation)) throw new Error("expected a reservation at once");
-  return result;
-}
-
-function waiting(result: HttpReservation | AdmissionRefusal | SlotWait): SlotWait {
-  if (result instanceof HttpReservation || result instanceof AdmissionRefusal)
-    throw new Error("expected a wait");
-  return result;
 }
 
 beforeEach(() => {

@@ -3,22 +3,12 @@ import { AdmissionRefusal } from "./admission-refusal.js";
 import { HttpAdmissionGovernor, type HttpAdmissionRequest } from "./http-admission-governor.js";
 import type { SlotWait } from "./http-pool.js";
 import { HttpReservation } from "./http-reservation.js";
+import { admitted, waiting } from "./test-fixtures/slot-outcomes.js";
 
 const MiB = 1024 * 1024;
 const WAIT_MS = 250;
 const data: HttpAdmissionRequest = { kind: "data", declaredLength: 0 };
 const heavy: HttpAdmissionRequest = { kind: "heavy", declaredLength: 0 };
-
-function admitted(result: HttpReservation | AdmissionRefusal | SlotWait): HttpReservation {
-  if (!(result instanceof HttpReservation)) throw new Error("expected a reservation at once");
-  return result;
-}
-
-function waiting(result: HttpReservation | AdmissionRefusal | SlotWait): SlotWait {
-  if (result instanceof HttpReservation || result instanceof AdmissionRefusal)
-    throw new Error("expected a wait");
-  return result;
-}
 
 /** What each wait came to so far, in the order given: a reservation, a refusal's reason, or nothing yet. */
 function track(waits: readonly SlotWait[]): (HttpReservation | string | undefined)[] {
