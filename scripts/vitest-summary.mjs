@@ -34,7 +34,7 @@ export function runVitest(args, env = {}) {
       return {
         status,
         passed: results.numPassedTests,
-        failed: results.numFailedTests + (results.numRuntimeErrors ?? 0),
+        failed: results.numFailedTests + (results.numRuntimeErrors ?? 0) + failedWithoutTests(results),
       };
     } catch {
       // No report: vitest itself failed, which counts as one failure.
@@ -43,4 +43,16 @@ export function runVitest(args, env = {}) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * Files that failed with no test of theirs failed: a hook or the file's own import threw (a port taken
+ * in `beforeAll`), so their tests count as neither passed nor failed, and only this says so.
+ * @param {{ testResults?: { status?: string, assertionResults?: { status?: string }[] }[] }} results
+ */
+export function failedWithoutTests(results) {
+  return (results.testResults ?? []).filter(
+    (file) =>
+      file.status === "failed" && !(file.assertionResults ?? []).some((test) => test.status === "failed"),
+  ).length;
 }
