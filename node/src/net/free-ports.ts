@@ -8,12 +8,15 @@ import { type AddressInfo, createServer, type Server } from "node:net";
  * Asking the kernel for port 0 and closing it again is not enough: such a port comes from the
  * ephemeral range, so between the pick and the real listen any outgoing connection on the machine may
  * take it as its source port (seen in CI as EADDRINUSE). These ports therefore come from below the
- * ephemeral range, where the kernel never assigns source ports, at a random place so that parallel
- * processes rarely try the same one, and each is checked by binding it. All picked ports are held
+ * ephemeral range, where the kernel never assigns source ports, and each is checked by binding it. A
+ * port picked is free until its listener opens, and another process may pick it meanwhile (seen in CI:
+ * two test workers starting clusters at once): each process starts its search at a random place in a
+ * slice of the range of its own, by its pid, so parallel processes rarely try the same ports. All picked ports are held
  * open together, so one call never returns a port twice, and a process never hands the same port
  * out twice while it has others left.
  */
 const LOWEST = 10_000;
+const SLICES = 16;
 const DEFAULT_EPHEMERAL: readonly [number, number] = [32_768, 60_999];
 const handedOut = new Set<number>();
 /**
@@ -68,13 +71,19 @@ export class NoFreePortError extends Error {
   }
 }
 
+/** Where a search starts in a range of `size` ports: at random within this process's slice of it. */
+function searchStart(size: number): number {
+  const sliceSize = Math.max(1, Math.floor(size / SLICES));
+  return ((process.pid % SLICES) * sliceSize + Math.floor(Math.random() * sliceSize)) % size;
+}
+
 /** `count` distinct ports on `host` that were free a moment ago and lie outside the ephemeral range. */
 export async function pickFreePorts(host: string, count: number): Promise<number[]> {
   const [low, high] = candidateRange();
   const size = high - low + 1;
   const held: Server[] = [];
   try {
-    let probe = Math.floor(Math.random() * size);
+    let probe = searchStart(size);
     for (let tried = 0; tried < size && held.length < count; tried++, probe = (probe + 1) % size) {
       const port = low + probe;
       if (handedOut.has(port) || FETCH_BLOCKED_PORTS.has(port)) continue;
