@@ -28,6 +28,7 @@ import {
   type ReadinessOptions,
   waitForClusterReady,
 } from "./cluster-readiness.js";
+import { withLocalVoterDefaults } from "./config-forwarding.js";
 import type { VoterOperation } from "./control-channel.js";
 import { isProbeLine } from "./log-line-format.js";
 import { assertPortsFree } from "./port-allocation.js";
@@ -393,7 +394,7 @@ export class AppHostCluster {
       voter,
       stateDir: this.model.stateDir,
       env: {
-        ...this.forwarded[name],
+        ...withLocalVoterDefaults(this.forwarded[name]),
         ...voterWiring(this.model, voter, this.credentials, bootstrapId),
       },
       supervised: this.supervised,

@@ -34,4 +34,9 @@ export const APPHOST_DEFAULTS = {
   watchIntervalMs: 1_000,
   /** Where the foreground AppHost serves its dashboard (`--dashboard-port`; 0 turns it off). */
   dashboardPort: 18_888,
+  /**
+   * The voters' `Log:Level` unless the configuration forwarded to them sets one: debug, where every
+   * request gets a line, as one debugging a cluster locally wants; a deployment keeps the voter's info.
+   */
+  voterLogLevel: "debug",
 } as const;

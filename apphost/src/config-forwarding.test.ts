@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { InvalidSettingError, UnknownVoterError } from "./apphost-errors.js";
-import { forwardConfig, readForwardedConfig, refuseLocalTls } from "./config-forwarding.js";
+import {
+  forwardConfig,
+  readForwardedConfig,
+  refuseLocalTls,
+  withLocalVoterDefaults,
+} from "./config-forwarding.js";
 
 const settings = (env: Record<string, string>) =>
   Object.entries(env).map(([name, value]) => ({ name, value }));
@@ -82,6 +87,14 @@ describe("configuration forwarding", () => {
     expect(() =>
       refuseLocalTls(forwardConfig(settings({ KeyLoad__Log__Level: "debug" })).voters),
     ).not.toThrow();
+  });
+
+  it("runs local voters at debug unless the configuration sets a level, in whatever case", () => {
+    expect(withLocalVoterDefaults({ KeyLoad__Raft__HeartbeatIntervalMs: "50" })).toEqual({
+      KeyLoad__Log__Level: "debug",
+      KeyLoad__Raft__HeartbeatIntervalMs: "50",
+    });
+    expect(withLocalVoterDefaults({ KEYLOAD__LOG__LEVEL: "warn" })).toEqual({ KEYLOAD__LOG__LEVEL: "warn" });
   });
 
   it("refuses an unknown voter and a malformed AppHost variable", () => {

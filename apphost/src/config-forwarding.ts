@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { parse as parseDotenv } from "dotenv";
 import { isVoterName, VOTER_NAMES, type VoterName } from "./app-model.js";
+import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { InvalidSettingError, UnknownVoterError } from "./apphost-errors.js";
 
 /**
@@ -115,6 +116,14 @@ export function forwardConfig(variables: Iterable<Setting>): ForwardedConfig {
     voters[voter] = env;
   }
   return adminKey === undefined ? { voters } : { voters, adminKey };
+}
+
+/** A voter's forwarded configuration over the AppHost's defaults for the voters it runs itself. */
+export function withLocalVoterDefaults(forwarded: Readonly<Record<string, string>>): Record<string, string> {
+  const defaults: Record<string, string> = { KeyLoad__Log__Level: APPHOST_DEFAULTS.voterLogLevel };
+  const named = new Set(Object.keys(forwarded).map((name) => name.toLowerCase()));
+  for (const name of Object.keys(defaults)) if (named.has(name.toLowerCase())) delete defaults[name];
+  return { ...defaults, ...forwarded };
 }
 
 /**

@@ -73,6 +73,7 @@ const HELP = `pnpm bench:overload [-- options]
   --node-flags=FLAGS     more Node flags for every voter, space-separated, after an "=" since they
                          start with dashes: --node-flags=--trace-gc, or --node-flags=--perf-basic-prof
                          for perf to name the JIT's functions
+  --log-level LEVEL      the voters' Log:Level (default info, as shipped; warn leaves out request lines)
   --logs DIR             keep each voter's log (what it and Node print) as DIR/<size>-<voter>.log
   --help`;
 
@@ -97,6 +98,7 @@ const { values: opts } = parseArgs({
     "cpu-prof": { type: "string" },
     "node-flags": { type: "string", default: "" },
     logs: { type: "string" },
+    "log-level": { type: "string", default: "info" },
     help: { type: "boolean", default: false },
   },
 });
@@ -337,7 +339,7 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
   const probe = installLoopProbe(loopDir);
   const cluster = await KeyLoadCluster.start({
     root: dir,
-    env: probe.env,
+    env: { ...probe.env, KeyLoad__Log__Level: opts["log-level"] },
     nodeFlags: [...probe.nodeFlags, ...cpuProfileFlags(), ...extraNodeFlags],
     fromSource: opts["from-source"],
     onSpawn: track,
@@ -839,7 +841,7 @@ async function main(): Promise<void> {
       `(${idleSeconds} s alone first); everything sent to the leader; temp dir ${root}`,
   );
   console.log(
-    `KeyLoad voters: shipped settings, ${opts["from-source"] ? "node/src/main.ts through tsx" : "the compiled keyload-node, built now"}, ` +
+    `KeyLoad voters: shipped settings (log level ${opts["log-level"]}), ${opts["from-source"] ? "node/src/main.ts through tsx" : "the compiled keyload-node, built now"}, ` +
       `an event-loop probe preloaded (delay beyond its ${LOOP_RESOLUTION_MS} ms timer); ` +
       `closed-loop reference ${closedLoopLevels.length > 0 ? `at ${closedLoopLevels.join(", ")} connections, ${closedLoopSeconds} s each` : "skipped"}; ` +
       `etcd: defaults, its history compacted every 2 s`,

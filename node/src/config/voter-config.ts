@@ -8,6 +8,7 @@ import type { DiskFloorSettings } from "../admission/disk-floor.js";
 import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
 import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
+import { DEFAULT_SLOW_REQUEST_MS } from "../http/request-observer.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../peer/frame-codec.js";
 import type { PeerAddress } from "../peer/peer-address.js";
 import { type CanonicalLimits, DEFAULT_LIMITS, resolveLimits } from "../state/limits.js";
@@ -155,7 +156,10 @@ export const VOTER_CONFIG = {
   Bootstrap: [
     text("AdminKey", undefined, /^[\x21-\x7e]{16,256}$/, "16-256 printable characters without spaces", true),
   ],
-  Log: [oneOf("Level", "info", ["fatal", "error", "warn", "info", "debug", "trace", "silent"])],
+  Log: [
+    oneOf("Level", "info", ["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
+    integer("SlowRequestMs", DEFAULT_SLOW_REQUEST_MS, 1, 3_600_000),
+  ],
 } as const;
 
 export interface VoterConfig {
@@ -203,7 +207,11 @@ export interface VoterConfig {
   readonly disk: DiskFloorSettings;
   readonly storage: StorageLimits;
   readonly bootstrap: { readonly adminKey: string };
-  readonly log: { readonly level: string };
+  readonly log: {
+    readonly level: string;
+    /** A request that takes at least this long gets its line at info rather than debug (request-observer.ts). */
+    readonly slowRequestMs: number;
+  };
   /** Deprecated settings the sources set, in the order read: the voter warns of each at start. */
   readonly deprecations: readonly ConfigDeprecation[];
 }

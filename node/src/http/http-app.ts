@@ -17,7 +17,7 @@ import { HttpMetrics } from "./http-metrics.js";
 import { parseJsonBody } from "./json-body-parser.js";
 import { openApiDocument } from "./openapi.js";
 import { RequestEdge } from "./request-edge.js";
-import { RequestObserver } from "./request-observer.js";
+import { DEFAULT_SLOW_REQUEST_MS, RequestObserver } from "./request-observer.js";
 import { clusterHandler, commandHandler, opsHandler, readHandler } from "./route-handlers.js";
 import { type ApiRoute, type PathParamName, ROUTES, type RouteSpec } from "./routes.js";
 import type { VoterService } from "./voter-service.js";
@@ -48,6 +48,8 @@ export interface HttpEdgeLimits {
   readonly refusalDelayMs: number;
   /** The most open connections (`KeyLoad:Connections:MaxHttp`); one past it is closed at once. */
   readonly maxConnections: number;
+  /** A request that takes at least this long is logged at info (`KeyLoad:Log:SlowRequestMs`). */
+  readonly slowRequestMs: number;
 }
 
 export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
@@ -57,6 +59,7 @@ export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
   refusedBodyDrainBytes: 256 * 1024,
   refusalDelayMs: 250,
   maxConnections: DEFAULT_MAX_HTTP_CONNECTIONS,
+  slowRequestMs: DEFAULT_SLOW_REQUEST_MS,
 };
 
 /** The certificate (chain) and private key the public port serves HTTPS with, PEM. */
@@ -112,11 +115,11 @@ export function buildHttpApp(
     { component: "http" },
     { redact: { paths: REDACTED, censor: "[redacted]" } },
   );
-  const observer = new RequestObserver(metrics, httpLogger, service.commandStages);
+  const observer = new RequestObserver(metrics, httpLogger, service.commandStages, limits.slowRequestMs);
   const logger: FastifyBaseLogger = httpLogger;
   const app = Fastify({
     loggerInstance: logger,
-    // One line per request, written by RequestObserver; fastify's own would not name tenant or command.
+    // RequestObserver writes the request lines; fastify's own would not name tenant or command.
     logController: new LogController({ disableRequestLogging: true }),
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,

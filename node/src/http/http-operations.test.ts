@@ -7,7 +7,7 @@ import { createHttpServer } from "./http-server.js";
 import { expectContractError } from "./test-fixtures/contract-error.js";
 import { bearer, FakeVoterService, KEYS } from "./test-fixtures/fake-voter-service.js";
 import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
-import { exchange, waitFor } from "./test-fixtures/raw-http.js";
+import { exchange, open, waitFor } from "./test-fixtures/raw-http.js";
 
 let fx: HttpFixture;
 afterEach(async () => {
@@ -175,6 +175,7 @@ describe("logs", () => {
     const lines = fx.logLines().filter((line) => line.msg === "request");
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({
+      level: 20,
       method: "PUT",
       route: "/v1/catalog/{key}",
       status: 200,
@@ -188,6 +189,44 @@ describe("logs", () => {
     expect(typeof lines[0]?.durationMs).toBe("number");
     expect(typeof lines[0]?.reqId).toBe("string");
     expect(fx.logText()).not.toContain("secret-customer-key");
+  });
+
+  it("logs at info only the requests worth attention: a 5xx, a slow one, one whose client left", async () => {
+    fx = httpFixture({ logLevel: "info", limits: { slowRequestMs: 200 } });
+    const requestLines = () => fx.logLines().filter((line) => line.msg === "request");
+    expect((await fx.putAsWriter('{"value":1}')).statusCode).toBe(200);
+    expect((await fx.app.inject({ method: "GET", url: "/health/ready" })).statusCode).toBe(200);
+    expect(requestLines()).toEqual([]);
+
+    fx.service.onSubmit = async () => {
+      throw new Error("boom");
+    };
+    expect((await fx.putAsWriter('{"value":1}', { "keyload-command-id": "failed" })).statusCode).toBe(500);
+    expect(requestLines()).toMatchObject([{ level: 30, status: 500, commandId: "failed", aborted: false }]);
+
+    let release = () => {};
+    fx.service.onSubmit = (command) =>
+      new Promise((resolve) => {
+        release = () => resolve({ commandId: command.commandId, index: 11, result: {} });
+        setTimeout(release, 250);
+      });
+    expect((await fx.putAsWriter('{"value":1}', { "keyload-command-id": "slow" })).statusCode).toBe(200);
+    expect(requestLines()[1]).toMatchObject({ level: 30, status: 200, commandId: "slow" });
+    expect(requestLines()[1]?.durationMs).toBeGreaterThanOrEqual(200);
+
+    // A client that hangs up before its answer: the line says so, with no status.
+    const { port } = await fx.listen();
+    const socket = await open(port);
+    const body = '{"value":1}';
+    socket.write(
+      `PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\nAuthorization: ${bearer("writer")}\r\n` +
+        `KeyLoad-Command-Id: left\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+    );
+    await waitFor(() => fx.service.submitted.some((c) => c.commandId === "left"), "the write submitted");
+    socket.destroy();
+    await waitFor(() => requestLines().length === 3, "the hang-up's line");
+    expect(requestLines()[2]).toMatchObject({ level: 30, status: null, aborted: true, commandId: "left" });
+    release();
   });
 
   it("never logs the Authorization header or an API key, on any path", async () => {

@@ -51,10 +51,18 @@ function ended(response: ServerResponse, aborted: boolean): void {
   watched.observer.finished(watched.request, watched.reply, watched.edge, aborted);
 }
 
+/** `KeyLoad:Log:SlowRequestMs`'s default: a request as slow as this is worth a line at info. */
+export const DEFAULT_SLOW_REQUEST_MS = 1_000;
+
 /**
  * Once per request, when its response is over: the latency histogram and one structured log line. The
  * line names the route template, never the URL (keys are user data), and of the headers only the
  * caller's User-Agent (never the API key's).
+ *
+ * The line is at debug unless the request is worth an operator's attention: its client went away, the
+ * voter answered 5xx, or it took `slowRequestMs` or more. A line for every request at info, as an access
+ * log, is work on every write that a loaded leader can least spare (docs/benchmarks.md); the metrics
+ * count every request anyway, and etcd and Consul too log requests only at debug or when slow.
  */
 export class RequestObserver {
   constructor(
@@ -62,6 +70,7 @@ export class RequestObserver {
     /** The edge's logger, asked whether the line would be written before it is built. */
     private readonly logger: Pick<Logger, "isLevelEnabled">,
     private readonly stages: CommandStageObserver,
+    private readonly slowRequestMs: number,
   ) {}
 
   /** Calls `finished` once, on the first of 'finish' (written) and 'close' (written, or connection gone). */
@@ -97,8 +106,10 @@ export class RequestObserver {
     const route = edge.route === undefined ? UNMATCHED : edge.route.path;
     const status = aborted ? "aborted" : String(reply.statusCode);
     this.metrics.observe(request.method, route, status, durationMs / 1000);
-    if (!this.logger.isLevelEnabled("info")) return;
-    request.log.info(
+    const notable = aborted || reply.statusCode >= 500 || durationMs >= this.slowRequestMs;
+    const level = notable ? "info" : "debug";
+    if (!this.logger.isLevelEnabled(level)) return;
+    request.log[level](
       {
         method: request.method,
         route,

@@ -267,7 +267,7 @@ async function wireVoter(
     service,
     httpAdmission: httpGovernor,
     logger: log,
-    limits: { maxConnections: config.connections.maxHttp },
+    limits: { maxConnections: config.connections.maxHttp, slowRequestMs: config.log.slowRequestMs },
     ...(tls === null ? {} : { tls }),
   });
 

@@ -19,9 +19,9 @@ export interface HttpFixture {
   close(): Promise<void>;
 }
 
-/** The edge over a fake voter, with a log captured in memory. */
+/** The edge over a fake voter, with a log captured in memory (at `logLevel`, trace by default). */
 export function httpFixture(
-  options: { admission?: HttpAdmissionOptions; limits?: Partial<HttpEdgeLimits> } = {},
+  options: { admission?: HttpAdmissionOptions; limits?: Partial<HttpEdgeLimits>; logLevel?: string } = {},
 ): HttpFixture {
   const chunks: string[] = [];
   const sink = new Writable({
@@ -35,7 +35,7 @@ export function httpFixture(
   const app = buildHttpApp({
     service,
     httpAdmission: governor,
-    logger: pino({ level: "trace" }, sink),
+    logger: pino({ level: options.logLevel ?? "trace" }, sink),
     ...(options.limits === undefined ? {} : { limits: options.limits }),
   });
   const logText = () => chunks.join("");
