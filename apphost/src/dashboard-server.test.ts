@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
@@ -16,7 +16,9 @@ let assetsDir: string;
 let dashboard: Dashboard | undefined;
 
 /** The dashboard of a cluster that is set up but not started: every voter stopped. */
-async function serveForStoppedCluster(): Promise<Dashboard> {
+async function serveForStoppedCluster(
+  options: { maxUnsentBytes?: number; intervalMs?: number } = {},
+): Promise<Dashboard> {
   const { cluster } = await prepareCluster({
     stateDir: join(dir, "state"),
     isolated: true,
@@ -26,7 +28,12 @@ async function serveForStoppedCluster(): Promise<Dashboard> {
     runtime: await voterRuntimeOf("process"),
   });
   cluster.persist();
-  dashboard = await serveDashboard(dashboardSourceOf(cluster), { port: 0, assetsDir, intervalMs: 50 });
+  dashboard = await serveDashboard(dashboardSourceOf(cluster), {
+    port: 0,
+    assetsDir,
+    intervalMs: 50,
+    ...options,
+  });
   return dashboard;
 }
 
@@ -167,6 +174,37 @@ describe("the dashboard's server", () => {
     ]);
     expect(snapshot.voters[0]!.forwardedEnv).toEqual({ KeyLoad__CommandAdmission__MaxCommands: "99" });
   });
+
+  it("closes the stream of a page that stopped reading, rather than keep its events", async () => {
+    const log = join(dir, "state", "logs", "voter1.log");
+    mkdirSync(join(dir, "state", "logs"), { recursive: true });
+    writeFileSync(log, "");
+    const { url } = await serveForStoppedCluster({ maxUnsentBytes: 64 * 1024 });
+    const socket = connect(Number(new URL(url).port), "127.0.0.1");
+    socket.pause();
+    socket.write(`GET /api/events HTTP/1.1\r\nHost: ${new URL(url).host}\r\n\r\n`);
+    // A voter logging fast: more than the loopback socket's buffers hold, sent as the page's rows.
+    const line = `${JSON.stringify({ level: 30, time: 1, nodeId: "voter1", msg: "x".repeat(1000) })}\n`;
+    const appending = setInterval(() => appendFileSync(log, line.repeat(1000)), 100);
+    try {
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      // Read again: a stream the AppHost closed ends after what the kernel had; one it kept goes on.
+      const closed = new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), 10_000);
+        socket.on("close", () => {
+          clearTimeout(timer);
+          resolve(true);
+        });
+      });
+      socket.on("error", () => {});
+      socket.on("data", () => {});
+      socket.resume();
+      expect(await closed).toBe(true);
+    } finally {
+      clearInterval(appending);
+      socket.destroy();
+    }
+  }, 30_000);
 
   it("refuses to start without its built page, saying how to build it", async () => {
     rmSync(join(assetsDir, "index.html"));

@@ -24,6 +24,8 @@ export interface DashboardOptions {
   readonly port: number;
   readonly assetsDir?: string;
   readonly intervalMs?: number;
+  /** How far an event stream's reader may fall behind before the stream is closed (bytes unsent). */
+  readonly maxUnsentBytes?: number;
 }
 
 export interface Dashboard {
@@ -38,6 +40,11 @@ const LOG_ROWS_PER_VOTER = 500;
 const LOG_TAIL_BYTES = 256 * 1024;
 /** Proxies and browsers close an event stream that stays silent too long. */
 const KEEPALIVE_MS = 15_000;
+/**
+ * A page that stops reading (a stalled tab, a suspended laptop) would otherwise have every event kept for
+ * it in the AppHost's memory. Its stream is closed instead; the page reconnects and is greeted afresh.
+ */
+const MAX_UNSENT_BYTES = 8 * 1024 * 1024;
 
 const SECURITY_HEADERS = {
   "content-security-policy":
@@ -77,6 +84,7 @@ export async function serveDashboard(source: DashboardSource, options: Dashboard
   });
   const logFeed = new LogFeed({ logs: source.logs, keepRows: LOG_ROWS_PER_VOTER, tailBytes: LOG_TAIL_BYTES });
   const streams = new Set<ServerResponse>();
+  const maxUnsentBytes = options.maxUnsentBytes ?? MAX_UNSENT_BYTES;
   let port = options.port;
 
   const ownHosts = (): Set<string> => new Set([`${host}:${port}`, `localhost:${port}`]);
@@ -88,8 +96,12 @@ export async function serveDashboard(source: DashboardSource, options: Dashboard
       "cache-control": "no-store",
       connection: "keep-alive",
     });
+    const write = (text: string): void => {
+      if (response.writableLength > maxUnsentBytes) response.destroy();
+      else response.write(text);
+    };
     const emit = (event: string, data: unknown): void => {
-      response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     };
     const hello: DashboardHello = {
       stateDir: source.stateDir,
@@ -105,7 +117,7 @@ export async function serveDashboard(source: DashboardSource, options: Dashboard
       sampler.subscribe((snapshot) => emit("snapshot", snapshot)),
       logFeed.subscribe((rows) => emit("logs", rows)),
     ];
-    const keepalive = setInterval(() => response.write(": keepalive\n\n"), KEEPALIVE_MS);
+    const keepalive = setInterval(() => write(": keepalive\n\n"), KEEPALIVE_MS);
     streams.add(response);
     response.on("close", () => {
       clearInterval(keepalive);
