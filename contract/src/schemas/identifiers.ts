@@ -10,6 +10,12 @@ import { text } from "./json-schema.js";
 export const COMMAND_ID_PATTERN = "^[A-Za-z0-9._:-]{1,128}$";
 /** Queue, subscription and channel names, message, delivery and key IDs. */
 export const NAME_PATTERN = "^[A-Za-z0-9._:@-]{1,256}$";
+/** A message that exhausts its attempts moves to the queue of this name; that queue never dead-letters. */
+export const DEAD_LETTER_SUFFIX = ".dead-letter";
+/** A queue name leaves room for its dead-letter suffix, so every dead-letter queue is addressable too. */
+export const MAX_QUEUE_NAME_CHARS = 256 - DEAD_LETTER_SUFFIX.length;
+/** A name of at most `MAX_QUEUE_NAME_CHARS`, or a dead-letter queue's: such a name and the suffix. */
+export const QUEUE_NAME_PATTERN = `^[A-Za-z0-9._:@-]{1,${MAX_QUEUE_NAME_CHARS}}(?:\\.dead-letter)?$`;
 /** Tenants and principals appear in URLs and logs, so they keep to a URL-safe alphabet. */
 export const SCOPE_ID_PATTERN = "^[A-Za-z0-9._:@-]{1,128}$";
 
@@ -26,6 +32,10 @@ export function key(description?: string): TString {
 
 export function name(description: string): TString {
   return Type.String({ pattern: NAME_PATTERN, description });
+}
+
+export function queueName(description: string): TString {
+  return Type.String({ pattern: QUEUE_NAME_PATTERN, description });
 }
 
 export function scopeId(description: string): TString {

@@ -24,10 +24,13 @@ export * from "./error-body.js";
 export * from "./graph.js";
 export {
   COMMAND_ID_PATTERN,
+  DEAD_LETTER_SUFFIX,
   MAX_CLUSTER_MEMBER_ID_CHARS,
   MAX_EDGE_TYPE_CHARS,
   MAX_KEY_CHARS,
+  MAX_QUEUE_NAME_CHARS,
   NAME_PATTERN,
+  QUEUE_NAME_PATTERN,
   SCOPE_ID_PATTERN,
 } from "./identifiers.js";
 export type { DeepMutable, DeepReadonly, Flat, Refined, Wire, WireSchema } from "./json-schema.js";

@@ -26,7 +26,15 @@ import {
   TraversalSchema,
   TraverseRequestSchema,
 } from "./graph.js";
-import { COMMAND_ID_PATTERN, clusterMemberId, commandId, key, name, scopeId } from "./identifiers.js";
+import {
+  COMMAND_ID_PATTERN,
+  clusterMemberId,
+  commandId,
+  key,
+  name,
+  queueName,
+  scopeId,
+} from "./identifiers.js";
 import type { Wire, WireSchema } from "./json-schema.js";
 import { MembershipTableSchema, MemberWriteSchema, PutMemberResultSchema } from "./membership.js";
 import { NoBodySchema } from "./no-body.js";
@@ -157,7 +165,7 @@ export type ResponseOf<K extends ResponseKind> = Wire<(typeof RESPONSE_SCHEMAS)[
 /** Every path parameter of the routes, by its name in the route's path. */
 export const PATH_PARAM_SCHEMAS = {
   key: key("A catalog key: 1-512 characters, percent-encoded in the path"),
-  queue: name("A queue name"),
+  queue: queueName("A queue name"),
   messageId: name("A queue message ID"),
   name: name("A subscription name"),
   deliveryId: name("A subscription delivery ID"),

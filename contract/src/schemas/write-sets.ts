@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { expectedVersion } from "./catalog.js";
-import { key, name } from "./identifiers.js";
+import { key, name, queueName } from "./identifiers.js";
 import { anyJson, enumOf, integer, orNull, requiredWhen, type Wire } from "./json-schema.js";
 import { written } from "./written.js";
 
@@ -32,7 +32,7 @@ export type Operation = Wire<typeof OperationSchema>;
 export const delayMs = orNull(integer(0), { description: "Milliseconds before the message is visible" });
 
 export const OutboxMessageSchema = Type.Object({
-  queue: name("The queue to enqueue into"),
+  queue: queueName("The queue to enqueue into"),
   body: anyJson("The message"),
   delayMs: Type.Optional(delayMs),
 });

@@ -2,6 +2,7 @@ import { COMMAND_ID_PATTERN, PATH_PARAM_SCHEMAS, ROUTE_LANES, ROUTE_PATHS } from
 import { describe, expect, it } from "vitest";
 import { COMMAND_KINDS } from "../requests/command-kinds.js";
 import { checkCommandId, checkName, checkScopeId } from "../requests/identifiers.js";
+import { checkQueueName } from "../state/queue-names.js";
 import { CLUSTER_KINDS } from "./cluster-kinds.js";
 import { READ_KINDS } from "./read-kinds.js";
 import { ROUTES } from "./routes.js";
@@ -162,6 +163,11 @@ describe("identifier patterns", () => {
     "x".repeat(256),
     "x".repeat(257),
     "a:b@c",
+    "q".repeat(244),
+    "q".repeat(245),
+    `${"q".repeat(244)}.dead-letter`,
+    `${"q".repeat(245)}.dead-letter`,
+    `${"q".repeat(250)}.dead`,
   ];
   const accepts = (check: () => unknown) => {
     try {
@@ -175,8 +181,11 @@ describe("identifier patterns", () => {
 
   it("agree with the state machine's checks, so the edge refuses exactly what it would", () => {
     for (const sample of samples) {
-      expect(pattern(PATH_PARAM_SCHEMAS.queue).test(sample), sample).toBe(
+      expect(pattern(PATH_PARAM_SCHEMAS.channel).test(sample), sample).toBe(
         accepts(() => checkName("n", sample)),
+      );
+      expect(pattern(PATH_PARAM_SCHEMAS.queue).test(sample), sample).toBe(
+        accepts(() => checkQueueName(sample)),
       );
       expect(pattern(PATH_PARAM_SCHEMAS.principalId).test(sample), sample).toBe(
         accepts(() => checkScopeId("p", sample)),

@@ -1,16 +1,20 @@
+import { DEAD_LETTER_SUFFIX, MAX_QUEUE_NAME_CHARS, QUEUE_NAME_PATTERN } from "@keyload/contract";
 import { checkName } from "../requests/identifiers.js";
 import { invalid } from "./json-body.js";
 
-/** A message that exhausts its attempts moves to the queue of this name; that queue never dead-letters. */
-export const DEAD_LETTER_SUFFIX = ".dead-letter";
+export { DEAD_LETTER_SUFFIX } from "@keyload/contract";
 
-const MAX_QUEUE_CHARS = 256 - DEAD_LETTER_SUFFIX.length;
+/** The contract's queue name, the very one the edge's schemas check: the voter refuses what the edge would. */
+const QUEUE_NAME = new RegExp(QUEUE_NAME_PATTERN);
 
 /** A queue name leaves room for its dead-letter suffix, so every dead-letter queue is addressable too. */
 export function checkQueueName(value: string): string {
   checkName("queue", value);
-  if (value.length > MAX_QUEUE_CHARS && !isDeadLetterQueue(value)) {
-    throw invalid(`a queue name has at most ${MAX_QUEUE_CHARS} characters`, "InvalidIdentifier");
+  if (!QUEUE_NAME.test(value)) {
+    throw invalid(
+      `a queue name has at most ${MAX_QUEUE_NAME_CHARS} characters, or that and ${DEAD_LETTER_SUFFIX}`,
+      "InvalidIdentifier",
+    );
   }
   return value;
 }
