@@ -173,6 +173,26 @@ describe("retention", () => {
     h.ok("membership.put", { iAmAlive: true }, { params: { memberId: "s2" } });
     expect(h.sm.membership("t1").members.map((m) => m.memberId)).toEqual(["s2", "s4"]);
   });
+
+  it("leaves defunct membership rows to a write that applies: a refused one writes nothing", () => {
+    h.ok("membership.put", { status: "dead", address: "10.0.0.1:1" }, { params: { memberId: "old" } });
+    h.advance(2 * HOUR);
+    // The commands' own traces aside (outcomes, the applied index and clock).
+    const state = () => h.sm.dump().replace(/# (command_outcomes|command_dedupe|meta) [^#]*/g, "");
+    const before = state();
+    const refusal = h.fail(
+      "membership.put",
+      { status: "active", address: "10.0.0.2:1", etag: "not-its-etag" },
+      { params: { memberId: "other" } },
+    );
+    expect(refusal.code).toBe("FailedPrecondition");
+    expect(h.fail("membership.put", { iAmAlive: true }, { params: { memberId: "nobody" } }).code).toBe(
+      "NotFound",
+    );
+    expect(state()).toBe(before);
+    h.ok("membership.put", { status: "active", address: "10.0.0.2:1" }, { params: { memberId: "other" } });
+    expect(h.sm.membership("t1").members.map((m) => m.memberId)).toEqual(["other"]);
+  });
 });
 
 describe("retention across voters", () => {
