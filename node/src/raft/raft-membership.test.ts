@@ -178,6 +178,27 @@ describe("membership changes", () => {
     expect(c.appliedData("c")).toEqual(["only-b-has-it", "next"]);
   });
 
+  it("a successor told to take over before it applied the leader's removal campaigns once it has", () => {
+    const storage = new MemoryStorage({ voters: VOTERS });
+    const removal = {
+      ...entry(2, 1),
+      type: "conf" as const,
+      data: encodeConfChange({ type: "remove", node: "a" }),
+    };
+    storage.append([entry(1, 1, "x"), removal]);
+    storage.setHardState({ term: 1, vote: "a", commit: 1 });
+    const b = new RaftNode({ id: "b", storage, random: new SeededRandom(5), applied: 1 });
+    b.step(heartbeat("a", "b", 1, 2));
+    const applying = b.ready();
+    expect(applying.committedEntries.at(-1)).toMatchObject({ index: 2, type: "conf" });
+    b.step({ type: "timeout-now", from: "a", to: "b", term: 1 });
+    expect(b.status().role).toBe("follower");
+    b.advance();
+    // At once, no election timeout waited: a vote (not a pre-vote) that may cut short the peers' leases.
+    expect(b.status()).toMatchObject({ role: "candidate", term: 2 });
+    expect(ofType(b.ready().messages, "vote")).toMatchObject([{ to: "c", transfer: true }]);
+  });
+
   it("a learner that has not learnt of its promotion still grants the vote a committed one needs", () => {
     const c = InMemoryRaftCluster.bootstrapped(["a"]);
     c.elect("a");
@@ -234,7 +255,7 @@ describe("membership changes", () => {
     expect(c.node("b").status().conf.voters).toEqual(["b"]);
   });
 
-  it("a node whose own removal applies while it campaigns stops campaigning", () => {
+  it("a node that holds its own removal committed never campaigns, before it applies it or after", () => {
     const storage = new MemoryStorage({ voters: VOTERS });
     const removal = {
       ...entry(2, 1),
@@ -248,23 +269,20 @@ describe("membership changes", () => {
     node.step(heartbeat("a", "c", 1, 2));
     const rd = node.ready();
     expect(rd.committedEntries.at(-1)).toMatchObject({ index: 2, type: "conf" });
-    // Meanwhile the leader goes quiet and c, still a voter of what it has applied, starts a pre-vote.
-    for (let i = 0; i < 100 && node.status().role === "follower"; i++) node.tick();
-    expect(node.status().role).toBe("pre-candidate");
+    // Meanwhile the leader goes quiet: c, a voter of what it has applied, waits to apply what it holds.
+    for (let i = 0; i < 100; i++) node.tick();
+    node.campaign();
+    expect(node.status().role).toBe("follower");
     node.advance();
     expect(node.status().conf.voters).toEqual(["a", "b"]);
-    expect(node.status().role).toBe("follower");
-    // The pre-votes its campaign gathers no longer make it a candidate.
-    node.step(voteResponse("a", "c", 2, false, true));
-    node.step(voteResponse("b", "c", 2, false, true));
-    expect(node.status()).toMatchObject({ role: "follower", term: 1 });
     while (node.hasReady()) {
       const next = node.ready();
+      expect(ofType(next.messages, "pre-vote")).toEqual([]);
       expect(ofType(next.messages, "vote")).toEqual([]);
       node.advance();
     }
     for (let i = 0; i < 100; i++) node.tick();
-    expect(node.status().role).toBe("follower");
+    expect(node.status()).toMatchObject({ role: "follower", term: 1 });
   });
 
   it("answers the configuration at an index only once advance() has passed it", () => {
@@ -305,7 +323,7 @@ describe("membership changes", () => {
     expect(restarted.confStateAt(1)).toEqual({ voters: VOTERS, learners: [] });
   });
 
-  it("campaigns only once no more than one committed configuration change is left to apply", () => {
+  it("campaigns only once no committed configuration change is left to apply", () => {
     const c = withLearner();
     const { index: promoted } = c.node("a").proposeConfChange({ type: "promote", node: "d" });
     c.settle();
@@ -337,6 +355,77 @@ describe("membership changes", () => {
     for (let i = 0; i < 100; i++) b.tick();
     // Had it campaigned while applying, by {a,b,c}, c would have been asked too.
     expect(new Set(asked())).toEqual(new Set(["a", "d"]));
+  });
+
+  it("never wins by a configuration it holds superseded: a committed change to apply holds it back", () => {
+    /** A driver working through a committed backlog: it takes at most `budget` more Readies for now. */
+    class PagingNode extends RaftNode {
+      budget = Number.POSITIVE_INFINITY;
+      override hasReady(): boolean {
+        return this.budget > 0 && super.hasReady();
+      }
+      override ready(): ReturnType<RaftNode["ready"]> {
+        this.budget--;
+        return super.ready();
+      }
+    }
+    // Pages of one entry stand in for a backlog larger than a Ready's page of committed entries.
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS, { maxCommittedSizePerReady: 1 });
+    c.hooks.createNode = (options) => (options.id === "c" ? new PagingNode(options) : new RaftNode(options));
+    c.restart("c");
+    c.settle();
+    const paging = () => c.node("c") as PagingNode;
+    c.elect("a");
+    c.join("d");
+    change(c, "a", { type: "add-learner", node: "d" });
+    c.isolate("c");
+    for (let i = 0; i < 40; i++) c.node("a").propose(text(`backlog${i}`));
+    c.settle();
+    // {a,b,c} to {a,b,c,d}, committed by a and b; then {a,c,d}, committed by a and d.
+    const promoted = c.node("a").proposeConfChange({ type: "promote", node: "d" }).index;
+    c.settle();
+    c.isolate("b");
+    const removed = c.node("a").proposeConfChange({ type: "remove", node: "b" }).index;
+    c.node("a").propose(text("E"));
+    c.settle();
+    // c takes three Readies: it holds all of it, acknowledges it, but knows only the promotion committed.
+    paging().budget = 3;
+    for (const link of ["a->c", "c->a", "d->c", "c->d"]) c.cut.delete(link);
+    c.filter = (m) =>
+      !(
+        m.from === "a" &&
+        m.to === "c" &&
+        (m.type === "append" || m.type === "heartbeat") &&
+        m.commit >= removed
+      );
+    c.tickAll(2, ["a"]);
+    expect(c.node("c").status().commit).toBe(promoted);
+    expect(c.node("a").status().conf.voters).toEqual(["a", "c", "d"]);
+    // {a,d} commits F under {a,c,d}; {b,c} is a majority of {a,b,c}, the configuration c applied last.
+    c.heal();
+    c.filter = () => true;
+    for (const x of ["a", "d"])
+      for (const y of ["b", "c"]) {
+        c.cut.add(`${x}->${y}`);
+        c.cut.add(`${y}->${x}`);
+      }
+    const f = c.node("a").propose(text("F")).index;
+    c.settle();
+    expect(c.node("a").status().commit).toBe(f);
+    for (let round = 0; round < 200 && c.node("c").status().role !== "leader"; round++) {
+      paging().budget = 1;
+      c.tickAll(1, ["b", "c"]);
+    }
+    expect(c.node("c").status().role).not.toBe("leader");
+    paging().budget = Number.POSITIVE_INFINITY;
+    c.heal();
+    c.tickAll(5);
+    const at = (id: string) =>
+      c
+        .member(id)
+        .applied.filter((e) => e.index === f)
+        .map((e) => `${e.term}/${e.type}`);
+    expect(at("c")).toEqual(at("a"));
   });
 
   it("brings a learner that joins after compaction up by snapshot, configuration included", () => {

@@ -105,6 +105,11 @@ export class RaftNode {
   private readonly progress = new Map<NodeId, Progress>();
   private readonly votes = new Map<NodeId, boolean>();
   private transferee: NodeId | null = null;
+  /**
+   * Follower only: the term of a TimeoutNow that came while a committed configuration change was
+   * still to apply. The campaign it asks for starts once that change has applied (advance()).
+   */
+  private transferCampaignTerm: number | null = null;
 
   /** Leader only: sizes of this term's uncommitted proposals, to bound the uncommitted tail. */
   private uncommittedQueue: { index: number; size: number }[] = [];
@@ -392,6 +397,10 @@ export class RaftNode {
     if (lastCommitted) this.log.applied = Math.max(this.log.applied, lastCommitted.index);
     for (const e of rd.committedEntries) if (e.type === "conf") this.applyConfEntry(e);
     if (this.role === "leader") this.selfDurable();
+    if (this.transferCampaignTerm === this.term && this.role === "follower" && this.mayCampaign()) {
+      this.transferCampaignTerm = null;
+      this.startCampaign(false, true);
+    }
   }
 
   /**
@@ -490,27 +499,26 @@ export class RaftNode {
   }
 
   /**
-   * Whether this node may campaign now: promotable, and holding at most one committed configuration
-   * change it has not applied. It counts votes by the configuration it applied; one change on, every
-   * majority of the one still overlaps every majority of the other (one member added, promoted or
-   * removed at a time), but two changes on they need not: {a,b,c} to {a,b,c,d} to {a,b,d}, where {a,c}
-   * and {b,d} are majorities of the first and last. etcd-raft refuses to campaign with any change
-   * unapplied; one is let through here so that a leader removing itself can hand over at once, to a
-   * voter that holds its removal committed but not yet applied.
+   * Whether this node may campaign now: promotable, and holding no committed configuration change it
+   * has not applied, as etcd-raft requires. It counts votes by the configuration it applied, and a
+   * committed change tells it only a lower bound of where the cluster is: with {a,b,c} to {a,b,c,d}
+   * committed and unapplied here, the cluster may already have committed {a,c,d} after it, and {b,c},
+   * a majority of the first, shares no member with {a,d}, a majority of the last. Applied, the change
+   * leaves it at most one change behind, where every majority of the one meets every majority of the
+   * other (one member added, promoted or removed at a time).
    */
   private mayCampaign(): boolean {
     return this.promotable() && !this.behindConfChanges();
   }
 
-  /** Two or more committed configuration changes are unapplied (or a snapshot past them is pending). */
+  /** A committed configuration change is unapplied (or a snapshot that may hold one is pending). */
   private behindConfChanges(): boolean {
     let next = this.log.applied + 1;
     const last = this.log.committed;
     if (next <= last && next < this.log.firstIndex()) return true;
-    let unapplied = 0;
     while (next <= last) {
       const page = this.log.slice(next, last + 1, this.opts.maxCommittedSizePerReady);
-      for (const e of page) if (e.type === "conf" && ++unapplied >= 2) return true;
+      if (page.some((e) => e.type === "conf")) return true;
       next += page.length;
     }
     return false;
@@ -605,6 +613,7 @@ export class RaftNode {
     this.randomizedElectionTimeout = this.opts.electionTicks + this.random.nextInt(this.opts.electionTicks);
     this.votes.clear();
     this.transferee = null;
+    this.transferCampaignTerm = null;
     this.progress.clear();
     this.uncommittedQueue = [];
     this.uncommittedHead = 0;
@@ -1123,8 +1132,11 @@ export class RaftNode {
         this.handleSnapshotChunk(m);
         return;
       case "timeout-now":
-        if (this.role === "follower" && m.from === this.leader && this.mayCampaign())
-          this.startCampaign(false, true);
+        if (this.role !== "follower" || m.from !== this.leader || !this.promotable()) return;
+        // A leader that removed itself hands over once its removal commits, which the successor may
+        // not have applied yet: it campaigns as soon as it has.
+        if (this.behindConfChanges()) this.transferCampaignTerm = this.term;
+        else this.startCampaign(false, true);
         return;
       case "read-index":
         this.send({
