@@ -26,6 +26,8 @@ export class ClosingConnections {
   private readonly places = new WeakMap<IncomingMessage, number>();
   /** Requests received once the close had begun. */
   private readonly late = new WeakSet<IncomingMessage>();
+  /** The place of the request after whose answer a connection closes, its body left unread. */
+  private readonly closesAfter = new WeakMap<Socket, number>();
 
   /** Whether the close has begun: new requests are refused (ShuttingDown). */
   get begun(): boolean {
@@ -76,6 +78,27 @@ export class ClosingConnections {
     if (this.hasRequestBehind(response.req)) return;
     // Node closes only the idle ones: not one whose next request is arriving, which is answered 503.
     this.server.closeIdleConnections();
+  }
+
+  /**
+   * Whether `request`'s connection may close after its answer, its body left unread. Not when another
+   * request is behind it already: the parser reached that one's head only past this body, so the body
+   * arrived whole. Once decided, the requests that come behind it are not run (`isBehindClose`).
+   */
+  closeAfterUnreadBody(request: IncomingMessage): boolean {
+    if (this.hasRequestBehind(request)) return false;
+    const place = this.places.get(request);
+    if (place !== undefined) this.closesAfter.set(request.socket, place);
+    return true;
+  }
+
+  /**
+   * Whether `request` came on its connection behind an answer that closes it: its own answer would
+   * never be written, so it must not be carried out (RFC 9112, section 9.6).
+   */
+  isBehindClose(request: IncomingMessage): boolean {
+    const at = this.closesAfter.get(request.socket);
+    return at !== undefined && (this.places.get(request) ?? 0) > at;
   }
 
   /** Whether `request`'s connection has sent another request after it; false for one never seen. */

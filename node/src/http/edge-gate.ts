@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { performance } from "node:perf_hooks";
 import {
   InvalidArgumentError,
@@ -27,6 +27,8 @@ export interface EdgeGateDeps {
   readonly replies: ErrorReplies;
   readonly observer: RequestObserver;
   readonly closing: () => boolean;
+  /** Whether the request came behind an answer that closes its connection (ClosingConnections). */
+  readonly behindClose: (request: IncomingMessage) => boolean;
   /** How long a request its pool has no slot for waits for one before it is refused. */
   readonly slotWaitMs: number;
 }
@@ -44,6 +46,12 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
     const edge = new RequestEdge(route, performance.now());
     request.keyloadEdge = edge;
     deps.observer.watch(request, reply, edge);
+    // Pipelined behind a refusal that closes the connection: no answer of it would be written, so it is
+    // neither admitted nor run. The close ends it (the observer counts it aborted).
+    if (deps.behindClose(request.raw)) {
+      reply.hijack();
+      return;
+    }
     try {
       checkHost(request);
       if (deps.closing()) throw shuttingDown();

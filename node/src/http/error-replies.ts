@@ -23,7 +23,7 @@ export class ErrorReplies {
       HttpEdgeLimits,
       "refusedBodyLingerMs" | "refusedBodyDrainBytes" | "refusalDelayMs"
     >,
-    private readonly closing: Pick<ClosingConnections, "closeAfter">,
+    private readonly closing: Pick<ClosingConnections, "closeAfter" | "closeAfterUnreadBody">,
   ) {}
 
   /**
@@ -56,7 +56,7 @@ export class ErrorReplies {
     } else if (error.code === "Unauthenticated") {
       reply.header("www-authenticate", 'Bearer realm="keyload"');
     }
-    if (unreadBody && !this.drains(request, error)) {
+    if (unreadBody && !this.drains(request, error) && this.closing.closeAfterUnreadBody(request.raw)) {
       reply.header("connection", "close");
       lingerOnClose(request.raw.socket, this.limits.refusedBodyLingerMs);
     } else if (reply.hasHeader("connection")) {

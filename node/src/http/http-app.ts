@@ -164,6 +164,7 @@ export function buildHttpApp(
       replies,
       observer,
       closing: () => closing.begun,
+      behindClose: (request) => closing.isBehindClose(request),
       slotWaitMs: limits.refusalDelayMs,
     }),
   );

@@ -128,3 +128,35 @@ describe("a refused body small enough to drain", () => {
     expect(responses[0]).toMatchObject({ statusCode: 401, headers: { connection: "close" } });
   });
 });
+
+describe("a request pipelined behind a refusal that closes the connection", () => {
+  it("is not carried out: no answer of it would reach the client", async () => {
+    fx = httpFixture({ admission: { MaxDataBodyBytes: CAP }, limits: { refusalDelayMs: 0 } });
+    const service = fx.service;
+    const { port } = await fx.listen();
+    const socket = connect({ port, host: "127.0.0.1" });
+    sockets.push(socket);
+    await once(socket, "connect");
+    const received: Buffer[] = [];
+    socket.on("data", (data: Buffer) => received.push(data));
+    socket.on("error", () => undefined);
+    const closed = once(socket, "close");
+    const second = '{"value":2}';
+    // A chunked body cut at the cap (413, the rest unread), then a write on the same connection.
+    socket.write(
+      "PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\n" +
+        `Authorization: ${bearer("writer")}\r\nKeyLoad-Command-Id: c1\r\n` +
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+        chunk(`{"value":"${"x".repeat(2 * CAP)}"}`) +
+        "0\r\n\r\n" +
+        "PUT /v1/catalog/k2 HTTP/1.1\r\nHost: x\r\n" +
+        `Authorization: ${bearer("writer")}\r\nKeyLoad-Command-Id: c2\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${second.length}\r\n\r\n${second}`,
+    );
+    await closed;
+    const answer = Buffer.concat(received).toString("utf8");
+    expect(answer.match(/HTTP\/1\.1 \d{3}/g)).toEqual(["HTTP/1.1 413"]);
+    expect(service.submitted.map((command) => command.commandId)).toEqual([]);
+    await waitFor(() => fx!.governor.usage("data").requests === 0, "the slots released");
+  });
+});
