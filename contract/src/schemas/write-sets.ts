@@ -1,6 +1,6 @@
 import { Type } from "@sinclair/typebox";
 import { expectedVersion } from "./catalog.js";
-import { key, name, queueName } from "./identifiers.js";
+import { key, queueName } from "./identifiers.js";
 import { anyJson, enumOf, integer, orNull, requiredWhen, type Wire } from "./json-schema.js";
 import { written } from "./written.js";
 

@@ -4,7 +4,7 @@ import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
 import { MemoryStorage } from "./memory-storage.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
-import { entry, heartbeat, ofType, voteResponse } from "./test-fixtures/helpers.js";
+import { entry, heartbeat, ofType } from "./test-fixtures/helpers.js";
 import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
