@@ -32,6 +32,8 @@ export class Progress {
   probeSent = false;
   /** Heard from this peer since the last check-quorum round. */
   recentActive = false;
+  /** Heard from this peer in the round before: with `recentActive`, within the last two. */
+  activeRoundBefore = false;
   /** The highest ReadIndex round this peer has confirmed. */
   readRound = 0;
   transfer: SnapshotTransfer | null = null;

@@ -55,7 +55,16 @@ export interface RaftStatus {
   /** The configuration as of the applied index. */
   readonly conf: ConfState;
   /** Leader only: each member's replication state, learners included. */
-  readonly progress: Readonly<Record<NodeId, { match: number; next: number; state: string }>>;
+  readonly progress: Readonly<Record<NodeId, ProgressStatus>>;
+}
+
+/** A member's replication state, as its leader sees it. */
+export interface ProgressStatus {
+  readonly match: number;
+  readonly next: number;
+  readonly state: string;
+  /** Heard from within the last one or two election timeouts (check-quorum's rounds); the leader itself. */
+  readonly active: boolean;
 }
 
 /**
@@ -545,10 +554,12 @@ export class RaftNode {
   }
 
   status(): RaftStatus {
-    const progress: Record<NodeId, { match: number; next: number; state: string }> = {};
+    const progress: Record<NodeId, ProgressStatus> = {};
     if (this.role === "leader") {
-      for (const [id, pr] of this.progress)
-        progress[id] = { match: pr.match, next: pr.next, state: pr.state };
+      for (const [id, pr] of this.progress) {
+        const active = id === this.id || pr.recentActive || pr.activeRoundBefore;
+        progress[id] = { match: pr.match, next: pr.next, state: pr.state, active };
+      }
     }
     return {
       id: this.id,
@@ -727,7 +738,10 @@ export class RaftNode {
       let active = 0;
       for (const [id, pr] of this.progress) {
         if (this.conf.isVoter(id) && (id === this.id || pr.recentActive)) active++;
-        if (id !== this.id) pr.recentActive = false;
+        if (id !== this.id) {
+          pr.activeRoundBefore = pr.recentActive;
+          pr.recentActive = false;
+        }
       }
       if (active < this.conf.quorum) {
         this.becomeFollower(this.term, null);

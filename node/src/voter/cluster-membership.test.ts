@@ -94,6 +94,34 @@ describe("the cluster membership admin routes", () => {
     expect((await call(leaderUrl, "GET", MEMBERS)).body.members).toHaveLength(3);
   }, 60_000);
 
+  it("refuse a removal that would leave a quorum of the voters not heard from", async () => {
+    const c = await VoterCluster.start();
+    cluster = c;
+    const leader = await c.waitForLeader();
+    const leaderUrl = c.voter(leader).httpUrl;
+    const [down, up] = [(leader + 1) % 3, (leader + 2) % 3];
+    await c.stop(down);
+    // Check-quorum's rounds are election timeouts (300 ms here): after two, the leader has not heard
+    // from the stopped voter in either.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // Left with the leader and the stopped voter, the cluster could commit nothing, not even the undoing.
+    const refused = await call(leaderUrl, "DELETE", `${MEMBERS}/voter${up + 1}`);
+    expect(refused.status).toBe(412);
+    expect(refused.body.error).toMatchObject({
+      code: "FailedPrecondition",
+      reason: "NotEnoughActiveVoters",
+      details: { voters: 2, active: 1, quorum: 2 },
+    });
+    const listed = (await call(leaderUrl, "GET", MEMBERS)).body.members as { memberId: string }[];
+    expect(listed).toHaveLength(3);
+    // The stopped voter itself may go: the two left are both heard from.
+    const removed = await call(leaderUrl, "DELETE", `${MEMBERS}/voter${down + 1}`);
+    expect(removed.body).toEqual({ memberId: `voter${down + 1}`, role: null, changed: true });
+    expect(
+      (await call(leaderUrl, "PUT", "/v1/catalog/after", { body: { value: 1 }, commandId: "a1" })).status,
+    ).toBe(200);
+  }, 30_000);
+
   it("replace a voter that lost its data: remove, add as a learner, promote only once caught up", async () => {
     // Shipped settings: a learner holding nothing is behind, however short the log.
     const c = await VoterCluster.start();

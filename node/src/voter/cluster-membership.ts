@@ -12,6 +12,8 @@ import { isMemberId, memberName } from "../peer/member-name.js";
 import type { ConfChange } from "../raft/conf-change.js";
 import type { Member, RaftDriver } from "./raft-driver.js";
 
+const voters = (members: readonly Member[]): Member[] => members.filter((m) => m.role === "voter");
+
 /** The share of the leader's log a learner must hold to be promoted (etcd's readyPercentThreshold). */
 const PROMOTE_MATCH_SHARE = 0.9;
 
@@ -80,12 +82,14 @@ export class ClusterMembership {
   /** Makes a learner that has caught up a voter. */
   async promote(memberId: string): Promise<ClusterMemberChange> {
     this.checkMemberId(memberId);
-    const member = (await this.leadersMembers()).find((m) => m.id === memberId);
+    const members = await this.leadersMembers();
+    const member = members.find((m) => m.id === memberId);
     if (member === undefined) {
       throw new NotFoundError(`${memberId} is not a member`, { reason: "MemberNotFound" });
     }
     if (member.role === "voter") return { memberId, role: "voter", changed: false };
     this.checkCaughtUp(member);
+    this.checkQuorumKept(members, [...voters(members), member], "promoting");
     await this.change({ type: "promote", node: memberId });
     return { memberId, role: "voter", changed: true };
   }
@@ -93,9 +97,13 @@ export class ClusterMembership {
   /** Removes a member; removing the leader hands leadership to another voter first. */
   async remove(memberId: string): Promise<ClusterMemberChange> {
     this.checkMemberId(memberId);
-    if (!(await this.leadersMembers()).some((m) => m.id === memberId)) {
-      return { memberId, role: null, changed: false };
-    }
+    const members = await this.leadersMembers();
+    if (!members.some((m) => m.id === memberId)) return { memberId, role: null, changed: false };
+    this.checkQuorumKept(
+      members,
+      voters(members).filter((m) => m.id !== memberId),
+      "removing",
+    );
     await this.change({ type: "remove", node: memberId });
     return { memberId, role: null, changed: true };
   }
@@ -184,6 +192,27 @@ export class ClusterMembership {
       throw new FailedPreconditionError(
         `${learner.id} holds the log up to ${match} of ${lastIndex}: promote it once it has caught up`,
         { reason: "LearnerBehind", details: { match, lastIndex } },
+      );
+    }
+  }
+
+  /**
+   * A change is made only if the voters it leaves include a quorum the leader has heard from lately, as
+   * etcd's strict reconfiguration check does: removing a voter while another is down, or promoting a
+   * learner that is down, would otherwise leave a cluster that can commit nothing, this change's own
+   * undoing included, until the missing voters return.
+   */
+  private checkQuorumKept(members: readonly Member[], after: readonly Member[], doing: string): void {
+    const quorum = Math.floor(after.length / 2) + 1;
+    const active = after.filter((m) => m.active === true).length;
+    if (active < quorum) {
+      const quiet = after.filter((m) => m.active !== true).map((m) => m.id);
+      throw new FailedPreconditionError(
+        `${doing} it would leave ${after.length} voters of which ${active} are active, short of a quorum of ${quorum} (not heard from: ${quiet.join(", ")}); bring them back first`,
+        {
+          reason: "NotEnoughActiveVoters",
+          details: { voters: after.length, active, quorum, members: members.length },
+        },
       );
     }
   }

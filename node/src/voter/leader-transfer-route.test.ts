@@ -63,7 +63,7 @@ describe("the hand-off before a shutdown", () => {
         ...s,
         progress: {
           ...s.progress,
-          voter9: { match: s.lastIndex + 1, next: s.lastIndex + 2, state: "replicate" },
+          voter9: { match: s.lastIndex + 1, next: s.lastIndex + 2, state: "replicate", active: true },
         },
       };
     });

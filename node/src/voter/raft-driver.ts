@@ -64,6 +64,8 @@ export interface Member {
   readonly role: "voter" | "learner";
   /** On the leader: the last index known to match the leader's log (its own last index for itself). */
   readonly match?: number;
+  /** On the leader: heard from lately (within about two election timeouts); true for itself. */
+  readonly active?: boolean;
 }
 
 /**
@@ -312,8 +314,15 @@ export class RaftDriver {
   members(): Member[] {
     const status = this.status();
     const member = (id: NodeId, role: Member["role"]): Member => {
-      const match = id === this.opts.id ? status.lastIndex : status.progress[id]?.match;
-      return { id, name: memberName(id), role, ...(match === undefined ? {} : { match }) };
+      const progress = status.progress[id];
+      const match = id === this.opts.id ? status.lastIndex : progress?.match;
+      return {
+        id,
+        name: memberName(id),
+        role,
+        ...(match === undefined ? {} : { match }),
+        ...(progress === undefined ? {} : { active: progress.active }),
+      };
     };
     return [
       ...status.conf.voters.map((id) => member(id, "voter")),
