@@ -29,9 +29,10 @@ export function parseDirective(body: JsonObject): DirectiveWrite {
 const EXPIRY_BATCH = 4;
 
 /**
- * Append-only control channels: each directive gets the channel's next sequence number, from 1. Each
- * append removes the channel's directives older than `directiveRetentionMs`; a reader asking `after` a
- * removed one gets the oldest kept (the channel's sequence numbers go on regardless).
+ * Append-only control channels: each directive gets the channel's next sequence number, from 1. A
+ * directive older than `directiveRetentionMs` by the applied clock is read by no one; the channel's next
+ * append removes it (an idle channel keeps its rows until then). A reader asking `after` one gets the
+ * oldest kept (the channel's sequence numbers go on regardless).
  */
 export class Dispatch {
   private readonly bump: Database.Statement<[string, string], { last_seq: number }>;
@@ -39,7 +40,7 @@ export class Dispatch {
     [string, string, number, string, string | null, number, number]
   >;
   private readonly after: Database.Statement<
-    [string, string, number, number],
+    [string, string, number, number, number],
     { seq: number; directive: string; data: string | null; at_ms: number }
   >;
   private readonly expire: Database.Statement<[{ tenant: string; channel: string; timeBound: number }]>;
@@ -55,7 +56,9 @@ export class Dispatch {
     );
     this.after = db.prepare(
       `SELECT seq, directive, data, at_ms FROM directives
-       WHERE tenant = ? AND channel = ? AND seq > ? ORDER BY seq LIMIT ?`,
+       WHERE tenant = ? AND channel = ? AND seq > ?
+         AND at_ms >= (SELECT clock_ms FROM meta WHERE id = 1) - ?
+       ORDER BY seq LIMIT ?`,
     );
     // Entry time never runs backwards, so the expired directives are the channel's first few.
     this.expire = db.prepare(
@@ -78,13 +81,18 @@ export class Dispatch {
    * Directives with a sequence number above `after`, oldest first: at most `limit`, and no more past
    * `maxBytes` of their stored data and names (the first always goes). A reader goes on after the last.
    */
-  read(tenant: string, channel: string, after: number, limit: number, maxBytes: number): Directive[] {
+  read(
+    tenant: string,
+    channel: string,
+    after: number,
+    limits: { readonly limit: number; readonly maxBytes: number; readonly retentionMs: number },
+  ): Directive[] {
     if (!Number.isSafeInteger(after) || after < 0) throw invalid("after must be a non-negative integer");
     const directives: Directive[] = [];
     let bytes = 0;
-    for (const row of this.after.iterate(tenant, channel, after, limit)) {
+    for (const row of this.after.iterate(tenant, channel, after, limits.retentionMs, limits.limit)) {
       bytes += Buffer.byteLength(row.directive) + (row.data === null ? 0 : Buffer.byteLength(row.data));
-      if (directives.length > 0 && bytes > maxBytes) break;
+      if (directives.length > 0 && bytes > limits.maxBytes) break;
       directives.push({
         sequence: row.seq,
         directive: row.directive,

@@ -43,7 +43,10 @@ export interface CanonicalLimits {
   readonly changeRetentionMs: number;
   /** A deleted document's tombstone is purged this long after the delete. */
   readonly tombstoneRetentionMs: number;
-  /** A dispatch directive is removed this long after it was appended. */
+  /**
+   * A dispatch directive is read by no one this long after it was appended; its channel's next append
+   * removes it.
+   */
   readonly directiveRetentionMs: number;
   /** A dead-lettered message is removed this long after it last became visible in its dead-letter queue. */
   readonly deadLetterRetentionMs: number;

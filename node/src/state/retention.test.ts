@@ -137,6 +137,15 @@ describe("retention", () => {
     h.advance(2 * HOUR);
     dispatch(3);
     expect(h.sm.readDispatch("t1", "c", 0).map((d) => d.sequence)).toEqual([3]);
+    // An idle channel: its directive is read by no one once past the window, by the applied clock.
+    h.ok("dispatch.append", { directive: "stop" }, { params: { channel: "idle" } });
+    h.advance(HOUR - 1);
+    dispatch(4);
+    expect(h.sm.readDispatch("t1", "idle", 0).map((d) => d.directive)).toEqual(["stop"]);
+    h.advance(2);
+    dispatch(5);
+    expect(h.sm.readDispatch("t1", "idle", 0)).toEqual([]);
+    expect(h.sm.readDispatch("t1", "c", 0).map((d) => d.sequence)).toEqual([4, 5]);
 
     const deadLetter = (n: number) => {
       h.ok("queue.enqueue", { body: n }, { params: { queue: "jobs" } });

@@ -259,13 +259,11 @@ export class StateMachine {
     after: number,
     limit: number = READ_LIMITS.defaultDispatchRead,
   ): Directive[] {
-    return this.session.stores.dispatch.read(
-      tenant,
-      channel,
-      after,
-      Math.min(limit, READ_LIMITS.maxDispatchRead),
-      READ_LIMITS.maxDispatchPageBytes,
-    );
+    return this.session.stores.dispatch.read(tenant, channel, after, {
+      limit: Math.min(limit, READ_LIMITS.maxDispatchRead),
+      maxBytes: READ_LIMITS.maxDispatchPageBytes,
+      retentionMs: this.limits.directiveRetentionMs,
+    });
   }
 
   /** Who holds the API key with this stored hash (ApiKeyHasher), or undefined. */
