@@ -89,7 +89,7 @@ export class ClusterMembership {
     }
     if (member.role === "voter") return { memberId, role: "voter", changed: false };
     this.checkCaughtUp(member);
-    this.checkQuorumKept(members, [...voters(members), member], "promoting");
+    this.checkQuorumKept([...voters(members), member], "promoting");
     await this.change({ type: "promote", node: memberId });
     return { memberId, role: "voter", changed: true };
   }
@@ -100,7 +100,6 @@ export class ClusterMembership {
     const members = await this.leadersMembers();
     if (!members.some((m) => m.id === memberId)) return { memberId, role: null, changed: false };
     this.checkQuorumKept(
-      members,
       voters(members).filter((m) => m.id !== memberId),
       "removing",
     );
@@ -202,17 +201,14 @@ export class ClusterMembership {
    * learner that is down, would otherwise leave a cluster that can commit nothing, this change's own
    * undoing included, until the missing voters return.
    */
-  private checkQuorumKept(members: readonly Member[], after: readonly Member[], doing: string): void {
+  private checkQuorumKept(after: readonly Member[], doing: string): void {
     const quorum = Math.floor(after.length / 2) + 1;
     const active = after.filter((m) => m.active === true).length;
     if (active < quorum) {
       const quiet = after.filter((m) => m.active !== true).map((m) => m.id);
       throw new FailedPreconditionError(
         `${doing} it would leave ${after.length} voters of which ${active} are active, short of a quorum of ${quorum} (not heard from: ${quiet.join(", ")}); bring them back first`,
-        {
-          reason: "NotEnoughActiveVoters",
-          details: { voters: after.length, active, quorum, members: members.length },
-        },
+        { reason: "NotEnoughActiveVoters", details: { voters: after.length, active, quorum } },
       );
     }
   }
