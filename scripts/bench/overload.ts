@@ -73,7 +73,7 @@ const HELP = `pnpm bench:overload [-- options]
   --node-flags=FLAGS     more Node flags for every voter, space-separated, after an "=" since they
                          start with dashes: --node-flags=--trace-gc, or --node-flags=--perf-basic-prof
                          for perf to name the JIT's functions
-  --log-level LEVEL      the voters' Log:Level (default info, as shipped; warn leaves out request lines)
+  --log-level LEVEL      the voters' Log:Level (default info, as shipped)
   --logs DIR             keep each voter's log (what it and Node print) as DIR/<size>-<voter>.log
   --help`;
 
