@@ -24,6 +24,7 @@ import type { Directive } from "./dispatch.js";
 import type { StoredDocument } from "./documents.js";
 import { dumpDatabase } from "./dump.js";
 import type { TraverseRequest } from "./graph.js";
+import { HeldResult } from "./held-results.js";
 import { documentText } from "./json-value.js";
 import { prefixRange } from "./key-range.js";
 import { type CanonicalLimits, limitsFingerprint, resolveLimits } from "./limits.js";
@@ -549,6 +550,7 @@ export class StateMachine {
       return this.unstoredRefusal(entry, tenant, commandId, conflict);
     }
     let outcome: CommandOutcome;
+    let held: HeldResult | undefined;
     const searchMark = stores.searchChanges.mark();
     try {
       // Refused like any command that cannot apply: the outcome is stored under the ID and answered.
@@ -562,7 +564,9 @@ export class StateMachine {
           },
         );
       }
-      outcome = { status: "committed", index: entry.index, result: runCommand(ctx, envelope) };
+      const produced = runCommand(ctx, envelope);
+      held = produced instanceof HeldResult ? produced : undefined;
+      outcome = { status: "committed", index: entry.index, result: held?.result ?? produced };
     } catch (error) {
       if (!(error instanceof KeyLoadError)) throw error;
       stores.searchChanges.rollbackTo(searchMark);
@@ -572,7 +576,7 @@ export class StateMachine {
         error: { code: error.code, reason: error.reason, message: error.message },
       };
     }
-    stores.outcomes.record(tenant, commandId, digest, ctx.nowMs, outcome, this.limits);
+    stores.outcomes.record(tenant, commandId, digest, ctx.nowMs, outcome, this.limits, held);
     return { type: "command", entryIndex: entry.index, tenant, commandId, duplicate: false, outcome };
   }
 
