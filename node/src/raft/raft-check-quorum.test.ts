@@ -44,6 +44,26 @@ describe("check-quorum", () => {
     expect(c.node("a").status().role).toBe("follower");
   });
 
+  it("a new leader counts as active only itself and the voters that elected it, until the others answer", () => {
+    const c = new InMemoryRaftCluster(VOTERS, { electionTicks: T });
+    c.isolate("c");
+    c.elect("a");
+    const active = () => Object.entries(c.node("a").status().progress).map(([id, pr]) => [id, pr.active]);
+    // A membership check made now must not count c, which may have been down all along.
+    expect(active()).toEqual([
+      ["a", true],
+      ["b", true],
+      ["c", false],
+    ]);
+    c.heal();
+    c.tickAll(1);
+    expect(active()).toEqual([
+      ["a", true],
+      ["b", true],
+      ["c", true],
+    ]);
+  });
+
   it("a leader that hears from a quorum keeps leading indefinitely, even with one follower down", () => {
     const c = new InMemoryRaftCluster(VOTERS, { electionTicks: T });
     c.elect("a");

@@ -658,13 +658,16 @@ export class RaftNode {
   }
 
   private becomeLeader(): void {
+    // Those that granted this term's vote are known to be up; the rest count once they answer, so a
+    // membership check right after an election does not count a voter that was down all along.
+    const electedBy = new Set([...this.votes].filter(([, granted]) => granted).map(([id]) => id));
     this.reset(this.term);
     this.role = "leader";
     this.leader = this.id;
     const last = this.log.lastIndex();
     for (const id of [this.id, ...this.conf.peersOf(this.id)]) {
       const pr = new Progress(last + 1, this.opts.maxInflightMsgs, this.opts.maxInflightBytes);
-      pr.recentActive = true;
+      pr.recentActive = electedBy.has(id);
       if (id === this.id) {
         pr.match = this.selfMatchIndex();
         pr.becomeReplicate();
