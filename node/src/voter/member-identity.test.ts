@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
@@ -6,6 +6,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError } from "../config/config-error.js";
 import { decodeConfChange } from "../raft/conf-change.js";
 import { DurableLogStore } from "../storage/durable-log-store.js";
+import { StorageFailedError } from "../storage/storage-errors.js";
 import { MemberIdentity } from "./member-identity.js";
 
 const VOTERS = ["voter1", "voter2", "voter3"];
@@ -92,6 +93,21 @@ describe("MemberIdentity", () => {
     expect(remade.memberId).toBe("voter1");
     expect(remade.own.incarnation).not.toBe(identity.own.incarnation);
     expect(remade.seen("voter2")).toBeUndefined();
+  });
+
+  it("holds a peer's incarnation only once it is durable, and stops at a failed write", async () => {
+    const identity = await bootstrap(openStore());
+    const failures: Error[] = [];
+    identity.onFailure((err) => failures.push(err));
+    // The write's temporary file cannot be made: the write fails as on a full or failing disk.
+    mkdirSync(join(dir!, "member.json.tmp"));
+    expect(() => identity.record("voter2", "0123")).toThrow(StorageFailedError);
+    // Accepted in memory, it would let that incarnation in until a restart forgot it.
+    expect(identity.seen("voter2")).toBeUndefined();
+    expect(failures).toHaveLength(1);
+    rmSync(join(dir!, "member.json.tmp"), { recursive: true });
+    expect(() => identity.adopt("c2")).toThrow(StorageFailedError);
+    expect(identity.current()).toBe("c1");
   });
 
   it("gives an identity kept before incarnations were one, kept from then on", async () => {

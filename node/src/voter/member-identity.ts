@@ -9,6 +9,7 @@ import type { MemberIncarnation, MemberIncarnations } from "../peer/member-incar
 import { incarnationOf, memberName } from "../peer/member-name.js";
 import { bootstrapState } from "../raft/bootstrap.js";
 import type { DurableLogStore } from "../storage/durable-log-store.js";
+import { StorageFailedError } from "../storage/storage-errors.js";
 
 const FILE = "member.json";
 
@@ -36,6 +37,9 @@ interface Stored {
  * apart: peers that saw the earlier one refuse it (MemberIncarnations).
  */
 export class MemberIdentity implements ClusterId, MemberIncarnations {
+  private failure: StorageFailedError | null = null;
+  private readonly failureListeners: ((err: StorageFailedError) => void)[] = [];
+
   private constructor(
     private readonly file: string,
     private stored: Stored,
@@ -111,8 +115,7 @@ export class MemberIdentity implements ClusterId, MemberIncarnations {
   }
 
   adopt(id: string): void {
-    this.stored = { ...this.stored, clusterId: id };
-    write(this.file, this.stored);
+    this.save({ ...this.stored, clusterId: id });
     this.log.info({ clusterId: id }, "learnt the cluster ID from a peer");
   }
 
@@ -125,9 +128,29 @@ export class MemberIdentity implements ClusterId, MemberIncarnations {
   }
 
   record(memberId: string, incarnation: string): void {
-    this.stored = { ...this.stored, peers: { ...this.stored.peers, [memberId]: incarnation } };
-    write(this.file, this.stored);
+    this.save({ ...this.stored, peers: { ...this.stored.peers, [memberId]: incarnation } });
     this.log.info({ peer: memberId, incarnation }, "recorded a peer's incarnation");
+  }
+
+  /**
+   * Calls `listener` once, when a write of the identity fails: the voter must stop, since what it
+   * accepted in memory would be forgotten by a restart (a peer that lost its storage accepted again).
+   */
+  onFailure(listener: (err: StorageFailedError) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  /** Held only once durable; after a failed write every later one fails too (fail-stop). */
+  private save(next: Stored): void {
+    if (this.failure !== null) throw this.failure;
+    try {
+      write(this.file, next);
+    } catch (cause) {
+      this.failure = new StorageFailedError(`writing ${this.file}: ${String(cause)}`, { cause });
+      for (const listener of this.failureListeners) listener(this.failure);
+      throw this.failure;
+    }
+    this.stored = next;
   }
 }
 

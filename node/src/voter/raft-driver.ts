@@ -36,12 +36,19 @@ import { SnapshotBackoff } from "./snapshot-backoff.js";
 import { SnapshotSender } from "./snapshot-sender.js";
 import { VoterFailedError } from "./voter-failed-error.js";
 
+/** Something durable that tells, once, that a write of it failed. */
+export interface FailureSource {
+  onFailure(listener: (err: Error) => void): void;
+}
+
 export interface RaftDriverOptions {
   readonly id: NodeId;
   readonly voters: readonly NodeId[];
   readonly store: DurableLogStore;
   readonly writer: DurableLogWriter;
   readonly stateMachine: StateMachine;
+  /** Other durable parts whose failed write stops the voter (the member identity). */
+  readonly failureSources?: readonly FailureSource[];
   readonly transport: PeerTransport;
   readonly random: SeededRandom;
   readonly logger: Logger;
@@ -172,6 +179,7 @@ export class RaftDriver {
     // once, not at its next write.
     options.store.onFailure((err) => this.fail(err));
     options.stateMachine.onFailure((err) => this.fail(err));
+    for (const source of options.failureSources ?? []) source.onFailure((err) => this.fail(err));
   }
 
   start(): void {

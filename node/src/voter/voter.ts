@@ -192,6 +192,7 @@ async function wireVoter(
     store,
     writer,
     stateMachine,
+    failureSources: [identity],
     transport,
     random: new SeededRandom(randomInt(2 ** 31)),
     logger: log.child({ component: "raft" }),
