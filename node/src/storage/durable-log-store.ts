@@ -591,10 +591,13 @@ export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
     return null;
   }
 
-  /** Deletes a sealed snapshot file a refused op carried, unless the log refers to it. */
+  /**
+   * Deletes a sealed snapshot file a refused op carried, unless the log refers to it. Never fails: a
+   * file that fails to go is only unreferenced garbage, which the next open deletes.
+   */
   async discardSnapshotFile(snap: SnapshotFile | SnapshotRecord): Promise<void> {
     if (snap.file !== null && snap.file !== this.state.snapshot.file)
-      await this.snapshotFiles.remove(snap.file);
+      await this.snapshotFiles.remove(snap.file).catch(() => undefined);
   }
 
   /** Closes the store: waits for a running fsync and checkpoint, then closes the files. */

@@ -220,6 +220,58 @@ describe("DurableLogWriter", () => {
     expect(w.store.localSnapshotRefusal(29, 1, false)).toBeNull();
   });
 
+  it("leaves no file behind when sealing a snapshot fails after its rename, and the next try works", async () => {
+    let failing = true;
+    const w = fx.openWriter(fx.dir(), {
+      faultHook: (point) => {
+        if (point === "snapshot-renamed" && failing) throw new StorageFailedError("injected");
+      },
+    });
+    await w.write({ snapshot: null, entries: entries(1, 50, 1), hardState: hs(1, "n1", 50) });
+    const snapshots = () => readdirSync(join(w.store.dir, SNAPSHOT_DIR));
+    for (let i = 0; i < 3; i++) {
+      await expect(
+        w.createSnapshot(
+          source(() => 40),
+          confAt,
+        ),
+      ).rejects.toThrow(StorageFailedError);
+    }
+    // Each try left a full copy of the state behind until the next open.
+    expect(snapshots()).toEqual([]);
+    failing = false;
+    await w.createSnapshot(
+      source(() => 40),
+      confAt,
+    );
+    expect(snapshots()).toHaveLength(1);
+  });
+
+  it("settles every write of a group when a refused snapshot's file fails to go", async () => {
+    const w = fx.openWriter(fx.dir());
+    await w.write({ snapshot: null, entries: entries(1, 50, 1), hardState: hs(1, "n1", 50) });
+    w.store.snapshotFiles.remove = async () => {
+      throw new Error("EIO: unlink");
+    };
+    // Two copies at one index in one group: the second is refused, and its file cannot be deleted.
+    const results = await Promise.allSettled([
+      w.createSnapshot(
+        source(() => 40),
+        confAt,
+      ),
+      w.createSnapshot(
+        source(() => 40),
+        confAt,
+      ),
+      w.write({ ...none, entries: [entry(51, 1)] }),
+    ]);
+    expect(results.map((r) => r.status).sort()).toEqual(["fulfilled", "fulfilled", "rejected"]);
+    expect(results.find((r) => r.status === "rejected")).toMatchObject({
+      reason: expect.any(SnapshotOutOfDateError),
+    });
+    expect(w.store.lastIndex()).toBe(51);
+  });
+
   it("snapshots by bytes too", async () => {
     const policy = new SnapshotPolicy({ entries: 1_000_000, bytes: 10_000, retainEntries: 0 });
     const w = fx.openWriter(fx.dir(), {}, policy);

@@ -206,9 +206,16 @@ export class SnapshotFileStore {
     await handle.close();
     const file = `snap-${String(meta.index).padStart(20, "0")}-${meta.term}-${randomUUID().slice(0, 8)}.sqlite`;
     await rename(tempPath, this.path(file));
-    this.hook?.("snapshot-renamed");
-    await fsyncPathAsync(this.dir);
-    this.hook?.("snapshot-dir-synced");
+    try {
+      this.hook?.("snapshot-renamed");
+      await fsyncPathAsync(this.dir);
+      this.hook?.("snapshot-dir-synced");
+    } catch (err) {
+      // The caller's cleanup knows only the temporary name: without this, each retry would leave a
+      // full copy of the state behind until the next open.
+      await rm(this.path(file), { force: true }).catch(() => undefined);
+      throw err;
+    }
     return { meta, file, size, checksum };
   }
 }
