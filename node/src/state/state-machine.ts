@@ -108,6 +108,7 @@ export class StateMachine {
       options.path,
       options.checkpointBytes ?? targetBytesWithin(this.sqlite.state.walLimitBytes),
     );
+    this.checkpoints.onFailure((err) => this.failed(err));
     this.reader = new CatalogReader(options.path, this.sqlite.state);
     this.session = this.openSession();
     const meta = readMeta(this.session.db);

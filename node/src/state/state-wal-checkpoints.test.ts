@@ -137,10 +137,15 @@ describe("StateWalCheckpoints", () => {
     expect(() => c.afterCommit(db)).toThrow(KeyLoadError);
   });
 
-  it("stops the applies once a background checkpoint has failed", async () => {
+  it("says at once when a background checkpoint has failed, and stops the applies", async () => {
     const c = new StateWalCheckpoints(join(dir, "missing.db"), 100 * WAL_FRAME_BYTES);
     checkpoints = c;
+    const told: KeyLoadError[] = [];
+    c.onFailure((err) => told.push(err));
     for (let n = 0; n < 16; n++) commit(c, n, 1);
+    // Without another commit: a voter with nothing to apply must stop too.
+    while (c.busy) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(told).toEqual([expect.objectContaining({ reason: "StateCheckpointFailed" })]);
     const thrown = await firstThrow(c, db);
     expect(thrown).toBeInstanceOf(KeyLoadError);
     expect(thrown).toMatchObject({ reason: "StateCheckpointFailed" });

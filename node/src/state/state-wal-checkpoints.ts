@@ -73,6 +73,7 @@ export class StateWalCheckpoints {
   private phase: "idle" | "bulk" | "final" = "idle";
   private running: Promise<void> | null = null;
   private failure: Error | null = null;
+  private readonly failureListeners: ((err: InternalError) => void)[] = [];
   private closed = false;
 
   constructor(
@@ -107,8 +108,7 @@ export class StateWalCheckpoints {
       try {
         [row] = db.pragma("wal_checkpoint(PASSIVE)") as CheckpointRow[];
       } catch (error) {
-        this.failure = error instanceof Error ? error : new Error(String(error));
-        throw failed(this.failure);
+        throw this.fail(error);
       }
       this.phase = "idle";
       this.commits = 0;
@@ -135,13 +135,29 @@ export class StateWalCheckpoints {
         this.phase = "final";
       },
       (error: unknown) => {
-        if (!this.closed) this.failure = error instanceof Error ? error : new Error(String(error));
+        if (!this.closed) this.fail(error);
         this.phase = "idle";
       },
     );
     void this.running.finally(() => {
       this.running = null;
     });
+  }
+
+  /**
+   * Calls `listener` once, when a checkpoint fails: at once, not at the next commit, which an idle voter
+   * may never make, so that the voter stops while it has nothing to apply too.
+   */
+  onFailure(listener: (err: InternalError) => void): void {
+    this.failureListeners.push(listener);
+  }
+
+  private fail(error: unknown): InternalError {
+    if (this.failure === null) {
+      this.failure = error instanceof Error ? error : new Error(String(error));
+      for (const listener of this.failureListeners) listener(failed(this.failure));
+    }
+    return failed(this.failure);
   }
 
   /** A worker pass is under way; the applying thread never waits for it. */
