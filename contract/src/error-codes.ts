@@ -32,8 +32,10 @@ export type ResourceExhaustedReason =
   | "TenantRequests"
   | "PrincipalRequests"
   | "BodyTooLarge"
-  /** The voter's free disk is below its floor (contract section 8). */
+  /** The voter's free disk is below its floor: data commands are refused (contract section 8). */
   | "DiskFloor"
+  /** The voter's free disk is below its hard floor: control commands are refused too. */
+  | "DiskHardFloor"
   /** A client's adaptive throttle refused locally (governor `client`); no voter sends it. */
   | "ClientThrottled";
 

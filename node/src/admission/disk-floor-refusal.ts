@@ -5,9 +5,11 @@ import { AdmissionRefusal } from "./admission-refusal.js";
 export type DiskFloorLimit = "SoftFloorBytes" | "HardFloorBytes";
 
 /**
- * A command refused because the voter's free disk is below a floor (`DiskFloor`). Its details name the
- * floor and the free bytes measured rather than a count in use: nothing the voter holds is released by
- * waiting, only space coming back, and that is measured once per probe interval.
+ * A command refused because the voter's free disk is below a floor. Its details name the floor and the
+ * free bytes measured rather than a count in use: nothing the voter holds is released by waiting, only
+ * space coming back, and that is measured once per probe interval. A data command's reason is
+ * `DiskFloor` below either floor; a control command, which the contract admits below `DiskFloor`, is
+ * refused only below the hard floor, as `DiskHardFloor`.
  */
 export class DiskFloorRefusal extends AdmissionRefusal {
   constructor(
@@ -17,7 +19,8 @@ export class DiskFloorRefusal extends AdmissionRefusal {
     readonly freeBytes: number,
     private readonly waitSeconds: number,
   ) {
-    super("DiskFloor", "command", lane, limit, floorBytes, floorBytes, freeBytes);
+    const reason = lane === "control" ? "DiskHardFloor" : "DiskFloor";
+    super(reason, "command", lane, limit, floorBytes, floorBytes, freeBytes);
   }
 
   override get details(): ResourceExhaustedDetails {
@@ -32,7 +35,7 @@ export class DiskFloorRefusal extends AdmissionRefusal {
 
   override get message(): string {
     return (
-      `command admission refused on the ${this.lane} lane (DiskFloor): ${this.freeBytes} bytes are ` +
+      `command admission refused on the ${this.lane} lane (${this.reason}): ${this.freeBytes} bytes are ` +
       `free on the data directory's filesystem, below ${this.limit} ${this.limitValue}`
     );
   }

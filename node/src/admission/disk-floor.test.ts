@@ -64,15 +64,16 @@ describe("DiskFloor in command admission", () => {
     });
   });
 
-  it("below the hard floor refuses control work too", () => {
+  it("below the hard floor refuses control work too, as DiskHardFloor: DiskFloor always admits it", () => {
     const floor = new DiskFloor(SETTINGS);
     const governor = new CommandAdmissionGovernor({}, floor);
     expect(floor.update({ freeBytes: 40 * MiB - 1, reserveBytes: RESERVE })).toBe("hard");
 
     const control = refusedError(governor.tryAdmit(request("control")));
-    expect(control.reason).toBe("DiskFloor");
+    expect(control.reason).toBe("DiskHardFloor");
     expect(control.details).toMatchObject({ governor: "command", lane: "control", limit: "HardFloorBytes" });
     const data = refusedError(governor.tryAdmit(request("data")));
+    expect(data.reason).toBe("DiskFloor");
     expect(data.details).toMatchObject({ lane: "data", limit: "HardFloorBytes", limitValue: 40 * MiB });
     expect(governor.usage("control").commands).toBe(0);
   });

@@ -124,7 +124,7 @@ describe("the disk floor, through HTTP", () => {
     const control = await dispatch(leaderUrl, "c-1");
     expect(control.status).toBe(429);
     expect(control.body.error).toMatchObject({
-      reason: "DiskFloor",
+      reason: "DiskHardFloor",
       details: { governor: "command", lane: "control", limit: "HardFloorBytes", limitValue: HARD },
     });
     expect((await put(leaderUrl, "k", "w-1")).body.error).toMatchObject({

@@ -18,7 +18,7 @@ const COMMAND_REFUSALS: Readonly<Record<Lane, readonly ResourceExhaustedReason[]
     "TenantCommands",
     "PrincipalCommands",
     "ControlPayloadTooLarge",
-    "DiskFloor",
+    "DiskHardFloor",
   ],
 };
 
