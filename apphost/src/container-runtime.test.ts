@@ -122,7 +122,8 @@ describe.skipIf(unavailable !== undefined && !required)(
       expect(down.exitCode, down.stderr).toBe(0);
       expect(await survivors(leftovers, 5_000)).toEqual([]);
       expect(containersOf(stateDir)).toEqual([]);
-    });
+      // Seven CLI runs, four container starts and a catch-up: on a busy machine, past the default 60 s.
+    }, 150_000);
 
     it("leaves no container when the foreground AppHost is killed with SIGKILL", async () => {
       const stateDir = tempStateDir();
