@@ -17,8 +17,8 @@ export interface KeyLoadClientOptions {
   /** Voter base URLs (e.g. `http://127.0.0.1:7101`). Any may be asked; the first is tried first. */
   readonly endpoints: readonly string[];
   /**
-   * Sent as `Authorization: Bearer <apiKey>`; without one only health, metrics and the API document
-   * answer. Visible ASCII only (a key read from a file keeps its newline unless trimmed).
+   * Sent as `Authorization: Bearer <apiKey>` on every route but health, the only ones that answer
+   * without one. Visible ASCII only (a key read from a file keeps its newline unless trimmed).
    */
   readonly apiKey?: string;
   /** How long one attempt waits for the answer's headers. */
@@ -51,8 +51,13 @@ export interface KeyLoadClientOptions {
    * the retry budget). A refusal never takes the command ID, so this is safe for writes too.
    */
   readonly retryResourceExhausted?: boolean;
-  /** The clock (ms since the epoch) for command IDs, the retry budget and the throttle; tests inject one. */
+  /** The wall clock (ms since the epoch): command IDs, a Retry-After given as a date. Tests inject one. */
   readonly now?: () => number;
+  /**
+   * A monotonic clock (ms from any origin) for what measures elapsed time: deadlines, the retry budget and
+   * the throttle's window, which a wall clock stepped back would stretch. `performance.now` by default.
+   */
+  readonly monotonicNow?: () => number;
   /** A uniform random number in [0, 1) for jitter and throttling; tests inject one. */
   readonly random?: () => number;
 }
@@ -73,6 +78,7 @@ export interface ResolvedClientOptions {
   readonly adaptiveThrottle: AdaptiveThrottleOptions | false;
   readonly retryResourceExhausted: boolean;
   readonly now: () => number;
+  readonly monotonicNow: () => number;
   readonly random: () => number;
 }
 
@@ -96,7 +102,7 @@ export const CLIENT_DEFAULTS = {
   retryBudget: { ratio: 0.1, capacity: 10, refillPerSecond: 1 },
   adaptiveThrottle: { k: 2, windowMs: 120_000, buckets: 12 },
   retryResourceExhausted: true,
-} as const satisfies Omit<ResolvedClientOptions, "endpoints" | "apiKey" | "now" | "random">;
+} as const satisfies Omit<ResolvedClientOptions, "endpoints" | "apiKey" | "now" | "monotonicNow" | "random">;
 
 function invalidOption(message: string): InvalidArgumentError {
   return new InvalidArgumentError(message, { reason: "InvalidClientOption" });
@@ -183,6 +189,8 @@ export function resolveClientOptions(options: KeyLoadClientOptions): ResolvedCli
     adaptiveThrottle: throttle,
     retryResourceExhausted: options.retryResourceExhausted ?? CLIENT_DEFAULTS.retryResourceExhausted,
     now: options.now ?? Date.now,
+    // Bound: called detached from `performance`, its method would throw.
+    monotonicNow: options.monotonicNow ?? (() => performance.now()),
     random: options.random ?? Math.random,
   };
 }

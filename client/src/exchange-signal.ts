@@ -1,3 +1,4 @@
+import { onAbort } from "./abort-listeners.js";
 import { type LongTimeout, setLongTimeout } from "./long-timeout.js";
 
 /** What ended an exchange before its answer was read: the caller, the client's close or the call's deadline. */
@@ -5,9 +6,9 @@ export type ExchangeEnd = "Aborted" | "ClientClosed" | "Timeout";
 
 /**
  * One exchange's abort signal for undici, which fires at the first of the caller's signal, the client's
- * close and the call's deadline, and remembers which it was. A plain timer and two listeners, released
- * as the exchange settles: AbortSignal.timeout and AbortSignal.any on every call would leave a timer
- * pending and listeners attached long after the answer came.
+ * close and the call's deadline, and remembers which it was. A plain timer and two abort callbacks,
+ * released as the exchange settles: AbortSignal.timeout and AbortSignal.any on every call would leave a
+ * timer pending and listeners attached long after the answer came.
  */
 export class ExchangeSignal {
   private readonly controller = new AbortController();
@@ -50,9 +51,7 @@ export class ExchangeSignal {
       this.finish(end, source.reason);
       return;
     }
-    const onAbort = (): void => this.finish(end, source.reason);
-    source.addEventListener("abort", onAbort, { once: true });
-    this.detach.push(() => source.removeEventListener("abort", onAbort));
+    this.detach.push(onAbort(source, () => this.finish(end, source.reason)));
   }
 
   private finish(end: ExchangeEnd, reason: unknown): void {

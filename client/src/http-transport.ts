@@ -105,6 +105,7 @@ function errorCode(error: unknown): string | undefined {
 
 function failureOf(error: unknown, exchange: ExchangeSignal | undefined): ConnectionFailure {
   if (exchange?.end !== undefined) return exchange.end;
+  if (error instanceof BodyStreamError) return "BodyFailed";
   const code = errorCode(error);
   if (code !== undefined && NOT_SENT_CODES.has(code)) return "NotSent";
   if (code !== undefined && CONNECT_CODES.has(code)) return "ConnectFailed";
@@ -219,12 +220,14 @@ export class HttpTransport {
     exchange: ExchangeSignal | undefined,
   ): ConnectionError {
     const reason = failureOf(error, exchange);
-    const detail = error instanceof Error ? error.message : String(error);
+    // The caller's own error, unwrapped: the tag only told it apart on its way through undici.
+    const cause = error instanceof BodyStreamError ? error.cause : error;
+    const detail = cause instanceof Error ? cause.message : String(cause);
     return new ConnectionError(`${request.method} ${endpoint}${request.path}: ${reason} (${detail})`, {
       reason,
       endpoint,
       commandId: request.commandId,
-      cause: error,
+      cause,
       // Closed while the exchange was under way, its request may already have been written.
       ...(reason === "ClientClosed" ? { mayHaveReachedVoter: true } : {}),
     });
@@ -265,7 +268,26 @@ function within(timeoutMs: number, timeLeftMs: number | undefined): number {
 
 function toUndiciBody(body: OutgoingBody | undefined): string | Uint8Array | Readable | null {
   if (body === undefined) return null;
-  if (typeof body === "string" || body instanceof Uint8Array || body instanceof Readable) return body;
+  if (typeof body === "string" || body instanceof Uint8Array) return body;
   // Without a known length undici sends the stream chunked, which is the point of a streamed body.
-  return Readable.from(body, { objectMode: false });
+  return Readable.from(tagged(body), { objectMode: false });
+}
+
+/** An error the caller's body stream threw, tagged to tell undici's rejection from a broken connection. */
+class BodyStreamError extends Error {
+  constructor(cause: unknown) {
+    super("the request's body stream failed", { cause });
+  }
+}
+
+/**
+ * The caller's stream, its errors tagged. A chunked body cut short never ends in its last chunk, so no
+ * voter can have taken the request, let alone applied it; resending it would fail the same way.
+ */
+async function* tagged(body: AsyncIterable<Uint8Array>): AsyncIterable<Uint8Array> {
+  try {
+    yield* body;
+  } catch (error) {
+    throw new BodyStreamError(error);
+  }
 }

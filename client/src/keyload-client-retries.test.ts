@@ -282,7 +282,7 @@ describe("KeyLoadClient retries", () => {
     const refused: ScriptedAnswer = {
       status: 429,
       headers: { "retry-after": "1" },
-      body: errorBody("ResourceExhausted", "HttpRequests", { governor: "http", pool: "data" }),
+      body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane: "data" }),
     };
     const v = await voter(refused);
     const c = client([v.url], {
@@ -291,7 +291,7 @@ describe("KeyLoadClient retries", () => {
       random: () => 0.4,
     });
     // No history: probability 0; one refusal: (1 − 0) / 2 = 0.5 > 0.4.
-    await expect(c.get("k")).rejects.toMatchObject({ governor: "http" });
+    await expect(c.get("k")).rejects.toMatchObject({ governor: "command" });
     const local = await c.put("k", 1, { commandId: "cmd-t" }).catch((e: unknown) => e);
     expect(local).toBeInstanceOf(ResourceExhaustedError);
     expect(local).toMatchObject({
@@ -411,11 +411,14 @@ describe("KeyLoadClient retries", () => {
     });
   });
 
-  it("asks an ops route of one voter, once, without the key", async () => {
+  it("asks an ops route of one voter, once: health without the key, metrics and the API document with it", async () => {
     const v = await voter({ status: 503, body: errorBody("Unavailable", "NotReady") });
     await expect(client([v.url]).ready()).rejects.toMatchObject({ reason: "NotReady" });
     expect(v.requests).toHaveLength(1);
     expect(v.requests[0]!.headers.authorization).toBeUndefined();
+    await expect(client([v.url]).metrics()).rejects.toMatchObject({ reason: "NotReady" });
+    await expect(client([v.url]).openApi()).rejects.toMatchObject({ reason: "NotReady" });
+    expect(v.requests.slice(1).map((r) => r.headers.authorization)).toEqual(["Bearer key-1", "Bearer key-1"]);
   });
 
   it("turns a success it cannot read into InternalError", async () => {

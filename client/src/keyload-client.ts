@@ -3,6 +3,7 @@ import {
   type ErrorCode,
   HealthSchema,
   InternalError,
+  InvalidArgumentError,
   KeyLoadError,
   RESPONSE_SCHEMAS,
   type RequestBodyKind,
@@ -72,13 +73,14 @@ import {
 import { ConnectionError } from "./errors/connection-error.js";
 import { type HttpMethod, HttpTransport, type IncomingAnswer } from "./http-transport.js";
 import {
+  askedDelayMs,
   type CallOptions,
   type Exchange,
   type ExchangeKind,
   RequestExecutor,
-  refusalDelayMs,
   type WriteOptions,
 } from "./request-executor.js";
+import { retryAfterDelay } from "./retry-after.js";
 import { conforms } from "./schema-check.js";
 
 export interface PutOptions extends WriteOptions {
@@ -154,9 +156,15 @@ function text(body: string): string {
   return body;
 }
 
-/** Whether a failed submission still leaves the command's durable outcome unknown (so resubmitting helps). */
+/**
+ * Whether a failed submission still leaves the command's durable outcome unknown (so resubmitting helps).
+ * Not a request that never wholly left: undici refused it, or the caller's body stream failed, which
+ * sending it again would only repeat.
+ */
 function outcomeUnknown(error: unknown): error is KeyLoadError | ConnectionError {
-  if (error instanceof ConnectionError) return error.reason !== "Aborted" && error.reason !== "NotSent";
+  if (error instanceof ConnectionError) {
+    return error.reason !== "Aborted" && error.reason !== "NotSent" && error.reason !== "BodyFailed";
+  }
   if (error instanceof ResourceExhaustedError) return !overCap(error);
   return (
     error instanceof KeyLoadError && (error.code === "UnknownWriteOutcome" || error.code === "Unavailable")
@@ -541,7 +549,7 @@ export class KeyLoadClient {
     submit: (options: WriteOptions) => Promise<T>,
     options: ResolveOptions = {},
   ): Promise<T> {
-    const started = this.options.now();
+    const started = this.options.monotonicNow();
     const deadlineMs = options.deadlineMs ?? this.options.deadlineMs;
     for (let round = 1; ; round++) {
       try {
@@ -554,16 +562,16 @@ export class KeyLoadClient {
         if (this.transport.closed)
           throw unresolved("ClientClosed", "the client was closed", commandId, error);
         if (!outcomeUnknown(error)) {
-          throw unresolved("ResolveFailed", "the answer says nothing of the command", commandId, error);
+          const why =
+            error instanceof ConnectionError
+              ? "the request could not be sent whole"
+              : "the answer says nothing of the command";
+          throw unresolved("ResolveFailed", why, commandId, error);
         }
-        const asked =
-          error instanceof ResourceExhaustedError
-            ? refusalDelayMs(error)
-            : error instanceof KeyLoadError
-              ? (error.retryAfter ?? 0)
-              : 0;
+        // Jittered as the executor's waits are: callers refused together must not come back together.
+        const asked = retryAfterDelay(askedDelayMs(error) ?? 0, this.options.random);
         const wait = Math.max(asked, backoffDelay(round, this.options.backoff, this.options.random));
-        if (this.options.now() - started + wait > deadlineMs) {
+        if (this.options.monotonicNow() - started + wait > deadlineMs) {
           throw unresolved("ResolveTimedOut", "no round answered it in time", commandId, error);
         }
         try {
@@ -637,7 +645,7 @@ export class KeyLoadClient {
    */
   async raw(request: RawRequest): Promise<RawResponse> {
     const headers = {
-      ...this.executor.headers("read", request.commandId, request.body !== undefined),
+      ...this.executor.headers(true, request.commandId, request.body !== undefined),
       ...lowerCaseKeys(request.headers ?? {}),
     };
     const {
@@ -751,8 +759,25 @@ function routeExchange<K extends RouteKind>(
     lane: ROUTE_LANES[kind],
     method: ROUTE_PATHS[kind].method,
     path: search === "" ? path : `${path}?${search}`,
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    ...(body === undefined ? {} : { body: jsonBody(body) }),
+    ...(kind === "health.live" || kind === "health.ready" ? { keyless: true } : {}),
   };
+}
+
+/**
+ * A request body as JSON text; a value JSON cannot hold (a BigInt, a cycle, a throwing toJSON) is
+ * InvalidArgumentError `InvalidBody`, the voter's reason for a body it cannot take, before anything is sent.
+ */
+function jsonBody(body: unknown): string {
+  try {
+    return JSON.stringify(body);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message : String(error);
+    throw new InvalidArgumentError(`the request body cannot be sent as JSON (${detail})`, {
+      reason: "InvalidBody",
+      cause: error,
+    });
+  }
 }
 
 /** Exactly the contract's fields: a caller's object may carry more, which would change the payload. */

@@ -13,10 +13,11 @@ afterEach(async () => {
   await Promise.all(opened.splice(0).map((o) => o.close()));
 });
 
-const refused = (pool: "data" | "control"): ScriptedAnswer => ({
+// The command governor's: only the leader's refusals speak for the cluster, and feed the throttle.
+const refused = (lane: "data" | "control"): ScriptedAnswer => ({
   status: 429,
   headers: { "retry-after": "1" },
-  body: errorBody("ResourceExhausted", "HttpRequests", { governor: "http", pool }),
+  body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane }),
 });
 const ACKED: ScriptedAnswer = { status: 200, body: { commandId: "c", queue: "q", messageId: "m" } };
 const DOC: ScriptedAnswer = { status: 200, body: { key: "k", value: 1, version: 1 } };
@@ -38,7 +39,7 @@ async function setup(...answers: ScriptedAnswer[]): Promise<{ v: ScriptedVoter; 
 describe("one adaptive throttle per lane", () => {
   it("keeps sending control work while the data lane's refusals throttle data calls", async () => {
     const { v, c } = await setup(refused("data"), ACKED);
-    await expect(c.get("k")).rejects.toMatchObject({ governor: "http", pool: "data" });
+    await expect(c.get("k")).rejects.toMatchObject({ governor: "command", lane: "data" });
     const local = await c.put("k", 1).catch((e: unknown) => e);
     expect(local).toBeInstanceOf(ResourceExhaustedError);
     expect(local).toMatchObject({ governor: "client", reason: "ClientThrottled", details: { lane: "data" } });
@@ -48,7 +49,7 @@ describe("one adaptive throttle per lane", () => {
 
   it("keeps sending data work while the control lane's refusals throttle control calls", async () => {
     const { v, c } = await setup(refused("control"), DOC);
-    await expect(c.renew("q", "m", "token")).rejects.toMatchObject({ pool: "control" });
+    await expect(c.renew("q", "m", "token")).rejects.toMatchObject({ lane: "control" });
     await expect(c.dispatch("ch", "go")).rejects.toMatchObject({ governor: "client" });
     await expect(c.get("k")).resolves.toMatchObject({ version: 1 });
     expect(v.requests).toHaveLength(2);

@@ -43,6 +43,31 @@ describe("requests that cannot leave the process", () => {
     expect(v.requests).toHaveLength(1);
   });
 
+  it("refuses a body JSON cannot hold before sending, naming the write's command ID", async () => {
+    const v = await voter();
+    const c = client([v.url]);
+    const circular: Record<string, unknown> = {};
+    circular.self = circular;
+    for (const value of [1n, circular, { toJSON: () => [2n] }]) {
+      const error = await c.put("k", value, { commandId: "c-json" }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidArgumentError);
+      expect(error).toMatchObject({ reason: "InvalidBody", commandId: "c-json" });
+      expect((error as Error).message).toMatch(/BigInt|circular/);
+    }
+    const generated = await c.enqueue("q", 3n).catch((e: unknown) => e);
+    expect(generated).toMatchObject({
+      name: "InvalidArgumentError",
+      reason: "InvalidBody",
+      commandId: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-7/),
+    });
+    // A read that takes a body too, without a command ID.
+    const read = await c.bulkGet([4n] as unknown as string[]).catch((e: unknown) => e);
+    expect(read).toBeInstanceOf(InvalidArgumentError);
+    expect(read).toMatchObject({ reason: "InvalidBody", commandId: undefined });
+    expect((read as Error).cause).toBeInstanceOf(TypeError);
+    expect(v.requests).toHaveLength(0);
+  });
+
   it("refuses an API key that cannot be sent in a header, without showing it", () => {
     for (const apiKey of ["secret\n", "sec ret", "sécret", ""]) {
       const make = () => new KeyLoadClient({ endpoints: ["http://127.0.0.1:1"], apiKey });

@@ -6,6 +6,7 @@ import {
   ResourceExhaustedError,
   UnknownWriteOutcomeError,
 } from "@keyload/contract";
+import { onAbort } from "./abort-listeners.js";
 import { AdaptiveThrottle } from "./adaptive-throttle.js";
 import { backoffDelay } from "./backoff.js";
 import type { ResolvedClientOptions } from "./client-options.js";
@@ -55,6 +56,8 @@ export interface Exchange {
   readonly path: string;
   /** A one-shot stream makes the call a single attempt: it cannot be sent twice. */
   readonly body?: ReplayableBody | AsyncIterable<Uint8Array>;
+  /** Sent without the API key: the health routes, the only ones that take none. */
+  readonly keyless?: true;
 }
 
 export interface CallOptions {
@@ -105,14 +108,14 @@ export class RequestExecutor {
     private readonly transport: HttpTransport,
   ) {
     this.endpoints = new EndpointSet(options.endpoints);
-    this.budget = new RetryBudget(options.retryBudget, options.now);
+    this.budget = new RetryBudget(options.retryBudget, options.monotonicNow);
     const throttle = options.adaptiveThrottle;
     this.throttles =
       throttle === false
         ? undefined
         : {
-            data: new AdaptiveThrottle(throttle, options.now, options.random),
-            control: new AdaptiveThrottle(throttle, options.now, options.random),
+            data: new AdaptiveThrottle(throttle, options.monotonicNow, options.random),
+            control: new AdaptiveThrottle(throttle, options.monotonicNow, options.random),
           };
     this.commandIds = new UuidV7Generator(options.now);
   }
@@ -128,7 +131,7 @@ export class RequestExecutor {
    * other connection failure.
    */
   async execute<T>(exchange: Exchange, options: WriteOptions, read: (text: string) => T): Promise<T> {
-    const started = this.options.now();
+    const started = this.options.monotonicNow();
     const commandId = exchange.kind === "write" ? (options.commandId ?? this.newCommandId()) : undefined;
     if (commandId !== undefined) checkCommandId(commandId);
     const pinned = options.endpoint === undefined ? undefined : pinnedEndpoint(options.endpoint, commandId);
@@ -145,7 +148,7 @@ export class RequestExecutor {
     let ambiguous = false;
     for (let attempt = 1; ; attempt++) {
       tried.add(endpoint);
-      const timeLeftMs = this.options.deadlineMs - (this.options.now() - started);
+      const timeLeftMs = this.options.deadlineMs - (this.options.monotonicNow() - started);
       const request = this.request(exchange, commandId, options.signal, timeLeftMs);
       const result = await this.attempt(exchange, endpoint, request, pinned !== undefined, throttle, read);
       if (result.ok) return result.value;
@@ -153,7 +156,7 @@ export class RequestExecutor {
       if (commandId !== undefined && mayHaveApplied(failure)) ambiguous = true;
       if (result.final === true) throw finalError(failure, commandId, ambiguous, attempt);
       const plan = this.plan(failure, result.answer, endpoint, pinned, tried, attempt);
-      const elapsed = this.options.now() - started;
+      const elapsed = this.options.monotonicNow() - started;
       if (
         plan === undefined ||
         attempt >= maxAttempts ||
@@ -184,10 +187,9 @@ export class RequestExecutor {
     );
   }
 
-  headers(kind: ExchangeKind, commandId: string | undefined, hasBody: boolean): Record<string, string> {
+  headers(keyed: boolean, commandId: string | undefined, hasBody: boolean): Record<string, string> {
     const headers: Record<string, string> = { accept: "application/json" };
-    if (kind !== "ops" && this.options.apiKey !== undefined)
-      headers.authorization = `Bearer ${this.options.apiKey}`;
+    if (keyed && this.options.apiKey !== undefined) headers.authorization = `Bearer ${this.options.apiKey}`;
     if (commandId !== undefined) headers[COMMAND_ID_HEADER] = commandId;
     if (hasBody) headers["content-type"] = "application/json";
     return headers;
@@ -202,7 +204,7 @@ export class RequestExecutor {
     return {
       method: exchange.method,
       path: exchange.path,
-      headers: this.headers(exchange.kind, commandId, exchange.body !== undefined),
+      headers: this.headers(exchange.keyless !== true, commandId, exchange.body !== undefined),
       body: openBody(exchange.body),
       signal,
       commandId,
@@ -233,9 +235,23 @@ export class RequestExecutor {
       if (error instanceof ConnectionError) return { ok: false, failure: error };
       throw error;
     }
-    throttle?.record(answer.status !== 429);
-    if (!pinned && answer.status < 500) this.endpoints.answered(endpoint);
     const write = exchange.kind === "write";
+    const failure =
+      answer.status >= 400 && text !== undefined
+        ? errorFromAnswer({
+            status: answer.status,
+            text,
+            endpoint,
+            retryAfter: parseRetryAfter(headerValue(answer, "retry-after"), this.options.now()),
+            commandId: request.commandId,
+            write,
+          })
+        : undefined;
+    // A voter-local refusal leaves the lane's throttle and the preferred voter alone: plan() moves on.
+    if (!(failure instanceof ResourceExhaustedError && isVoterLocal(failure))) {
+      throttle?.record(answer.status !== 429);
+      if (!pinned && answer.status < 500) this.endpoints.answered(endpoint);
+    }
     const unexpected = { endpoint, status: answer.status, commandId: request.commandId, write };
     if (text === undefined) {
       const message = `${endpoint} answered ${answer.status} with a body over the client's cap, dropped unread`;
@@ -253,19 +269,11 @@ export class RequestExecutor {
         };
       }
     }
-    if (answer.status < 400) {
+    if (failure === undefined) {
       // A redirect, most likely a proxy's: whether the voter was reached, and a write applied, is unknown.
       const message = `${endpoint} answered ${answer.status}, which no route of the contract answers`;
       return { ok: false, failure: unexpectedAnswer("UnexpectedAnswer", message, unexpected), final: true };
     }
-    const failure = errorFromAnswer({
-      status: answer.status,
-      text,
-      endpoint,
-      retryAfter: parseRetryAfter(headerValue(answer, "retry-after"), this.options.now()),
-      commandId: request.commandId,
-      write: exchange.kind === "write",
-    });
     return { ok: false, failure, answer };
   }
 
@@ -280,8 +288,14 @@ export class RequestExecutor {
   ): RetryPlan | undefined {
     const backoff = backoffDelay(attempt, this.options.backoff, this.options.random);
     if (failure instanceof ConnectionError) {
-      // The caller's abort and the client's close end the call; undici's refusal would only repeat.
-      if (failure.reason === "Aborted" || failure.reason === "ClientClosed" || failure.reason === "NotSent") {
+      // The caller's abort and the client's close end the call; undici's refusal, or the caller's body
+      // stream failing, would only repeat.
+      if (
+        failure.reason === "Aborted" ||
+        failure.reason === "ClientClosed" ||
+        failure.reason === "NotSent" ||
+        failure.reason === "BodyFailed"
+      ) {
         return undefined;
       }
       // Waiting will not make a certificate trusted: every voter is asked once, then the call ends.
@@ -294,8 +308,13 @@ export class RequestExecutor {
       return { endpoint: next, delayMs: tried.has(next) ? backoff : 0 };
     }
     if (failure instanceof ResourceExhaustedError) {
+      // Failed over even when the call ends here, so that the next call leaves the refusing voter too.
+      const next = isVoterLocal(failure) ? (pinned ?? this.endpoints.failOver(endpoint)) : endpoint;
       if (!this.options.retryResourceExhausted || !isTransientRefusal(failure)) return undefined;
-      return { endpoint, delayMs: retryAfterDelay(refusalDelayMs(failure), this.options.random) + backoff };
+      // Another voter has refused nothing yet: one not yet asked in this call is asked at once.
+      if (next !== endpoint && !tried.has(next)) return { endpoint: next, delayMs: 0 };
+      const delayMs = retryAfterDelay(refusalDelayMs(failure), this.options.random) + backoff;
+      return { endpoint: next, delayMs };
     }
     if (failure.code !== "Unavailable" && failure.code !== "UnknownWriteOutcome") return undefined;
     if (pinned !== undefined) return { endpoint: pinned, delayMs: backoff };
@@ -352,9 +371,9 @@ export class RequestExecutor {
 }
 
 /**
- * Resolves after `delayMs`, or rejects with the reason of the first of `signals` to abort. Plain listeners,
- * removed as the wait ends: AbortSignal.any would tie a new signal to the caller's and the client's
- * long-lived ones, which Node 20 keeps until they abort, a leak per wait.
+ * Resolves after `delayMs`, or rejects with the reason of the first of `signals` to abort. Abort
+ * callbacks, removed as the wait ends: AbortSignal.any would tie a new signal to the caller's and the
+ * client's long-lived ones, which Node 20 keeps until they abort, a leak per wait.
  */
 function delay(delayMs: number, signals: readonly (AbortSignal | undefined)[]): Promise<void> {
   const sources = signals.filter((signal) => signal !== undefined);
@@ -363,17 +382,18 @@ function delay(delayMs: number, signals: readonly (AbortSignal | undefined)[]): 
   return new Promise((resolve, reject) => {
     const stop = (): void => {
       timeout.clear();
-      for (const source of sources) source.removeEventListener("abort", onAbort);
-    };
-    const onAbort = (): void => {
-      stop();
-      reject(sources.find((source) => source.aborted)?.reason);
+      for (const detach of detaches) detach();
     };
     const timeout = setLongTimeout(() => {
       stop();
       resolve();
     }, delayMs);
-    for (const source of sources) source.addEventListener("abort", onAbort);
+    const detaches = sources.map((source) =>
+      onAbort(source, () => {
+        stop();
+        reject(source.reason);
+      }),
+    );
   });
 }
 
@@ -401,6 +421,12 @@ export function refusalDelayMs(error: ResourceExhaustedError): number {
   return error.retryAfter ?? (error.retryAfterSeconds ?? 1) * 1000;
 }
 
+/** How long a failure asked the client to wait before asking again, before jitter; undefined: nothing. */
+export function askedDelayMs(failure: unknown): number | undefined {
+  if (failure instanceof ResourceExhaustedError) return refusalDelayMs(failure);
+  return failure instanceof KeyLoadError ? failure.retryAfter : undefined;
+}
+
 function isReplayable(body: ReplayableBody | AsyncIterable<Uint8Array>): body is ReplayableBody {
   return typeof body === "string" || typeof body === "function";
 }
@@ -412,6 +438,18 @@ function openBody(body: Exchange["body"]): OutgoingBody | undefined {
 function headerValue(answer: IncomingAnswer, name: string): string | undefined {
   const value = answer.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Whether a refusal is the answering voter's own: its HTTP pool's, or its disk floors'. Another voter may
+ * well accept the call, so it goes there, and the refusal does not feed the lane's throttle, which is
+ * the whole cluster's; only the command governor's other refusals, the leader's, speak for the cluster.
+ */
+function isVoterLocal(error: ResourceExhaustedError): boolean {
+  return (
+    error.reason !== "BodyTooLarge" &&
+    (error.governor === "http" || error.reason === "DiskFloor" || error.reason === "DiskHardFloor")
+  );
 }
 
 /** Refusals that may pass later; a body or payload over its cap never will. */
@@ -448,6 +486,8 @@ function finalError(
   const aborted = failure instanceof ConnectionError && failure.reason === "Aborted";
   if (commandId !== undefined && ambiguous && !aborted && failure.code !== "UnknownWriteOutcome") {
     const closed = failure instanceof ConnectionError && failure.reason === "ClientClosed";
+    // Kept, so that resolveOutcome waits out what the last answer asked before its next round.
+    const retryAfter = askedDelayMs(failure);
     return new UnknownWriteOutcomeError(
       `${closed ? "the client was closed" : `gave up`} after ${attempts} attempts, of which one may have committed: resubmit with the same command ID (${failure.message})`,
       {
@@ -455,6 +495,7 @@ function finalError(
         commandId,
         endpoint: failure.endpoint,
         cause: failure,
+        ...(retryAfter === undefined ? {} : { retryAfter }),
       },
     );
   }

@@ -140,6 +140,34 @@ describe("resolveOutcome", () => {
     expect(v.requests).toHaveLength(1);
   });
 
+  it("waits out the Retry-After a refusal ending a round asked, and a random share of it again", async () => {
+    const later: ScriptedAnswer = { ...refused, headers: { "retry-after": "1" } };
+    const done: ScriptedAnswer = { status: 200, body: { commandId: "cmd-w", key: "k", version: 1 } };
+    const { v, c } = await setup([UNKNOWN, later], { deadlineMs: 5_000, random: () => 0.5 });
+    // The refusal ends the call (its last attempt) in UnknownWriteOutcome, which keeps what it asked.
+    const ended = await c.put("k", 1, { commandId: "cmd-w" }).catch((e: unknown) => e);
+    expect(ended).toBeInstanceOf(UnknownWriteOutcomeError);
+    expect(ended).toMatchObject({ reason: "RetriesExhausted", retryAfter: 1_000 });
+
+    v.script(UNKNOWN, later, done);
+    await expect(c.resolveOutcome("cmd-w", (o) => c.put("k", 1, o))).resolves.toMatchObject({ version: 1 });
+    expect(v.requests).toHaveLength(5);
+    expect(v.requests[4]!.at - v.requests[3]!.at).toBeGreaterThanOrEqual(1_490);
+  });
+
+  it("jitters the Retry-After of a refusal it was given as is", async () => {
+    const later: ScriptedAnswer = { ...refused, headers: { "retry-after": "1" } };
+    const done: ScriptedAnswer = { status: 200, body: { commandId: "cmd-j", key: "k", version: 1 } };
+    const { v, c } = await setup([later, done], {
+      deadlineMs: 5_000,
+      random: () => 0.5,
+      retryResourceExhausted: false,
+    });
+    await expect(c.resolveOutcome("cmd-j", (o) => c.put("k", 1, o))).resolves.toMatchObject({ version: 1 });
+    expect(v.requests).toHaveLength(2);
+    expect(v.requests[1]!.at - v.requests[0]!.at).toBeGreaterThanOrEqual(1_490);
+  });
+
   it("returns the outcome, or throws the refusal it committed as, or the caller's abort", async () => {
     const { v, c } = await setup([
       { status: 503, body: errorBody("Unavailable", "NoLeader") },

@@ -3,7 +3,8 @@
  * most often on a certificate the client does not trust (`TlsFailed`), the voter did not answer in time
  * (`Timeout`), the connection broke during the exchange (`Interrupted`), the caller's signal aborted
  * the call (`Aborted`), undici refused the request before sending it, such as for a header it cannot
- * send (`NotSent`), or the client was closed (`ClientClosed`).
+ * send (`NotSent`), the caller's streamed body threw, its error the cause (`BodyFailed`), or the
+ * client was closed (`ClientClosed`).
  */
 export type ConnectionFailure =
   | "ConnectFailed"
@@ -12,6 +13,7 @@ export type ConnectionFailure =
   | "Interrupted"
   | "Aborted"
   | "NotSent"
+  | "BodyFailed"
   | "ClientClosed";
 
 export interface ConnectionErrorOptions {
@@ -23,11 +25,15 @@ export interface ConnectionErrorOptions {
   readonly mayHaveReachedVoter?: boolean;
 }
 
-/** The failures that prove the request never left this process. */
+/**
+ * The failures that prove no voter got the whole request: it never left this process, or its chunked
+ * body was cut off before its last chunk.
+ */
 const NEVER_SENT: ReadonlySet<ConnectionFailure> = new Set([
   "ConnectFailed",
   "TlsFailed",
   "NotSent",
+  "BodyFailed",
   "ClientClosed",
 ]);
 
@@ -42,9 +48,9 @@ export class ConnectionError extends Error {
   readonly endpoint: string;
   readonly commandId: string | undefined;
   /**
-   * False only when the request certainly never left this process: the connection was never made
-   * (undici writes a request only once the TLS handshake has succeeded), undici refused it, or the
-   * client was closed before it was sent.
+   * False only when no voter can have got the whole request: the connection was never made (undici
+   * writes a request only once the TLS handshake has succeeded), undici refused it, the caller's body
+   * stream failed before its end, or the client was closed before it was sent.
    */
   readonly mayHaveReachedVoter: boolean;
 
