@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { AppModel, ClusterCredentials } from "./app-model.js";
+import type { AppModel, ClusterCredentials, StateDirPaths } from "./app-model.js";
 
 /** Writes a file only its owner can read: the secret and the admin key never sit world-readable. */
 export function writePrivateFile(file: string, value: string): void {
@@ -55,7 +55,9 @@ export function loadCredentials(
 }
 
 /** Reads the kept credentials of an existing cluster, for commands that restart one of its voters. */
-export function readKeptCredentials(model: AppModel): ClusterCredentials | undefined {
+export function readKeptCredentials(
+  model: Pick<StateDirPaths, "secretFile" | "adminKeyFile">,
+): ClusterCredentials | undefined {
   const secret = readTrimmed(model.secretFile);
   const adminKey = readTrimmed(model.adminKeyFile);
   return secret !== undefined && adminKey !== undefined ? { secret, adminKey } : undefined;

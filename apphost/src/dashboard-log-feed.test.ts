@@ -40,7 +40,13 @@ describe("LogFeed", () => {
           principalId: "admin",
           userAgent: APPHOST_USER_AGENT,
         }),
-        line("request", 6, { method: "GET", route: "/metrics", status: 200, userAgent: APPHOST_USER_AGENT }),
+        line("request", 6, {
+          method: "GET",
+          route: "/metrics",
+          status: 200,
+          principalId: "admin",
+          userAgent: APPHOST_USER_AGENT,
+        }),
         line("stored", 7, { route: "/v1/catalog/{key}" }),
       ].join(""),
     );

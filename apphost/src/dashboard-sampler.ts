@@ -1,5 +1,7 @@
+import { stateDirPaths } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { poll } from "./apphost-poll.js";
+import { readKeptCredentials } from "./cluster-credentials.js";
 import { clusterStatus, type VoterStatus } from "./cluster-status.js";
 import { admissionLimits, type MetricsReading, metricsReading } from "./dashboard-admission-reading.js";
 import type {
@@ -18,10 +20,14 @@ export interface SamplerOptions {
   readonly historyPoints: number;
 }
 
-/** A voter's admission usage and refusal counters, or null when its /metrics does not answer. */
-async function readMetrics(httpUrl: string): Promise<MetricsReading | null> {
+/**
+ * A voter's admission usage and refusal counters, or null when its /metrics does not answer; asked
+ * with the admin key kept in the state dir, as every public route but health needs a key.
+ */
+async function readMetrics(httpUrl: string, adminKey: string): Promise<MetricsReading | null> {
   try {
-    const response = await poll(`${httpUrl}/metrics`, APPHOST_DEFAULTS.probeTimeoutMs);
+    const authorization = `Bearer ${adminKey}`;
+    const response = await poll(`${httpUrl}/metrics`, APPHOST_DEFAULTS.probeTimeoutMs, { authorization });
     return response.ok ? metricsReading(await response.text()) : null;
   } catch {
     return null;
@@ -92,6 +98,7 @@ export class DashboardSampler {
         err instanceof Error ? err.message : String(err),
       ),
     ]);
+    const adminKey = readKeptCredentials(stateDirPaths(this.options.stateDir))?.adminKey;
     const voters = await Promise.all(
       status.voters.map(async (voter) => {
         const answer =
@@ -100,7 +107,10 @@ export class DashboardSampler {
             : (admission.find((a) => a.name === voter.name) ?? { admission: null, error: "not asked" });
         if (answer.admission !== null) this.limits.set(voter.name, admissionLimits(answer.admission));
         const limits = this.limits.get(voter.name);
-        const metrics = voter.state === "running" ? await readMetrics(voter.httpUrl) : null;
+        const metrics =
+          voter.state === "running" && adminKey !== undefined
+            ? await readMetrics(voter.httpUrl, adminKey)
+            : null;
         const reading: AdmissionReading | null =
           limits === undefined || metrics === null || metrics.usage === null
             ? null

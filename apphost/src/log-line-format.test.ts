@@ -36,7 +36,7 @@ describe("isProbeLine", () => {
   it("leaves out the AppHost's own polls", () => {
     const admin = { principalId: "admin" };
     expect(isProbeLine(request("/v1/admin/admission", APPHOST_USER_AGENT, admin))).toBe(true);
-    expect(isProbeLine(request("/metrics", APPHOST_USER_AGENT))).toBe(true);
+    expect(isProbeLine(request("/metrics", APPHOST_USER_AGENT, admin))).toBe(true);
     expect(isProbeLine(request("/v1/admin/cluster/members", APPHOST_USER_AGENT, admin))).toBe(true);
     // A voter that cannot answer the poll now (no leader, admission full), or a poll given up on.
     expect(
@@ -45,7 +45,7 @@ describe("isProbeLine", () => {
     expect(isProbeLine(request("/v1/admin/admission", APPHOST_USER_AGENT, { ...admin, status: 429 }))).toBe(
       true,
     );
-    expect(isProbeLine(request("/metrics", APPHOST_USER_AGENT, { status: null }))).toBe(true);
+    expect(isProbeLine(request("/metrics", APPHOST_USER_AGENT, { ...admin, status: null }))).toBe(true);
   });
 
   it("keeps every other request, a client's admission reads and metric scrapes included", () => {

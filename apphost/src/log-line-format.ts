@@ -99,9 +99,9 @@ function parsedLine(line: string): Record<string, unknown> | null {
 
 /** What the AppHost's polls leave in a voter's log: `GET` of these routes (apphost-poll.ts's callers). */
 const POLLED_ROUTES: ReadonlyMap<string, { readonly admin: boolean }> = new Map([
-  // The dashboard's sampler, every second.
-  ["/metrics", { admin: false }],
-  // With the kept admin key: the dashboard's sampler (every second), `admission`, `up`'s key check...
+  // With the kept admin key: the dashboard's sampler (every second: metrics and admission),
+  ["/metrics", { admin: true }],
+  // `admission`, `up`'s key check...
   ["/v1/admin/admission", { admin: true }],
   // ...and `status`, for the membership of the voters that cannot answer for themselves.
   ["/v1/admin/cluster/members", { admin: true }],

@@ -1,3 +1,5 @@
+import { voterMetricsText } from "./voter-metrics-text.js";
+
 /**
  * The voters' own count of admission refusals, from the counters of their `/metrics`
  * (`keyload_http_admission_rejections_total{pool,reason}` and
@@ -30,12 +32,11 @@ export function parseRefusalCounters(text: string): RefusalCounts {
 }
 
 /** The counters of every voter, summed. */
-export async function scrapeRefusals(httpUrls: readonly string[]): Promise<RefusalCounts> {
+export async function scrapeRefusals(httpUrls: readonly string[], apiKey: string): Promise<RefusalCounts> {
   const total: RefusalCounts = {};
   await Promise.all(
     httpUrls.map(async (url) => {
-      const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(10_000) });
-      const counts = parseRefusalCounters(await response.text());
+      const counts = parseRefusalCounters(await voterMetricsText(url, apiKey));
       for (const [key, n] of Object.entries(counts)) total[key] = (total[key] ?? 0) + n;
     }),
   );

@@ -1,3 +1,5 @@
+import { voterMetricsText } from "./voter-metrics-text.js";
+
 /**
  * Where a command's time went on the leader, from its `keyload_command_stage_seconds{lane,stage}`
  * histogram (the stages are documented beside the histogram in node/src/admission/command-stages.ts):
@@ -42,9 +44,8 @@ export function parseStageHistogram(text: string): StageScrape {
   return { buckets, sums };
 }
 
-export async function scrapeStages(httpUrl: string): Promise<StageScrape> {
-  const response = await fetch(`${httpUrl}/metrics`, { signal: AbortSignal.timeout(10_000) });
-  return parseStageHistogram(await response.text());
+export async function scrapeStages(httpUrl: string, apiKey: string): Promise<StageScrape> {
+  return parseStageHistogram(await voterMetricsText(httpUrl, apiKey));
 }
 
 /** Each stage of `lane` between two scrapes of the same voter. */

@@ -414,13 +414,13 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
 
     const closed: PhaseRecord[] = [];
     for (const level of closedLoopLevels) {
-      const stagesBefore = await scrapeStages(leaderUrl);
+      const stagesBefore = await scrapeStages(leaderUrl, cluster.adminKey);
       const fromMs = Date.now();
       const sampler = new ProcessSampler(pids, [prober.pid], walFiles);
       const result = await closedLoop(level, closedLoopSeconds);
       const sampled = sampler.stop();
       checkStopping();
-      const stagesAfter = await scrapeStages(leaderUrl);
+      const stagesAfter = await scrapeStages(leaderUrl, cluster.adminKey);
       const errors: Record<string, number> = result.errorKinds;
       const r = record({
         system: "keyload",
@@ -456,14 +456,17 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
       prober,
       idleSeconds,
       async () => noLoad(idleSeconds),
-      { stagesUrl: leaderUrl },
+      { stages: { url: leaderUrl, apiKey: cluster.adminKey } },
     );
     await sleep(500);
 
     const floods: PhaseRecord[] = [];
     for (const client of clientModes) {
       const phase = phaseCounter++;
-      const before = await scrapeRefusals(cluster.voters.map((v) => v.httpUrl));
+      const before = await scrapeRefusals(
+        cluster.voters.map((v) => v.httpUrl),
+        cluster.adminKey,
+      );
       const flood =
         client === "immediate"
           ? () =>
@@ -514,10 +517,13 @@ async function runKeyLoad(valueBytes: number): Promise<SystemRun> {
           client,
           connections,
           leaderNow: () => cluster.leader().catch(() => -1),
-          stagesUrl: leaderUrl,
+          stages: { url: leaderUrl, apiKey: cluster.adminKey },
         },
       );
-      const after = await scrapeRefusals(cluster.voters.map((v) => v.httpUrl));
+      const after = await scrapeRefusals(
+        cluster.voters.map((v) => v.httpUrl),
+        cluster.adminKey,
+      );
       const withServer: PhaseRecord = {
         ...r,
         serverRefusals: refusalsBetween(before, after),
@@ -583,8 +589,8 @@ interface PhaseOptions {
   readonly connections?: number;
   /** The leader's index after the phase, to notice an election. */
   readonly leaderNow?: () => Promise<number>;
-  /** KeyLoad: the leader's HTTP URL, whose stage histogram is read around the phase. */
-  readonly stagesUrl?: string;
+  /** KeyLoad: the leader, whose stage histogram is read around the phase, and a key to read it with. */
+  readonly stages?: { readonly url: string; readonly apiKey: string };
 }
 
 /**
@@ -608,7 +614,9 @@ async function measurePhase(
   load: () => Promise<FloodResult>,
   options: PhaseOptions = {},
 ): Promise<PhaseRecord> {
-  const stagesBefore = options.stagesUrl ? await scrapeStages(options.stagesUrl) : undefined;
+  const stagesBefore = options.stages
+    ? await scrapeStages(options.stages.url, options.stages.apiKey)
+    : undefined;
   const fromMs = Date.now();
   const sampler = new ProcessSampler(
     servers.map((s) => s.pid),
@@ -624,7 +632,9 @@ async function measurePhase(
     console.log(`  ${phase} in the CPU profiles: --from ${window(fromMs)} --to ${window(toMs)}`);
   }
   const leaderAfter = options.leaderNow ? await options.leaderNow() : leader;
-  const stagesAfter = options.stagesUrl ? await scrapeStages(options.stagesUrl) : undefined;
+  const stagesAfter = options.stages
+    ? await scrapeStages(options.stages.url, options.stages.apiKey)
+    : undefined;
   const stages =
     stagesBefore && stagesAfter
       ? {
@@ -759,7 +769,6 @@ async function runEtcd(valueBytes: number): Promise<SystemRun> {
       prober,
       idleSeconds,
       async () => noLoad(idleSeconds),
-      { stagesUrl: leaderUrl },
     );
     await sleep(500);
     const flood = await measurePhase(

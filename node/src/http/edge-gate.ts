@@ -38,7 +38,7 @@ export interface EdgeGateDeps {
  * under the pool's ingress scope (a declared body over the cap is refused here), the API key, the
  * tenant and principal counts, the role, the command ID. A request its pool is full for waits a while
  * for a slot, behind those already waiting; a refusal is answered without reading the body; health,
- * metrics and the API document pass without a slot or a key.
+ * metrics and the API document pass without a slot, and health without a key.
  */
 export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
   return function gate(request, reply, done) {
@@ -62,6 +62,7 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
         });
       }
       if (route.type === "ops") {
+        if (route.keyed) edge.identity = opsIdentity(deps, request);
         done();
         return;
       }
@@ -120,6 +121,17 @@ function admit(
     }
     return authenticate(deps, request, edge, route, outcome);
   });
+}
+
+/**
+ * The caller of a keyed operations route (metrics, the API document): any role, against this voter's
+ * catalog only. Holding no slot, it waits for no catching up, so a key created a moment ago may be
+ * refused by a voter that has not applied it yet; the next scrape is answered.
+ */
+function opsIdentity(deps: EdgeGateDeps, request: FastifyRequest): Identity {
+  const identity = deps.service.authenticate(bearerKey(request.headers.authorization));
+  if (identity === null) throw invalidCredentials();
+  return identity;
 }
 
 /**

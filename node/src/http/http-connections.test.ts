@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { bearer } from "./test-fixtures/fake-voter-service.js";
 import { type HttpFixture, httpFixture } from "./test-fixtures/http-fixture.js";
 import { open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
 
@@ -14,7 +15,8 @@ afterEach(async () => {
 
 /** The value of an unlabelled series in the fixture's `/metrics`, read without a connection. */
 async function metric(name: string): Promise<number> {
-  const text = (await fx!.app.inject({ method: "GET", url: "/metrics" })).body;
+  const headers = { authorization: bearer("reader") };
+  const text = (await fx!.app.inject({ method: "GET", url: "/metrics", headers })).body;
   const line = text.split("\n").find((l) => l.startsWith(`${name} `));
   if (line === undefined) throw new Error(`no ${name} in /metrics`);
   return Number(line.slice(name.length + 1));

@@ -42,7 +42,7 @@ describe("health", () => {
     );
   });
 
-  it("needs no key and spends no pool, even when the pool is full", async () => {
+  it("spends no pool, even when the pool is full; health needs no key, metrics and the API document one", async () => {
     fx = httpFixture({ admission: { MaxRequests: 1 } });
     let release!: () => void;
     const gate = new Promise<void>((resolve) => {
@@ -59,13 +59,32 @@ describe("health", () => {
     });
     await waitFor(() => fx.service.reads.length === 1, "the held read");
     const authentications = fx.service.authentications;
-    for (const url of ["/health/live", "/health/ready", "/metrics", "/openapi.json"]) {
+    for (const url of ["/health/live", "/health/ready"]) {
       for (const headers of [{}, { authorization: "Bearer nonsense" }]) {
         const response = await fx.app.inject({ method: "GET", url, headers });
         expect(response.statusCode, url).toBe(200);
       }
     }
     expect(fx.service.authentications).toBe(authentications);
+    // Every public route but health needs a key (contract section 3): any role will do.
+    for (const url of ["/metrics", "/openapi.json"]) {
+      const missing = await fx.app.inject({ method: "GET", url });
+      expectContractError(missing, 401, "Unauthenticated", "MissingCredentials");
+      const wrong = await fx.app.inject({
+        method: "GET",
+        url,
+        headers: { authorization: "Bearer nonsense" },
+      });
+      expectContractError(wrong, 401, "Unauthenticated", "InvalidCredentials");
+      for (const role of ["reader", "writer", "admin"] as const) {
+        const response = await fx.app.inject({
+          method: "GET",
+          url,
+          headers: { authorization: bearer(role) },
+        });
+        expect(response.statusCode, `${url} as ${role}`).toBe(200);
+      }
+    }
     expect(fx.governor.usage("data").requests).toBe(1);
     expect(fx.governor.usage("control").requests).toBe(0);
     release();
@@ -99,7 +118,11 @@ describe("metrics", () => {
       headers: { authorization: bearer("reader") },
     });
 
-    const response = await fx.app.inject({ method: "GET", url: "/metrics" });
+    const response = await fx.app.inject({
+      method: "GET",
+      url: "/metrics",
+      headers: { authorization: bearer("reader") },
+    });
     expect(response.statusCode).toBe(200);
     expect(response.headers["content-type"]).toMatch(/^text\/plain; version=0\.0\.4/);
     const text = response.body;

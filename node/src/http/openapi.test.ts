@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { resolveHttpAdmissionOptions } from "../admission/index.js";
 import { openApiDocument } from "./openapi.js";
 import { ROUTES } from "./routes.js";
+import { bearer } from "./test-fixtures/fake-voter-service.js";
 import { httpFixture } from "./test-fixtures/http-fixture.js";
 import { openApiSchemaProblems } from "./test-fixtures/openapi-schema-validator.js";
 
@@ -95,9 +96,10 @@ describe("the OpenAPI document", () => {
     expect(openApiSchemaProblems(bodyParameter).join("\n")).toMatch(/put\/parameters\/0\/in/);
   });
 
-  it("is served at /openapi.json without a key", async () => {
+  it("is served at /openapi.json to a key of any role", async () => {
     const fx = httpFixture();
-    const response = await fx.app.inject({ method: "GET", url: "/openapi.json" });
+    const headers = { authorization: bearer("reader") };
+    const response = await fx.app.inject({ method: "GET", url: "/openapi.json", headers });
     expect(response.statusCode).toBe(200);
     expect(response.json()).toEqual(doc);
     await fx.close();

@@ -160,12 +160,12 @@ function opsOperation(route: OpsRoute): Json {
   return {
     operationId: route.kind,
     summary: route.summary,
-    description: "No API key; spends no HTTP admission pool.",
+    description: `${route.keyed ? "An API key of any role" : "No API key"}; spends no HTTP admission pool.`,
     tags: ["operations"],
-    security: [],
+    security: route.keyed ? [{ apiKey: [] }] : [],
     responses: {
       "200": { description: "Success", content: { [route.contentType]: { schema: route.response } } },
-      ...(health ? errorResponses(["Unavailable"]) : {}),
+      ...errorResponses(health ? ["Unavailable"] : ["Unauthenticated"]),
     },
   };
 }

@@ -77,11 +77,16 @@ export interface ClusterRoute extends ApiRouteFields {
 
 export type OpsKind = "health.live" | "health.ready" | "metrics" | "openapi";
 
-/** Health, metrics and the API document: no authentication, no HTTP pool. */
+/**
+ * Health, metrics and the API document: no HTTP pool, so they answer while the pools are full. Health
+ * needs no key; the others, like every public route but health (contract section 3), need a key of any
+ * role.
+ */
 export interface OpsRoute extends Documented {
   readonly type: "ops";
   readonly kind: OpsKind;
   readonly contentType: string;
+  readonly keyed: boolean;
 }
 
 export type ApiRoute = CommandRoute | ReadRoute | ClusterRoute;
@@ -181,7 +186,8 @@ function ops(
   summary: string,
 ): OpsRoute {
   const { method, path } = ROUTE_PATHS[kind];
-  return { type: "ops", method, path, kind, contentType, status: 200, response, summary };
+  const keyed = kind !== "health.live" && kind !== "health.ready";
+  return { type: "ops", method, path, kind, contentType, status: 200, response, summary, keyed };
 }
 
 /**

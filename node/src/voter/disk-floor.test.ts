@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { restartWithFaults } from "./test-fixtures/storage-faults.js";
-import { call, type VoterCluster } from "./test-fixtures/voter-cluster.js";
+import { call, metricsText, type VoterCluster } from "./test-fixtures/voter-cluster.js";
 
 vi.setConfig({ testTimeout: 60_000, hookTimeout: 30_000 });
 
@@ -98,7 +98,7 @@ describe("the disk floor, through HTTP", () => {
       hardFloorBytes: HARD,
       state: "soft",
     });
-    const metrics = await (await fetch(`${leaderUrl}/metrics`)).text();
+    const metrics = await metricsText(leaderUrl);
     expect(metrics).toContain(`keyload_disk_free_bytes ${500 * MiB}`);
     expect(metrics).toContain(`keyload_disk_floor_bytes{floor="soft"} ${SOFT}`);
     expect(metrics).toContain(`keyload_disk_floor_bytes{floor="hard"} ${HARD}`);
@@ -153,7 +153,7 @@ describe("the disk floor, through HTTP", () => {
         throw new Error("statfs failed");
       },
     });
-    const metrics = await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text();
+    const metrics = await metricsText(cluster.voter(0).httpUrl);
     expect(metrics).toContain("# TYPE keyload_disk_free_bytes gauge");
     expect(metrics).not.toMatch(/^keyload_disk_free_bytes /m);
   });

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it, vi } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
-import { call } from "./test-fixtures/voter-cluster.js";
+import { call, metricsText } from "./test-fixtures/voter-cluster.js";
 import { waitFor } from "./test-fixtures/wait-for.js";
 
 vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
@@ -81,7 +81,7 @@ describe("three voters on loopback", () => {
     });
     expect(refused.headers.get("retry-after")).not.toBeNull();
     // The leader's governor refused it, so the leader counts it.
-    const metrics = await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text();
+    const metrics = await metricsText(cluster.voter(0).httpUrl);
     expect(metrics).toContain(
       'keyload_command_admission_rejections_total{lane="data",reason="CommandBytes"} 1',
     );
@@ -91,7 +91,7 @@ describe("three voters on loopback", () => {
     );
     expect(metrics).toContain('keyload_command_admission_rejections_total{lane="data",reason="DiskFloor"} 0');
     // The follower, which forwarded it, refused nothing itself.
-    const followerMetrics = await (await fetch(`${cluster.voter(1).httpUrl}/metrics`)).text();
+    const followerMetrics = await metricsText(cluster.voter(1).httpUrl);
     expect(followerMetrics).toContain(
       'keyload_command_admission_rejections_total{lane="data",reason="CommandBytes"} 0',
     );
@@ -200,7 +200,7 @@ describe("three voters on loopback", () => {
   it("exports the process's event-loop delay, memory, CPU and GC", async () => {
     const cluster = await startCluster();
     await cluster.waitForLeader();
-    const text = await (await fetch(`${cluster.voter(1).httpUrl}/metrics`)).text();
+    const text = await metricsText(cluster.voter(1).httpUrl);
     for (const name of [
       "nodejs_eventloop_lag_p99_seconds",
       "process_resident_memory_bytes",
@@ -217,8 +217,7 @@ describe("three voters on loopback", () => {
   it("exports the peer transport's counters per peer, a refused handshake among them", async () => {
     const cluster = await startCluster();
     await cluster.waitForLeader();
-    const scrape = async () =>
-      metricSamples(await (await fetch(`${cluster.voter(0).httpUrl}/metrics`)).text());
+    const scrape = async () => metricSamples(await metricsText(cluster.voter(0).httpUrl));
     const traffic = ["sent_frames", "sent_bytes", "received_frames", "received_bytes"].flatMap((counter) =>
       ["voter2", "voter3"].map((peer) => `keyload_peer_${counter}_total{peer="${peer}"}`),
     );
@@ -249,7 +248,7 @@ describe("three voters on loopback", () => {
       commandId: "m1",
     });
     expect(put.status).toBe(200);
-    const text = await (await fetch(`${cluster.voter(leader).httpUrl}/metrics`)).text();
+    const text = await metricsText(cluster.voter(leader).httpUrl);
     for (const [name, type] of [
       ["keyload_build_info", "gauge"],
       ["keyload_log_fsync_duration_seconds", "histogram"],
@@ -271,9 +270,8 @@ describe("three voters on loopback", () => {
     expect(samples.get(`keyload_build_info{version="${version}",node_version="${process.version}"}`)).toBe(1);
     // Every voter saw its first leader; the old leader sees the one it hands over to.
     const changes = async (i: number) =>
-      metricSamples(await (await fetch(`${cluster.voter(i).httpUrl}/metrics`)).text()).get(
-        "keyload_raft_leader_changes_total",
-      ) ?? 0;
+      metricSamples(await metricsText(cluster.voter(i).httpUrl)).get("keyload_raft_leader_changes_total") ??
+      0;
     const until = async (done: () => Promise<boolean>) => {
       for (const deadline = Date.now() + 5_000; !(await done()) && Date.now() < deadline; )
         await new Promise((r) => setTimeout(r, 20));

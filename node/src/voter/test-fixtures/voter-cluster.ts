@@ -93,6 +93,22 @@ export interface HttpAnswer {
 }
 
 /** One JSON request with the admin key (or `key`). */
+/**
+ * A voter's `/metrics` text, read with the admin key; asked again while the voter answers 401, as one
+ * just started may not have applied the admin key yet (`/metrics` checks keys against its own catalog).
+ */
+export async function metricsText(url: string, waitMs = 10_000): Promise<string> {
+  const headers = { authorization: `Bearer ${ADMIN_KEY}` };
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    const res = await fetch(`${url}/metrics`, { headers, signal: AbortSignal.timeout(15_000) });
+    if (res.status === 200) return res.text();
+    await res.body?.cancel();
+    if (res.status !== 401 || Date.now() > deadline) throw new Error(`${url}/metrics answered ${res.status}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
 export async function call(
   url: string,
   method: string,
