@@ -46,7 +46,8 @@ describe("cancellation", () => {
     const leader = await cluster.waitForLeader();
     const tenant = await cluster.createTenant({ tenantId: "acme", principalId: "acme-ops" });
     const writer = cluster.client(tenant.apiKey, { maxAttempts: 1, adaptiveThrottle: false });
-    const operator = cluster.client();
+    // Reads the leader's /metrics, which takes a key but no quorum.
+    const operator = cluster.client(cluster.adminKey);
     const followers = cluster.voters.filter((v) => v.name !== leader.name);
     const dataLane = (field: "commands" | "active") =>
       metricOf(operator, leader.httpUrl, `keyload_command_admission_${field}`, { lane: "data" });

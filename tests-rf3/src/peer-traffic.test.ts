@@ -38,13 +38,13 @@ async function fillDataPool(
   });
 }
 
-/** The tests' tenant, a writer of it that sends each request once, and a client without a key. */
+/** The tests' tenant, a writer of it that sends each request once, and an operator reading /metrics. */
 async function clientsOf(
   cluster: TestCluster,
 ): Promise<{ tenant: { apiKey: string }; writer: KeyLoadClient; operator: KeyLoadClient }> {
   const tenant = await cluster.createTenant({ tenantId: "acme", principalId: "acme-app" });
   const writer = cluster.client(tenant.apiKey, { maxAttempts: 1, adaptiveThrottle: false });
-  return { tenant, writer, operator: cluster.client() };
+  return { tenant, writer, operator: cluster.client(cluster.adminKey) };
 }
 
 /** Waits until `voter` reports (on `/health/ready`) that it has applied the entry at `index`. */

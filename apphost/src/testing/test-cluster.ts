@@ -230,7 +230,7 @@ export class TestCluster {
   }
 
   /**
-   * A client of all three voters; without a key it can reach only health, metrics and the API document.
+   * A client of all three voters; without a key it can reach only the health routes.
    * `options` tunes it (timeouts, retries); dispose closes it.
    */
   client(apiKey?: string, options: Omit<KeyLoadClientOptions, "endpoints" | "apiKey"> = {}): KeyLoadClient {
