@@ -1,12 +1,8 @@
 import { Readable } from "node:stream";
-import { afterEach, describe, expect, it } from "vitest";
-import {
-  ConnectionError,
-  KeyLoadClient,
-  type KeyLoadClientOptions,
-  UnknownWriteOutcomeError,
-} from "./index.js";
-import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { describe, expect, it } from "vitest";
+import { ConnectionError, UnknownWriteOutcomeError } from "./index.js";
+import { scriptedVoters } from "./test-fixtures/scripted-client.js";
+import { errorBody, type ScriptedAnswer } from "./test-fixtures/scripted-voter.js";
 
 /**
  * A streamed body the caller's own iterable breaks off is cut before its last chunk, so no voter can
@@ -21,28 +17,7 @@ const UNKNOWN: ScriptedAnswer = {
 };
 const PATH = "/v1/catalog/k";
 
-const opened: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((o) => o.close()));
-});
-
-async function voter(...answers: ScriptedAnswer[]): Promise<ScriptedVoter> {
-  const v = await ScriptedVoter.start(...answers);
-  opened.push(v);
-  return v;
-}
-
-function client(endpoints: string[], options: Partial<KeyLoadClientOptions> = {}): KeyLoadClient {
-  const c = new KeyLoadClient({
-    endpoints,
-    apiKey: "key-1",
-    adaptiveThrottle: false,
-    backoff: { initialMs: 1, maxMs: 5 },
-    ...options,
-  });
-  opened.push(c);
-  return c;
-}
+const { voter, client } = scriptedVoters();
 
 /** A body that sends its first chunk, then throws `error`. */
 async function* breaking(error: Error): AsyncGenerator<Uint8Array> {

@@ -1,6 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { KeyLoadClient, type KeyLoadClientOptions, ResourceExhaustedError } from "./index.js";
-import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { describe, expect, it } from "vitest";
+import { ResourceExhaustedError } from "./index.js";
+import { scriptedVoters } from "./test-fixtures/scripted-client.js";
+import { errorBody, type ScriptedAnswer } from "./test-fixtures/scripted-voter.js";
 
 /**
  * A voter's HTTP pool and its disk floor are its own: another voter may accept what it refuses. Such a
@@ -41,28 +42,7 @@ const commandCount: ScriptedAnswer = {
   body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane: "data" }),
 };
 
-const opened: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((o) => o.close()));
-});
-
-async function voter(...answers: ScriptedAnswer[]): Promise<ScriptedVoter> {
-  const v = await ScriptedVoter.start(...answers);
-  opened.push(v);
-  return v;
-}
-
-function client(endpoints: string[], options: Partial<KeyLoadClientOptions> = {}): KeyLoadClient {
-  const c = new KeyLoadClient({
-    endpoints,
-    apiKey: "key-1",
-    adaptiveThrottle: false,
-    backoff: { initialMs: 1, maxMs: 5 },
-    ...options,
-  });
-  opened.push(c);
-  return c;
-}
+const { voter, client } = scriptedVoters();
 
 describe("a refusal of one voter's own", () => {
   it.each([
