@@ -5,10 +5,14 @@ import Database from "better-sqlite3";
 import { fsyncPath } from "../fs/fsync.js";
 import { type AppliedPosition, readMeta } from "./database.js";
 import { SCHEMA_VERSION } from "./schema.js";
+import { OLDEST_MIGRATABLE_SCHEMA } from "./schema-migration.js";
 
 /**
  * Reads the applied position a snapshot file covers, refusing a file that is not an intact state
- * database of this schema, so a bad snapshot never replaces good state.
+ * database of a schema this voter reads, so a bad snapshot never replaces good state. An older schema
+ * it can migrate is taken: the database migrates when it reopens, as a voter's own does after an
+ * upgrade. A snapshot taken before the cluster was upgraded, still the log's current one, would
+ * otherwise be refused at every install and every start, and the voter could never catch up.
  */
 export function inspectSnapshot(path: string): AppliedPosition {
   let db: Database.Database;
@@ -21,7 +25,9 @@ export function inspectSnapshot(path: string): AppliedPosition {
     const check = db.pragma("quick_check", { simple: true });
     if (check !== "ok") throw badSnapshot(path, `quick_check says ${String(check)}`);
     const meta = readMeta(db);
-    if (meta.schema_version !== SCHEMA_VERSION) throw badSnapshot(path, `schema ${meta.schema_version}`);
+    const version = meta.schema_version;
+    if (version < OLDEST_MIGRATABLE_SCHEMA || version > SCHEMA_VERSION)
+      throw badSnapshot(path, `schema ${version}`);
     return { index: meta.applied_index, term: meta.applied_term };
   } catch (error) {
     if (error instanceof InvalidArgumentError) throw error;

@@ -123,6 +123,34 @@ describe("snapshots", () => {
     h.ok("catalog.put", { value: 2 }, { params: { key: "k" } });
   });
 
+  it("installs a snapshot of the schema before, migrating it, and refuses one it cannot read", async () => {
+    const source = new Harness(temp.create("source"));
+    source.ok("queue.enqueue", { body: "kept" }, { params: { queue: "jobs" } });
+    await source.sm.createSnapshot(temp.path("snap.db"));
+    // As a voter of the version before wrote it: no `held` column, schema 4.
+    const old = new Database(temp.path("snap.db"));
+    old.exec("ALTER TABLE command_outcomes DROP COLUMN held");
+    old.exec("UPDATE meta SET schema_version = 4");
+    old.close();
+    const target = new Harness(temp.create("target"));
+    // The source applied one entry: the target's log continues at index 2.
+    target.ok("catalog.put", { value: 1 }, { params: { key: "k" } });
+    target.sm.restoreFromSnapshot(temp.path("snap.db"));
+    const lease = target.ok<{ messages: { body: unknown }[] }>(
+      "queue.lease",
+      {},
+      { params: { queue: "jobs" }, commandId: "l1" },
+    );
+    expect(lease.messages.map((m) => m.body)).toEqual(["kept"]);
+
+    const future = new Database(temp.path("snap.db"));
+    future.exec("UPDATE meta SET schema_version = 99");
+    future.close();
+    expect(() => target.sm.restoreFromSnapshot(temp.path("snap.db"))).toThrow(
+      expect.objectContaining({ reason: "InvalidSnapshot" }),
+    );
+  });
+
   it("stops the voter when its own copy fails the page check: its applied state is damaged", async () => {
     const source = new Harness(temp.create("source"));
     for (let i = 0; i < 500; i++)
