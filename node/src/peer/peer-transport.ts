@@ -99,7 +99,8 @@ export class PeerTransport {
   /** The authenticated connection each peer dialed to this node. */
   private readonly inbound = new Map<string, PeerConnection>();
   /** Inbound connections still in their handshake, oldest first, each with what gives its place back. */
-  private readonly pendingHandshakes = new Map<PeerConnection, () => void>();
+  /** Inbound connections still handshaking, oldest first: where each came from, and how to give its place back. */
+  private readonly pendingHandshakes = new Map<PeerConnection, { source: string; settle: () => void }>();
   /** Handshakes closed to make room for newer ones. */
   private readonly evicted = new WeakSet<PeerConnection>();
   /** Every accepted connection, authenticated or still in its handshake. */
@@ -325,28 +326,19 @@ export class PeerTransport {
       return;
     }
     const source = socket.remoteAddress ?? "unknown";
+    // Over either cap the oldest handshake makes room rather than the newest being refused: strangers
+    // holding every place idle until the timeout would otherwise keep the voters out (a voter dialling
+    // from an address they share, too), whereas a voter's handshake, over in a few round trips, is
+    // never the oldest for long. No log line per eviction: a flood of connections must not become a
+    // flood of log lines.
+    if ((this.handshaking.get(source) ?? 0) >= this.maxHandshakesPerSource) {
+      this.unattributed.handshakesOverCap++;
+      this.evictOldestHandshake(source);
+    } else if (this.handshakingTotal >= this.maxHandshakes) {
+      this.unattributed.handshakesOverCap++;
+      this.evictOldestHandshake(null);
+    }
     const fromSource = this.handshaking.get(source) ?? 0;
-    // No log line per refusal: a flood of connections must not become a flood of log lines.
-    if (fromSource >= this.maxHandshakesPerSource) {
-      this.unattributed.handshakesOverCap++;
-      socket.destroy();
-      return;
-    }
-    if (this.handshakingTotal >= this.maxHandshakes) {
-      // The oldest handshake makes room rather than the newest being refused: strangers holding every
-      // place idle until the timeout would otherwise keep the voters out, whereas a voter's handshake,
-      // over in a few round trips, is never the oldest for long.
-      this.unattributed.handshakesOverCap++;
-      const oldest = this.pendingHandshakes.entries().next();
-      if (!oldest.done) {
-        const [connection, giveBack] = oldest.value;
-        giveBack();
-        this.evicted.add(connection);
-        connection.close(
-          new PeerHandshakeError("Timeout", null, "closed to make room for a newer handshake"),
-        );
-      }
-    }
     this.handshaking.set(source, fromSource + 1);
     this.handshakingTotal++;
     let settled = false;
@@ -375,7 +367,7 @@ export class PeerTransport {
       onClose: (reason) => this.onInboundClose(connection, peerId, reason),
     });
     this.accepted.add(connection);
-    this.pendingHandshakes.set(connection, settle);
+    this.pendingHandshakes.set(connection, { source, settle });
     const timeout = setTimeout(
       () => connection.close(new PeerHandshakeError("Timeout", null, "the handshake timed out")),
       this.handshakeTimeoutMs,
@@ -410,6 +402,17 @@ export class PeerTransport {
         }
       },
     );
+  }
+
+  /** Closes the oldest inbound handshake, of `source` or (null) of any, giving its place back at once. */
+  private evictOldestHandshake(source: string | null): void {
+    for (const [connection, pending] of this.pendingHandshakes) {
+      if (source !== null && pending.source !== source) continue;
+      pending.settle();
+      this.evicted.add(connection);
+      connection.close(new PeerHandshakeError("Timeout", null, "closed to make room for a newer handshake"));
+      return;
+    }
   }
 
   private onInboundClose(connection: PeerConnection, peerId: string | null, reason: Error): void {
