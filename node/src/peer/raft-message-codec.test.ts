@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { Entry, Message, SnapshotMeta } from "../raft/types.js";
+import { type Entry, MAX_TERM, type Message, type SnapshotMeta } from "../raft/types.js";
 import { PeerProtocolError } from "./peer-errors.js";
 import { decodeRaftMessage, encodeRaftMessage } from "./raft-message-codec.js";
 import { anyMessage, appendOf, messageArbitraries } from "./test-fixtures/raft-message-arbitrary.js";
@@ -111,6 +111,14 @@ describe("raft message codec", () => {
     for (const term of [-1, 1.5, Number.NaN, 2 ** 53, Number.POSITIVE_INFINITY]) {
       protocolError(() => encodeRaftMessage({ type: "timeout-now", from: "a", to: "b", term }));
     }
+  });
+
+  it("refuses a term beyond MAX_TERM, which would leave the cluster no term to campaign in", () => {
+    const at = (term: number) =>
+      encodeRaftMessage({ type: "heartbeat-response", from: "a", to: "b", term, readRound: 0 });
+    expect(decodeRaftMessage(at(MAX_TERM))).toMatchObject({ term: MAX_TERM });
+    protocolError(() => decodeRaftMessage(at(MAX_TERM + 1)));
+    protocolError(() => decodeRaftMessage(at(Number.MAX_SAFE_INTEGER)));
   });
 
   it("sends a snapshot chunk only with its bytes, and refuses one that ends past its snapshot", () => {

@@ -1,6 +1,13 @@
 import { acceptEntryChecksum, checksumOfEntry } from "../raft/entry-checksum.js";
 import { entryTypeCode, entryTypeOf } from "../raft/entry-type.js";
-import type { ConfState, Entry, EntryType, Message, SnapshotMeta } from "../raft/types.js";
+import {
+  type ConfState,
+  type Entry,
+  type EntryType,
+  MAX_TERM,
+  type Message,
+  type SnapshotMeta,
+} from "../raft/types.js";
 import { BinaryReader } from "./binary-reader.js";
 import { BinaryWriter } from "./binary-writer.js";
 import { isMemberId } from "./member-name.js";
@@ -136,6 +143,7 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
   const from = r.string();
   const to = r.string();
   const term = r.uint();
+  if (term > MAX_TERM) throw new PeerProtocolError(`term ${term} is beyond the highest a message may carry`);
   let message: Message;
   switch (tag) {
     case TAG.append: {

@@ -7,6 +7,13 @@
 export type NodeId = string;
 
 /**
+ * The highest term a message may carry. Terms grow by one an election, so no cluster comes near it; one
+ * message at the top of the safe integers, adopted by every voter through their replies, would leave
+ * no next term to campaign in, and the cluster without a leader for good.
+ */
+export const MAX_TERM = 2 ** 52;
+
+/**
  * `noop` is the empty entry a new leader appends so it can commit entries of earlier terms; `conf`
  * holds a membership change (conf-change.ts), which takes effect when it is applied.
  */

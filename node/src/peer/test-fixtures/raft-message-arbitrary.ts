@@ -1,14 +1,16 @@
 import fc from "fast-check";
-import type { Entry, Message, SnapshotMeta } from "../../raft/types.js";
+import { type Entry, MAX_TERM, type Message, type SnapshotMeta } from "../../raft/types.js";
 
 const uint = fc.oneof(fc.nat(300), fc.maxSafeNat());
+/** A message's term: any a message may carry (MAX_TERM). */
+const term = fc.oneof(fc.nat(300), fc.nat({ max: MAX_TERM }));
 const text = fc.oneof(
   fc.string({ unit: "grapheme-ascii", maxLength: 12 }),
   fc.string({ unit: "grapheme", maxLength: 200 }),
 );
 const data = fc.oneof(fc.uint8Array({ maxLength: 40 }), fc.uint8Array({ minLength: 127, maxLength: 300 }));
 
-const base = { from: text, to: text, term: uint };
+const base = { from: text, to: text, term };
 
 const MAX_ENTRIES = 6;
 
@@ -108,7 +110,7 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
       from: text,
       to: text,
       // A leader's term, at least that of any snapshot it sends.
-      term: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: Number.MAX_SAFE_INTEGER })),
+      term: fc.oneof(fc.integer({ min: 1, max: 300 }), fc.integer({ min: 1, max: MAX_TERM })),
       offset: fc.nat({ max: 1 << 30 }),
       beyond: fc.nat({ max: 1 << 30 }),
       checksum: fc.nat({ max: 0xffff_ffff }),
