@@ -62,6 +62,11 @@ export class SnapshotInbox<S extends SnapshotChunkSink> {
     return c.sink;
   }
 
+  /** The sink of the snapshot being received, or received whole and not yet taken; null when none. */
+  sinkInUse(): S | null {
+    return (this.receiving ?? this.complete)?.sink ?? null;
+  }
+
   /** Drops whatever is being received or waits to be taken (the driver stops). */
   clear(): void {
     this.receiving?.sink.abort();

@@ -9,6 +9,7 @@ import type { SnapshotReceiver } from "../storage/snapshot-receiver.js";
 export class FileSnapshotSink implements SnapshotChunkSink {
   /** Chunks written so far. */
   chunks = 0;
+  private lastWrite: Promise<void> = Promise.resolve();
 
   constructor(private readonly receiver: SnapshotReceiver) {}
 
@@ -23,7 +24,13 @@ export class FileSnapshotSink implements SnapshotChunkSink {
   write(offset: number, data: Uint8Array): void {
     this.chunks++;
     // `seal` awaits the same chain of writes and rethrows its failure.
-    this.receiver.write(offset, data).catch(() => undefined);
+    this.lastWrite = this.receiver.write(offset, data);
+    this.lastWrite.catch(() => undefined);
+  }
+
+  /** Settles once every chunk so far is in the file; rejects if one of their writes failed. */
+  written(): Promise<void> {
+    return this.lastWrite;
   }
 
   abort(): void {

@@ -33,6 +33,7 @@ import { type EntriesAhead, ProposalWaiters } from "./proposal-waiters.js";
 import { type RaftTicks, raftTicks } from "./raft-ticks.js";
 import { ReadWaiters } from "./read-waiters.js";
 import { SnapshotBackoff } from "./snapshot-backoff.js";
+import { sendOnceWritten } from "./snapshot-chunk-acks.js";
 import { SnapshotSender } from "./snapshot-sender.js";
 import { VoterFailedError } from "./voter-failed-error.js";
 
@@ -580,7 +581,11 @@ export class RaftDriver {
       this.snapshotSender.send(m);
       return;
     }
-    this.heldAppends.send(m, this.lastRole === "leader");
+    const leading = this.lastRole === "leader";
+    sendOnceWritten(this.inbox, m, (ready) => {
+      // A chunk's acknowledgement may leave turns later: by then the voter may have stopped.
+      if (this.failure === null && this.running) this.heldAppends.send(ready, leading);
+    });
   }
 
   /** Seals the snapshot the leader streamed into a temporary file, once its bytes match. */

@@ -13,6 +13,7 @@ import { SNAPSHOT_DIR } from "../storage/log-recovery.js";
 import { SnapshotReader } from "../storage/snapshot-reader.js";
 import { CONF, dataFor, entries, hs, storageFixture } from "../storage/test-fixtures/storage-fixture.js";
 import { FileSnapshotSink } from "./file-snapshot-sink.js";
+import { sendOnceWritten } from "./snapshot-chunk-acks.js";
 import { SnapshotSender } from "./snapshot-sender.js";
 
 const fx = storageFixture();
@@ -81,7 +82,7 @@ class Peer {
         }
         for (const m of rd.messages) {
           if (m.type === "snapshot-chunk") this.sender.send(m);
-          else this.wire(m);
+          else sendOnceWritten(this.inbox, m, this.wire);
         }
         this.node.advance();
       }
@@ -208,6 +209,35 @@ describe("a snapshot streamed from a leader to a follower over real storage", ()
     // Then the log after the snapshot, by appends.
     await p.run(() => f.lastIndex() === 41);
     expect(p.leader.node.status().progress.n2?.state).toBe("replicate");
+  });
+
+  it("acknowledges a chunk once its bytes are in the file: a slow disk holds the sender to its window", async () => {
+    const p = await pair();
+    let release!: () => void;
+    const disk = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const files = p.follower.store.snapshotFiles;
+    const receive = files.receive.bind(files);
+    vi.spyOn(files, "receive").mockImplementation((meta, size) => {
+      const receiver = receive(meta, size);
+      const write = receiver.write.bind(receiver);
+      // The bytes go to the file, but no write completes until the disk catches up.
+      receiver.write = (offset, data) => {
+        const done = write(offset, data);
+        return disk.then(() => done);
+      };
+      return receiver;
+    });
+    let rounds = 0;
+    await p.run(() => ++rounds > 300);
+    // Unacknowledged, the leader sent no chunk past its window; before, each chunk was acknowledged as
+    // soon as it was queued, and the whole snapshot waited in the follower's memory.
+    expect(p.chunks.length).toBeGreaterThan(0);
+    expect(Math.max(...p.chunks.map((m) => m.offset))).toBeLessThan(WINDOW * CHUNK);
+    release();
+    await p.run(installed(p));
+    expect(new Uint8Array(readFileSync(p.follower.store.verifiedSnapshotPath()!))).toEqual(SNAP_DATA);
   });
 
   it("the sender reuses a chunk's buffer only once the transport released it", async () => {
