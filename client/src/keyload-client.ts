@@ -591,7 +591,7 @@ export class KeyLoadClient {
     }
   }
 
-  // Operations: about one voter each, asked once, without a key
+  // Operations: about one voter each, asked once; health without a key
 
   /** Liveness of one voter; UnavailableError (reason NotLive) when it is not. */
   live(options: CallOptions = {}): Promise<Health> {
