@@ -3,7 +3,6 @@ import type { ApplyContext } from "./apply-context.js";
 import { type CommandEnvelope, type EntryKind, routeParam } from "./command-envelope.js";
 import { parseDirective } from "./dispatch.js";
 import { parseEdge } from "./graph.js";
-import { HeldResult } from "./held-results.js";
 import {
   invalid,
   type JsonObject,
@@ -19,9 +18,8 @@ import type { Stores } from "./stores.js";
 import { applyWriteSet, parseWriteSet } from "./transactions.js";
 
 /**
- * Applies one command inside its savepoint and returns its result (a HeldResult when it hands out stored
- * JSON). Anything the command cannot do is a thrown KeyLoadError, which the state machine commits as the
- * command's deterministic outcome.
+ * Applies one command inside its savepoint and returns its result. Anything the command cannot do is a
+ * thrown KeyLoadError, which the state machine commits as the command's deterministic outcome.
  */
 export type CommandHandler = (ctx: ApplyContext, envelope: CommandEnvelope, stores: Stores) => object;
 
@@ -72,7 +70,7 @@ export const COMMAND_HANDLERS: Record<EntryKind, CommandHandler> = {
   "queue.lease": (ctx, env, { queues }) => {
     const body = parseBody(env.payload, true);
     const max = optionalInteger(body, "max", 1, ctx.limits.maxLeaseBatch) ?? 1;
-    return HeldResult.ofLease(queues.leaseBatch(ctx, routeParam(env, "queue"), max, visibility(ctx, body)));
+    return queues.leaseBatch(ctx, routeParam(env, "queue"), max, visibility(ctx, body));
   },
   "queue.ack": (ctx, env, { queues }) => {
     const body = parseBody(env.payload, false);
@@ -113,9 +111,7 @@ export const COMMAND_HANDLERS: Record<EntryKind, CommandHandler> = {
     const max =
       optionalInteger(body, "max", 1, ctx.limits.maxLeaseBatch) ??
       Math.min(DEFAULT_DELIVERY_BATCH, ctx.limits.maxLeaseBatch);
-    return HeldResult.ofDelivery(
-      subscriptions.deliver(ctx, routeParam(env, "name"), max, visibility(ctx, body)),
-    );
+    return subscriptions.deliver(ctx, routeParam(env, "name"), max, visibility(ctx, body));
   },
   "subscription.ack": (ctx, env, { subscriptions }) => {
     parseBody(env.payload, true);

@@ -1,6 +1,5 @@
 import type { ErrorCode } from "@keyload/contract";
 import type Database from "better-sqlite3";
-import { type HeldForm, type HeldResult, HeldResultReader } from "./held-results.js";
 import type { CanonicalLimits } from "./limits.js";
 
 /** A deterministic refusal, as stored and as answered: the contract's error body without `details`. */
@@ -42,7 +41,6 @@ interface OutcomeRow {
   digest: Buffer;
   failed: number;
   body: string;
-  held: HeldForm | null;
 }
 
 /**
@@ -71,10 +69,7 @@ interface OldestOutcome {
  */
 export class CommandOutcomes {
   private readonly find: Database.Statement<[string, string], OutcomeRow>;
-  private readonly insert: Database.Statement<
-    [string, string, number, Buffer, number, number, string, HeldForm | null]
-  >;
-  private readonly heldResults: HeldResultReader;
+  private readonly insert: Database.Statement<[string, string, number, Buffer, number, number, string]>;
   private readonly expire: Database.Statement<[ExpiryBounds]>;
   private readonly first: Database.Statement<[], { seq: number; at_ms: number }>;
   private readonly findExpired: Database.Statement<
@@ -95,13 +90,12 @@ export class CommandOutcomes {
 
   constructor(db: Database.Database) {
     this.find = db.prepare(
-      "SELECT entry_index, digest, failed, body, held FROM command_outcomes WHERE tenant = ? AND command_id = ?",
+      "SELECT entry_index, digest, failed, body FROM command_outcomes WHERE tenant = ? AND command_id = ?",
     );
     this.insert = db.prepare(
-      `INSERT INTO command_outcomes (tenant, command_id, entry_index, digest, at_ms, failed, body, held)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO command_outcomes (tenant, command_id, entry_index, digest, at_ms, failed, body)
+       VALUES (?, ?, ?, ?, ?, ?, ?)`,
     );
-    this.heldResults = new HeldResultReader(db);
     // Entry time never runs backwards, so `at_ms` grows with `seq` and the expirable rows are always the
     // oldest few: looking at the first EXPIRY_BATCH rows by seq is enough.
     const expirable = `seq IN (SELECT seq FROM command_outcomes ORDER BY seq LIMIT ${EXPIRY_BATCH}) AND seq <= @seqBound AND at_ms < @timeBound`;
@@ -124,23 +118,15 @@ export class CommandOutcomes {
     this.firstDedupe = db.prepare("SELECT at_ms FROM command_dedupe ORDER BY seq LIMIT 1");
   }
 
-  /**
-   * The outcome in full; a held result (see HeldResult) is rebuilt from the rows it names, and when one
-   * is gone the outcome reads as expired, as it would past its window.
-   */
-  get(tenant: string, commandId: string): StoredOutcome | StoredExpiredOutcome | undefined {
+  get(tenant: string, commandId: string): StoredOutcome | undefined {
     const row = this.find.get(tenant, commandId);
     if (row === undefined) return undefined;
-    const index = row.entry_index;
     const body: unknown = JSON.parse(row.body);
-    if (row.failed === 1) {
-      return { digest: row.digest, outcome: { status: "failed", index, error: body as OutcomeError } };
-    }
-    const result = row.held === null ? body : this.heldResults.read(tenant, row.held, body);
-    if (result === undefined) {
-      return { digest: row.digest, outcome: { status: "expired", index, failed: false, errorCode: null } };
-    }
-    return { digest: row.digest, outcome: { status: "committed", index, result } };
+    const outcome: CommandOutcome =
+      row.failed === 1
+        ? { status: "failed", index: row.entry_index, error: body as OutcomeError }
+        : { status: "committed", index: row.entry_index, result: body };
+    return { digest: row.digest, outcome };
   }
 
   /** The dedupe record of an outcome past its full window, if the ID has one. */
@@ -154,10 +140,7 @@ export class CommandOutcomes {
     };
   }
 
-  /**
-   * Stores an outcome, then expires what the retention rule lets go; returns nothing to undo. `held`: the
-   * committed result handed out stored JSON, and its stored form is kept instead.
-   */
+  /** Stores an outcome, then expires what the retention rule lets go; returns nothing to undo. */
   record(
     tenant: string,
     commandId: string,
@@ -165,23 +148,12 @@ export class CommandOutcomes {
     atMs: number,
     outcome: CommandOutcome,
     limits: CanonicalLimits,
-    held?: HeldResult,
   ): void {
     const failed = outcome.status === "failed";
-    const stored = failed ? null : (held ?? null);
-    const body = JSON.stringify(failed ? outcome.error : (stored?.stored ?? outcome.result));
-    const form = stored?.form ?? null;
-    const inserted = this.insert.run(
-      tenant,
-      commandId,
-      outcome.index,
-      digest,
-      atMs,
-      failed ? 1 : 0,
-      body,
-      form,
+    const body = JSON.stringify(failed ? outcome.error : outcome.result);
+    const seq = Number(
+      this.insert.run(tenant, commandId, outcome.index, digest, atMs, failed ? 1 : 0, body).lastInsertRowid,
     );
-    const seq = Number(inserted.lastInsertRowid);
     if (this.oldest === undefined) {
       const row = this.first.get();
       this.oldest = row === undefined ? null : { seq: row.seq, atMs: row.at_ms };

@@ -42,7 +42,7 @@ describe("openDatabase", () => {
     );
   });
 
-  it("migrates a version-2 database in place: tombstones purged, versions grow, key hashes keyed, outcomes kept", async () => {
+  it("migrates a version-2 database in place: tombstones purged, versions grow, key hashes keyed", async () => {
     dir = mkdtempSync(join(tmpdir(), "keyload-schema-"));
     const path = join(dir, "state.db");
     const old = new Database(path);
@@ -53,16 +53,6 @@ describe("openDatabase", () => {
     // A key stored as earlier versions did: its plain SHA-256.
     old.prepare("INSERT INTO principals VALUES ('svc', 't1', '[\"reader\"]', 1)").run();
     old.prepare("INSERT INTO api_keys VALUES ('k1', 'svc', ?, 1)").run(hashApiKey("an old key"));
-    // A lease's outcome as earlier versions stored it: its message's body copied in.
-    const leased = {
-      queue: "q",
-      leaseToken: "tok",
-      leaseExpiresAtMs: 9,
-      messages: [{ messageId: "1.0", body: "b" }],
-    };
-    old
-      .prepare("INSERT INTO command_outcomes VALUES (1, 't1', 'lease-1', 7, x'00', 0, 0, ?)")
-      .run(JSON.stringify(leased));
     old.close();
 
     const sm = StateMachine.open({ path, keyHasher: TEST_KEY_HASHER });
@@ -71,7 +61,6 @@ describe("openDatabase", () => {
       expect(sm.authenticate(TEST_KEY_HASHER.hash("an old key"))).toMatchObject({ keyId: "k1" });
       expect(sm.authenticate(hashApiKey("an old key"))).toBeUndefined();
       expect(sm.dump()).not.toContain(hashApiKey("an old key"));
-      expect(sm.commandOutcome("t1", "lease-1")).toMatchObject({ status: "committed", result: leased });
       expect(sm.dump()).toMatch(/\[2,"t1","live",2,"\\"v\\"",4,null\]/);
       expect(sm.dump()).toMatch(/\[1,"t1","gone",5,null,3,0\]/);
       expect(h.ok("catalog.put", { value: 1 }, { params: { key: "x" } })).toMatchObject({ version: 1 });

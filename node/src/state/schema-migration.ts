@@ -14,8 +14,6 @@ export function migrateSchema(db: Database.Database, from: number, keyHasher: Ap
   db.transaction(() => {
     if (from <= 2) toVersion3(db);
     if (from <= 3) toVersion4(db, keyHasher);
-    // Outcomes stored before keep their results in full, which a null `held` says.
-    if (from <= 4) db.exec("ALTER TABLE command_outcomes ADD COLUMN held TEXT");
     db.prepare("UPDATE meta SET schema_version = ? WHERE id = 1").run(SCHEMA_VERSION);
   })();
 }

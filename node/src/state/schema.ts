@@ -3,10 +3,9 @@ import type Database from "better-sqlite3";
 /**
  * Bumped whenever a table or what a column holds changes. A database of an older version is migrated
  * when it opens (see migrateSchema) when it can be; any other version is refused. 4: API key hashes are
- * keyed from the cluster secret (ApiKeyHasher). 5: an outcome may hold its result by reference
- * (`command_outcomes.held`, see HeldResult).
+ * keyed from the cluster secret (ApiKeyHasher).
  */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 4;
 
 /**
  * What schema 3 added, shared by the DDL of a new database and the migration of a version-2 one: the
@@ -59,7 +58,6 @@ CREATE TABLE command_outcomes (
   at_ms INTEGER NOT NULL,
   failed INTEGER NOT NULL,
   body TEXT NOT NULL,
-  held TEXT,
   UNIQUE (tenant, command_id)
 );
 ${V3_DDL}

@@ -127,10 +127,9 @@ describe("snapshots", () => {
     const source = new Harness(temp.create("source"));
     source.ok("queue.enqueue", { body: "kept" }, { params: { queue: "jobs" } });
     await source.sm.createSnapshot(temp.path("snap.db"));
-    // As a voter of the version before wrote it: no `held` column, schema 4.
+    // As a voter of the version before wrote it (schema 3 kept its key hashes unkeyed; it holds none).
     const old = new Database(temp.path("snap.db"));
-    old.exec("ALTER TABLE command_outcomes DROP COLUMN held");
-    old.exec("UPDATE meta SET schema_version = 4");
+    old.exec("UPDATE meta SET schema_version = 3");
     old.close();
     const target = new Harness(temp.create("target"));
     // The source applied one entry: the target's log continues at index 2.

@@ -24,7 +24,6 @@ import type { Directive } from "./dispatch.js";
 import type { StoredDocument } from "./documents.js";
 import { dumpDatabase } from "./dump.js";
 import type { TraverseRequest } from "./graph.js";
-import { HeldResult } from "./held-results.js";
 import { documentText } from "./json-value.js";
 import { prefixRange } from "./key-range.js";
 import { type CanonicalLimits, limitsFingerprint, resolveLimits } from "./limits.js";
@@ -551,7 +550,6 @@ export class StateMachine {
       return this.unstoredRefusal(entry, tenant, commandId, conflict);
     }
     let outcome: CommandOutcome;
-    let held: HeldResult | undefined;
     const searchMark = stores.searchChanges.mark();
     try {
       // Refused like any command that cannot apply: the outcome is stored under the ID and answered.
@@ -565,9 +563,7 @@ export class StateMachine {
           },
         );
       }
-      const produced = runCommand(ctx, envelope);
-      held = produced instanceof HeldResult ? produced : undefined;
-      outcome = { status: "committed", index: entry.index, result: held?.result ?? produced };
+      outcome = { status: "committed", index: entry.index, result: runCommand(ctx, envelope) };
     } catch (error) {
       if (!(error instanceof KeyLoadError)) throw error;
       stores.searchChanges.rollbackTo(searchMark);
@@ -577,7 +573,7 @@ export class StateMachine {
         error: { code: error.code, reason: error.reason, message: error.message },
       };
     }
-    stores.outcomes.record(tenant, commandId, digest, ctx.nowMs, outcome, this.limits, held);
+    stores.outcomes.record(tenant, commandId, digest, ctx.nowMs, outcome, this.limits);
     return { type: "command", entryIndex: entry.index, tenant, commandId, duplicate: false, outcome };
   }
 
