@@ -7,7 +7,7 @@ import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
  * The disk floor on three voter processes measuring their real data dirs: a floor above any disk's
  * free space (1 PiB) stands for a full disk. Below the soft floor data writes are refused with
  * `DiskFloor` before their command ID is taken and control work commits; below the hard floor control
- * work is refused too. Reads go on.
+ * work is refused too, as `DiskHardFloor`. Reads go on.
  */
 const PiB = 2 ** 50;
 
@@ -77,7 +77,8 @@ describe("the disk floor", () => {
     });
     const admin = adminOf(cluster);
     const control = await refusal(admin.dispatch("ops", "go", undefined, { commandId: "ctl-1" }));
-    expect([control.reason, control.lane]).toEqual(["DiskFloor", "control"]);
+    // DiskFloor is the data lane's (contract section 8): control work has a reason of its own here.
+    expect([control.reason, control.lane]).toEqual(["DiskHardFloor", "control"]);
     expect(control.details).toMatchObject({ limit: "HardFloorBytes", limitValue: PiB });
     const data = await refusal(admin.put("disk/1", { n: 1 }));
     expect([data.reason, data.lane]).toEqual(["DiskFloor", "data"]);
