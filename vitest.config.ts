@@ -58,6 +58,8 @@ export default defineConfig({
           maxWorkers: WAITING_FILE_WORKERS,
           sequence: { groupOrder: 0 },
           testTimeout: 600_000,
+          // A file may run its seeds once for all its tests, in beforeAll: as long as a test.
+          hookTimeout: 600_000,
         },
       },
       {
