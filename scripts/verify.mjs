@@ -3,11 +3,12 @@
 // then the unit and sim projects again on Node 24 (KEYLOAD_NODE24=0 leaves them out), then a short
 // endurance run.
 // A failed typecheck or lint still lets the tests run, and each counts as one failed check in the last
-// line, `N passed, N failed`, which is always printed, so CI reads one summary whatever broke.
+// line, `N passed, N failed`, which is always printed, so CI reads one summary whatever broke; the
+// lines just above it name each failure.
 import { spawnSync } from "node:child_process";
 import { runNode24Suites } from "./node24-suites.mjs";
 import { CONTAINER_SUBSET_ARGS, CONTAINER_SUBSET_ENV } from "./rf3-container-subset.mjs";
-import { runVitest } from "./vitest-summary.mjs";
+import { printSummary, runVitest } from "./vitest-summary.mjs";
 
 function step(command, args) {
   return spawnSync(command, args, { stdio: "inherit" }).status === 0;
@@ -16,15 +17,18 @@ function step(command, args) {
 let status = 0;
 let passed = 0;
 let failed = 0;
+/** @type {string[]} */
+const failures = [];
 if (!step(process.execPath, ["scripts/setup.mjs"])) {
   // Without the dependencies nothing else can run.
-  console.log("0 passed, 1 failed");
+  printSummary({ passed: 0, failed: 1, failures: ["pnpm setup"] });
   process.exit(1);
 }
 for (const check of ["typecheck", "lint"]) {
   if (step("pnpm", [check])) continue;
   console.error(`verify: pnpm ${check} failed`);
   failed += 1;
+  failures.push(`pnpm ${check}`);
   status = 1;
 }
 const runs = [runVitest([])];
@@ -36,25 +40,28 @@ if (process.env.KEYLOAD_REQUIRE_CONTAINER_RUNTIME === "1") {
 for (const tests of runs) {
   passed += tests.passed;
   failed += tests.failed;
+  failures.push(...tests.failures);
   if (tests.status !== 0 && status === 0) status = tests.status;
 }
 // The unit and sim projects again on Node 24 (node24-suites.mjs). Where Node 24 or its better-sqlite3
 // cannot be had they are skipped, saying why; with KEYLOAD_REQUIRE_NODE24=1 (CI) that skip fails.
 const node24 =
   process.env.KEYLOAD_NODE24 === "0"
-    ? { status: 0, passed: 0, failed: 0, skipped: "KEYLOAD_NODE24=0" }
+    ? { status: 0, passed: 0, failed: 0, failures: [], skipped: "KEYLOAD_NODE24=0" }
     : runNode24Suites();
 if (node24.skipped) {
   console.error(`verify: the Node 24 suites skipped: ${node24.skipped}`);
   if (process.env.KEYLOAD_REQUIRE_NODE24 === "1") {
     console.error("verify: KEYLOAD_REQUIRE_NODE24=1, so that skip counts as a failure");
     failed += 1;
+    failures.push(`the Node 24 suites (skipped: ${node24.skipped})`);
     if (status === 0) status = 1;
   }
 } else {
   console.error(`verify: Node ${node24.version}: ${node24.passed} passed, ${node24.failed} failed`);
   passed += node24.passed;
   failed += node24.failed;
+  failures.push(...node24.failures.map((name) => `on Node ${node24.version}: ${name}`));
   if (node24.status !== 0 && status === 0) status = node24.status;
 }
 // A short endurance run (docs/benchmarks.md, "Endurance"): its first half is the warm-up, so the
@@ -69,7 +76,8 @@ if (step("pnpm", ["bench:endurance", "--", ...endurance])) {
 } else {
   console.error("verify: pnpm bench:endurance failed");
   failed += 1;
+  failures.push("pnpm bench:endurance");
   if (status === 0) status = 1;
 }
-console.log(`${passed} passed, ${failed} failed`);
+printSummary({ passed, failed, failures });
 process.exit(status);

@@ -1,16 +1,18 @@
 // Runs vitest with a JSON report beside the default one and reads from it how many tests passed and
-// failed; shared by `pnpm test` and `npm run verify`, which print the summary line CI reads.
+// failed, and which; shared by `pnpm test` and `npm run verify`, which print the summary line CI reads
+// with the failures named just above it, where a log cut to its last lines still shows them.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 
 /**
  * @param {string[]} args
  * @param {Record<string, string>} [env] added to this process's environment for the run
- * @returns {{ status: number, passed: number, failed: number }}
+ * @returns {{ status: number, passed: number, failed: number, failures: string[] }}
  */
 export function runVitest(args, env = {}) {
+  const root = process.cwd();
   const dir = mkdtempSync(join(tmpdir(), "keyload-vitest-"));
   const report = join(dir, "results.json");
   try {
@@ -31,14 +33,21 @@ export function runVitest(args, env = {}) {
     try {
       const results = JSON.parse(readFileSync(report, "utf8"));
       if (results.numTotalTests === 0 && status === 0) status = 1;
+      const runtimeErrors = results.numRuntimeErrors ?? 0;
       return {
         status,
         passed: results.numPassedTests,
-        failed: results.numFailedTests + (results.numRuntimeErrors ?? 0) + failedWithoutTests(results),
+        failed: results.numFailedTests + runtimeErrors + failedWithoutTests(results),
+        failures: [
+          ...failureNames(results, root),
+          ...(runtimeErrors > 0
+            ? [`${runtimeErrors} error(s) outside any test (vitest's log says which)`]
+            : []),
+        ],
       };
     } catch {
       // No report: vitest itself failed, which counts as one failure.
-      return { status: status || 1, passed: 0, failed: 1 };
+      return { status: status || 1, passed: 0, failed: 1, failures: ["vitest wrote no report"] };
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -55,4 +64,30 @@ export function failedWithoutTests(results) {
     (file) =>
       file.status === "failed" && !(file.assertionResults ?? []).some((test) => test.status === "failed"),
   ).length;
+}
+
+/**
+ * Each failed test as `file > test`, and each file that failed outside its tests as `file (outside
+ * its tests)`, the files relative to `root`.
+ * @param {{ testResults?: { name?: string, status?: string, assertionResults?: { status?: string, fullName?: string }[] }[] }} results
+ * @param {string} root
+ */
+export function failureNames(results, root) {
+  const names = [];
+  for (const file of results.testResults ?? []) {
+    const path = relative(root, file.name ?? "");
+    const failedTests = (file.assertionResults ?? []).filter((test) => test.status === "failed");
+    for (const test of failedTests) names.push(`${path} > ${test.fullName}`);
+    if (file.status === "failed" && failedTests.length === 0) names.push(`${path} (outside its tests)`);
+  }
+  return names;
+}
+
+/**
+ * The summary CI reads: the failures named, then `N passed, N failed` as the last line.
+ * @param {{ passed: number, failed: number, failures: string[] }} tests
+ */
+export function printSummary({ passed, failed, failures }) {
+  for (const name of failures) console.log(`failed: ${name}`);
+  console.log(`${passed} passed, ${failed} failed`);
 }

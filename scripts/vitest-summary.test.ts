@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { failedWithoutTests } from "./vitest-summary.mjs";
+import { failedWithoutTests, failureNames } from "./vitest-summary.mjs";
 
 describe("the summary of a vitest run", () => {
   it("counts a file that failed outside its tests, whose tests count as neither passed nor failed", () => {
@@ -17,5 +17,39 @@ describe("the summary of a vitest run", () => {
       }),
     ).toBe(2);
     expect(failedWithoutTests({})).toBe(0);
+  });
+});
+
+describe("the names of a vitest run's failures", () => {
+  it("names each failed test under its file, and each file that failed outside its tests", () => {
+    expect(
+      failureNames(
+        {
+          testResults: [
+            {
+              name: "/repo/node/src/a.test.ts",
+              status: "failed",
+              assertionResults: [
+                { status: "passed", fullName: "a passes" },
+                { status: "failed", fullName: "a group fails once" },
+                { status: "failed", fullName: "a group fails twice" },
+              ],
+            },
+            {
+              name: "/repo/tests-rf3/src/b.test.ts",
+              status: "failed",
+              assertionResults: [{ status: "skipped" }],
+            },
+            { name: "/repo/c.test.ts", status: "passed", assertionResults: [{ status: "passed" }] },
+          ],
+        },
+        "/repo",
+      ),
+    ).toEqual([
+      "node/src/a.test.ts > a group fails once",
+      "node/src/a.test.ts > a group fails twice",
+      "tests-rf3/src/b.test.ts (outside its tests)",
+    ]);
+    expect(failureNames({}, "/repo")).toEqual([]);
   });
 });
