@@ -200,6 +200,11 @@ export class PublishOutputError extends AppHostError {
   readonly code = "AppHostPublishOutput";
 }
 
+/** The sources a voter runs could not be transpiled (voter-build.ts): the message names the file. */
+export class VoterBuildError extends AppHostError {
+  readonly code = "AppHostVoterBuild";
+}
+
 /** The voter image's build context could not be staged, or `docker build` failed. */
 export class ImageBuildError extends AppHostError {
   readonly code = "AppHostImageBuild";

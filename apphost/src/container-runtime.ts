@@ -3,6 +3,7 @@ import type { AppModel } from "./app-model.js";
 import { ContainerEngineError } from "./apphost-errors.js";
 import { assertEngine, docker, ensureVoterImage, removeContainers } from "./container-engine.js";
 import { recordOf } from "./process-table.js";
+import { voterNodeArgs } from "./voter-build.js";
 import {
   exitOf,
   noteContainerStart,
@@ -60,7 +61,7 @@ export const containerRuntime: VoterRuntime = {
   async start(launch: VoterLaunch): Promise<VoterProcess> {
     await assertEngine();
     await ensureVoterImage();
-    const spec = voterContainerSpec(launch);
+    const spec = voterContainerSpec(launch, await voterNodeArgs());
     // A container of an earlier run that the engine has not removed yet would hold the name.
     await removeContainers([spec.name]);
     const logOffset = noteContainerStart(launch, spec.name);

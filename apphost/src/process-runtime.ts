@@ -2,8 +2,9 @@ import { closeSync, mkdirSync } from "node:fs";
 import { execa } from "execa";
 import { isForwardingVariable } from "./config-forwarding.js";
 import { recordOf } from "./process-table.js";
-import { REPO_ROOT, VOTER_NODE_ARGS } from "./repo-layout.js";
+import { REPO_ROOT } from "./repo-layout.js";
 import { isSupervisionVariable, supervisionEnvironment } from "./supervision.js";
+import { voterNodeArgs } from "./voter-build.js";
 import { appendNote, logSize, openForAppend } from "./voter-log-file.js";
 import type { VoterExit, VoterLaunch, VoterProcess, VoterRuntime } from "./voter-runtime.js";
 
@@ -24,7 +25,7 @@ function inheritedEnvironment(): Record<string, string> {
  * a process group of its own: a Ctrl-C at the terminal reaches only the AppHost, which then stops the
  * voters once, gracefully, instead of each voter seeing the signal twice.
  */
-function spawnVoter(launch: VoterLaunch): VoterProcess {
+function spawnVoter(launch: VoterLaunch, nodeArgs: readonly string[]): VoterProcess {
   const { voter, supervised } = launch;
   // The voter keeps its data private (0700) and warns about a directory others may read.
   mkdirSync(voter.dataDir, { recursive: true, mode: 0o700 });
@@ -38,7 +39,7 @@ function spawnVoter(launch: VoterLaunch): VoterProcess {
   // execa's types name only descriptors 3-9, but it hands any open descriptor to the child unchanged.
   const logFd = fd as 3;
   try {
-    const child = execa(process.execPath, VOTER_NODE_ARGS, {
+    const child = execa(process.execPath, nodeArgs, {
       cwd: REPO_ROOT,
       env: {
         ...inheritedEnvironment(),
@@ -74,9 +75,9 @@ function spawnVoter(launch: VoterLaunch): VoterProcess {
   }
 }
 
-/** The `process` runtime: every voter a child process of this machine, running from source through tsx. */
+/** The `process` runtime: every voter a child process of this machine, running the tree's sources. */
 export const processRuntime: VoterRuntime = {
   kind: "process",
-  start: async (launch) => spawnVoter(launch),
+  start: async (launch) => spawnVoter(launch, await voterNodeArgs()),
   removeLeftovers: async () => {},
 };

@@ -22,9 +22,8 @@ import { REPO_ROOT } from "./repo-layout.js";
  * production dependencies, and the entrypoint (voter-image/). Unlike the container runtime's skeleton
  * (voter-container-spec.ts), it mounts nothing from the host, so it runs wherever it is copied.
  *
- * The voter runs compiled rather than through tsx: no transpiler, loader hooks or transpile cache at
- * run time (a read-only root filesystem works, and every start is as fast as the first), and tsc
- * refuses to stage sources that do not type-check.
+ * The voter is compiled by tsc rather than transpiled file by file as `up` runs it (voter-build.ts):
+ * tsc refuses to stage sources that do not type-check.
  */
 
 /** The image's user: not root, and no user of a usual host, so host files are not its by accident. */

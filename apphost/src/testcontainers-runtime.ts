@@ -1,6 +1,7 @@
 import { httpUrlOf } from "./app-model.js";
 import { recordOf } from "./process-table.js";
 import { ensureVoterImage, removeContainers, testcontainersEngine } from "./testcontainers-engine.js";
+import { voterNodeArgs } from "./voter-build.js";
 import {
   noteContainerStart,
   STATE_DIR_LABEL,
@@ -27,7 +28,7 @@ export const testcontainersRuntime: VoterRuntime = {
     // Loaded once the engine is, after testcontainers' settings (testcontainers-engine.ts).
     const { VoterContainer } = await import("./voter-container.js");
     const { voter, stateDir } = launch;
-    const spec = voterContainerSpec(launch);
+    const spec = voterContainerSpec(launch, await voterNodeArgs());
     const labels = [`${STATE_DIR_LABEL}=${stateDir}`, `${VOTER_LABEL}=${voter.name}`];
     // A container of this voter that the engine has not finished removing would hold the name.
     await removeContainers(client, labels);

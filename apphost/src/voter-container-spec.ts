@@ -5,7 +5,7 @@ import { dirname, join, relative, sep } from "node:path";
 import { execa } from "execa";
 import type { VoterName } from "./app-model.js";
 import { ContainerRuntimeUnavailableError } from "./apphost-errors.js";
-import { REPO_ROOT, VOTER_NODE_ARGS } from "./repo-layout.js";
+import { REPO_ROOT } from "./repo-layout.js";
 import { supervisionEnvironment } from "./supervision.js";
 import { appendNote, logSize } from "./voter-log-file.js";
 import type { VoterExit, VoterLaunch } from "./voter-runtime.js";
@@ -80,13 +80,6 @@ export interface VoterContainerSpec {
   readonly command: readonly string[];
 }
 
-/**
- * tsx's cache of transpiled sources, where tsx keeps it for this user (under TMPDIR). A container's
- * /tmp starts empty: without the host's cache each voter transpiled every source again, and a cluster
- * of containers took twice as long as one of processes to be ready.
- */
-const TSX_CACHE = join(tmpdir(), `tsx-${process.geteuid?.() ?? 0}`);
-
 function isWithin(path: string, dir: string): boolean {
   const rel = relative(dir, path);
   return rel === "" || (!rel.startsWith(`..${sep}`) && rel !== ".." && !rel.startsWith(sep));
@@ -94,19 +87,15 @@ function isWithin(path: string, dir: string): boolean {
 
 /**
  * The host paths a voter's container sees, each at its own path: the system (Node.js, its libraries,
- * /etc for name resolution) and the repository read-only, the state dir (data dirs and logs) and tsx's
- * cache writable.
+ * /etc for name resolution) and the repository (with the transpiled sources, voter-build.ts) read-only,
+ * the state dir (data dirs and logs) writable.
  */
 function mountsFor(stateDir: string): VoterMount[] {
   const readOnly = ["/usr", "/etc", REPO_ROOT];
   // Node.js installed outside /usr (nvm, a tarball) is mounted from where it is.
   const nodePrefix = dirname(dirname(realpathSync(process.execPath)));
   if (!readOnly.some((dir) => isWithin(nodePrefix, dir))) readOnly.push(nodePrefix);
-  return [
-    ...readOnly.map((path) => ({ path, readOnly: true })),
-    { path: stateDir, readOnly: false },
-    { path: TSX_CACHE, readOnly: false },
-  ];
+  return [...readOnly.map((path) => ({ path, readOnly: true })), { path: stateDir, readOnly: false }];
 }
 
 /**
@@ -115,7 +104,7 @@ function mountsFor(stateDir: string): VoterMount[] {
  * namespace (so pause, kill, state and supervision work on the same pid as for processes), and has
  * the engine remove it when it exits.
  */
-export function voterContainerSpec(launch: VoterLaunch): VoterContainerSpec {
+export function voterContainerSpec(launch: VoterLaunch, nodeArgs: readonly string[]): VoterContainerSpec {
   const { voter, stateDir } = launch;
   const uid = process.getuid?.() ?? 0;
   const gid = launch.gid ?? process.getgid?.() ?? 0;
@@ -129,8 +118,6 @@ export function voterContainerSpec(launch: VoterLaunch): VoterContainerSpec {
     env: {
       PATH: CONTAINER_PATH,
       HOME: "/tmp",
-      // Where tsx looks for its cache.
-      TMPDIR: tmpdir(),
       ...launch.env,
       ...(launch.supervised ? supervisionEnvironment() : {}),
     },
@@ -141,19 +128,18 @@ export function voterContainerSpec(launch: VoterLaunch): VoterContainerSpec {
       "keyload-voter",
       voter.logFile,
       realpathSync(process.execPath),
-      ...VOTER_NODE_ARGS,
+      ...nodeArgs,
     ],
   };
 }
 
 /**
- * Creates what the container mounts but may not exist yet (the voter's data dir, tsx's cache) and notes
+ * Creates what the container mounts but may not exist yet (the voter's data dir) and notes
  * the start in the voter's log; returns where this run's lines begin.
  */
 export function noteContainerStart(launch: VoterLaunch, name: string): number {
   const { voter, supervised } = launch;
   mkdirSync(voter.dataDir, { recursive: true, mode: 0o700 });
-  mkdirSync(TSX_CACHE, { recursive: true });
   const logOffset = logSize(voter.logFile);
   appendNote(
     voter.logFile,

@@ -57,6 +57,7 @@ const RULES: readonly Rule[] = [
   },
   { dir: "node/src/admission", may: ["node/src/fs"], why: "admission knows neither the edge nor the voter" },
   { dir: "node/src/fs", may: [], why: "a leaf" },
+  { dir: "node/src/build", may: [], why: "a leaf: how a package's sources become what its processes run" },
   { dir: "node/src/net", may: [], why: "a leaf" },
   {
     dir: "client/src",

@@ -1,0 +1,2 @@
+export { TranspileError } from "./transpile-error.js";
+export { transpilePackage } from "./transpile-package.js";
