@@ -231,7 +231,7 @@ async function main(): Promise<string[]> {
       `${DISK_TOLERANCE.relative * 100} % or ${mib(DISK_TOLERANCE.absolute)} MiB`,
   );
 
-  if (!opts["from-source"]) buildVoter();
+  if (!opts["from-source"]) await buildVoter();
   const probe = installLoopProbe(loopDir);
   const cluster = await KeyLoadCluster.start({
     root,

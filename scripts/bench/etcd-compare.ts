@@ -33,8 +33,8 @@
  * --start-warmup 0 --start-warmup-writes 0 measures the cold start.
  *
  * The voters run what the `keyload-node` bin runs, the compiled `node/dist/main.js`, built at the start
- * of the run, as etcd runs its release binary; --from-source runs `node/src/main.ts` through tsx (the
- * AppHost's way), whose loader costs a few percent of CPU.
+ * of the run, as etcd runs its release binary; --from-source runs `node/src/main.ts` through tsx, whose
+ * loader costs a few percent of CPU.
  *
  * Everything it starts (processes and the temp dir) is removed at the end, on error and on Ctrl-C,
  * unless --keep is given, which leaves both clusters running and says how to stop them.
@@ -371,7 +371,7 @@ async function main(): Promise<void> {
     `KeyLoad admission: ${opts.admission === "open" ? `request and command limits raised to ${Object.values(admissionEnv)[0]}, modeled bytes to ${Number(admissionEnv.KeyLoad__HttpAdmission__MaxModeledBytes) / 2 ** 30} GiB (one principal sends everything)` : "shipped defaults"}`,
   );
 
-  if (runKeyLoad && !opts["from-source"]) buildVoter();
+  if (runKeyLoad && !opts["from-source"]) await buildVoter();
   const started = performance.now();
   const [keyload, etcdCluster] = await Promise.all([
     runKeyLoad

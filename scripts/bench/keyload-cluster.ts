@@ -1,33 +1,25 @@
 /**
  * Three KeyLoad voters as child processes on loopback, each with its own data dir under `root`. By
- * default each runs what the `keyload-node` bin runs, the compiled `node/dist/main.js` (built first by
- * `buildVoter`); `fromSource` runs `node/src/main.ts` through tsx instead, as the AppHost does.
+ * default each runs `node/dist/main.js` on plain Node, as the AppHost runs a voter (transpiled first by
+ * `buildVoter`); `fromSource` runs `node/src/main.ts` through tsx instead.
  */
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { transpilePackage } from "@keyload/node/build";
 import { freePorts, ServerProcess, waitFor } from "./server-processes.js";
 
 /** The workspace's `node/` package, where tsx resolves from. */
 export const NODE_PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "node");
 
 /**
- * Compiles the voter and the packages it depends on (`pnpm build` of `@keyload/node...`), so that a
- * benchmark never runs a stale `dist`.
+ * Transpiles the voter and the contract to their `dist` as the AppHost does before it starts voters
+ * (`@keyload/node/build`), so that a benchmark never runs a stale `dist`.
  */
-export function buildVoter(): void {
-  try {
-    execFileSync("pnpm", ["--filter", "@keyload/node...", "build"], {
-      cwd: join(NODE_PACKAGE_DIR, ".."),
-      stdio: "pipe",
-      encoding: "utf8",
-    });
-  } catch (err) {
-    const { stdout, stderr } = err as { stdout?: string; stderr?: string };
-    throw new Error(`building the voter failed:\n${stdout ?? ""}${stderr ?? ""}`);
-  }
+export async function buildVoter(): Promise<void> {
+  await transpilePackage(join(NODE_PACKAGE_DIR, "..", "contract"));
+  await transpilePackage(NODE_PACKAGE_DIR);
 }
 
 export interface KeyLoadVoterProcess {

@@ -856,7 +856,7 @@ async function main(): Promise<void> {
       `etcd: defaults, its history compacted every 2 s`,
   );
 
-  if (systems.includes("keyload") && !opts["from-source"]) buildVoter();
+  if (systems.includes("keyload") && !opts["from-source"]) await buildVoter();
   const runs: SystemRun[] = [];
   for (const valueBytes of valueSizes) {
     if (systems.includes("keyload")) runs.push(await runKeyLoad(valueBytes));
