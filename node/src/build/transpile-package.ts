@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
-import { transform } from "esbuild";
 import { TranspileError } from "./transpile-error.js";
 
 /**
@@ -65,6 +64,8 @@ async function isStale(source: string, output: string): Promise<boolean> {
 const TSCONFIG = { compilerOptions: { target: "ES2023", verbatimModuleSyntax: true } } as const;
 
 async function transpile(source: string, output: string): Promise<string> {
+  // Loaded only when something is stale: a command that finds everything fresh does without it.
+  const { transform } = await import("esbuild");
   const result = await transform(await readFile(source, "utf8"), {
     loader: "ts",
     format: "esm",
