@@ -29,6 +29,7 @@ const NODE20_ONLY = [
   "apphost/src/cli*.test.ts",
   "apphost/src/up-*.test.ts",
   "node/src/**/*-crash.test.ts",
+  "node/src/**/crash-recovery.test.ts",
   "node/src/voter/kill-recovery.test.ts",
   "node/src/voter/fail-stop.test.ts",
   "node/src/voter/apply-during-fsync.test.ts",

@@ -1,2 +1,2 @@
 export { TranspileError } from "./transpile-error.js";
-export { transpilePackage } from "./transpile-package.js";
+export { type TranspileOptions, transpilePackage } from "./transpile-package.js";

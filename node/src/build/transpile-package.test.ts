@@ -83,6 +83,18 @@ describe("transpiling a package's sources to run on plain Node", () => {
     expect(run(join(pkg, "dist", "main.js"))).toMatchObject({ status: 0, stdout: "fixed\n" });
   });
 
+  it("takes the test fixtures too into another tree, for a test's child process", async () => {
+    const pkg = packageWith({
+      "src/count.ts": "export const count = (n: number): number => n + 1;",
+      // The child imports a source outside the fixtures (a specifier built, or the import rules see it).
+      "src/test-fixtures/child.ts": `import { count } from ${JSON.stringify("../count.js")};\nconsole.log(count(41));`,
+    });
+    const outDir = join(pkg, ".test-dist");
+    expect(await transpilePackage(pkg, { outDir, testFixtures: true })).toBe(2);
+    expect(run(join(outDir, "test-fixtures", "child.js"))).toMatchObject({ status: 0, stdout: "42\n" });
+    expect(existsSync(join(pkg, "dist"))).toBe(false);
+  });
+
   it("names the source it cannot transpile, and leaves no partial output", async () => {
     const pkg = packageWith({
       "src/main.ts": "export const fine = 1;",

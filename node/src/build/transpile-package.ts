@@ -3,6 +3,16 @@ import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/p
 import { dirname, join, relative } from "node:path";
 import { TranspileError } from "./transpile-error.js";
 
+export interface TranspileOptions {
+  /** Where the JavaScript goes, the tree of `src/` mirrored under it. Default: the package's `dist/`. */
+  readonly outDir?: string;
+  /**
+   * Takes the test fixtures too, for tests whose child processes run one (a crash test's child); such
+   * a tree belongs outside `dist/`, which holds what the package runs. Default: false.
+   */
+  readonly testFixtures?: boolean;
+}
+
 /**
  * Transpiles a workspace package's TypeScript sources (`src/`, tests and test fixtures left out) to
  * JavaScript in its `dist/`, where its `exports` point outside the `source` condition, so its processes
@@ -17,10 +27,10 @@ import { TranspileError } from "./transpile-error.js";
  * @returns how many files were written
  * @throws TranspileError naming the first source that failed
  */
-export async function transpilePackage(packageDir: string): Promise<number> {
+export async function transpilePackage(packageDir: string, options: TranspileOptions = {}): Promise<number> {
   const srcDir = join(packageDir, "src");
-  const distDir = join(packageDir, "dist");
-  const sources = await runnableSources(srcDir).catch((err: unknown) => {
+  const distDir = options.outDir ?? join(packageDir, "dist");
+  const sources = await runnableSources(srcDir, options.testFixtures ?? false).catch((err: unknown) => {
     throw new TranspileError(srcDir, err instanceof Error ? err.message : String(err), { cause: err });
   });
   // Every file settles before a failure is reported: nothing is still being written after this returns.
@@ -46,13 +56,13 @@ export async function transpilePackage(packageDir: string): Promise<number> {
 }
 
 /** The package's sources a process may load: `.ts` files, less declarations, tests and test fixtures. */
-async function runnableSources(srcDir: string): Promise<string[]> {
+async function runnableSources(srcDir: string, testFixtures: boolean): Promise<string[]> {
   const entries = await readdir(srcDir, { recursive: true, withFileTypes: true });
   return entries
     .filter((entry) => entry.isFile() && entry.name.endsWith(".ts"))
     .filter((entry) => !entry.name.endsWith(".d.ts") && !entry.name.endsWith(".test.ts"))
     .map((entry) => relative(srcDir, join(entry.parentPath, entry.name)))
-    .filter((rel) => !rel.split(/[\\/]/).includes("test-fixtures"));
+    .filter((rel) => testFixtures || !rel.split(/[\\/]/).includes("test-fixtures"));
 }
 
 async function isStale(source: string, output: string): Promise<boolean> {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { transpiledFixture } from "../../build/test-fixtures/transpiled.js";
 
 /** How a crash test's child ended: killed (`signal`) or exited by itself (`code`). */
 export interface ChildExit {
@@ -11,20 +12,14 @@ export interface ChildExit {
  * log-apply-child.ts, in this folder) with `args`, handing each line it prints to `onLine` together
  * with the child, so the test can kill it at the moment it chooses. Resolves when the child is gone.
  */
-export function runStateMachineCrashChild(
+export async function runStateMachineCrashChild(
   script: string,
   args: readonly string[],
   onLine: (line: string, child: ChildProcess) => void,
 ): Promise<ChildExit> {
   const child = spawn(
     process.execPath,
-    [
-      "--conditions=source",
-      "--import",
-      import.meta.resolve("tsx"),
-      new URL(`./${script}`, import.meta.url).pathname,
-      ...args,
-    ],
+    ["--enable-source-maps", await transpiledFixture(new URL(`./${script}`, import.meta.url)), ...args],
     { stdio: ["ignore", "pipe", "inherit"] },
   );
   return new Promise((resolve, reject) => {

@@ -1,9 +1,7 @@
 import { fork } from "node:child_process";
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { transpiledFixture } from "../../build/test-fixtures/transpiled.js";
 
-const CHILD = fileURLToPath(new URL("./log-store-crash-child.ts", import.meta.url));
-const TSX = pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href;
+const CHILD = new URL("./log-store-crash-child.ts", import.meta.url);
 
 export interface ChildRun {
   /** The highest write number the child reported acknowledged (writes are acknowledged in order). */
@@ -16,13 +14,14 @@ export interface ChildRun {
  * after it reports ready (or after it starts, when `early`). The child may also kill itself at a fault
  * point. Rejects if it dies any other way.
  */
-export function runLogStoreCrashChild(
+export async function runLogStoreCrashChild(
   args: string[],
   kill?: { afterMs: number; early: boolean },
 ): Promise<ChildRun> {
+  const script = await transpiledFixture(CHILD);
   return new Promise((resolve, reject) => {
-    const child = fork(CHILD, args, {
-      execArgv: ["--import", TSX],
+    const child = fork(script, args, {
+      execArgv: ["--enable-source-maps"],
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     let acked = 0;

@@ -1,20 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { dirname, join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
-import { transpilePackage } from "../../build/transpile-package.js";
-
-const NODE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
-/** The contract package the voter imports, through the workspace's link. */
-const CONTRACT_DIR = join(NODE_DIR, "node_modules", "@keyload", "contract");
-
-let transpiled: Promise<unknown> | undefined;
-
-/** The voter and the contract transpiled to their `dist`, as the AppHost runs them; once per test file. */
-function transpiledVoter(): Promise<unknown> {
-  transpiled ??= Promise.all([transpilePackage(CONTRACT_DIR), transpilePackage(NODE_DIR)]);
-  return transpiled;
-}
+import { NODE_DIR, transpiledVoter } from "../../build/test-fixtures/transpiled.js";
 
 /**
  * A voter as a process of its own, run as the AppHost runs it (the sources transpiled), so that SIGKILL lands
@@ -26,8 +12,7 @@ export async function startVoterProcess(
   env: Record<string, string>,
   timeoutMs = 30_000,
 ): Promise<ChildProcess> {
-  await transpiledVoter();
-  const proc = spawn(process.execPath, ["--enable-source-maps", "dist/main.js"], {
+  const proc = spawn(process.execPath, ["--enable-source-maps", await transpiledVoter()], {
     cwd: NODE_DIR,
     stdio: ["ignore", "ignore", "pipe"],
     env: { ...process.env, ...env },

@@ -1,0 +1,38 @@
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { transpilePackage } from "../transpile-package.js";
+
+/** This package (`node/`), and the contract package it imports, through the workspace's link. */
+export const NODE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+const SRC_DIR = join(NODE_DIR, "src");
+const CONTRACT_DIR = join(NODE_DIR, "node_modules", "@keyload", "contract");
+/** The package with its test fixtures, for the processes tests start on a fixture (outside `dist`). */
+const FIXTURES_OUT_DIR = join(NODE_DIR, ".test-dist");
+
+let voter: Promise<unknown> | undefined;
+let fixtures: Promise<unknown> | undefined;
+
+/**
+ * The voter and the contract transpiled to their `dist`, as the AppHost runs a voter; once per test
+ * file. Resolves to the voter's entry point.
+ */
+export async function transpiledVoter(): Promise<string> {
+  voter ??= Promise.all([transpilePackage(CONTRACT_DIR), transpilePackage(NODE_DIR)]);
+  await voter;
+  return join(NODE_DIR, "dist", "main.js");
+}
+
+/**
+ * A test fixture of this package transpiled with the rest of it (to `.test-dist`, the contract to its
+ * `dist`), so a child process runs it on plain Node rather than through tsx's loader, which costs each
+ * child over a second of CPU; once per test file. Resolves to the fixture's JavaScript.
+ */
+export async function transpiledFixture(source: URL): Promise<string> {
+  fixtures ??= Promise.all([
+    transpilePackage(CONTRACT_DIR),
+    transpilePackage(NODE_DIR, { outDir: FIXTURES_OUT_DIR, testFixtures: true }),
+  ]);
+  await fixtures;
+  const path = fileURLToPath(source);
+  return join(FIXTURES_OUT_DIR, path.slice(SRC_DIR.length + 1).replace(/\.ts$/, ".js"));
+}
