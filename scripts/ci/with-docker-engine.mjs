@@ -48,7 +48,7 @@ try {
     }
   }
   env.KEYLOAD_REQUIRE_PRLIMIT = "1";
-  // CI runs the unit and sim projects on Node 24 too, and fails rather than skip them.
+  // CI runs the unit and packaging projects on Node 24 too, and fails rather than skip them.
   env.KEYLOAD_REQUIRE_NODE24 = "1";
   if (asRoot) {
     env.KEYLOAD_REQUIRE_BROWSER = "1";
