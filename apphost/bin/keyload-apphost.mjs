@@ -24,7 +24,7 @@ try {
   for (const dir of PACKAGES) await transpilePackage(dir);
 } catch (err) {
   if (!(err instanceof TranspileError)) throw err;
-  // As the CLI reports its own failures (cli.ts): one line with the code, and status 1.
+  // As the CLI reports its own failures (cli.ts): the message, its code in brackets, and status 1.
   process.stderr.write(`apphost: ${err.message} [AppHostVoterBuild]\n`);
   process.exit(1);
 }

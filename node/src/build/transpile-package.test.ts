@@ -9,9 +9,11 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
+import fs from "node:fs/promises";
+import { syncBuiltinESMExports } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { TranspileError } from "./transpile-error.js";
 import { transpilePackage } from "./transpile-package.js";
 
@@ -81,6 +83,37 @@ describe("transpiling a package's sources to run on plain Node", () => {
     utimesSync(source, later, later);
     expect(await transpilePackage(pkg)).toBe(1);
     expect(run(join(pkg, "dist", "main.js"))).toMatchObject({ status: 0, stdout: "fixed\n" });
+
+    // A source put back as it was, its time older than the output (a restore, `cp -p`).
+    writeFileSync(source, "export function fail(): void {\n  console.log('restored');\n}");
+    utimesSync(source, later - 100, later - 100);
+    expect(await transpilePackage(pkg)).toBe(1);
+    expect(run(join(pkg, "dist", "main.js"))).toMatchObject({ status: 0, stdout: "restored\n" });
+  });
+
+  it("takes an edit saved while the source was being transpiled at the next run", async () => {
+    const pkg = packageWith({ "src/main.ts": "console.log('first');" });
+    const source = join(pkg, "src", "main.ts");
+    // Saved a while ago, so the edit's time differs whatever the clock's resolution.
+    const earlier = Date.now() / 1000 - 10;
+    utimesSync(source, earlier, earlier);
+    const read = fs.readFile;
+    const spy = vi.spyOn(fs, "readFile").mockImplementation(async (...args: Parameters<typeof read>) => {
+      const contents = await read(...args);
+      // Saved just after the transpiler read the first version.
+      if (args[0] === source) {
+        spy.mockRestore();
+        syncBuiltinESMExports();
+        writeFileSync(source, "console.log('second');");
+      }
+      return contents;
+    });
+    // The transpiler's named import of readFile follows the builtin's own object once synced.
+    syncBuiltinESMExports();
+    expect(await transpilePackage(pkg)).toBe(1);
+    expect(run(join(pkg, "dist", "main.js")).stdout).toBe("first\n");
+    expect(await transpilePackage(pkg)).toBe(1);
+    expect(run(join(pkg, "dist", "main.js")).stdout).toBe("second\n");
   });
 
   it("takes the test fixtures too into another tree, for a test's child process", async () => {

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { dirname, join, relative } from "node:path";
 import { TranspileError } from "./transpile-error.js";
 
@@ -17,8 +17,8 @@ export interface TranspileOptions {
  * Transpiles a workspace package's TypeScript sources (`src/`, tests and test fixtures left out) to
  * JavaScript in its `dist/`, where its `exports` point outside the `source` condition, so its processes
  * run on plain Node: no loader hooks, on every thread. File by file, with no type check (`tsc -b` does
- * that), as tsx does at run time; only a file whose output is missing or older than its source is
- * written again, so a run after an edit costs the edit. Each output is written beside and renamed into
+ * that), as tsx does at run time; only a file whose output is missing or was not made from the source
+ * as it is now (by modification time) is written again, so a run after an edit costs the edit. Each output is written beside and renamed into
  * place: processes transpiling at once write the same bytes, and none reads half a file.
  *
  * The output maps back to the sources (inline source maps): under `--enable-source-maps` a stack names
@@ -39,10 +39,12 @@ export async function transpilePackage(packageDir: string, options: TranspileOpt
       const source = join(srcDir, rel);
       const output = join(distDir, rel.replace(/\.ts$/, ".js"));
       try {
-        if (!(await isStale(source, output))) return 0;
-        await writeAtomically(output, await transpile(source, output));
+        const sourceMtimeMs = await staleSource(source, output);
+        if (sourceMtimeMs === undefined) return 0;
+        await writeAtomically(output, await transpile(source, output), sourceMtimeMs);
         return 1;
       } catch (err) {
+        if (err instanceof TranspileError) throw err;
         throw new TranspileError(source, err instanceof Error ? err.message : String(err), { cause: err });
       }
     }),
@@ -65,9 +67,16 @@ async function runnableSources(srcDir: string, testFixtures: boolean): Promise<s
     .filter((rel) => testFixtures || !rel.split(/[\\/]/).includes("test-fixtures"));
 }
 
-async function isStale(source: string, output: string): Promise<boolean> {
+/**
+ * The source's modification time if its output must be written, else undefined. An output carries its
+ * source's time as it was before the source was read (writeAtomically), so any other time means another
+ * source: one edited while it was transpiled, one restored older, or an output some other build wrote.
+ */
+async function staleSource(source: string, output: string): Promise<number | undefined> {
   const [sourceStat, outputStat] = await Promise.all([stat(source), stat(output).catch(() => undefined)]);
-  return outputStat === undefined || outputStat.mtimeMs < sourceStat.mtimeMs;
+  // Within a millisecond: the time goes through a double of seconds and back.
+  const fresh = outputStat !== undefined && Math.abs(outputStat.mtimeMs - sourceStat.mtimeMs) < 1;
+  return fresh ? undefined : sourceStat.mtimeMs;
 }
 
 /** The compiler options that change what a single file compiles to (tsconfig.base.json's). */
@@ -75,7 +84,9 @@ const TSCONFIG = { compilerOptions: { target: "ES2023", verbatimModuleSyntax: tr
 
 async function transpile(source: string, output: string): Promise<string> {
   // Loaded only when something is stale: a command that finds everything fresh does without it.
-  const { transform } = await import("esbuild");
+  const { transform } = await import("esbuild").catch((err: unknown) => {
+    throw new TranspileError(source, "esbuild cannot be loaded: run `pnpm install`", { cause: err });
+  });
   const result = await transform(await readFile(source, "utf8"), {
     loader: "ts",
     format: "esm",
@@ -88,11 +99,13 @@ async function transpile(source: string, output: string): Promise<string> {
   return result.code;
 }
 
-async function writeAtomically(path: string, contents: string): Promise<void> {
+/** Writes `contents` beside `path`, gives it `mtimeMs`, and renames it into place. */
+async function writeAtomically(path: string, contents: string, mtimeMs: number): Promise<void> {
   await mkdir(dirname(path), { recursive: true });
   const temporary = `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
   try {
     await writeFile(temporary, contents);
+    await utimes(temporary, mtimeMs / 1000, mtimeMs / 1000);
     await rename(temporary, path);
   } catch (err) {
     await rm(temporary, { force: true });
