@@ -13,7 +13,14 @@ describe("the voter's production dependencies, for its image", () => {
     expect(names).toEqual(
       expect.arrayContaining(["better-sqlite3", "bindings", "fastify", "pino", "prom-client"]),
     );
-    for (const dev of ["fast-check", "tsx", "@types/better-sqlite3", "prebuild-install", "typescript"]) {
+    for (const dev of [
+      "fast-check",
+      "tsx",
+      "esbuild",
+      "@types/better-sqlite3",
+      "prebuild-install",
+      "typescript",
+    ]) {
       expect(names).not.toContain(dev);
     }
     expect(tree.workspace).toEqual([
