@@ -29,22 +29,9 @@ export function runVitest(args, env = {}) {
       ],
       { stdio: "inherit", env: { ...process.env, ...env } },
     );
-    let status = run.status ?? 1;
+    const status = run.status ?? 1;
     try {
-      const results = JSON.parse(readFileSync(report, "utf8"));
-      if (results.numTotalTests === 0 && status === 0) status = 1;
-      const runtimeErrors = results.numRuntimeErrors ?? 0;
-      return {
-        status,
-        passed: results.numPassedTests,
-        failed: results.numFailedTests + runtimeErrors + failedWithoutTests(results),
-        failures: [
-          ...failureNames(results, root),
-          ...(runtimeErrors > 0
-            ? [`${runtimeErrors} error(s) outside any test (vitest's log says which)`]
-            : []),
-        ],
-      };
+      return summaryOf(JSON.parse(readFileSync(report, "utf8")), status, root);
     } catch {
       // No report: vitest itself failed, which counts as one failure.
       return { status: status || 1, passed: 0, failed: 1, failures: ["vitest wrote no report"] };
@@ -52,6 +39,32 @@ export function runVitest(args, env = {}) {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * What a run's JSON report and exit status come to. A run that ran no test fails; one that failed with
+ * nothing failed in its report (a file pattern that matched nothing) counts, and names, one failure, so
+ * the summary never reads "0 failed" under a failing status.
+ * @param {{ numTotalTests: number, numPassedTests: number, numFailedTests: number, numRuntimeErrors?: number, testResults?: { name?: string, status?: string, assertionResults?: { status?: string, fullName?: string }[] }[] }} results
+ * @param {number} exitStatus
+ * @param {string} root
+ * @returns {{ status: number, passed: number, failed: number, failures: string[] }}
+ */
+export function summaryOf(results, exitStatus, root) {
+  const status = results.numTotalTests === 0 && exitStatus === 0 ? 1 : exitStatus;
+  const runtimeErrors = results.numRuntimeErrors ?? 0;
+  const failures = [
+    ...failureNames(results, root),
+    ...(runtimeErrors > 0 ? [`${runtimeErrors} error(s) outside any test (vitest's log says which)`] : []),
+  ];
+  let failed = results.numFailedTests + runtimeErrors + failedWithoutTests(results);
+  if (status !== 0 && failed === 0) {
+    failed = 1;
+    failures.push(
+      results.numTotalTests === 0 ? `vitest ran no test (exit ${exitStatus})` : `vitest exited ${status}`,
+    );
+  }
+  return { status, passed: results.numPassedTests, failed, failures };
 }
 
 /**
