@@ -1,6 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { ConnectionError, InvalidArgumentError, KeyLoadClient, type KeyLoadClientOptions } from "./index.js";
-import { ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { describe, expect, it } from "vitest";
+import { ConnectionError, InvalidArgumentError, KeyLoadClient } from "./index.js";
+import { scriptedVoters } from "./test-fixtures/scripted-client.js";
+import type { ScriptedVoter } from "./test-fixtures/scripted-voter.js";
 
 /**
  * Requests undici refuses before they leave the process (a header it cannot send, a path it cannot
@@ -9,22 +10,9 @@ import { ScriptedVoter } from "./test-fixtures/scripted-voter.js";
 
 const OK_PUT = { status: 200, body: { commandId: "c", key: "k", version: 1 } };
 
-const opened: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((o) => o.close()));
-});
-
-async function voter(): Promise<ScriptedVoter> {
-  const v = await ScriptedVoter.start(OK_PUT);
-  opened.push(v);
-  return v;
-}
-
-function client(endpoints: string[], options: Partial<KeyLoadClientOptions> = {}): KeyLoadClient {
-  const c = new KeyLoadClient({ endpoints, apiKey: "key-1", adaptiveThrottle: false, ...options });
-  opened.push(c);
-  return c;
-}
+const scripted = scriptedVoters();
+const voter = (): Promise<ScriptedVoter> => scripted.voter(OK_PUT);
+const client = scripted.client;
 
 describe("requests that cannot leave the process", () => {
   it("refuses a command ID outside the contract's pattern before sending, naming it", async () => {

@@ -1,11 +1,7 @@
-import { afterEach, describe, expect, it } from "vitest";
-import {
-  KeyLoadClient,
-  type KeyLoadClientOptions,
-  UnavailableError,
-  UnknownWriteOutcomeError,
-} from "./index.js";
-import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/scripted-voter.js";
+import { describe, expect, it } from "vitest";
+import { UnavailableError, UnknownWriteOutcomeError } from "./index.js";
+import { scriptedVoters } from "./test-fixtures/scripted-client.js";
+import { errorBody, type ScriptedAnswer, type ScriptedVoter } from "./test-fixtures/scripted-voter.js";
 
 /**
  * Deadlines measure elapsed time, which the wall clock does not: stepped back (NTP, a VM resumed), it
@@ -15,31 +11,14 @@ import { errorBody, type ScriptedAnswer, ScriptedVoter } from "./test-fixtures/s
 
 const UNAVAILABLE: ScriptedAnswer = { status: 503, body: errorBody("Unavailable", "NoLeader") };
 
-const opened: { close(): Promise<void> }[] = [];
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((o) => o.close()));
+const scripted = scriptedVoters({
+  backoff: { initialMs: 20, maxMs: 20 },
+  // Only the deadline ends these calls.
+  maxAttempts: 1_000,
+  retryBudget: { capacity: 1_000 },
 });
-
-async function voter(): Promise<ScriptedVoter> {
-  const v = await ScriptedVoter.start(UNAVAILABLE);
-  opened.push(v);
-  return v;
-}
-
-function client(endpoints: string[], options: Partial<KeyLoadClientOptions>): KeyLoadClient {
-  const c = new KeyLoadClient({
-    endpoints,
-    apiKey: "key-1",
-    adaptiveThrottle: false,
-    backoff: { initialMs: 20, maxMs: 20 },
-    // Only the deadline ends these calls.
-    maxAttempts: 1_000,
-    retryBudget: { capacity: 1_000 },
-    ...options,
-  });
-  opened.push(c);
-  return c;
-}
+const voter = (): Promise<ScriptedVoter> => scripted.voter(UNAVAILABLE);
+const client = scripted.client;
 
 /** A wall clock that steps back 5 s, 50 ms from now. */
 function steppingBack(): () => number {
