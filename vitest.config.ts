@@ -41,6 +41,9 @@ export default defineConfig({
           ],
           exclude: ["node/src/sim/**", "client/src/publish/**", "**/node_modules/**", ...extraExcludes],
           environment: "node",
+          // Workers started from the sources run transpiled, as voters and crash children do.
+          globalSetup: ["node/src/build/test-fixtures/transpile-global-setup.ts"],
+          setupFiles: ["node/src/state/test-fixtures/transpiled-workers.ts"],
           // The AppHost's CLI tests start voters.
           testTimeout: 60_000,
           maxWorkers: WAITING_FILE_WORKERS,

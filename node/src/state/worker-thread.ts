@@ -1,17 +1,47 @@
 import { stat } from "node:fs";
 import { Worker } from "node:worker_threads";
 
+let transpiledTwin: ((source: URL) => URL | undefined) | undefined;
+
 /**
  * Starts a worker thread on a module of this package. Built code runs the module directly; from the
- * TypeScript sources (tests, `tsx`) the worker first registers tsx's loader, which a worker does not
- * inherit from the thread that starts it.
+ * TypeScript sources the worker runs the module's transpiled twin when one was declared (tests, see
+ * `startWorkersTranspiled`), else it first registers tsx's loader, which a worker does not inherit from
+ * the thread that starts it.
  */
 export function startWorker(module: URL, workerData: unknown): Worker {
   startThreadPool();
   if (!module.pathname.endsWith(".ts")) return new Worker(module, { workerData });
+  const twin = transpiledTwin?.(module);
+  if (twin !== undefined)
+    return new Worker(twin, { workerData, execArgv: withoutConditions(process.execArgv) });
   const loader = import.meta.resolve("tsx/esm/api");
   const bootstrap = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(module.href)}); });`;
   return new Worker(bootstrap, { eval: true, workerData });
+}
+
+/**
+ * From the TypeScript sources, workers start on the JavaScript `twin` maps their module to (undefined:
+ * through tsx), which the caller keeps current with the sources. Through tsx each worker first spends
+ * over a second of CPU on tsx and its loader thread, and almost every state machine a test opens starts
+ * one.
+ */
+export function startWorkersTranspiled(twin: (source: URL) => URL | undefined): void {
+  transpiledTwin = twin;
+}
+
+/**
+ * The thread's flags less its export conditions: a transpiled twin imports the other packages' JavaScript
+ * too, not the TypeScript the `source` condition names.
+ */
+function withoutConditions(execArgv: readonly string[]): string[] {
+  const kept: string[] = [];
+  for (let i = 0; i < execArgv.length; i++) {
+    const flag = execArgv[i] as string;
+    if (flag === "--conditions" || flag === "-C") i++;
+    else if (!flag.startsWith("--conditions=")) kept.push(flag);
+  }
+  return kept;
 }
 
 /** The URL of a sibling module, with the extension this module itself was loaded with (.ts or .js). */

@@ -12,12 +12,14 @@ const FIXTURES_OUT_DIR = join(NODE_DIR, ".test-dist");
 let voter: Promise<unknown> | undefined;
 let fixtures: Promise<unknown> | undefined;
 
-/**
- * The voter and the contract transpiled to their `dist`, as the AppHost runs a voter; once per test
- * file. Resolves to the voter's entry point.
- */
+/** This package and the contract it imports transpiled to their `dist`, as the AppHost runs a voter. */
+export function transpileToDist(): Promise<unknown> {
+  return Promise.all([transpilePackage(CONTRACT_DIR), transpilePackage(NODE_DIR)]);
+}
+
+/** The voter transpiled (`transpileToDist`), once per test file. Resolves to its entry point. */
 export async function transpiledVoter(): Promise<string> {
-  voter ??= Promise.all([transpilePackage(CONTRACT_DIR), transpilePackage(NODE_DIR)]);
+  voter ??= transpileToDist();
   await voter;
   return join(NODE_DIR, "dist", "main.js");
 }

@@ -1,0 +1,21 @@
+import { join, relative, sep } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { NODE_DIR } from "../../build/test-fixtures/transpiled.js";
+import { startWorkersTranspiled } from "../worker-thread.js";
+
+/**
+ * A setup file of the unit project: in every test file, workers started from this package's sources run
+ * their module's JavaScript in `dist`, which the project's global setup transpiled
+ * (build/test-fixtures/transpile-global-setup.ts), rather than through tsx.
+ */
+const SRC_DIR = join(NODE_DIR, "src");
+const DIST_DIR = join(NODE_DIR, "dist");
+
+/** A module of `src/` as `dist/` holds it; undefined outside `src/`. */
+export function distTwin(source: URL): URL | undefined {
+  const rel = relative(SRC_DIR, fileURLToPath(source));
+  if (rel.startsWith(`..${sep}`)) return undefined;
+  return pathToFileURL(join(DIST_DIR, rel.replace(/\.ts$/, ".js")));
+}
+
+startWorkersTranspiled(distTwin);
