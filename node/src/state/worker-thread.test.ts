@@ -4,7 +4,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import type { Worker } from "node:worker_threads";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NODE_DIR } from "../build/test-fixtures/transpiled.js";
-import { distTwin } from "./test-fixtures/transpiled-workers.js";
+import { distTwin, workerTwin } from "./test-fixtures/transpiled-workers.js";
 import { startWorker, startWorkersTranspiled } from "./worker-thread.js";
 
 let dir: string;
@@ -14,8 +14,8 @@ beforeAll(() => {
   dir = mkdtempSync(join(NODE_DIR, ".test-dist", "worker-thread-"));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-// The unit project's setup maps every worker module to `dist`: put back after each test.
-afterEach(() => startWorkersTranspiled(distTwin));
+// The unit project's setup maps the worker modules to `dist`: put back after each test.
+afterEach(() => startWorkersTranspiled(workerTwin));
 
 /** A worker module that answers with what it was started as and where the contract resolves for it. */
 function probe(name: string): URL {
@@ -60,9 +60,23 @@ describe("startWorker", () => {
     expect(reply.module).toBe(built.href);
   });
 
-  it("maps a module of src/ to dist/, and nothing outside src/", () => {
+  it("starts through tsx when the thread has a flag a worker takes only by inheritance", async () => {
+    const twin = probe("twin.mjs");
+    const source = probe("source.ts");
+    startWorkersTranspiled((module) => (module.href === source.href ? twin : undefined));
+    process.execArgv.push("--expose-gc");
+    try {
+      const reply = await firstMessage(startWorker(source, { n: 2 }));
+      expect(reply).toMatchObject({ module: source.href, workerData: { n: 2 } });
+    } finally {
+      process.execArgv.pop();
+    }
+  });
+
+  it("maps a module of src/ to dist/, and neither test fixtures nor anything outside src/", () => {
     const source = new URL("./search-worker.ts", import.meta.url);
     expect(fileURLToPath(distTwin(source) as URL)).toBe(join(NODE_DIR, "dist", "state", "search-worker.js"));
+    expect(distTwin(new URL("./test-fixtures/apply-child.ts", import.meta.url))).toBeUndefined();
     expect(distTwin(pathToFileURL(join(NODE_DIR, "elsewhere.ts")))).toBeUndefined();
   });
 });

@@ -13,20 +13,27 @@ export function startWorker(module: URL, workerData: unknown): Worker {
   startThreadPool();
   if (!module.pathname.endsWith(".ts")) return new Worker(module, { workerData });
   const twin = transpiledTwin?.(module);
-  if (twin !== undefined)
-    return new Worker(twin, { workerData, execArgv: withoutConditions(process.execArgv) });
+  if (twin !== undefined) {
+    try {
+      return new Worker(twin, { workerData, execArgv: withoutConditions(process.execArgv) });
+    } catch (err) {
+      // A flag a worker takes only by inheritance (`--expose-gc`, `--max-old-space-size`): through tsx,
+      // which inherits them all.
+      if ((err as NodeJS.ErrnoException).code !== "ERR_WORKER_INVALID_EXEC_ARGV") throw err;
+    }
+  }
   const loader = import.meta.resolve("tsx/esm/api");
   const bootstrap = `import(${JSON.stringify(loader)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(module.href)}); });`;
   return new Worker(bootstrap, { eval: true, workerData });
 }
 
 /**
- * From the TypeScript sources, workers start on the JavaScript `twin` maps their module to (undefined:
- * through tsx), which the caller keeps current with the sources. Through tsx each worker first spends
- * over a second of CPU on tsx and its loader thread, and almost every state machine a test opens starts
- * one.
+ * From the TypeScript sources, workers start on the JavaScript `twin` maps their module to (undefined, or
+ * no `twin`: through tsx), which the caller keeps current with the sources. Through tsx each worker first
+ * spends over a second of CPU on tsx and its loader thread, and almost every state machine a test opens
+ * starts one.
  */
-export function startWorkersTranspiled(twin: (source: URL) => URL | undefined): void {
+export function startWorkersTranspiled(twin: ((source: URL) => URL | undefined) | undefined): void {
   transpiledTwin = twin;
 }
 

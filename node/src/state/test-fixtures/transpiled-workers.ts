@@ -1,5 +1,6 @@
 import { join, relative, sep } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { inject } from "vitest";
 import { NODE_DIR } from "../../build/test-fixtures/transpiled.js";
 import { startWorkersTranspiled } from "../worker-thread.js";
 
@@ -11,11 +12,20 @@ import { startWorkersTranspiled } from "../worker-thread.js";
 const SRC_DIR = join(NODE_DIR, "src");
 const DIST_DIR = join(NODE_DIR, "dist");
 
-/** A module of `src/` as `dist/` holds it; undefined outside `src/`. */
+/** A module of `src/` as `dist/` holds it; undefined outside `src/` and for test fixtures, not in `dist/`. */
 export function distTwin(source: URL): URL | undefined {
   const rel = relative(SRC_DIR, fileURLToPath(source));
-  if (rel.startsWith(`..${sep}`)) return undefined;
+  if (rel.startsWith(`..${sep}`) || rel.split(sep).includes("test-fixtures")) return undefined;
   return pathToFileURL(join(DIST_DIR, rel.replace(/\.ts$/, ".js")));
 }
 
-startWorkersTranspiled(distTwin);
+/**
+ * The twins this file's workers start on: none when `dist` is not current, or when NODE_OPTIONS sets
+ * export conditions, which a worker keeps whatever its flags (the twin would import TypeScript).
+ */
+export const workerTwin =
+  inject("distCurrent") && !/(^|\s)(--conditions|-C)(\s|=)/.test(process.env.NODE_OPTIONS ?? "")
+    ? distTwin
+    : undefined;
+
+startWorkersTranspiled(workerTwin);
