@@ -1,10 +1,12 @@
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { TranspileError } from "../transpile-error.js";
 import { transpilePackage } from "../transpile-package.js";
 
 /** This package (`node/`), and the contract package it imports, through the workspace's link. */
 export const NODE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
 const SRC_DIR = join(NODE_DIR, "src");
+const DIST_DIR = join(NODE_DIR, "dist");
 const CONTRACT_DIR = join(NODE_DIR, "node_modules", "@keyload", "contract");
 /** The package with its test fixtures, for the processes tests start on a fixture (outside `dist`). */
 const FIXTURES_OUT_DIR = join(NODE_DIR, ".test-dist");
@@ -21,7 +23,14 @@ export function transpileToDist(): Promise<unknown> {
 export async function transpiledVoter(): Promise<string> {
   voter ??= transpileToDist();
   await voter;
-  return join(NODE_DIR, "dist", "main.js");
+  return join(DIST_DIR, "main.js");
+}
+
+/** Where a module of `src/` lands in a transpiled tree (`dist/` by default); undefined outside `src/`. */
+export function transpiledPath(source: URL, outDir: string = DIST_DIR): string | undefined {
+  const rel = relative(SRC_DIR, fileURLToPath(source));
+  if (rel.startsWith(`..${sep}`) || isAbsolute(rel)) return undefined;
+  return join(outDir, rel.replace(/\.ts$/, ".js"));
 }
 
 /**
@@ -35,6 +44,7 @@ export async function transpiledFixture(source: URL): Promise<string> {
     transpilePackage(NODE_DIR, { outDir: FIXTURES_OUT_DIR, testFixtures: true }),
   ]);
   await fixtures;
-  const path = fileURLToPath(source);
-  return join(FIXTURES_OUT_DIR, path.slice(SRC_DIR.length + 1).replace(/\.ts$/, ".js"));
+  const path = transpiledPath(source, FIXTURES_OUT_DIR);
+  if (path === undefined) throw new TranspileError(fileURLToPath(source), `not a module of ${SRC_DIR}`);
+  return path;
 }

@@ -1,22 +1,19 @@
-import { join, relative, sep } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import { inject } from "vitest";
-import { NODE_DIR } from "../../build/test-fixtures/transpiled.js";
-import { startWorkersTranspiled } from "../worker-thread.js";
-
 /**
  * A setup file of the unit project: in every test file, workers started from this package's sources run
  * their module's JavaScript in `dist`, which the project's global setup transpiled
  * (build/test-fixtures/transpile-global-setup.ts), rather than through tsx.
  */
-const SRC_DIR = join(NODE_DIR, "src");
-const DIST_DIR = join(NODE_DIR, "dist");
+import { sep } from "node:path";
+import { pathToFileURL } from "node:url";
+import { inject } from "vitest";
+import { transpiledPath } from "../../build/test-fixtures/transpiled.js";
+import { startWorkersTranspiled } from "../worker-thread.js";
 
 /** A module of `src/` as `dist/` holds it; undefined outside `src/` and for test fixtures, not in `dist/`. */
 export function distTwin(source: URL): URL | undefined {
-  const rel = relative(SRC_DIR, fileURLToPath(source));
-  if (rel.startsWith(`..${sep}`) || rel.split(sep).includes("test-fixtures")) return undefined;
-  return pathToFileURL(join(DIST_DIR, rel.replace(/\.ts$/, ".js")));
+  const path = transpiledPath(source);
+  if (path === undefined || path.split(sep).includes("test-fixtures")) return undefined;
+  return pathToFileURL(path);
 }
 
 /**
