@@ -5,6 +5,7 @@ import {
   errorForCode,
   errorFromBody,
   InternalError,
+  InvalidArgumentError,
   KeyLoadError,
   NotFoundError,
   ResourceExhaustedError,
@@ -36,6 +37,13 @@ describe("KeyLoadError", () => {
       commandId: "cmd-1",
     });
     expect(err.commandId).toBeUndefined();
+  });
+
+  it("keeps the cause when it binds a command ID", () => {
+    const cause = new TypeError("not JSON");
+    const bound = new InvalidArgumentError("bad body", { cause }).withCommandId("cmd-1");
+    expect(bound.cause).toBe(cause);
+    expect(Object.keys(bound)).not.toContain("cause");
   });
 
   it("answers 413 for BodyTooLarge and 429 with a retry delay for every other exhaustion", () => {

@@ -63,6 +63,10 @@ export class KeyLoadError extends Error {
   withCommandId(commandId: string): this {
     const copy = Object.create(Object.getPrototypeOf(this)) as this;
     Object.assign(copy, this, { commandId, message: this.message, stack: this.stack });
+    // Error's own `cause` is not enumerable, so Object.assign leaves it behind.
+    if (Object.hasOwn(this, "cause")) {
+      Object.defineProperty(copy, "cause", { value: this.cause, writable: true, configurable: true });
+    }
     return copy;
   }
 
