@@ -49,4 +49,18 @@ describe("the client's errors are the contract's", () => {
       expect(classes.has(contract.errorForCode(code, "m").constructor), code).toBe(true);
     }
   });
+
+  it("exports the codes and reasons a caller switches on, without importing the contract", () => {
+    expect(client.ERROR_CODES).toBe(contract.ERROR_CODES);
+    expect(client.ERROR_STATUS).toBe(contract.ERROR_STATUS);
+    expect(client.isErrorCode("ResourceExhausted")).toBe(true);
+    expect(client.isErrorCode("Nope")).toBe(false);
+    // Compiles only while the types are exported.
+    const reason: client.ResourceExhaustedReason = "CommandBytes";
+    const details: client.ResourceExhaustedDetails = { governor: "command", lane: "data" };
+    const lane: client.Lane = details.lane ?? "data";
+    const code: client.ErrorCode = "Unavailable";
+    const governor: client.Governor = "http";
+    expect([reason, lane, code, governor]).toEqual(["CommandBytes", "data", "Unavailable", "http"]);
+  });
 });
