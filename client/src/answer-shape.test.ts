@@ -40,4 +40,16 @@ describe("answers outside the route's shape", () => {
     await expect(c.get("k")).resolves.toMatchObject({ key: "k", value: null, version: 2 });
     expect(v.requests).toHaveLength(5);
   });
+
+  it("takes a write's answer naming another command as UnknownWriteOutcome, and does not retry it", async () => {
+    const { v, c } = await setup([
+      { status: 200, body: { commandId: "someone-else", key: "k", version: 4 }, verbatim: true },
+      { status: 200, body: { commandId: "mine", key: "k", version: 5 } },
+    ]);
+    const write = await c.put("k", 1, { commandId: "mine" }).catch((e: unknown) => e);
+    expect(write).toBeInstanceOf(UnknownWriteOutcomeError);
+    expect(write).toMatchObject({ reason: "UnexpectedAnswer", commandId: "mine", status: 200 });
+    expect(v.requests).toHaveLength(1);
+    await expect(c.put("k", 1, { commandId: "mine" })).resolves.toMatchObject({ version: 5 });
+  });
 });

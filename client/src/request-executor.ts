@@ -259,7 +259,9 @@ export class RequestExecutor {
     }
     if (success(answer.status)) {
       try {
-        return { ok: true, value: read(text) };
+        const value = read(text);
+        if (request.commandId !== undefined) checkAnsweredCommandId(value, request.commandId);
+        return { ok: true, value };
       } catch (error) {
         const message = `${endpoint} answered ${answer.status} with a body the client cannot read`;
         return {
@@ -408,6 +410,18 @@ function pinnedEndpoint(endpoint: string, commandId: string | undefined): string
 }
 
 /** A command ID the contract takes (section 4): anything else the voter refuses, or undici cannot send. */
+/**
+ * A write's answer names the command it answers: another ID (a proxy's cached or misrouted answer) says
+ * nothing of this command's outcome, so it must not pass for this command's success.
+ */
+function checkAnsweredCommandId(value: unknown, commandId: string): void {
+  if (typeof value !== "object" || value === null || !Object.hasOwn(value, "commandId")) return;
+  const answered = (value as { readonly commandId: unknown }).commandId;
+  if (answered !== commandId) {
+    throw new TypeError(`the answer names command ${JSON.stringify(answered)}, not ${commandId}`);
+  }
+}
+
 function checkCommandId(commandId: string): void {
   if (COMMAND_ID.test(commandId)) return;
   throw new InvalidArgumentError(

@@ -17,6 +17,11 @@ export interface ScriptedAnswer {
   readonly body?: unknown;
   /** Sends the headers, then breaks the connection instead of the body. */
   readonly cutBody?: boolean;
+  /**
+   * Sends `body` as scripted. Otherwise a 2xx object body's `commandId` is the request's command ID, as
+   * a voter's answer names the command it answers.
+   */
+  readonly verbatim?: boolean;
 }
 
 /** A contract error body. */
@@ -69,7 +74,7 @@ export class ScriptedVoter {
           body: Buffer.concat(chunks).toString("utf8"),
           at: Date.now(),
         });
-        voter.answer(response);
+        voter.answer(response, request.headers["keyload-command-id"]);
       });
     });
     return voter;
@@ -85,12 +90,21 @@ export class ScriptedVoter {
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private answer(response: ServerResponse): void {
+  private answer(response: ServerResponse, commandId: string | string[] | undefined): void {
     const next = (this.answers.length > 1 ? this.answers.shift() : this.answers[0]) ?? {
       status: 200,
       body: {},
     };
-    const body = typeof next.body === "string" ? next.body : JSON.stringify(next.body ?? {});
+    const echoed =
+      !next.verbatim &&
+      typeof commandId === "string" &&
+      next.status >= 200 &&
+      next.status < 300 &&
+      typeof next.body === "object" &&
+      next.body !== null &&
+      Object.hasOwn(next.body, "commandId");
+    const answered = echoed ? { ...(next.body as object), commandId } : next.body;
+    const body = typeof answered === "string" ? answered : JSON.stringify(answered ?? {});
     response.writeHead(next.status, { "content-type": "application/json", ...next.headers });
     if (next.cutBody) {
       response.flushHeaders();
