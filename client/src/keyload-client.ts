@@ -5,6 +5,8 @@ import {
   InternalError,
   InvalidArgumentError,
   KeyLoadError,
+  PATH_PARAM_SCHEMAS,
+  type PathParamName,
   RESPONSE_SCHEMAS,
   type RequestBodyKind,
   type RequestBodyOf,
@@ -264,8 +266,18 @@ export class KeyLoadClient {
   }
 
   put(key: string, value: unknown, options: PutOptions = {}): Promise<PutResult> {
+    // Left out of the body, it would send no value at all: the voter refuses that too, after the round trip.
+    const commandId = options.commandId ?? this.newCommandId();
+    if (value === undefined) {
+      return Promise.reject(
+        new InvalidArgumentError("put needs a value; undefined is not JSON (null is)", {
+          reason: "InvalidBody",
+          commandId,
+        }),
+      );
+    }
     const body = { value, expectedVersion: options.expectedVersion };
-    return this.write("catalog.put", { key }, body, options);
+    return this.write("catalog.put", { key }, body, { ...options, commandId });
   }
 
   delete(key: string, options: PutOptions = {}): Promise<DeleteResult> {
@@ -754,6 +766,7 @@ function routeExchange<K extends RouteKind>(
   search = "",
 ): Exchange {
   const path = routePath(kind, params);
+  checkPathParams(kind, params);
   return {
     kind: exchangeKind,
     lane: ROUTE_LANES[kind],
@@ -765,12 +778,32 @@ function routeExchange<K extends RouteKind>(
 }
 
 /**
- * A request body as JSON text; a value JSON cannot hold (a BigInt, a cycle, a throwing toJSON) is
- * InvalidArgumentError `InvalidBody`, the voter's reason for a body it cannot take, before anything is sent.
+ * Each path parameter against the contract's schema for it, the one the voter's edge checks: a key of
+ * no or too many characters, or a name outside its alphabet, is refused before anything is sent, as
+ * the voter would refuse it (InvalidArgumentError `InvalidParameter`).
+ */
+function checkPathParams(kind: RouteKind, params: Readonly<Record<string, unknown>>): void {
+  for (const [name, value] of Object.entries(params)) {
+    if (!Object.hasOwn(PATH_PARAM_SCHEMAS, name)) continue;
+    if (!conforms(PATH_PARAM_SCHEMAS[name as PathParamName], value)) {
+      throw new InvalidArgumentError(`the path parameter ${name} of ${kind} is not of the contract's shape`, {
+        reason: "InvalidParameter",
+        details: { kind, parameter: name },
+      });
+    }
+  }
+}
+
+/**
+ * A request body as JSON text. What JSON cannot hold (a BigInt, a cycle, a throwing toJSON), and what
+ * JSON.stringify would silently turn into something else (NaN or an infinity into null, a function or
+ * symbol dropped or made null, a Map, Set, typed array or RegExp into `{}`), is InvalidArgumentError
+ * `InvalidBody`, the voter's reason for a body it cannot take, before anything is sent. An object
+ * property left undefined is omitted, as JSON has it.
  */
 function jsonBody(body: unknown): string {
   try {
-    return JSON.stringify(body);
+    return JSON.stringify(body, faithfulJson);
   } catch (error) {
     const detail = error instanceof Error ? error.message : String(error);
     throw new InvalidArgumentError(`the request body cannot be sent as JSON (${detail})`, {
@@ -778,6 +811,49 @@ function jsonBody(body: unknown): string {
       cause: error,
     });
   }
+}
+
+/** JSON.stringify's replacer for jsonBody: called with each value after its toJSON, if any. */
+function faithfulJson(this: unknown, key: string, value: unknown): unknown {
+  switch (typeof value) {
+    case "number":
+      if (!Number.isFinite(value)) throw new TypeError(`${where(key)} is ${value}, which JSON cannot hold`);
+      return value;
+    case "function":
+    case "symbol":
+      throw new TypeError(`${where(key)} is a ${typeof value}, which JSON cannot hold`);
+    case "undefined":
+      // An array's hole or undefined element would become null; an object's property is left out.
+      if (Array.isArray(this)) throw new TypeError(`${where(key)} is undefined, which JSON cannot hold`);
+      return value;
+    case "object":
+      if (value !== null && !Array.isArray(value) && mangledByJson(value)) {
+        const type = (value as object).constructor?.name ?? "object";
+        throw new TypeError(`${where(key)} is a ${type}, which JSON would send as {}`);
+      }
+      return value;
+    default:
+      return value;
+  }
+}
+
+function where(key: string): string {
+  return key === "" ? "the body" : `the value at ${JSON.stringify(key)}`;
+}
+
+/** Objects whose content JSON.stringify does not see (it sees own enumerable properties only). */
+function mangledByJson(value: object): boolean {
+  return (
+    value instanceof Map ||
+    value instanceof Set ||
+    value instanceof WeakMap ||
+    value instanceof WeakSet ||
+    value instanceof RegExp ||
+    value instanceof Promise ||
+    value instanceof Error ||
+    value instanceof ArrayBuffer ||
+    ArrayBuffer.isView(value)
+  );
 }
 
 /** Exactly the contract's fields: a caller's object may carry more, which would change the payload. */

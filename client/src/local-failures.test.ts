@@ -56,6 +56,57 @@ describe("requests that cannot leave the process", () => {
     expect(v.requests).toHaveLength(0);
   });
 
+  it("refuses a body JSON would change before sending: NaN, undefined elements, functions, a Map", async () => {
+    const v = await voter();
+    const c = client([v.url]);
+    const changed: [unknown, RegExp][] = [
+      [Number.NaN, /NaN/],
+      [{ n: Number.POSITIVE_INFINITY }, /"n" is Infinity/],
+      [[1, undefined], /"1" is undefined/],
+      [{ f: () => 1 }, /"f" is a function/],
+      [[Symbol("s")], /"0" is a symbol/],
+      [new Map([["a", 1]]), /Map, which JSON would send as \{\}/],
+      [{ s: new Set([1]) }, /Set/],
+      [new Uint8Array([1, 2]), /Uint8Array/],
+      [undefined, /undefined is not JSON/],
+    ];
+    for (const [value, message] of changed) {
+      const error = await c.put("k", value, { commandId: "c-changed" }).catch((e: unknown) => e);
+      expect(error, String(message)).toBeInstanceOf(InvalidArgumentError);
+      expect(error).toMatchObject({ reason: "InvalidBody", commandId: "c-changed" });
+      expect((error as Error).message).toMatch(message);
+    }
+    expect(v.requests).toHaveLength(0);
+    // What JSON holds as it is still goes: null, a Date through its toJSON, a property left undefined.
+    await c.put("k", { a: null, at: new Date(0), gone: undefined, list: [1, "two", false] });
+    expect(v.requests).toHaveLength(1);
+    expect(JSON.parse(v.requests[0]!.body)).toEqual({
+      value: { a: null, at: "1970-01-01T00:00:00.000Z", list: [1, "two", false] },
+    });
+  });
+
+  it("refuses a path parameter outside the contract's shape before sending", async () => {
+    const v = await voter();
+    const c = client([v.url]);
+    for (const key of ["", "k".repeat(513), "😀".repeat(513)]) {
+      const error = await c.put(key, 1, { commandId: "c-key" }).catch((e: unknown) => e);
+      expect(error, `a key of ${key.length} units`).toBeInstanceOf(InvalidArgumentError);
+      expect(error).toMatchObject({
+        reason: "InvalidParameter",
+        commandId: "c-key",
+        details: { parameter: "key" },
+      });
+    }
+    await expect(c.get("")).rejects.toMatchObject({ reason: "InvalidParameter" });
+    await expect(c.enqueue("no spaces", 1)).rejects.toMatchObject({ reason: "InvalidParameter" });
+    await expect(c.getCommand("bad id")).rejects.toMatchObject({ reason: "InvalidParameter" });
+    expect(v.requests).toHaveLength(0);
+    // The bounds themselves pass: 512 characters, however many UTF-16 units they take.
+    await c.put("😀".repeat(512), 1);
+    await c.put("k".repeat(512), 1);
+    expect(v.requests).toHaveLength(2);
+  });
+
   it("refuses an API key that cannot be sent in a header, without showing it", () => {
     for (const apiKey of ["secret\n", "sec ret", "sécret", ""]) {
       const make = () => new KeyLoadClient({ endpoints: ["http://127.0.0.1:1"], apiKey });
