@@ -24,6 +24,11 @@ export type StorageFaultPoint =
   /** The batch is fsynced; nothing is acknowledged yet and superseded snapshot files still exist. */
   | "log-synced"
   /**
+   * At open, files the log no longer refers to are about to be deleted from the snapshot directory:
+   * the state that superseded them must be durable by now, not only in the log's WAL.
+   */
+  | "snapshots-clearing"
+  /**
    * The state machine's fsync of its applied state (before a snapshot point is recorded) is about to
    * run; a hook that throws here stands for that fsync failing.
    */

@@ -100,11 +100,14 @@ export function recoverLog<T>(
     }
     const snapshotFiles = SnapshotFileStore.open(join(dir, SNAPSHOT_DIR), opts.faultHook);
     checkSnapshot(logPath, state, index, snapshotFiles);
-    snapshotFiles.removeAllBut(state.snapshot.file);
     const lowest = db.minIndex();
     // Fold the WAL into the database now (fsynced): recovery is done, the next open scans one file,
     // and the journal may start over.
     db.checkpointAndTruncate();
+    // Only now is the state that superseded them durable: a commit read from the WAL may still be only
+    // in the page cache (the last run died in its fdatasync), and a power loss would bring back a state
+    // that refers to a file deleted here.
+    snapshotFiles.removeAllBut(state.snapshot.file);
     journal.restart();
     walFd = openSync(walPath, "r+");
     fsyncPath(dir);

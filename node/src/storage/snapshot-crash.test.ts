@@ -1,9 +1,9 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { DurableLogStore } from "./durable-log-store.js";
 import type { StorageFaultPoint } from "./fault-hook.js";
-import { SNAPSHOT_DIR } from "./log-recovery.js";
+import { LOG_FILE, SNAPSHOT_DIR } from "./log-recovery.js";
 import { runLogStoreCrashChild } from "./test-fixtures/log-store-crash-runner.js";
 import { dataFor, hs, storageFixture } from "./test-fixtures/storage-fixture.js";
 
@@ -87,6 +87,28 @@ describe("snapshot crash safety", () => {
       expect(store.lastIndex()).toBe(50);
       expect(store.firstIndex()).toBe(1);
       expect(store.entries(1, 51, 1e9)).toHaveLength(50);
+    },
+    20_000,
+  );
+
+  it.each(["install", "create", "point"])(
+    "deletes a superseded snapshot file only once the state superseding it is durable: %s",
+    async (kind) => {
+      const dir = fx.dir();
+      // Killed with the switch committed to the log's WAL, not yet fsynced: at the next open the WAL
+      // holds it, and the disk may not.
+      const run = await runLogStoreCrashChild([kind, dir, "1", "log-committed"]);
+      expect(run.done).toBe(false);
+      const walAtClearing: number[] = [];
+      const store = fx.open(dir, {
+        faultHook: (point) => {
+          if (point === "snapshots-clearing") {
+            walAtClearing.push(statSync(join(dir, `${LOG_FILE}-wal`), { throwIfNoEntry: false })?.size ?? 0);
+          }
+        },
+      });
+      expect(walAtClearing).toEqual([0]);
+      expect(readdirSync(join(dir, SNAPSHOT_DIR))).toHaveLength(store.currentSnapshot() === null ? 0 : 1);
     },
     20_000,
   );

@@ -187,6 +187,7 @@ export class SnapshotFileStore {
     let removed = false;
     for (const name of readdirSync(this.dir)) {
       if (name === keep || !isOurs(name)) continue;
+      if (!removed) this.hook?.("snapshots-clearing");
       unlinkSync(this.path(name));
       removed = true;
     }
