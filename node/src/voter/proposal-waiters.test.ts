@@ -92,6 +92,35 @@ describe("ProposalWaiters", () => {
     expect(await state(newer)).toBe("pending");
   });
 
+  it("rejects as overwritten an earlier term's waiter at an index proposed again", async () => {
+    const w = new ProposalWaiters();
+    const ac = new AbortController();
+    // Proposed at term 3; a later leader cut the entries from this log, and at term 5 this node leads
+    // again and proposes at the same indexes. The earlier proposal's deadline passes meanwhile.
+    const older = w.add(7, 2, 3, ac.signal);
+    const single = w.addOne(9, 3);
+    const newer = w.add(7, 3, 5);
+    ac.abort();
+    expect(await state(older)).toEqual({ error: expect.any(UnknownWriteOutcomeError) });
+    expect(await state(older)).toMatchObject({ error: { reason: "LeadershipChanged" } });
+    expect(await state(single)).toMatchObject({ error: { reason: "LeadershipChanged" } });
+    w.settle(entries(7, 9, 5), results(entries(7, 9, 5)));
+    expect(await state(newer)).toEqual({ value: results(entries(7, 9, 5)) });
+  });
+
+  it("drops an overwritten batch's commit notice, which would hold back those after it", () => {
+    const w = new ProposalWaiters();
+    const stale = vi.fn(() => true);
+    const fresh = vi.fn(() => false);
+    void w.add(5, 4, 3, undefined, stale).catch(() => undefined);
+    // At term 5 this node's no-op went to 5 and its next batch to 6..7.
+    void w.add(5, 1, 5).catch(() => undefined);
+    void w.add(6, 2, 5, undefined, fresh);
+    w.noticeCommits(entries(5, 7, 5));
+    expect(fresh).toHaveBeenCalledOnce();
+    expect(stale).not.toHaveBeenCalled();
+  });
+
   it("stops listening to the signal once the batch settled", async () => {
     const w = new ProposalWaiters();
     const ac = new AbortController();

@@ -73,7 +73,7 @@ export class ProposalWaiters {
                     ahead.settle(i, result);
                   }
                 : resolve;
-            this.waiters.set(first + i, { term, resolve: onResult, reject });
+            this.wait(first + i, { term, resolve: onResult, reject });
           }),
       ),
     );
@@ -101,6 +101,7 @@ export class ProposalWaiters {
         all.then(detach, detach);
       }
     }
+    if (count > 0) this.dropOverwrittenNotices(first, term);
     if (committed && count > 0) {
       this.notices.push({
         lastIndex: first + count - 1,
@@ -116,7 +117,32 @@ export class ProposalWaiters {
   /** Waits for the apply result of the one entry proposed at `term` at `index`. */
   addOne(index: number, term: number): Promise<ApplyResult> {
     return new Promise<ApplyResult>((resolve, reject) => {
-      this.waiters.set(index, { term, resolve, reject });
+      this.wait(index, { term, resolve, reject });
+    });
+  }
+
+  /**
+   * A proposal at an index that already has one: the earlier (an older term's, whose entry a later
+   * leader cut from this log before this node led again) can no longer commit there, and nothing else
+   * would ever settle it, not even its deadline, which leaves waiters of another term alone.
+   */
+  private wait(index: number, waiter: ProposalWaiter): void {
+    const earlier = this.waiters.get(index);
+    if (earlier !== undefined && earlier.term !== waiter.term) earlier.reject(overwritten());
+    this.waiters.set(index, waiter);
+  }
+
+  /**
+   * Forgets the commit notices of earlier terms' batches reaching `first` or beyond: their entries are
+   * being overwritten, so none would be told, and one left at the head would hold back the notices of
+   * the batches proposed since (noticeCommits goes in order).
+   */
+  private dropOverwrittenNotices(first: number, term: number): void {
+    if (!this.notices.some((n) => n.term !== term && n.lastIndex >= first)) return;
+    this.notices = this.notices.filter((n) => {
+      if (n.term === term || n.lastIndex < first) return true;
+      n.detach();
+      return false;
     });
   }
 
