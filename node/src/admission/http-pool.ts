@@ -159,7 +159,8 @@ export class HttpPool {
     const cap =
       routeBodyCap === undefined ? this.maxBodyBytes.value : Math.min(routeBodyCap, this.maxBodyBytes.value);
     if (declaredLength !== undefined) {
-      if (!Number.isSafeInteger(declaredLength) || declaredLength < 0)
+      // Past 2^53 a length is no longer exact, but still far over any cap: BodyTooLarge, not malformed.
+      if (!Number.isInteger(declaredLength) || declaredLength < 0)
         throw new InvalidArgumentError(`Content-Length ${declaredLength} is not a byte count`, {
           reason: "InvalidContentLength",
         });

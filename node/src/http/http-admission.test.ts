@@ -196,6 +196,22 @@ describe("body caps", () => {
     expect(fx.governor.status()).toMatchObject(idleStatus());
   });
 
+  it("refuses with 413 a declared length past what a double holds exactly", async () => {
+    fx = httpFixture();
+    const { port } = await fx.listen();
+    for (const declared of ["9007199254740993", "18446744073709551615"]) {
+      const response = await exchange(
+        port,
+        "PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+          `Authorization: ${bearer("writer")}\r\nKeyLoad-Command-Id: c1\r\nContent-Length: ${declared}\r\n\r\n`,
+      );
+      const error = expectContractError(response, 413, "ResourceExhausted", "BodyTooLarge");
+      expect(error.details).toMatchObject({ governor: "http", pool: "data", limitValue: 8 * MiB });
+    }
+    expect(fx.service.calls).toBe(0);
+    expect(fx.governor.status()).toMatchObject(idleStatus());
+  });
+
   it("refuses a declared control body over 64 KiB", async () => {
     fx = httpFixture();
     const response = await fx.app.inject({
