@@ -471,15 +471,18 @@ function headerValue(answer: IncomingAnswer, name: string): string | undefined {
 }
 
 /**
- * Whether a refusal is the answering voter's own: its HTTP pool's, or its disk floors'. Another voter may
+ * Whether a refusal is the answering voter's own: its HTTP pool's, or its command governor's where that
+ * voter is a follower (details.leader false; its limits may differ from the others'). Another voter may
  * well accept the call, so it goes there, and the refusal does not feed the lane's throttle, which is
- * the whole cluster's; only the command governor's other refusals, the leader's, speak for the cluster.
+ * the whole cluster's; only the leader's command refusals, relayed alike by every voter, speak for the
+ * cluster. A voter that does not say whose it was is taken at its disk floors' word alone.
  */
 function isVoterLocal(error: ResourceExhaustedError): boolean {
-  return (
-    error.reason !== "BodyTooLarge" &&
-    (error.governor === "http" || error.reason === "DiskFloor" || error.reason === "DiskHardFloor")
-  );
+  if (error.reason === "BodyTooLarge") return false;
+  if (error.governor === "http") return true;
+  const leader = error.details?.leader;
+  if (typeof leader === "boolean") return !leader;
+  return error.reason === "DiskFloor" || error.reason === "DiskHardFloor";
 }
 
 /** Refusals that may pass later; a body or payload over its cap never will. */

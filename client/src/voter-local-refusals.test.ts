@@ -4,9 +4,11 @@ import { scriptedVoters } from "./test-fixtures/scripted-client.js";
 import { errorBody, type ScriptedAnswer } from "./test-fixtures/scripted-voter.js";
 
 /**
- * A voter's HTTP pool and its disk floor are its own: another voter may accept what it refuses. Such a
- * refusal moves the call on, as a dead voter does, and leaves the lane's throttle alone, which counts
- * the cluster's refusals (the leader's command governor's) and would hold back calls other voters take.
+ * A voter's HTTP pool, and its command governor where it is a follower (details.leader false; a voter
+ * that does not say counts for its disk floors only), are its own: another voter may accept what it
+ * refuses. Such a refusal moves the call on, as a dead voter does, and leaves the lane's throttle alone,
+ * which counts the cluster's refusals (the leader's command governor's) and would hold back calls other
+ * voters take.
  */
 
 const OK_PUT: ScriptedAnswer = { status: 200, body: { commandId: "c", key: "k", version: 1 } };
@@ -41,6 +43,17 @@ const commandCount: ScriptedAnswer = {
   headers: { "retry-after": "0" },
   body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane: "data" }),
 };
+/** A command refusal that says whose governor refused: the leader's, or the answering follower's. */
+const commandBytes = (leader: boolean): ScriptedAnswer => ({
+  status: 429,
+  headers: { "retry-after": "0" },
+  body: errorBody("ResourceExhausted", "CommandBytes", { governor: "command", lane: "data", leader }),
+});
+const leaderDiskFloor: ScriptedAnswer = {
+  status: 429,
+  headers: { "retry-after": "0" },
+  body: errorBody("ResourceExhausted", "DiskFloor", { governor: "command", lane: "data", leader: true }),
+};
 
 const { voter, client } = scriptedVoters();
 
@@ -49,6 +62,7 @@ describe("a refusal of one voter's own", () => {
     ["DiskFloor", diskFloor()],
     ["DiskHardFloor", diskHardFloor],
     ["an HTTP pool's", httpPool()],
+    ["a follower's own command governor's", commandBytes(false)],
   ])("moves the retry and the calls after it to another voter: %s", async (_, refusal) => {
     const a = await voter(refusal);
     const b = await voter(OK_PUT);
@@ -96,20 +110,24 @@ describe("a refusal of one voter's own", () => {
     expect(v.requests).toHaveLength(3);
   });
 
-  it("keeps a call refused by the leader's command governor on that voter, and throttles on it", async () => {
-    const a = await voter(commandCount, OK_PUT);
+  it.each([
+    ["a command governor's, not saying whose", commandCount],
+    ["a command governor's", commandBytes(true)],
+    ["a disk floor's", leaderDiskFloor],
+  ])("keeps a call on a voter relaying the leader's refusal, %s, and throttles on it", async (_, refusal) => {
+    const a = await voter(refusal, OK_PUT);
     const b = await voter(OK_PUT);
     await client([a.url, b.url]).put("k", 1);
     expect([a.requests.length, b.requests.length]).toEqual([2, 0]);
 
-    a.script(commandCount);
+    a.script(refusal);
     const c = client([a.url, b.url], {
       adaptiveThrottle: { k: 2 },
       retryResourceExhausted: false,
       random: () => 0.4,
     });
-    await expect(c.get("k")).rejects.toMatchObject({ governor: "command" });
-    await expect(c.get("k")).rejects.toMatchObject({ governor: "client", reason: "ClientThrottled" });
+    await expect(c.put("k", 2)).rejects.toMatchObject({ governor: "command" });
+    await expect(c.put("k", 3)).rejects.toMatchObject({ governor: "client", reason: "ClientThrottled" });
     expect([a.requests.length, b.requests.length]).toEqual([3, 0]);
   });
 

@@ -57,5 +57,10 @@ export interface ResourceExhaustedDetails {
   readonly requested?: number;
   /** What was in use when it was refused. */
   readonly inUse?: number;
+  /**
+   * A command refusal's: whether the leader's governor refused (a follower relays that unchanged, so
+   * every voter answers alike) or the answering follower's own, whose limits may differ.
+   */
+  readonly leader?: boolean;
   readonly [key: string]: unknown;
 }

@@ -387,8 +387,11 @@ describe("KeyLoadClient against a three-voter cluster", () => {
         version: 1,
       });
     }
+    // Every voter has the same small lane, and a follower's own refusal sends a call on to another
+    // voter at once: the leader's refusal (details.leader) is the one that speaks for the cluster.
+    const leaderUrl = (await cluster.leader())!.httpUrl;
     {
-      // Waits out a refusal's Retry-After before trying again, within its retry budget.
+      // Waits out the leader's refusal's Retry-After before trying again, within its retry budget.
       const client = cluster.client(cluster.adminKey, {
         adaptiveThrottle: false,
         maxAttempts: 5,
@@ -396,7 +399,9 @@ describe("KeyLoadClient against a three-voter cluster", () => {
       });
       const sent = new SentCommandIds();
       const started = Date.now();
-      const error = await failure(client.put("big-retry", "x".repeat(20_000), { commandId: "big-retry" }));
+      const error = await failure(
+        client.put("big-retry", "x".repeat(20_000), { commandId: "big-retry", endpoint: leaderUrl }),
+      );
       const elapsed = Date.now() - started;
       sent.close();
       expect(error).toMatchObject({
@@ -417,9 +422,9 @@ describe("KeyLoadClient against a three-voter cluster", () => {
         random: () => 0.4,
       });
       const sent = new SentCommandIds();
-      await expect(client.put("big-throttled", "x".repeat(20_000))).rejects.toMatchObject({
-        governor: "command",
-      });
+      await expect(
+        client.put("big-throttled", "x".repeat(20_000), { endpoint: leaderUrl }),
+      ).rejects.toMatchObject({ governor: "command", details: { leader: true } });
       const local = await failure(client.put("small", 1, { commandId: "throttled-1" }));
       sent.close();
       expect(local).toBeInstanceOf(ResourceExhaustedError);

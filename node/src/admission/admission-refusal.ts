@@ -56,11 +56,15 @@ export class AdmissionRefusal {
    * The contract's error for this refusal. Its stack is left empty: an admission refusal is an expected
    * answer, not a fault, and capturing a stack would make each refused request cost microseconds.
    */
-  toError(commandId?: string): ResourceExhaustedError {
+  toError(commandId?: string, byLeader?: boolean): ResourceExhaustedError {
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
-      return new ResourceExhaustedError(this.reason, this.message, this.details, {
+      // A command refusal says whether the leader refused it (every voter would relay the same) or a
+      // follower's own governor did (its limits may differ from the others'): a client moves on only
+      // from the latter.
+      const details = byLeader === undefined ? this.details : { ...this.details, leader: byLeader };
+      return new ResourceExhaustedError(this.reason, this.message, details, {
         ...(commandId === undefined ? {} : { commandId }),
         ...(this.retryAfterSeconds === undefined ? {} : { retryAfterSeconds: this.retryAfterSeconds }),
       });

@@ -280,7 +280,7 @@ export function forwardHandler(
         if (admitted instanceof AdmissionRefusal) {
           // Counted here, where the governor refused: the follower only relays the answer.
           rejections.inc({ lane: c.lane, reason: admitted.reason });
-          return wireFailure(admitted.toError(c.commandId));
+          return wireFailure(admitted.toError(c.commandId, true));
         }
         const outcome = await scheduler.submit(admitted, { ...c, forwarded: true });
         return outcome.ok ? outcome : wireFailure(outcome.error.withCommandId(c.commandId));

@@ -93,7 +93,7 @@ export class KeyLoadVoterService implements VoterService {
     });
     if (admitted instanceof AdmissionRefusal) {
       this.parts.rejections.inc({ lane: cmd.lane, reason: admitted.reason });
-      throw admitted.toError(cmd.commandId);
+      throw admitted.toError(cmd.commandId, this.parts.driver.isLeader());
     }
     // A new API key is made here; only its hash enters the log, the plain key goes back once.
     const apiKey = cmd.kind === "admin.createKey" ? generateApiKey() : undefined;

@@ -76,7 +76,7 @@ describe("three voters on loopback", () => {
         code: "ResourceExhausted",
         reason: "CommandBytes",
         commandId: "r1",
-        details: { governor: "command", lane: "data" },
+        details: { governor: "command", lane: "data", leader: true },
       },
     });
     expect(refused.headers.get("retry-after")).not.toBeNull();
@@ -95,6 +95,12 @@ describe("three voters on loopback", () => {
     expect(followerMetrics).toContain(
       'keyload_command_admission_rejections_total{lane="data",reason="CommandBytes"} 0',
     );
+    // The leader's own client gets the same refusal, said to be the leader's.
+    const direct = await call(cluster.voter(0).httpUrl, "PUT", "/v1/catalog/big", {
+      body: big,
+      commandId: "r0",
+    });
+    expect(direct.body).toMatchObject({ error: { details: { lane: "data", leader: true } } });
     // Nothing took the ID: it commits other work afterwards.
     expect((await call(cluster.voter(1).httpUrl, "GET", "/v1/commands/r1")).status).toBe(404);
     const reused = await call(cluster.voter(1).httpUrl, "POST", "/v1/dispatch/ops", {
@@ -107,6 +113,25 @@ describe("three voters on loopback", () => {
       nodeId: "voter1",
       commandAdmission: { data: { commands: 0, retainedBytes: 0 } },
     });
+    // Once voter1 follows, its tiny lane is its own: its refusal says so, and another voter takes it.
+    cluster.voter(0).driver.raft.transferLeadership("voter2");
+    const deadline = Date.now() + 5000;
+    while (!cluster.voter(1).driver.isLeader() && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    expect(await cluster.waitForLeader()).toBe(1);
+    const local = await call(cluster.voter(0).httpUrl, "PUT", "/v1/catalog/big", {
+      body: big,
+      commandId: "r2",
+    });
+    expect(local).toMatchObject({
+      status: 429,
+      body: { error: { reason: "CommandBytes", details: { governor: "command", leader: false } } },
+    });
+    const elsewhere = await call(cluster.voter(2).httpUrl, "PUT", "/v1/catalog/big", {
+      body: big,
+      commandId: "r2",
+    });
+    expect(elsewhere.status).toBe(200);
   });
 
   it("keeps acknowledged writes across a restart of every voter", async () => {
