@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { Identity, ReadRequest } from "../http/voter-service.js";
 import type { Entry } from "../raft/types.js";
 import { CommandPayload } from "../requests/command-payload.js";
@@ -148,5 +149,30 @@ describe("commands", () => {
     expect(submitted).toEqual([
       expect.objectContaining({ tenant: "t1", principal: "svc", keyId: verified().keyId }),
     ]);
+  });
+
+  it("release the reservation of a command that fails before it is submitted", async () => {
+    const governor = new CommandAdmissionGovernor();
+    const failure = new Error("no entropy");
+    const service = new KeyLoadVoterService({
+      commandGovernor: governor,
+      keyHasher: {
+        hash: () => {
+          throw failure;
+        },
+      },
+      scheduler: { submit: () => Promise.reject(new Error("never submitted")) },
+    } as unknown as VoterServiceParts);
+    const created = service.submitCommand({
+      kind: "admin.createKey",
+      params: { principalId: "svc" },
+      payload: CommandPayload.EMPTY,
+      commandId: "c2",
+      identity: verified(),
+      lane: "data",
+      signal: new AbortController().signal,
+    });
+    await expect(created).rejects.toBe(failure);
+    expect(governor.usage("data")).toMatchObject({ commands: 0, retainedBytes: 0 });
   });
 });

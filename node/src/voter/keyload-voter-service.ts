@@ -95,19 +95,27 @@ export class KeyLoadVoterService implements VoterService {
       this.parts.rejections.inc({ lane: cmd.lane, reason: admitted.reason });
       throw admitted.toError(cmd.commandId, this.parts.driver.isLeader());
     }
-    // A new API key is made here; only its hash enters the log, the plain key goes back once.
-    const apiKey = cmd.kind === "admin.createKey" ? generateApiKey() : undefined;
-    const command: VoterCommand = {
-      commandId: cmd.commandId,
-      kind: cmd.kind,
-      lane: cmd.lane,
-      params: cmd.params,
-      payload: cmd.payload,
-      tenant: cmd.identity.tenantId,
-      principal: cmd.identity.principalId,
-      keyId: cmd.identity.keyId,
-      ...(apiKey ? { generated: { keyHash: this.parts.keyHasher.hash(apiKey) } } : {}),
-    };
+    let apiKey: string | undefined;
+    let command: VoterCommand;
+    try {
+      // A new API key is made here; only its hash enters the log, the plain key goes back once.
+      apiKey = cmd.kind === "admin.createKey" ? generateApiKey() : undefined;
+      command = {
+        commandId: cmd.commandId,
+        kind: cmd.kind,
+        lane: cmd.lane,
+        params: cmd.params,
+        payload: cmd.payload,
+        tenant: cmd.identity.tenantId,
+        principal: cmd.identity.principalId,
+        keyId: cmd.identity.keyId,
+        ...(apiKey ? { generated: { keyHash: this.parts.keyHasher.hash(apiKey) } } : {}),
+      };
+    } catch (err) {
+      // Not yet the scheduler's to release: nothing was submitted.
+      admitted.release();
+      throw err;
+    }
     const outcome = await scheduler.submit(admitted, command);
     if (!outcome.ok) throw outcome.error.withCommandId(cmd.commandId);
     const { index, duplicate, result } = outcome.value;
