@@ -29,7 +29,7 @@ export const FrameType = {
 // 5: announcements carry the sender's wall clock.
 // 6: snapshot chunks carry the replication epoch their answers echo; announcements carry the sender's
 //    incarnation.
-const PROTOCOL_VERSION = 6;
+const PROTOCOL_VERSION = 7;
 const INCARNATION = /^[A-Za-z0-9._-]{1,64}$/;
 export const NONCE_BYTES = 32;
 export const PROOF_BYTES = 32;

@@ -101,6 +101,7 @@ export function encodeRaftMessageParts(message: Message): readonly Uint8Array[] 
       w.uint(message.index);
       w.uint(message.logTerm);
       w.bool(message.transfer);
+      w.uint(message.confIndex);
       break;
     case "vote-response":
     case "pre-vote-response":
@@ -179,7 +180,8 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
       const index = r.uint();
       const logTerm = r.uint();
       const transfer = r.bool();
-      message = { type, from, to, term, index, logTerm, transfer };
+      const confIndex = r.uint();
+      message = { type, from, to, term, index, logTerm, transfer, confIndex };
       break;
     }
     case TAG["vote-response"]:

@@ -4,7 +4,7 @@ import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
 import { MemoryStorage } from "./memory-storage.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
-import { entry, heartbeat, ofType } from "./test-fixtures/helpers.js";
+import { entry, heartbeat, ofType, vote } from "./test-fixtures/helpers.js";
 import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
@@ -238,6 +238,50 @@ describe("membership changes", () => {
     c.filter = () => true;
     c.isolate("a");
     c.tickUntil(() => c.node("l").status().role === "leader", 300, ["b", "l"]);
+  });
+
+  it("a lagging voter grants its vote to a voter of a configuration it has not yet heard of", () => {
+    const c = InMemoryRaftCluster.bootstrapped(["a", "b", "c"]);
+    c.join("d");
+    c.elect("b");
+    // c lags through three changes, each committed without it.
+    c.isolate("c");
+    for (const ch of [
+      { type: "add-learner", node: "d" },
+      { type: "promote", node: "d" },
+      { type: "remove", node: "a" },
+    ] as const) {
+      c.node("b").proposeConfChange(ch);
+      c.settle();
+      c.tickAll(3, ["a", "b", "d"]);
+    }
+    expect(c.node("d").status().conf.voters.slice().sort()).toEqual(["b", "c", "d"]);
+    expect(c.node("c").status().conf.voters.slice().sort()).toEqual(["a", "b", "c"]);
+    // b fails as c returns: {c, d} is a quorum of {b, c, d}, though c has never heard of d.
+    c.heal();
+    c.isolate("b");
+    c.tickUntil(() => c.node("d").status().role === "leader", 400, ["a", "c", "d"]);
+    c.node("d").propose(text("after"));
+    c.tickAll(3, ["a", "c", "d"]);
+    expect(c.node("c").status().conf.voters.slice().sort()).toEqual(["b", "c", "d"]);
+    expect(c.appliedData("c")).toContain("after");
+  });
+
+  it("ignores a candidate outside its configuration that campaigns under an older one", () => {
+    const c = InMemoryRaftCluster.bootstrapped(VOTERS);
+    c.elect("a");
+    change(c, "a", { type: "remove", node: "c" });
+    const applied = c.node("b").status().applied;
+    const { term } = c.node("b").status();
+    // c, removed, campaigns under the bootstrap configuration (or any older than b applied): ignored,
+    // even as a transfer's candidate, which the check-quorum lease lets through.
+    for (const confIndex of [0, applied]) {
+      c.node("b").step(vote("c", "b", term + 5, 100, term + 4, { confIndex, transfer: true }));
+      expect(c.node("b").status().term).toBe(term);
+    }
+    // Under one past what b applied, it is answered (and granted here: its log looks longer).
+    c.node("b").step(vote("c", "b", term + 5, 100, term + 4, { confIndex: applied + 1, transfer: true }));
+    expect(c.node("b").status()).toMatchObject({ term: term + 5, vote: "c" });
   });
 
   it("a leader that removed itself still grants its successor the vote it needs", () => {

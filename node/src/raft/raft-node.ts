@@ -295,7 +295,7 @@ export class RaftNode {
     // ourselves, as etcd-raft lets learners vote: a learner that has not yet applied its promotion (or
     // lost that knowledge in a crash) may be the vote a committed configuration needs, and only a
     // candidate that counts us as a voter counts our vote. A node with no configuration answers no one.
-    if ((m.type === "vote" || m.type === "pre-vote") && !this.mayAskForVotes(m.from)) return;
+    if ((m.type === "vote" || m.type === "pre-vote") && !this.mayAskForVotes(m.from, m.confIndex)) return;
     if (m.term > this.term) {
       if (m.type === "vote" || m.type === "pre-vote") {
         // Check-quorum lease: while we hear from a live leader, ignore disruptive candidates.
@@ -413,14 +413,18 @@ export class RaftNode {
   }
 
   /**
-   * Whether `id` is a voter of our configuration, or of one our log's unapplied entries lead to. A
+   * Whether `id` is a voter of our configuration, or of one our log's unapplied entries lead to, or
+   * campaigns under a configuration (applied, so committed, at `confIndex`) past the one we applied. A
    * promotion commits once a quorum holds it, and the promoted node may apply it while we hold it
-   * unapplied: were its requests ignored, the committed configuration could lack the votes it needs
-   * (etcd-raft ignores no one). A node whose removal we applied stays ignored.
+   * unapplied; and a voter that lagged may not hold at all the changes that made the candidate a voter
+   * (added, promoted, another removed) while a quorum committed them without it: were its requests
+   * ignored, the committed configuration could lack the votes it needs (etcd-raft ignores no one). A
+   * node whose removal we applied stays ignored: the configuration it campaigns under is older.
    */
-  private mayAskForVotes(id: NodeId): boolean {
+  private mayAskForVotes(id: NodeId, confIndex: number): boolean {
     if (this.conf.isVoter(id)) return true;
     if (this.conf.voters.size === 0) return false;
+    if (confIndex > this.log.applied) return true;
     let state = this.conf.state;
     let next = this.log.applied + 1;
     if (next < this.log.firstIndex()) {
@@ -446,6 +450,11 @@ export class RaftNode {
 
   private applyConfEntry(entry: Entry): void {
     this.setConf(entry.index, applyConfChange(this.conf.state, decodeConfChange(entry.data)));
+  }
+
+  /** The index of the configuration applied last (a snapshot's, or its conf entry's). */
+  private appliedConfIndex(): number {
+    return this.confHistory[this.confHistory.length - 1]!.index;
   }
 
   /** Makes `state` the configuration from `index` on, and brings the leader's bookkeeping along. */
@@ -702,8 +711,9 @@ export class RaftNode {
     }
     const index = this.log.lastIndex();
     const logTerm = this.log.lastTerm();
+    const confIndex = this.appliedConfIndex();
     for (const to of this.conf.voters)
-      if (to !== this.id) this.send({ type, to, term, index, logTerm, transfer });
+      if (to !== this.id) this.send({ type, to, term, index, logTerm, transfer, confIndex });
   }
 
   private countVotes(): "won" | "lost" | "pending" {

@@ -95,6 +95,12 @@ export interface VoteMessage extends MessageBase {
   readonly logTerm: number;
   /** Set by a leadership transfer: the receiver must not ignore it for an unexpired leader lease. */
   readonly transfer: boolean;
+  /**
+   * The index of the configuration the candidate campaigns under, the last it applied (so committed):
+   * a voter that has not applied as far may not know of it, nor so of the candidate (see
+   * RaftNode.mayAskForVotes). 0 for the bootstrap configuration.
+   */
+  readonly confIndex: number;
 }
 
 export interface VoteResponseMessage extends MessageBase {

@@ -32,7 +32,7 @@ function status(role: Role, term: number, conf: ConfState = CONF, vote: NodeId |
 }
 
 function vote(from: NodeId, to: NodeId, term: number): VoteMessage {
-  return { type: "vote", from, to, term, index: 0, logTerm: 0, transfer: false };
+  return { type: "vote", from, to, term, index: 0, logTerm: 0, transfer: false, confIndex: 0 };
 }
 
 function grant(checker: MembershipChecker, from: NodeId, to: NodeId, term: number): void {

@@ -85,6 +85,7 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
     index: uint,
     logTerm: uint,
     transfer: fc.boolean(),
+    confIndex: uint,
   }),
   "pre-vote": fc.record({
     type: fc.constant("pre-vote" as const),
@@ -92,6 +93,7 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
     index: uint,
     logTerm: uint,
     transfer: fc.boolean(),
+    confIndex: uint,
   }),
   "vote-response": fc.record({ type: fc.constant("vote-response" as const), ...base, reject: fc.boolean() }),
   "pre-vote-response": fc.record({

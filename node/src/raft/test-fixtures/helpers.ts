@@ -235,7 +235,7 @@ export function vote(
   term: number,
   index: number,
   logTerm: number,
-  opts: { pre?: boolean; transfer?: boolean } = {},
+  opts: { pre?: boolean; transfer?: boolean; confIndex?: number } = {},
 ): VoteMessage {
   return {
     type: opts.pre ? "pre-vote" : "vote",
@@ -245,6 +245,7 @@ export function vote(
     index,
     logTerm,
     transfer: opts.transfer ?? false,
+    confIndex: opts.confIndex ?? 0,
   };
 }
 
