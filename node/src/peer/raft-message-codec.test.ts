@@ -23,7 +23,7 @@ const samples: Message[] = [
   { type: "vote-response", from: "a", to: "b", term: 3, reject: false },
   { type: "pre-vote-response", from: "a", to: "b", term: 3, reject: true },
   { type: "heartbeat", from: "a", to: "b", term: 3, commit: 8, readRound: 2 },
-  { type: "heartbeat-response", from: "a", to: "b", term: 3, readRound: 2 },
+  { type: "heartbeat-response", from: "a", to: "b", term: 3, readRound: 2, unchecked: true },
   {
     type: "snapshot-chunk",
     from: "a",
@@ -115,7 +115,14 @@ describe("raft message codec", () => {
 
   it("refuses a term beyond MAX_TERM, which would leave the cluster no term to campaign in", () => {
     const at = (term: number) =>
-      encodeRaftMessage({ type: "heartbeat-response", from: "a", to: "b", term, readRound: 0 });
+      encodeRaftMessage({
+        type: "heartbeat-response",
+        from: "a",
+        to: "b",
+        term,
+        readRound: 0,
+        unchecked: false,
+      });
     expect(decodeRaftMessage(at(MAX_TERM))).toMatchObject({ term: MAX_TERM });
     protocolError(() => decodeRaftMessage(at(MAX_TERM + 1)));
     protocolError(() => decodeRaftMessage(at(Number.MAX_SAFE_INTEGER)));

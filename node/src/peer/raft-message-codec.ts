@@ -113,6 +113,7 @@ export function encodeRaftMessageParts(message: Message): readonly Uint8Array[] 
       break;
     case "heartbeat-response":
       w.uint(message.readRound);
+      w.bool(message.unchecked);
       break;
     case "snapshot-chunk-response":
       w.uint(message.snapshotIndex);
@@ -197,7 +198,7 @@ export function decodeRaftMessage(bytes: Uint8Array): Message {
       break;
     }
     case TAG["heartbeat-response"]:
-      message = { type: "heartbeat-response", from, to, term, readRound: r.uint() };
+      message = { type: "heartbeat-response", from, to, term, readRound: r.uint(), unchecked: r.bool() };
       break;
     case TAG["snapshot-chunk"]: {
       const meta = readSnapshotMeta(r, term);

@@ -4,7 +4,7 @@ import { ProposalRefusedError, RaftInvariantError } from "./errors.js";
 import { MemoryStorage } from "./memory-storage.js";
 import { RaftNode } from "./raft-node.js";
 import { SeededRandom } from "./seeded-random.js";
-import { entry, heartbeat, ofType, vote } from "./test-fixtures/helpers.js";
+import { append, entry, ofType, vote } from "./test-fixtures/helpers.js";
 import { InMemoryRaftCluster, text } from "./test-fixtures/in-memory-raft-cluster.js";
 
 const VOTERS = ["a", "b", "c"];
@@ -188,7 +188,8 @@ describe("membership changes", () => {
     storage.append([entry(1, 1, "x"), removal]);
     storage.setHardState({ term: 1, vote: "a", commit: 1 });
     const b = new RaftNode({ id: "b", storage, random: new SeededRandom(5), applied: 1 });
-    b.step(heartbeat("a", "b", 1, 2));
+    // The leader's commit reaches b on an append that checks its log (a heartbeat commits only that far).
+    b.step(append("a", "b", 1, 2, 1, [], 2));
     const applying = b.ready();
     expect(applying.committedEntries.at(-1)).toMatchObject({ index: 2, type: "conf" });
     b.step({ type: "timeout-now", from: "a", to: "b", term: 1 });
@@ -310,7 +311,7 @@ describe("membership changes", () => {
     storage.setHardState({ term: 1, vote: "a", commit: 1 });
     const node = new RaftNode({ id: "c", storage, random: new SeededRandom(7) });
     // The leader's commit reaches c: the Ready that hands out the removal is taken, not yet advanced.
-    node.step(heartbeat("a", "c", 1, 2));
+    node.step(append("a", "c", 1, 2, 1, [], 2));
     const rd = node.ready();
     expect(rd.committedEntries.at(-1)).toMatchObject({ index: 2, type: "conf" });
     // Meanwhile the leader goes quiet: c, a voter of what it has applied, waits to apply what it holds.

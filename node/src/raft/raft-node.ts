@@ -130,6 +130,11 @@ export class RaftNode {
   private readonly forwardedReads = new Map<string, number>();
   private incoming: IncomingSnapshot | null = null;
   private leaderCommit = 0;
+  /**
+   * How far an append (or snapshot) of the current leader has shown our log to match its own; the
+   * leader's heartbeats commit no further (handleHeartbeat).
+   */
+  private checkedUpTo = 0;
 
   private msgs: Message[] = [];
   private readStates: ReadState[] = [];
@@ -628,6 +633,7 @@ export class RaftNode {
       this.leaderCommit = 0;
     }
     this.leader = null;
+    this.checkedUpTo = 0;
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
     this.randomizedElectionTimeout = this.opts.electionTicks + this.random.nextInt(this.opts.electionTicks);
@@ -1058,9 +1064,10 @@ export class RaftNode {
       // chunk, which makes the follower say where it stands.
       if (t.ackedOffset === t.ackedAtHeartbeat) this.rewindSnapshot(m.from, pr, t.ackedOffset);
       t.ackedAtHeartbeat = t.ackedOffset;
-    } else if (pr.match < this.log.lastIndex()) {
-      // Appends or their answers were lost. Free a slot if the window is full and send even an
-      // empty append: a follower missing entries rejects it, which restarts probing.
+    } else if (pr.match < this.log.lastIndex() || m.unchecked) {
+      // Appends or their answers were lost, or the follower (restarted) has no append of ours that
+      // checked its log. Free a slot if the window is full and send even an empty append: a follower
+      // missing entries rejects it, which restarts probing; one that has them commits.
       if (pr.state === "replicate" && pr.inflights.full()) pr.inflights.freeFirstOne();
       this.sendAppend(m.from, pr, true);
     }
@@ -1215,15 +1222,18 @@ export class RaftNode {
 
   /** A successful answer: our log matches the leader's up to `index`; `epoch` that of the message answered. */
   private acknowledge(to: NodeId, index: number, epoch: number): void {
+    if (index > this.checkedUpTo) this.checkedUpTo = index;
     this.send({ type: "append-response", to, index, reject: false, rejectHint: 0, logTerm: 0, epoch });
   }
 
   private handleHeartbeat(m: HeartbeatMessage): void {
-    // The leader sends the commit as far as it believes our log matches its own. Past our log, that
-    // belief is stale (our log went back: data restored from an old copy), and so may be the match of
-    // the entries we hold: commit nothing until an append has checked them. etcd stops the node here.
-    if (m.commit <= this.log.lastIndex()) this.log.commitTo(m.commit);
-    this.send({ type: "heartbeat-response", to: m.from, readRound: m.readRound });
+    // The leader sends the commit as far as it believes our log matches its own. That belief may be
+    // stale: our data restored from an old copy may lack entries we acknowledged, or hold others at
+    // their indexes (a deposed leader's, since overwritten). So commit only as far as an append of
+    // this leader has checked our log, and ask for one to check the rest. etcd trusts the belief.
+    this.log.commitTo(Math.min(m.commit, this.checkedUpTo));
+    const unchecked = m.commit > this.log.committed;
+    this.send({ type: "heartbeat-response", to: m.from, readRound: m.readRound, unchecked });
   }
 
   private handleSnapshotChunk(m: SnapshotChunkMessage): void {

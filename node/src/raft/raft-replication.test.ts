@@ -6,6 +6,7 @@ import {
   entriesWithTerms,
   entry,
   heartbeat,
+  heartbeatResponse,
   ofType,
   Solo,
   soloLeader,
@@ -105,15 +106,36 @@ describe("AppendEntries on the follower", () => {
     expect(s.node.status().commit).toBe(3);
   });
 
-  it("commits nothing on a heartbeat whose commit is past its log: the leader's view of it is stale", () => {
-    // A follower whose log went back (its data restored from an old copy): entry 2 is of a deposed
-    // term, and the leader, believing it matched up to 10, sends commit 10.
-    const s = follower([1, 2], 3, 1);
-    s.step(heartbeat("b", "a", 3, 10));
+  it("commits on a heartbeat only as far as an append of its leader has checked its log", () => {
+    // A follower whose data was restored from an old copy: entries 2 and 3 are a deposed term-2
+    // leader's, which it had replaced with the term-3 leader's and acknowledged. That leader, believing
+    // them matched, sends commit 3 (or, past the log, 10): committing them would apply what never
+    // committed.
+    const s = follower([1, 2, 2], 3, 1);
+    for (const commit of [3, 10]) {
+      const h = s.step(heartbeat("b", "a", 3, commit));
+      expect(h.committed.filter((e) => e.index > 1)).toEqual([]);
+      expect(h.messages).toEqual([expect.objectContaining({ type: "heartbeat-response", unchecked: true })]);
+    }
     expect(s.node.status().commit).toBe(1);
-    // Within its log, as any heartbeat of a leader that knows it.
-    s.step(heartbeat("b", "a", 3, 2));
-    expect(s.node.status().commit).toBe(2);
+    // The append the leader sends then finds the deposed entries, and its next replaces them.
+    const probe = s.step(append("b", "a", 3, 3, 3, [], 3));
+    expect(probe.messages).toEqual([expect.objectContaining({ type: "append-response", reject: true })]);
+    const h = s.step(append("b", "a", 3, 1, 1, [entry(2, 3, "x2"), entry(3, 3, "x3")], 1));
+    expect(h.committed.map((e) => `${e.index}@${e.term}`)).toEqual([]);
+    // Checked now: the next heartbeat commits them, and asks for nothing.
+    const hb = s.step(heartbeat("b", "a", 3, 3));
+    expect(hb.committed.map((e) => `${e.index}@${e.term}`)).toEqual(["2@3", "3@3"]);
+    expect(hb.messages).toEqual([expect.objectContaining({ type: "heartbeat-response", unchecked: false })]);
+  });
+
+  it("a new term's heartbeats commit nothing an earlier leader's appends checked", () => {
+    const s = follower([], 1);
+    s.step(append("b", "a", 1, 0, 0, entriesWithTerms([1, 1, 1]), 1));
+    expect(s.node.status().commit).toBe(1);
+    const h = s.step(heartbeat("c", "a", 2, 3));
+    expect(h.committed.filter((e) => e.index > 1)).toEqual([]);
+    expect(h.messages).toEqual([expect.objectContaining({ type: "heartbeat-response", unchecked: true })]);
   });
 
   it("hands out newly committed entries in order", () => {
@@ -240,6 +262,19 @@ describe("replication from the leader", () => {
     c.tickAll(1);
     expect(c.node("a").status().progress.c!.state).toBe("replicate");
     expect(c.node("c").status().lastIndex).toBe(6);
+  });
+
+  it("answers a follower that asks for a check with an append, though it is known to be up to date", () => {
+    const c = new InMemoryRaftCluster(VOTERS);
+    c.elect("a");
+    c.node("a").propose(text("v0"));
+    c.settle();
+    const { lastIndex } = c.node("a").status();
+    expect(c.node("a").status().progress.b!.match).toBe(lastIndex);
+    const before = c.sent.length;
+    c.node("a").step(heartbeatResponse("b", "a", c.node("a").status().term, 0, true));
+    c.deliverRound();
+    expect(appendsTo(c.sent.slice(before), "b", false)).toHaveLength(1);
   });
 
   it("appends lost in flight are resent after a heartbeat, without new proposals", () => {

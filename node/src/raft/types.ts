@@ -118,6 +118,11 @@ export interface HeartbeatMessage extends MessageBase {
 export interface HeartbeatResponseMessage extends MessageBase {
   readonly type: "heartbeat-response";
   readonly readRound: number;
+  /**
+   * The heartbeat's commit lies past what an append of this leader has shown the follower's log to
+   * match: the follower committed no further, and asks for an append to check the rest.
+   */
+  readonly unchecked: boolean;
 }
 
 /**

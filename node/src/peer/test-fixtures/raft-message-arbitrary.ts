@@ -106,6 +106,7 @@ export const messageArbitraries: Record<Message["type"], fc.Arbitrary<Message>> 
     type: fc.constant("heartbeat-response" as const),
     ...base,
     readRound: uint,
+    unchecked: fc.boolean(),
   }),
   "snapshot-chunk": fc
     .record({

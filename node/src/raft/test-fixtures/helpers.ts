@@ -274,8 +274,9 @@ export function heartbeatResponse(
   to: NodeId,
   term: number,
   readRound = 0,
+  unchecked = false,
 ): HeartbeatResponseMessage {
-  return { type: "heartbeat-response", from, to, term, readRound };
+  return { type: "heartbeat-response", from, to, term, readRound, unchecked };
 }
 
 export function snapshotChunk(
