@@ -498,7 +498,7 @@ export class RaftNode {
     }
     if (this.transferee !== null && !this.conf.isVoter(this.transferee)) this.transferee = null;
     // A smaller quorum may commit at once; reads waiting on a removed voter may now be confirmed.
-    if (this.maybeCommit()) this.broadcastAppend(true);
+    if (this.maybeCommit()) this.broadcastAppend(true, true);
     else this.broadcastAppend(false);
     this.confirmReads();
   }
@@ -550,7 +550,7 @@ export class RaftNode {
   /** The leader's own entries became durable: count them toward the quorum (a single voter commits here). */
   private selfDurable(): void {
     const self = this.progress.get(this.id)!;
-    if (self.maybeUpdate(this.selfMatchIndex()) && this.maybeCommit()) this.broadcastAppend(true);
+    if (self.maybeUpdate(this.selfMatchIndex()) && this.maybeCommit()) this.broadcastAppend(true, true);
   }
 
   /**
@@ -891,8 +891,10 @@ export class RaftNode {
     }
   }
 
-  private broadcastAppend(sendIfEmpty: boolean): void {
-    for (const [id, pr] of this.progress) if (id !== this.id) this.sendAppend(id, pr, sendIfEmpty);
+  /** `commitNotice`: the commit moved, and an entry-less append only tells a follower so. */
+  private broadcastAppend(sendIfEmpty: boolean, commitNotice = false): void {
+    for (const [id, pr] of this.progress)
+      if (id !== this.id) this.sendAppend(id, pr, sendIfEmpty, commitNotice);
   }
 
   private broadcastHeartbeat(): void {
@@ -909,7 +911,7 @@ export class RaftNode {
    * Sends the follower what it lacks: as many append messages as its flow control allows, or a
    * snapshot when the entries it needs are compacted away.
    */
-  private sendAppend(to: NodeId, pr: Progress, sendIfEmpty: boolean): void {
+  private sendAppend(to: NodeId, pr: Progress, sendIfEmpty: boolean, commitNotice = false): void {
     let sentAny = false;
     while (!pr.isPaused()) {
       const prevIndex = pr.next - 1;
@@ -929,6 +931,7 @@ export class RaftNode {
         entries,
         commit: this.log.committed,
         epoch: pr.epoch,
+        ...(commitNotice && entries.length === 0 ? { commitNotice: true as const } : {}),
       });
       sentAny = true;
       const lastSent = entries[entries.length - 1];
@@ -1048,7 +1051,7 @@ export class RaftNode {
         pr.inflights.freeLE(m.index);
         break;
     }
-    if (this.maybeCommit()) this.broadcastAppend(true);
+    if (this.maybeCommit()) this.broadcastAppend(true, true);
     else this.sendAppend(m.from, pr, false);
     if (m.from === this.transferee && pr.match === this.log.lastIndex()) {
       this.send({ type: "timeout-now", to: m.from });

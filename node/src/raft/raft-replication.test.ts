@@ -274,7 +274,25 @@ describe("replication from the leader", () => {
     const before = c.sent.length;
     c.node("a").step(heartbeatResponse("b", "a", c.node("a").status().term, 0, true));
     c.deliverRound();
-    expect(appendsTo(c.sent.slice(before), "b", false)).toHaveLength(1);
+    const probes = appendsTo(c.sent.slice(before), "b", false);
+    expect(probes).toHaveLength(1);
+    // A probe, which a driver must not hold back as it may a commit notice.
+    expect(probes[0]!.commitNotice).toBeUndefined();
+  });
+
+  it("marks an entry-less append that only moves the commit as a commit notice", () => {
+    const c = new InMemoryRaftCluster(VOTERS);
+    c.elect("a");
+    const before = c.sent.length;
+    c.node("a").propose(text("v0"));
+    c.settle();
+    const toB = appendsTo(c.sent.slice(before), "b", false);
+    const withEntries = toB.filter((m) => m.entries.length > 0);
+    const notices = toB.filter((m) => m.entries.length === 0);
+    expect(withEntries.every((m) => m.commitNotice === undefined)).toBe(true);
+    expect(notices.length).toBeGreaterThan(0);
+    expect(notices.every((m) => m.commitNotice === true)).toBe(true);
+    expect(notices.at(-1)!.commit).toBe(c.node("a").status().commit);
   });
 
   it("appends lost in flight are resent after a heartbeat, without new proposals", () => {

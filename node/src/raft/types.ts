@@ -75,6 +75,12 @@ export interface AppendMessage extends MessageBase {
   readonly commit: number;
   /** The leader's replication epoch for this follower when it sent this (Progress.epoch). */
   readonly epoch: number;
+  /**
+   * Set by the leader on an entry-less append that only tells the follower how far the commit moved,
+   * which its driver may hold back until its next message to that follower (HeldAppendOutbox). Not on
+   * the wire; a probe, which asks the follower to check its log, never carries it.
+   */
+  readonly commitNotice?: true;
 }
 
 export interface AppendResponseMessage extends MessageBase {

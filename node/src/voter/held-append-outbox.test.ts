@@ -3,7 +3,8 @@ import type { Entry, Message } from "../raft/types.js";
 import { HeldAppendOutbox } from "./held-append-outbox.js";
 
 const entry: Entry = { index: 5, term: 1, type: "normal", data: new Uint8Array() };
-const append = (to: string, commit: number, entries: Entry[] = []): Message => ({
+/** An entry-less append is a commit notice unless `probe`. */
+const append = (to: string, commit: number, entries: Entry[] = [], probe = false): Message => ({
   type: "append",
   from: "a",
   to,
@@ -13,6 +14,7 @@ const append = (to: string, commit: number, entries: Entry[] = []): Message => (
   entries,
   commit,
   epoch: 1,
+  ...(entries.length === 0 && !probe ? { commitNotice: true as const } : {}),
 });
 const heartbeat = (to: string): Message => ({
   type: "heartbeat",
@@ -33,6 +35,13 @@ describe("HeldAppendOutbox", () => {
     const { box, sent } = outbox();
     box.send(append("b", 4), true);
     expect(sent).toEqual([]);
+  });
+
+  it("sends an entry-less probe at once, as it asks the follower to check its log", () => {
+    const { box, sent } = outbox();
+    const probe = append("b", 4, [], true);
+    box.send(probe, true);
+    expect(sent).toEqual([probe]);
   });
 
   it("sends an entry-less append at once when not leading", () => {

@@ -2,8 +2,8 @@ import { memberName } from "../peer/member-name.js";
 import type { Message, NodeId } from "../raft/types.js";
 
 /**
- * A leader's outbox that holds its entry-less appends, which only move a follower's commit index,
- * until the next message to that follower: at one writer every commit would otherwise wake both
+ * A leader's outbox that holds its commit notices, entry-less appends which only move a follower's
+ * commit index (AppendMessage.commitNotice), until the next message to that follower: at one writer every commit would otherwise wake both
  * followers a second time (and the leader's socket write that wakes one can hand it the leader's CPU)
  * to tell them what the next request's append tells them anyway. The next append replaces a held
  * one; anything else (a heartbeat at the latest, a read's confirmation) goes after it. Dropping a
@@ -15,9 +15,13 @@ export class HeldAppendOutbox {
 
   constructor(private readonly deliver: (m: Message) => void) {}
 
-  /** Delivers `m`, or holds it when it is an entry-less append and this voter is `leading`. */
+  /**
+   * Delivers `m`, or holds it when it is a commit notice and this voter is `leading`. An entry-less
+   * probe (after a lost append, or for a follower that asks to have its log checked) goes at once: held,
+   * it would cost the follower a heartbeat interval.
+   */
   send(m: Message, leading: boolean): void {
-    if (m.type === "append" && m.entries.length === 0 && leading) {
+    if (m.type === "append" && m.commitNotice === true && m.entries.length === 0 && leading) {
       this.held.set(m.to, m);
       return;
     }
