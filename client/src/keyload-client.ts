@@ -780,12 +780,14 @@ function routeExchange<K extends RouteKind>(
 /**
  * Each path parameter against the contract's schema for it, the one the voter's edge checks: a key of
  * no or too many characters, or a name outside its alphabet, is refused before anything is sent, as
- * the voter would refuse it (InvalidArgumentError `InvalidParameter`).
+ * the voter would refuse it (InvalidArgumentError `InvalidParameter`). So is one of dots alone: URL
+ * resolution (the voter's, a proxy's) takes "." and ".." for dot segments, however encoded, and
+ * addresses another route.
  */
 function checkPathParams(kind: RouteKind, params: Readonly<Record<string, unknown>>): void {
   for (const [name, value] of Object.entries(params)) {
     if (!Object.hasOwn(PATH_PARAM_SCHEMAS, name)) continue;
-    if (!conforms(PATH_PARAM_SCHEMAS[name as PathParamName], value)) {
+    if (value === "." || value === ".." || !conforms(PATH_PARAM_SCHEMAS[name as PathParamName], value)) {
       throw new InvalidArgumentError(`the path parameter ${name} of ${kind} is not of the contract's shape`, {
         reason: "InvalidParameter",
         details: { kind, parameter: name },

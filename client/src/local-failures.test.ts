@@ -88,7 +88,7 @@ describe("requests that cannot leave the process", () => {
   it("refuses a path parameter outside the contract's shape before sending", async () => {
     const v = await voter();
     const c = client([v.url]);
-    for (const key of ["", "k".repeat(513), "😀".repeat(513)]) {
+    for (const key of ["", "k".repeat(513), "😀".repeat(513), ".", ".."]) {
       const error = await c.put(key, 1, { commandId: "c-key" }).catch((e: unknown) => e);
       expect(error, `a key of ${key.length} units`).toBeInstanceOf(InvalidArgumentError);
       expect(error).toMatchObject({
