@@ -130,14 +130,42 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         local.push(i);
       }
     });
-    if (local.length > 0) {
+    const groups = answerGroups(local, batch);
+    if (groups.length === 1) {
+      const group = groups[0]!;
       const forwarded = await this.forward(
         leader,
-        local.map((i) => batch[i]!),
+        group.map((i) => batch[i]!),
         signal,
       );
-      local.forEach((i, k) => {
+      group.forEach((i, k) => {
         outcomes[i] = forwarded[k]!;
+      });
+    } else if (groups.length > 1) {
+      const settled = await Promise.allSettled(
+        groups.map((group) =>
+          this.forward(
+            leader,
+            group.map((i) => batch[i]!),
+            signal,
+          ),
+        ),
+      );
+      // Nothing reached the leader: the caller looks for the next one, as for a single request.
+      const unreachable = settled.every(
+        (s) =>
+          s.status === "rejected" &&
+          s.reason instanceof UnavailableError &&
+          s.reason.reason === "LeaderUnreachable",
+      );
+      if (unreachable) throw (settled[0] as PromiseRejectedResult).reason;
+      settled.forEach((s, g) => {
+        groups[g]!.forEach((i, k) => {
+          if (s.status === "fulfilled") outcomes[i] = s.value[k]!;
+          else if (s.reason instanceof KeyLoadError) {
+            outcomes[i] = { ok: false, error: s.reason.withCommandId(batch[i]!.commandId) };
+          } else throw s.reason;
+        });
       });
     }
     return outcomes;
@@ -246,6 +274,37 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
           },
     );
   }
+}
+
+/** The kinds whose result may reach the canonical `maxLeaseBytes` (a lease's messages, a delivery's changes). */
+const LARGE_RESULT_KINDS: ReadonlySet<CommandKind> = new Set<CommandKind>([
+  "queue.lease",
+  "subscription.deliver",
+]);
+
+/**
+ * The requests a forwarded unit goes in (indexes into `batch`), so that no answer can outgrow a peer
+ * frame: a leader answers a request's outcomes in one frame, and a unit of sixteen leases of up to
+ * `maxLeaseBytes` each would not fit, which the follower could only report as UnknownWriteOutcome
+ * though every one had committed. Each command of a large-result kind goes alone, the others together
+ * between them, in the unit's order: requests on one connection reach the leader in the order sent, and
+ * its scheduler takes them in that order, so each lane stays FIFO.
+ */
+function answerGroups(indexes: readonly number[], batch: readonly VoterCommand[]): number[][] {
+  const groups: number[][] = [];
+  let small: number[] | null = null;
+  for (const i of indexes) {
+    if (LARGE_RESULT_KINDS.has(batch[i]!.kind)) {
+      groups.push([i]);
+      small = null;
+    } else if (small === null) {
+      small = [i];
+      groups.push(small);
+    } else {
+      small.push(i);
+    }
+  }
+  return groups;
 }
 
 /**
