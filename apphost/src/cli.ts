@@ -97,10 +97,30 @@ function fileSystemErrorOf(err: unknown): FileSystemError | undefined {
   });
 }
 
+/**
+ * A reader that went away (`logs | head`) makes the next write fail with EPIPE, which Node reports as
+ * an unhandled error and a stack trace. Its output is dropped from then on, and a command that runs
+ * until told (`logs --follow`, `up`) is told, as by a closed terminal.
+ */
+function endOnClosedPipe(stream: NodeJS.WriteStream): void {
+  let closed = false;
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    // Writes after the first failure fail too (ERR_STREAM_DESTROYED): nothing is read any more.
+    if (closed) return;
+    if (err.code !== "EPIPE") throw err;
+    closed = true;
+    process.emit("SIGHUP", "SIGHUP");
+  });
+}
+endOnClosedPipe(process.stdout);
+endOnClosedPipe(process.stderr);
+
 // `pnpm apphost` puts `--` before the arguments: Node 20 takes a `--env-file` anywhere on its command
 // line, even after the script, as its own (and exits when the file is missing) unless `--` comes first.
+// pnpm passes a user's own `--` on too (`pnpm apphost -- status`): every leading one goes.
 const args = process.argv.slice(2);
-process.exitCode = await run(args[0] === "--" ? args.slice(1) : args, new TerminalOutput());
+while (args[0] === "--") args.shift();
+process.exitCode = await run(args, new TerminalOutput());
 // Keep-alive HTTP connections of the health probes may hold the event loop open for a while after the
 // work is done; they must not hold the command.
 setTimeout(() => process.exit(), 500).unref();

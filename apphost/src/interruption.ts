@@ -1,11 +1,17 @@
-/** Whether Ctrl-C (SIGINT) or SIGTERM has arrived, for a command that runs until it does. */
+/**
+ * The signals that stop a command that runs until told: Ctrl-C, `kill`, and the terminal closing
+ * (SIGHUP), which would otherwise kill the AppHost without stopping its voters.
+ */
+export const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+/** Whether one of STOP_SIGNALS has arrived, for a command that runs until it does. */
 export interface Interruption {
   readonly interrupted: boolean;
   readonly signalled: Promise<void>;
 }
 
 /**
- * Runs `work` until it ends or SIGINT or SIGTERM arrives, whichever comes first; an interruption ends
+ * Runs `work` until it ends or one of STOP_SIGNALS arrives, whichever comes first; an interruption ends
  * the command normally (`logs --follow`, `status --watch`). The handlers are removed afterwards.
  */
 export async function untilInterrupted(work: (interruption: Interruption) => Promise<void>): Promise<void> {
@@ -18,13 +24,11 @@ export async function untilInterrupted(work: (interruption: Interruption) => Pro
     state.interrupted = true;
     onSignal();
   };
-  process.once("SIGINT", handler);
-  process.once("SIGTERM", handler);
+  for (const signal of STOP_SIGNALS) process.once(signal, handler);
   try {
     await Promise.race([work(state), signalled]);
   } finally {
-    process.off("SIGINT", handler);
-    process.off("SIGTERM", handler);
+    for (const signal of STOP_SIGNALS) process.off(signal, handler);
   }
 }
 

@@ -11,6 +11,7 @@ import { type ControlRequest, controlSocketPath, serveControl } from "./control-
 import { dashboardPortFor } from "./dashboard-port.js";
 import { type Dashboard, serveDashboard } from "./dashboard-server.js";
 import { dashboardSourceOf } from "./dashboard-source.js";
+import { STOP_SIGNALS } from "./interruption.js";
 import { followLogs } from "./log-follower.js";
 import { formatLogLine, isProbeLine, paint } from "./log-line-format.js";
 import { recordOf } from "./process-table.js";
@@ -91,20 +92,18 @@ async function startDashboard(
   }
 }
 
-/** Rejects on the first SIGINT or SIGTERM; the handlers are removed by the returned `dispose`. */
+/** Rejects on the first of STOP_SIGNALS; the handlers are removed by the returned `dispose`. */
 function interruption(): { readonly interrupted: Promise<never>; dispose(): void } {
   let onSignal = (): void => {};
   const interrupted = new Promise<never>((_, reject) => {
     onSignal = () => reject(new InterruptedError("interrupted while the cluster was starting"));
   });
   interrupted.catch(() => {});
-  process.once("SIGINT", onSignal);
-  process.once("SIGTERM", onSignal);
+  for (const signal of STOP_SIGNALS) process.once(signal, onSignal);
   return {
     interrupted,
     dispose: () => {
-      process.off("SIGINT", onSignal);
-      process.off("SIGTERM", onSignal);
+      for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     },
   };
 }
@@ -174,8 +173,7 @@ async function upForeground(
     output.line("Killing the voters.");
     void cluster.killAll().then(resolveFinished);
   };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
 
   const handle = async (request: ControlRequest): Promise<string> => {
     if (request.op === "down") {
@@ -238,7 +236,6 @@ async function upForeground(
     await dashboard?.close();
     await control.close();
     cluster.setOwner(null);
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
   }
 }
