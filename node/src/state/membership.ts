@@ -67,7 +67,7 @@ export class Membership {
   private readonly bumpVersion: Database.Statement<[string], { version: number }>;
   private readonly upsert: Database.Statement<[string, string, string, string, string, number, number]>;
   private readonly alive: Database.Statement<[number, number, string, string]>;
-  private readonly purgeDefunct: Database.Statement<[{ tenant: string; timeBound: number }]>;
+  private readonly purgeDefunct: Database.Statement<[{ tenant: string; timeBound: number; written: string }]>;
 
   constructor(db: Database.Database) {
     const columns = "member_id, status, address, etag, i_am_alive_ms";
@@ -87,9 +87,10 @@ export class Membership {
     this.alive = db.prepare(
       "UPDATE members SET i_am_alive_ms = ?, updated_index = ? WHERE tenant = ? AND member_id = ?",
     );
+    // Never the row being written: a caller that read it, however old, may write it with its etag.
     this.purgeDefunct = db.prepare(
       `DELETE FROM members WHERE tenant = @tenant AND member_id IN (SELECT member_id FROM members
-       WHERE tenant = @tenant AND status = 'dead' AND i_am_alive_ms < @timeBound
+       WHERE tenant = @tenant AND status = 'dead' AND i_am_alive_ms < @timeBound AND member_id <> @written
        ORDER BY member_id LIMIT ${PURGE_BATCH})`,
     );
   }
@@ -97,7 +98,11 @@ export class Membership {
   put(ctx: ApplyContext, memberId: string, write: MembershipWrite): Member & { tableVersion: number } {
     // A silo that restarts joins as a new row, and no route deletes one: the dead ones are purged here,
     // as Orleans's cleanup of defunct silos does, so the table a silo reads does not grow for good.
-    this.purgeDefunct.run({ tenant: ctx.tenant, timeBound: ctx.nowMs - ctx.limits.defunctMemberRetentionMs });
+    this.purgeDefunct.run({
+      tenant: ctx.tenant,
+      timeBound: ctx.nowMs - ctx.limits.defunctMemberRetentionMs,
+      written: memberId,
+    });
     const row = this.find.get(ctx.tenant, memberId);
     if (write.type === "iAmAlive") {
       if (row === undefined) throw new NotFoundError(`no member ${memberId}`, { reason: "MemberNotFound" });

@@ -183,6 +183,21 @@ describe("retention", () => {
     expect(h.sm.membership("t1").members.map((m) => m.memberId)).toEqual(["s2", "s4"]);
   });
 
+  it("writes an old dead row under its etag, purging the other defunct rows but not it", () => {
+    const put = (id: string, write: Record<string, unknown>) =>
+      h.ok<{ etag: string }>("membership.put", write, { params: { memberId: id } });
+    const m1 = put("m1", { status: "dead", address: "10.0.0.1:1" });
+    put("m2", { status: "dead", address: "10.0.0.1:2" });
+    h.advance(2 * HOUR);
+    // m1 is past the window, yet the caller that read it (and its etag) may still write it.
+    const again = put("m1", { status: "dead", address: "10.0.0.1:1", etag: m1.etag });
+    expect(again.etag).not.toBe(m1.etag);
+    expect(h.sm.membership("t1").members.map((m) => m.memberId)).toEqual(["m1"]);
+    h.advance(2 * HOUR);
+    h.ok("membership.put", { iAmAlive: true }, { params: { memberId: "m1" } });
+    expect(h.sm.membership("t1").members.map((m) => m.memberId)).toEqual(["m1"]);
+  });
+
   it("leaves defunct membership rows to a write that applies: a refused one writes nothing", () => {
     h.ok("membership.put", { status: "dead", address: "10.0.0.1:1" }, { params: { memberId: "old" } });
     h.advance(2 * HOUR);
