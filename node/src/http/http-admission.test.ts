@@ -1,10 +1,11 @@
 import { request as httpRequest } from "node:http";
+import { setTimeout as sleep } from "node:timers/promises";
 import type { InjectOptions } from "fastify";
 import { afterEach, describe, expect, it } from "vitest";
 import { expectContractError } from "./test-fixtures/contract-error.js";
 import { bearer, KEYS } from "./test-fixtures/fake-voter-service.js";
 import { type HttpFixture, httpFixture, idleStatus } from "./test-fixtures/http-fixture.js";
-import { exchange, open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
+import { collect, exchange, open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
 
 const MiB = 1024 * 1024;
 
@@ -195,6 +196,34 @@ describe("body caps", () => {
     expect(fx.service.calls).toBe(0);
     expect(fx.governor.status()).toMatchObject(idleStatus());
   });
+
+  it("cuts a request whose body trickles in at its time to arrive, and frees its slot", async () => {
+    fx = httpFixture({ limits: { requestTimeoutMs: 1_000 } });
+    const { port } = await fx.listen();
+    const socket = await open(port);
+    const { closed, received } = collect(socket);
+    const started = Date.now();
+    socket.write(
+      "PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+        `Authorization: ${bearer("writer")}\r\nKeyLoad-Command-Id: c1\r\nContent-Length: 1000\r\n\r\n`,
+    );
+    // One byte every 100 ms: never idle, never done.
+    const trickle = setInterval(() => {
+      if (!socket.destroyed) socket.write("x");
+    }, 100);
+    try {
+      await waitFor(() => fx.governor.status().data.requests === 1, "the request's slot");
+      await Promise.race([closed, sleep(8_000)]);
+    } finally {
+      clearInterval(trickle);
+      socket.destroy();
+    }
+    const elapsed = Date.now() - started;
+    expect(elapsed).toBeLessThan(4_000);
+    expectContractError(received(), 400, "InvalidArgument", "RequestTimeout");
+    await waitFor(() => fx.governor.status().data.requests === 0, "the slot's release");
+    expect(fx.service.calls).toBe(0);
+  }, 15_000);
 
   it("refuses with 413 a declared length past what a double holds exactly", async () => {
     fx = httpFixture();

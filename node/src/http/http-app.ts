@@ -79,6 +79,24 @@ export interface HttpServerOptions {
 
 const NODE_SERVER_OPTIONS = { joinDuplicateHeaders: true, requireHostHeader: false } as const;
 
+/**
+ * Node's own bounds on a request's arrival, for `requestTimeoutMs`. fastify sets the server's
+ * `requestTimeout` only after making it, which leaves `headersTimeout` at Node's 60 s, and Node then
+ * cuts no request short of that (a body trickled in held its slot 60 s and more); and Node looks for
+ * late requests every 30 s by default, which ignored any bound below it.
+ */
+function requestTimeouts(requestTimeoutMs: number): {
+  requestTimeout: number;
+  headersTimeout: number;
+  connectionsCheckingInterval: number;
+} {
+  return {
+    requestTimeout: requestTimeoutMs,
+    headersTimeout: requestTimeoutMs,
+    connectionsCheckingInterval: Math.max(50, Math.min(1_000, Math.floor(requestTimeoutMs / 4))),
+  };
+}
+
 /** The longest percent-encoded key: 512 code points of 4 UTF-8 bytes, each byte written as %XX. */
 const MAX_PARAM_CHARS = 512 * 4 * 3;
 
@@ -117,6 +135,7 @@ export function buildHttpApp(
   );
   const observer = new RequestObserver(metrics, httpLogger, service.commandStages, limits.slowRequestMs);
   const logger: FastifyBaseLogger = httpLogger;
+  const serverOptions = { ...NODE_SERVER_OPTIONS, ...requestTimeouts(limits.requestTimeoutMs) };
   const app = Fastify({
     loggerInstance: logger,
     // RequestObserver writes the request lines; fastify's own would not name tenant or command.
@@ -139,12 +158,12 @@ export function buildHttpApp(
     // Node keeps the first of two Authorization headers and drops the other: joined, two credentials
     // read as one malformed one, refused, rather than whichever came first. A missing Host is refused
     // by the first hook, in the contract's body, rather than by Node with an empty one.
-    http: NODE_SERVER_OPTIONS,
+    http: serverOptions,
     // An https.Server hands fastify the same IncomingMessage and ServerResponse as an http.Server, so
     // the app is typed as the plain one either way.
     ...(options.tls === undefined
       ? {}
-      : { https: { cert: options.tls.cert, key: options.tls.key, ...NODE_SERVER_OPTIONS } }),
+      : { https: { cert: options.tls.cert, key: options.tls.key, ...serverOptions } }),
   });
   connections.watch(app.server, limits.maxConnections);
   closing.watch(app.server);

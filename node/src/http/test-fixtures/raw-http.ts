@@ -33,19 +33,25 @@ export function open(port: number): Promise<Socket> {
   });
 }
 
-/** Writes `head` (and `body`) on a fresh connection and collects everything until the server closes it. */
-export async function exchange(port: number, head: string, body?: string | Buffer): Promise<RawResponse> {
-  const socket = await open(port);
+/** Everything `socket` receives, and when the server has closed it (or it failed). */
+export function collect(socket: Socket): { readonly closed: Promise<void>; received(): RawResponse } {
   const chunks: Buffer[] = [];
   const closed = new Promise<void>((resolve) => {
     socket.on("data", (chunk: Buffer) => chunks.push(chunk));
     socket.on("close", () => resolve());
     socket.on("error", () => resolve());
   });
+  return { closed, received: () => parseResponse(Buffer.concat(chunks).toString("utf8")) };
+}
+
+/** Writes `head` (and `body`) on a fresh connection and collects everything until the server closes it. */
+export async function exchange(port: number, head: string, body?: string | Buffer): Promise<RawResponse> {
+  const socket = await open(port);
+  const { closed, received } = collect(socket);
   socket.write(head);
   if (body !== undefined) socket.write(body);
   await closed;
-  return parseResponse(Buffer.concat(chunks).toString("utf8"));
+  return received();
 }
 
 /** Polls until `condition` holds; fails the test after `timeoutMs`. */
