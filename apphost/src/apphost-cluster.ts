@@ -190,6 +190,7 @@ export class AppHostCluster {
   async up(readiness: ReadinessOptions = {}): Promise<ClusterSnapshot> {
     await assertPortsFree(this.model.voters);
     await this.runtime.removeLeftovers(this.model);
+    await removeClusterPartition(this.model);
     const waitFor = {
       health: "ready",
       timeoutMs: readiness.timeoutMs ?? APPHOST_DEFAULTS.readinessTimeoutMs,

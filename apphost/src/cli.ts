@@ -4,7 +4,13 @@
  * Ctrl-C that kills the voters), 1 for any other failure. One Ctrl-C is the normal end of a foreground
  * `up`, `status --watch` and `logs --follow`: 0.
  */
-import { AppHostError, ControlChannelError, FileSystemError, InterruptedError } from "./apphost-errors.js";
+import {
+  AppHostError,
+  ControlChannelError,
+  FileSystemError,
+  InterruptedError,
+  UsageError,
+} from "./apphost-errors.js";
 import { parseCli, USAGE } from "./cli-options.js";
 import {
   admissionCommand,
@@ -77,7 +83,9 @@ async function run(argv: readonly string[], output: TerminalOutput): Promise<num
     const err = fileSystemErrorOf(caught) ?? caught;
     if (!(err instanceof AppHostError)) throw err;
     report(err, output);
-    return err instanceof InterruptedError ? 130 : 1;
+    // A command line found wrong only once the cluster is asked (`partition leader voter1` while
+    // voter1 leads) is a usage error all the same.
+    return err instanceof InterruptedError ? 130 : err instanceof UsageError ? 2 : 1;
   }
 }
 

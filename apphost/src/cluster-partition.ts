@@ -12,8 +12,8 @@ import { effectiveGidOf, VOTER_GIDS } from "./voter-groups.js";
  * `partition` and `heal` on a cluster of the command line. Its rules live in a chain named after the
  * state dir, so `heal`, `down` or a later `partition`, each a process of its own, find and remove them.
  */
-function partitionOf(model: AppModel): NetworkPartition {
-  const digest = createHash("sha256").update(model.stateDir).digest("hex").slice(0, 16);
+function partitionOf(stateDir: string): NetworkPartition {
+  const digest = createHash("sha256").update(stateDir).digest("hex").slice(0, 16);
   return new NetworkPartition(`KLAS-${digest}`);
 }
 
@@ -55,7 +55,7 @@ export async function partitionCluster(
   const twice = named.find((name, i) => named.indexOf(name) !== i);
   if (twice !== undefined) throw new UsageError(`${twice} is named in more than one group (as leader)`);
   checkCutsApart(resolved);
-  await partitionOf(model).apply(
+  await partitionOf(model.stateDir).apply(
     linksBetween(resolved),
     model.voters.map((v) => ({ name: v.name, peerPort: v.peerPort, gid: VOTER_GIDS[v.name] })),
   );
@@ -63,16 +63,21 @@ export async function partitionCluster(
   return `partitioned: ${[...resolved, ...alone].map((g) => g.join(",")).join(" | ")}`;
 }
 
-/** Removes the cluster's partition, if it has one. */
+/**
+ * Removes the cluster's partition, if it has one: also with no cluster running there, or no state
+ * left, as rules outlive an AppHost killed, or a state dir deleted, without `heal` or `down`.
+ */
 export async function healCluster(stateDir: string): Promise<string> {
   await assertAvailable();
-  const { model } = loadModel(stateDir);
-  await partitionOf(model).heal();
+  await partitionOf(stateDirPaths(stateDir).stateDir).heal();
   return "healed: every voter reaches every other";
 }
 
-/** `heal` for a cluster that stops: quietly, and only where rules can have been made at all. */
+/**
+ * `heal` for a cluster that stops, or starts (a partition left by an AppHost killed would hold up
+ * its readiness): quietly, and only where rules can have been made at all.
+ */
 export async function removeClusterPartition(model: AppModel): Promise<void> {
   if (process.getuid?.() !== 0) return;
-  await partitionOf(model).heal();
+  await partitionOf(model.stateDir).heal();
 }
