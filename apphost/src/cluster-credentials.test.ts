@@ -16,6 +16,8 @@ describe("the cluster's credentials", () => {
     const first = loadCredentials(model);
     expect(loadCredentials(model)).toEqual(first);
     expect([modeOf(model.secretFile), modeOf(model.adminKeyFile)]).toEqual([0o600, 0o600]);
+    // The file holds the key and nothing else, for a script that reads it as it is.
+    expect(readFileSync(model.adminKeyFile, "utf8")).toBe(first.adminKey);
   });
 
   it("makes kept files that others could read theirs alone again, keeping what they hold", () => {

@@ -3,10 +3,13 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "n
 import { dirname } from "node:path";
 import type { AppModel, ClusterCredentials, StateDirPaths } from "./app-model.js";
 
-/** Writes a file only its owner can read: the secret and the admin key never sit world-readable. */
+/**
+ * Writes a file only its owner can read: the secret and the admin key never sit world-readable. The
+ * value alone, no newline after it: a script that reads the file as it is gets the key itself.
+ */
 export function writePrivateFile(file: string, value: string): void {
   mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${value}\n`, { mode: 0o600 });
+  writeFileSync(file, value, { mode: 0o600 });
   // `mode` applies only when the file is created; an existing file keeps its old bits otherwise.
   chmodSync(file, 0o600);
 }

@@ -29,7 +29,8 @@ export function rememberMembers(file: string, seen: ReadonlyMap<string, MemberKi
   const merged = new Map([...kept, ...seen]);
   if (merged.size === kept.size && [...seen].every(([name, kind]) => kept.get(name) === kind)) return;
   if (!existsSync(dirname(file))) return;
-  const temp = `${file}.tmp`;
+  // Named for this process: `status` and a foreground `up`'s dashboard may both write at once.
+  const temp = `${file}.${process.pid}.tmp`;
   writeFileSync(temp, `${JSON.stringify(Object.fromEntries(merged))}\n`);
   renameSync(temp, file);
 }
