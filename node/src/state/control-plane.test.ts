@@ -270,15 +270,20 @@ describe("principal catalog", () => {
     ).toMatchObject({
       reason: "OtherTenant",
     });
-    expect(
-      h.fail("admin.createKey", "", {
-        ...tenantAdmin,
-        params: { principalId: "admin" },
-        keyHash: hashApiKey("k"),
-      }),
-    ).toMatchObject({
-      reason: "OtherTenant",
-    });
+    // Another tenant's principal is, to a tenant's admin, one that does not exist: 404 as for an ID no
+    // one has, so its existence does not show.
+    for (const principalId of ["admin", "no-one"]) {
+      expect(
+        h.fail("admin.createKey", "", {
+          ...tenantAdmin,
+          params: { principalId },
+          keyHash: hashApiKey("k"),
+        }),
+      ).toMatchObject({ code: "NotFound", reason: "PrincipalNotFound" });
+      expect(
+        h.fail("admin.deleteKey", "", { ...tenantAdmin, params: { principalId, keyId: "bootstrap" } }),
+      ).toMatchObject({ code: "NotFound", reason: "PrincipalNotFound" });
+    }
     // Same principal ID, claimed from another tenant's scope: not an admin there.
     expect(
       h.fail(

@@ -187,9 +187,7 @@ export class Principals {
     generated: GeneratedKey,
   ): { principalId: string; keyId: string } {
     const keyHash = this.storedHash(generated);
-    const principal = this.findPrincipal.get(principalId);
-    this.requireOwnTenant(ctx, principal?.tenant ?? ctx.tenant);
-    if (principal === undefined) throw notFound(principalId);
+    this.requireManagedPrincipal(ctx, principalId);
     if (this.keyHashTaken.get(keyHash)!.n > 0) {
       throw new FailedPreconditionError("an identical API key already exists", { reason: "KeyHashTaken" });
     }
@@ -205,9 +203,7 @@ export class Principals {
   }
 
   deleteKey(ctx: ApplyContext, principalId: string, keyId: string): { principalId: string; keyId: string } {
-    const principal = this.findPrincipal.get(principalId);
-    this.requireOwnTenant(ctx, principal?.tenant ?? ctx.tenant);
-    if (principal === undefined) throw notFound(principalId);
+    this.requireManagedPrincipal(ctx, principalId);
     if (this.findKey.get(keyId)?.principal_id !== principalId) {
       throw new NotFoundError(`principal ${principalId} has no key ${keyId}`, { reason: "KeyNotFound" });
     }
@@ -306,6 +302,17 @@ export class Principals {
    * An admin of any tenant but `system` administers its own tenant only. The admin role itself was
    * checked before the command ran (commandRefusal), against the catalog as of this entry.
    */
+  /**
+   * Refuses a principal the command's tenant's admin may not manage: another tenant's is not found, as one no
+   * one has: principal IDs are global, and a 403 would tell a tenant's admin which IDs other tenants use.
+   */
+  private requireManagedPrincipal(ctx: ApplyContext, principalId: string): void {
+    const principal = this.findPrincipal.get(principalId);
+    if (principal === undefined || (ctx.tenant !== SYSTEM_TENANT && principal.tenant !== ctx.tenant)) {
+      throw notFound(principalId);
+    }
+  }
+
   private requireOwnTenant(ctx: ApplyContext, targetTenant: string): void {
     if (ctx.tenant !== SYSTEM_TENANT && targetTenant !== ctx.tenant) {
       throw new PermissionDeniedError(`an admin of ${ctx.tenant} administers that tenant only`, {
