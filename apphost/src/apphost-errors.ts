@@ -35,10 +35,10 @@ export class PortInUseError extends AppHostError {
     readonly port: number,
     readonly host: string,
     readonly purpose: string,
+    /** What else to do than stop whatever holds it. */
+    remedy = "run with --isolated to use free ports",
   ) {
-    super(
-      `port ${port} on ${host} (${purpose}) is already in use: stop whatever holds it, or run with --isolated to use free ports`,
-    );
+    super(`port ${port} on ${host} (${purpose}) is already in use: stop whatever holds it, or ${remedy}`);
   }
 }
 

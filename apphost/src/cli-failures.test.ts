@@ -1,5 +1,5 @@
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer, type Server } from "node:net";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -78,6 +78,34 @@ describe("the AppHost command line, when things go wrong", () => {
       expect(up.stderr).toContain("[AppHostPortInUse]");
     } finally {
       holder?.close();
+    }
+  });
+
+  it("stops at a dashboard port in use before --fresh wipes anything, naming what to do", async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve));
+    const port = (holder.address() as AddressInfo).port;
+    const stateDir = tempStateDir();
+    mkdirSync(stateDir, { recursive: true });
+    // A state dir of an earlier cluster, which --fresh would wipe.
+    writeFileSync(join(stateDir, "admin.key"), "kl_an-earlier-clusters-key");
+    try {
+      const up = await runCli([
+        "up",
+        "--fresh",
+        "--isolated",
+        "--dashboard-port",
+        String(port),
+        "--state-dir",
+        stateDir,
+      ]);
+      expect(up.exitCode).toBe(1);
+      expect(up.stderr).toContain(`port ${port} on 127.0.0.1 (dashboard) is already in use`);
+      expect(up.stderr).toContain("--dashboard-port N (0: no dashboard)");
+      expect(up.stderr).toContain("[AppHostPortInUse]");
+      expect(readFileSync(join(stateDir, "admin.key"), "utf8")).toBe("kl_an-earlier-clusters-key");
+    } finally {
+      holder.close();
     }
   });
 

@@ -16,6 +16,9 @@ export function parseDashboardPort(text: string): number {
  * The port `up` serves its dashboard on: the one given, the default, or (with `--isolated`, where
  * clusters run side by side) any free one, which listening on 0 picks. Null: no dashboard.
  */
+/** What to do about a dashboard port in use, --isolated aside (which leaves a given port as it is). */
+export const DASHBOARD_PORT_REMEDY = "choose another with --dashboard-port N (0: no dashboard)";
+
 export function dashboardPortFor(given: number | undefined, isolated: boolean): number | null {
   if (given === 0) return null;
   return given ?? (isolated ? 0 : APPHOST_DEFAULTS.dashboardPort);

@@ -6,6 +6,7 @@ import { AppHostError, PortInUseError } from "./apphost-errors.js";
 import { type Asset, loadAssets } from "./dashboard-assets.js";
 import { LogFeed } from "./dashboard-log-feed.js";
 import type { ActionReply, DashboardAction, DashboardHello } from "./dashboard-messages.js";
+import { DASHBOARD_PORT_REMEDY } from "./dashboard-port.js";
 import { DashboardSampler } from "./dashboard-sampler.js";
 
 /** The cluster a dashboard shows, and how its actions are carried out. */
@@ -206,7 +207,7 @@ export async function serveDashboard(source: DashboardSource, options: Dashboard
   } catch (err) {
     logFeed.stop();
     if ((err as NodeJS.ErrnoException).code === "EADDRINUSE")
-      throw new PortInUseError(options.port, host, "dashboard");
+      throw new PortInUseError(options.port, host, "dashboard", DASHBOARD_PORT_REMEDY);
     throw err;
   }
   port = (server.address() as AddressInfo).port;

@@ -41,20 +41,25 @@ export async function assertPortsFree(voters: readonly VoterResource[], graceMs 
 
 async function checkPortsFree(voters: readonly VoterResource[]): Promise<void> {
   for (const voter of voters) {
-    for (const [port, purpose] of [
-      [voter.httpPort, `${voter.name} HTTP`],
-      [voter.peerPort, `${voter.name} peer`],
-    ] as const) {
-      let server: Server;
-      try {
-        server = await listen(voter.host, port);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code === "EADDRINUSE") {
-          throw new PortInUseError(port, voter.host, purpose);
-        }
-        throw err;
-      }
-      await close(server);
-    }
+    await assertPortFree(voter.host, voter.httpPort, `${voter.name} HTTP`);
+    await assertPortFree(voter.host, voter.peerPort, `${voter.name} peer`);
   }
+}
+
+/** Throws PortInUseError (with `remedy`, when given) if another process holds `port` on `host`. */
+export async function assertPortFree(
+  host: string,
+  port: number,
+  purpose: string,
+  remedy?: string,
+): Promise<void> {
+  let server: Server;
+  try {
+    server = await listen(host, port);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EADDRINUSE")
+      throw new PortInUseError(port, host, purpose, remedy);
+    throw err;
+  }
+  await close(server);
 }

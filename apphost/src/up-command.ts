@@ -8,12 +8,13 @@ import type { ClusterSnapshot } from "./cluster-readiness.js";
 import { type PreparedCluster, prepareCluster } from "./cluster-setup.js";
 import { mergeSources, readEnvFile } from "./config-forwarding.js";
 import { type ControlRequest, controlSocketPath, serveControl } from "./control-channel.js";
-import { dashboardPortFor } from "./dashboard-port.js";
+import { DASHBOARD_PORT_REMEDY, dashboardPortFor } from "./dashboard-port.js";
 import { type Dashboard, serveDashboard } from "./dashboard-server.js";
 import { dashboardSourceOf } from "./dashboard-source.js";
 import { STOP_SIGNALS } from "./interruption.js";
 import { followLogs } from "./log-follower.js";
 import { formatLogLine, isProbeLine, paint } from "./log-line-format.js";
+import { assertPortFree } from "./port-allocation.js";
 import { recordOf } from "./process-table.js";
 import { readinessProgress } from "./readiness-progress.js";
 import { REPO_ROOT } from "./repo-layout.js";
@@ -57,6 +58,12 @@ function stateDirOption(cluster: AppHostCluster): string {
 
 /** `up`: forwards the configuration, starts the voters and waits for the cluster, in either mode. */
 export async function upCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
+  const dashboardPort = dashboardPortFor(options.dashboardPort, options.isolated);
+  // Before anything is prepared (`--fresh` wipes the state dir): a port in use stops `up` with nothing
+  // to undo. The dashboard takes it for good only once the cluster is prepared, so this is a check.
+  if (!options.detach && dashboardPort !== null && dashboardPort !== 0) {
+    await assertPortFree(APPHOST_DEFAULTS.host, dashboardPort, "dashboard", DASHBOARD_PORT_REMEDY);
+  }
   const prepared = await prepareCluster({
     stateDir: options.stateDir,
     isolated: options.isolated,
@@ -65,7 +72,6 @@ export async function upCommand(options: CliOptions, output: TerminalOutput): Pr
     supervised: !options.detach,
     runtime: await voterRuntimeOf(options.runtime),
   });
-  const dashboardPort = dashboardPortFor(options.dashboardPort, options.isolated);
   if (!options.detach) return upForeground(prepared, output, dashboardPort);
   const status = await upDetached(prepared, output);
   if (dashboardPort !== null) {
@@ -139,7 +145,7 @@ async function upForeground(
   dashboardPort: number | null,
 ): Promise<number> {
   const { cluster } = prepared;
-  // Before anything else, so a dashboard port in use stops `up` with nothing to undo.
+  // Before the voters start: a dashboard port taken since upCommand's check stops `up` before them.
   const dashboard = await startDashboard(cluster, dashboardPort, output);
   const socketPath = controlSocketPath(cluster.model.stateDir);
   let stopping: Promise<void> | undefined;
