@@ -48,6 +48,19 @@ describe("the Host header", () => {
     expectContractError(response, 400, "InvalidArgument", "InvalidHost");
   });
 
+  it("refuses a body in a transfer coding other than chunked alone, submitting nothing", async () => {
+    for (const coding of ["gzip, chunked", "deflate,chunked"]) {
+      const response = await exchange(
+        port,
+        `PUT /v1/catalog/k HTTP/1.1\r\nHost: x\r\n${WRITER}KeyLoad-Command-Id: c1\r\n` +
+          `Content-Type: application/json\r\nTransfer-Encoding: ${coding}\r\nConnection: close\r\n\r\n`,
+        `${BODY.length.toString(16)}\r\n${BODY}\r\n0\r\n\r\n`,
+      );
+      expectContractError(response, 400, "InvalidArgument", "UnsupportedTransferEncoding");
+    }
+    expect(fx.service.calls).toBe(0);
+  });
+
   it("serves an HTTP/1.0 request without one", async () => {
     const response = await exchange(port, `GET /v1/catalog/k HTTP/1.0\r\n${WRITER}\r\n`);
     expect(response.statusCode, response.body).toBe(200);

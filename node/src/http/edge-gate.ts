@@ -54,6 +54,7 @@ export function edgeGate(deps: EdgeGateDeps): onRequestHookHandler {
     }
     try {
       checkHost(request);
+      checkTransferEncoding(request);
       if (deps.closing()) throw shuttingDown();
       if (route === undefined) {
         const path = request.url.split("?", 1)[0]?.slice(0, 200);
@@ -252,6 +253,19 @@ function checkHost(request: FastifyRequest): void {
       { reason: "InvalidHost" },
     );
   }
+}
+
+/**
+ * Only chunked framing is taken, with no coding on top: a body sent `gzip, chunked` would otherwise be
+ * read as its coded bytes (RFC 9112 section 6.1 has a server refuse a coding it does not apply).
+ */
+function checkTransferEncoding(request: FastifyRequest): void {
+  const coding = request.headers["transfer-encoding"];
+  if (coding === undefined || coding.trim().toLowerCase() === "chunked") return;
+  throw new InvalidArgumentError(
+    `Transfer-Encoding ${JSON.stringify(coding.slice(0, 80))} is not taken: only chunked, with no other coding`,
+    { reason: "UnsupportedTransferEncoding" },
+  );
 }
 
 function hasBody(headers: IncomingHttpHeaders): boolean {
