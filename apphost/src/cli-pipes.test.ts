@@ -51,6 +51,14 @@ describe("the AppHost in a pipeline", () => {
     }
   });
 
+  it("names a state dir that does not exist instead of printing no logs", async () => {
+    const missing = join(stateDir, "no-such-dir");
+    const result = await runCli(["logs", "--state-dir", missing]);
+    expect(result.exitCode).toBe(1);
+    expect(result.stderr).toContain(`there is no state dir ${missing}`);
+    expect(result.stderr).toContain("[AppHostNoCluster]");
+  });
+
   it("takes a `--` pnpm passes on before the command", async () => {
     // The package script puts its own `--` first; pnpm passes the user's on after it.
     const result = await runCli(["--", "--", "status", "--json", "--state-dir", stateDir]);

@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { formatAdmission } from "./admission-format.js";
 import { buildAppModel, defaultPorts, stateDirPaths } from "./app-model.js";
 import { AppHostCluster } from "./apphost-cluster.js";
@@ -146,7 +147,12 @@ export async function voterCommand(
 }
 
 export async function logsCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
-  const state = readState(stateDirPaths(options.stateDir).stateFile);
+  const paths = stateDirPaths(options.stateDir);
+  // A mistyped state dir is named, rather than answered with no lines as an idle cluster's would be.
+  if (!existsSync(paths.stateDir)) {
+    throw new NoClusterError(`there is no state dir ${paths.stateDir} (run \`up\` first, or name another)`);
+  }
+  const state = readState(paths.stateFile);
   const model = buildAppModel(options.stateDir, state?.voters ?? defaultPorts());
   const only = options.voter === undefined ? undefined : await resolveVoter(options.stateDir, options.voter);
   const voters = model.voters.filter((v) => only === undefined || v.name === only);
