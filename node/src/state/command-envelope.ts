@@ -18,6 +18,7 @@ import { checkQueueName } from "./queue-names.js";
  */
 export const SYSTEM_COMMAND_KINDS = {
   "system.bootstrapAdmin": [], // the cluster's first admin, from the proposing leader's configuration
+  "system.canonicalLimits": [], // the canonical limits from this entry on, from the proposing leader's
 } as const satisfies Record<string, readonly ParamName[]>;
 
 export type SystemCommandKind = keyof typeof SYSTEM_COMMAND_KINDS;

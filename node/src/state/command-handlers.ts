@@ -12,6 +12,7 @@ import {
   requireString,
 } from "./json-body.js";
 import { checkJsonValue } from "./json-value.js";
+import { limitsFingerprint, parseLimitsText } from "./limits.js";
 import { parseMembershipWrite } from "./membership.js";
 import { parsePrincipalWrite } from "./principals.js";
 import type { Stores } from "./stores.js";
@@ -136,6 +137,11 @@ export const COMMAND_HANDLERS: Record<EntryKind, CommandHandler> = {
   "admin.deleteKey": (ctx, env, { principals }) => {
     parseBody(env.payload, true);
     return principals.deleteKey(ctx, routeParam(env, "principalId"), routeParam(env, "keyId"));
+  },
+  "system.canonicalLimits": (ctx, env, { canonicalLimits }) => {
+    const limits = parseLimitsText(env.payload);
+    canonicalLimits.set(limits, ctx.index);
+    return { limitsFingerprint: limitsFingerprint(limits) };
   },
   "system.bootstrapAdmin": (ctx, env, { principals }) => {
     parseBody(env.payload, true);

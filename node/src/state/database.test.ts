@@ -42,6 +42,18 @@ describe("openDatabase", () => {
     );
   });
 
+  it("refuses schema 5, a layout given up before any release, rather than migrate it", () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-schema-"));
+    const path = join(dir, "state.db");
+    const old = new Database(path);
+    old.exec(
+      "CREATE TABLE meta (id INTEGER PRIMARY KEY, schema_version INTEGER NOT NULL, applied_index INTEGER NOT NULL, applied_term INTEGER NOT NULL, clock_ms INTEGER NOT NULL)",
+    );
+    old.prepare("INSERT INTO meta VALUES (1, 5, 7, 1, 0)").run();
+    old.close();
+    expect(() => openDatabase(path)).toThrow(/state schema 5, this voter reads 6/);
+  });
+
   it("migrates a version-2 database in place: tombstones purged, versions grow, key hashes keyed", async () => {
     dir = mkdtempSync(join(tmpdir(), "keyload-schema-"));
     const path = join(dir, "state.db");

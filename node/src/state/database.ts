@@ -3,7 +3,7 @@ import Database from "better-sqlite3";
 import { applySqliteLimits, DEFAULT_STORAGE_LIMITS, type SqliteLimits } from "../fs/sqlite-limits.js";
 import type { ApiKeyHasher } from "./api-key-hasher.js";
 import { createSchema, isEmptyDatabase, SCHEMA_VERSION } from "./schema.js";
-import { migrateSchema, OLDEST_MIGRATABLE_SCHEMA } from "./schema-migration.js";
+import { isMigratable, migrateSchema } from "./schema-migration.js";
 
 export interface AppliedPosition {
   /** The last applied entry's index (0 before any). */
@@ -68,7 +68,7 @@ export function openDatabase(
       .prepare<[], { schema_version: number }>("SELECT schema_version FROM meta WHERE id = 1")
       .get();
     const version = stored?.schema_version;
-    if (version !== undefined && version >= OLDEST_MIGRATABLE_SCHEMA && version < SCHEMA_VERSION) {
+    if (version !== undefined && isMigratable(version)) {
       if (!keyHasher) throw new InternalError(`${path} holds state schema ${version} and needs migrating`);
       migrateSchema(db, version, keyHasher);
     } else if (version !== SCHEMA_VERSION) {

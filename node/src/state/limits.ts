@@ -86,6 +86,34 @@ export const DEFAULT_LIMITS: CanonicalLimits = Object.freeze({
 
 const LIMIT_NAMES = Object.keys(DEFAULT_LIMITS).sort() as (keyof CanonicalLimits)[];
 
+/** The limits as JSON text, names sorted: what a `system.canonicalLimits` entry carries and state keeps. */
+export function limitsText(limits: CanonicalLimits): string {
+  return JSON.stringify(Object.fromEntries(LIMIT_NAMES.map((name) => [name, limits[name]])));
+}
+
+/**
+ * Limits from their JSON text (limitsText), every one named: a default filled in here would let two
+ * builds with other defaults read one entry differently. Throws InvalidArgumentError.
+ */
+export function parseLimitsText(text: string): CanonicalLimits {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new InvalidArgumentError("canonical limits are not JSON", { reason: "InvalidCanonicalLimit" });
+  }
+  if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+    throw new InvalidArgumentError("canonical limits are not an object", { reason: "InvalidCanonicalLimit" });
+  }
+  const missing = LIMIT_NAMES.filter((name) => !Object.hasOwn(parsed, name));
+  if (missing.length > 0) {
+    throw new InvalidArgumentError(`canonical limits lack ${missing.join(", ")}`, {
+      reason: "InvalidCanonicalLimit",
+    });
+  }
+  return resolveLimits(parsed as Partial<CanonicalLimits>);
+}
+
 /** Fills defaults and rejects anything but positive safe integers, naming the offending property. */
 export function resolveLimits(overrides: Partial<CanonicalLimits> = {}): CanonicalLimits {
   const resolved: Record<string, number> = {};

@@ -1,9 +1,17 @@
 import type Database from "better-sqlite3";
 import type { ApiKeyHasher } from "./api-key-hasher.js";
-import { SCHEMA_VERSION, TOMBSTONE_INDEX, V3_DDL } from "./schema.js";
+import { SCHEMA_VERSION, TOMBSTONE_INDEX, V3_DDL, V6_DDL } from "./schema.js";
 
 /** The oldest version a database may hold and still be migrated in place when it opens. */
 export const OLDEST_MIGRATABLE_SCHEMA = 2;
+
+/** Version 5 was a layout of outcomes given up before any release: nothing here reads or migrates it. */
+const ABANDONED_SCHEMAS: ReadonlySet<number> = new Set([5]);
+
+/** Whether a database of schema `version` is migrated to the current one when it opens. */
+export function isMigratable(version: number): boolean {
+  return version >= OLDEST_MIGRATABLE_SCHEMA && version < SCHEMA_VERSION && !ABANDONED_SCHEMAS.has(version);
+}
 
 /**
  * Brings a database of schema `from` to the current one, step by step, in one transaction, so a crash
@@ -14,6 +22,8 @@ export function migrateSchema(db: Database.Database, from: number, keyHasher: Ap
   db.transaction(() => {
     if (from <= 2) toVersion3(db);
     if (from <= 3) toVersion4(db, keyHasher);
+    // The table alone: the limits are kept when the state machine opens it (CanonicalLimitsStore).
+    if (from <= 4) db.exec(V6_DDL);
     db.prepare("UPDATE meta SET schema_version = ? WHERE id = 1").run(SCHEMA_VERSION);
   })();
 }

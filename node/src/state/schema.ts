@@ -3,9 +3,21 @@ import type Database from "better-sqlite3";
 /**
  * Bumped whenever a table or what a column holds changes. A database of an older version is migrated
  * when it opens (see migrateSchema) when it can be; any other version is refused. 4: API key hashes are
- * keyed from the cluster secret (ApiKeyHasher).
+ * keyed from the cluster secret (ApiKeyHasher). 6: the canonical limits are kept in the state.
  */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 6;
+
+/**
+ * What schema 6 added: the canonical limits the state applies entries under (CanonicalLimitsStore).
+ * Version 5 was a short-lived layout of outcomes, never migrated from.
+ */
+export const V6_DDL = `
+CREATE TABLE IF NOT EXISTS canonical_limits (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  limits TEXT NOT NULL,
+  entry_index INTEGER NOT NULL
+);
+`;
 
 /**
  * What schema 3 added, shared by the DDL of a new database and the migration of a version-2 one: the
@@ -60,7 +72,7 @@ CREATE TABLE command_outcomes (
   body TEXT NOT NULL,
   UNIQUE (tenant, command_id)
 );
-${V3_DDL}
+${V3_DDL}${V6_DDL}
 CREATE TABLE documents (
   id INTEGER PRIMARY KEY,
   tenant TEXT NOT NULL,

@@ -5,7 +5,7 @@ import Database from "better-sqlite3";
 import { fsyncPath } from "../fs/fsync.js";
 import { type AppliedPosition, readMeta } from "./database.js";
 import { SCHEMA_VERSION } from "./schema.js";
-import { OLDEST_MIGRATABLE_SCHEMA } from "./schema-migration.js";
+import { isMigratable } from "./schema-migration.js";
 
 /**
  * Reads the applied position a snapshot file covers, refusing a file that is not an intact state
@@ -26,8 +26,7 @@ export function inspectSnapshot(path: string): AppliedPosition {
     if (check !== "ok") throw badSnapshot(path, `quick_check says ${String(check)}`);
     const meta = readMeta(db);
     const version = meta.schema_version;
-    if (version < OLDEST_MIGRATABLE_SCHEMA || version > SCHEMA_VERSION)
-      throw badSnapshot(path, `schema ${version}`);
+    if (version !== SCHEMA_VERSION && !isMigratable(version)) throw badSnapshot(path, `schema ${version}`);
     return { index: meta.applied_index, term: meta.applied_term };
   } catch (error) {
     if (error instanceof InvalidArgumentError) throw error;

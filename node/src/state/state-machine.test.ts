@@ -5,7 +5,7 @@ import { hashApiKey } from "./api-key.js";
 import type { EntryKind } from "./command-envelope.js";
 import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
 import { STATE_PAGE_BYTES } from "./database.js";
-import { DEFAULT_LIMITS, limitsFingerprint, resolveLimits } from "./limits.js";
+import { DEFAULT_LIMITS, limitsFingerprint, limitsText, resolveLimits } from "./limits.js";
 import {
   ADMIN_KEY,
   type CommandOptions,
@@ -275,6 +275,9 @@ describe("refusals without a savepoint", () => {
         { tenant: "system", principal: "system", keyHash: hashApiKey("z") },
       ],
       ["system.bootstrapAdmin", "", { ...admin, keyId: "bootstrap", keyHash: hashApiKey("z") }],
+      ["system.canonicalLimits", { maxMutationBytes: 1 }, { tenant: "system", principal: "system" }],
+      ["system.canonicalLimits", "{not json", { tenant: "system", principal: "system" }],
+      ["system.canonicalLimits", limitsText(DEFAULT_LIMITS), { ...admin, keyId: "bootstrap" }],
     ];
     const kinds = new Set(refusals.map(([kind]) => kind));
     for (const kind of Object.keys(COMMAND_HANDLERS) as EntryKind[]) {

@@ -16,7 +16,7 @@ import type { ApplyResult } from "./apply-result.js";
 import type { QueryRequest } from "./catalog-query.js";
 import type { CatalogRead } from "./catalog-read-protocol.js";
 import { CatalogReader } from "./catalog-reader.js";
-import { type CommandEnvelope, commandDigest, decodeCommand } from "./command-envelope.js";
+import { type CommandEnvelope, commandDigest, decodeCommand, isSystemKind } from "./command-envelope.js";
 import { COMMAND_HANDLERS, REFUSES_AFTER_WRITING } from "./command-handlers.js";
 import type { CommandOutcome, ExpiredOutcome } from "./command-outcomes.js";
 import { type AppliedPosition, type MetaRow, openDatabase, readMeta } from "./database.js";
@@ -82,7 +82,8 @@ type RunCommand = (ctx: ApplyContext, envelope: CommandEnvelope) => object;
  * applied index.
  */
 export class StateMachine {
-  readonly limits: CanonicalLimits;
+  /** This voter's configured canonical limits, which a leader proposes when the state keeps others. */
+  readonly configuredLimits: CanonicalLimits;
   readonly limitsFingerprint: string;
   private session: Session;
   private position: AppliedPosition;
@@ -100,7 +101,7 @@ export class StateMachine {
     private readonly options: StateMachineOptions,
     limits: CanonicalLimits,
   ) {
-    this.limits = limits;
+    this.configuredLimits = limits;
     this.limitsFingerprint = limitsFingerprint(limits);
     removeInterruptedInstall(options.path);
     this.checkpoints = new StateWalCheckpoints(
@@ -127,6 +128,23 @@ export class StateMachine {
       followed.filter((t) => !t.complete).map((t) => t.tenant),
       this.sqlite.search,
     );
+  }
+
+  /**
+   * The canonical limits entries apply under: those the state keeps (CanonicalLimitsStore), the same on
+   * every voter at every index, whatever each voter's configuration says.
+   */
+  get limits(): CanonicalLimits {
+    return this.session.stores.canonicalLimits.get() ?? this.configuredLimits;
+  }
+
+  /**
+   * The fingerprint of the limits the state keeps, or null while it keeps none: a leader proposes its
+   * configured ones unless this is their fingerprint (CanonicalLimitsProposer).
+   */
+  keptLimitsFingerprint(): string | null {
+    const kept = this.session.stores.canonicalLimits.get();
+    return kept === null ? null : limitsFingerprint(kept);
   }
 
   private get sqlite(): Pick<StorageLimits, "state" | "search"> {
@@ -468,6 +486,8 @@ export class StateMachine {
         ? inSavepoint(ctx, envelope)
         : COMMAND_HANDLERS[envelope.kind](ctx, envelope, stores);
     const runBatch = db.transaction((entries: readonly Entry[]) => {
+      // A batch rolled back may have changed the limits it read.
+      stores.canonicalLimits.forget();
       const results = entries.map((entry) => this.applyEntry(entry, stores, runCommand));
       const last = entries[entries.length - 1]!;
       const { nowMs, term, monotonicMs } = this.clock;
@@ -555,7 +575,8 @@ export class StateMachine {
       // Refused like any command that cannot apply: the outcome is stored under the ID and answered.
       if (denied !== undefined) throw denied;
       const payloadBytes = Buffer.byteLength(envelope.payload, "utf8");
-      if (payloadBytes > this.limits.maxMutationBytes) {
+      // The voters' own commands are not bounded by a limit they may be there to raise.
+      if (payloadBytes > this.limits.maxMutationBytes && !isSystemKind(envelope.kind)) {
         throw new InvalidArgumentError(
           `the payload of ${payloadBytes} bytes exceeds ${this.limits.maxMutationBytes}`,
           {

@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import type { ApiKeyHasher } from "./api-key-hasher.js";
+import { CanonicalLimitsStore } from "./canonical-limits-store.js";
 import { ChangeFeed } from "./change-feed.js";
 import { CommandOutcomes } from "./command-outcomes.js";
 import { Dispatch } from "./dispatch.js";
@@ -23,6 +24,7 @@ export interface Stores {
   readonly membership: Membership;
   readonly dispatch: Dispatch;
   readonly principals: Principals;
+  readonly canonicalLimits: CanonicalLimitsStore;
 }
 
 /** `searchedTenants`: the tenants whose documents the search index follows (see SearchChanges). */
@@ -45,5 +47,6 @@ export function createStores(
     membership: new Membership(db),
     dispatch: new Dispatch(db),
     principals: new Principals(db, keyHasher),
+    canonicalLimits: new CanonicalLimitsStore(db),
   };
 }

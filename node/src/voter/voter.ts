@@ -24,6 +24,7 @@ import type { FaultHook } from "../storage/fault-hook.js";
 import { SnapshotPolicy } from "../storage/snapshot-policy.js";
 import { StorageCorruptionError } from "../storage/storage-errors.js";
 import { BootstrapAdminProposer } from "./bootstrap-admin.js";
+import { CanonicalLimitsProposer } from "./canonical-limits-proposer.js";
 import {
   type CommandResult,
   CommandRouter,
@@ -211,6 +212,14 @@ async function wireVoter(
     checkIntervalMs: raft.heartbeatIntervalMs,
     proposeTimeoutMs: raft.replicationDeadlineMs,
   });
+  const canonicalLimits = new CanonicalLimitsProposer({
+    nodeId: node.id,
+    driver,
+    stateMachine,
+    logger: log.child({ component: "canonical-limits" }),
+    checkIntervalMs: raft.heartbeatIntervalMs,
+    proposeTimeoutMs: raft.replicationDeadlineMs,
+  });
   const diskFloor = new DiskFloor(config.disk);
   const diskWatcher = new DiskWatcher({
     dir: node.dataDir,
@@ -280,6 +289,8 @@ async function wireVoter(
   driver.start();
   opened.push(() => bootstrapAdmin.stop());
   bootstrapAdmin.start();
+  opened.push(() => canonicalLimits.stop());
+  canonicalLimits.start();
   await http.listen(node.httpHost, httpPort);
   log.info(
     { httpUrl, http: `${node.httpHost}:${httpPort}`, peer: `${node.peerHost}:${node.peerPort}`, voters },
@@ -298,6 +309,7 @@ async function wireVoter(
       const failures = await runEach([
         () => scheduler.shutdown(),
         () => bootstrapAdmin.stop(),
+        () => canonicalLimits.stop(),
         () => diskWatcher.stop(),
         async () => {
           if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");

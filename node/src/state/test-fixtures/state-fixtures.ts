@@ -8,9 +8,10 @@ import { hashApiKey } from "../api-key.js";
 import { ApiKeyHasher } from "../api-key-hasher.js";
 import type { ApplyResult } from "../apply-result.js";
 import { bootstrapAdminCommand } from "../bootstrap-admin-command.js";
+import { canonicalLimitsCommand } from "../canonical-limits-command.js";
 import { type EntryKind, encodeCommand } from "../command-envelope.js";
 import type { CommandOutcome } from "../command-outcomes.js";
-import type { CanonicalLimits } from "../limits.js";
+import { type CanonicalLimits, resolveLimits } from "../limits.js";
 import { StateMachine } from "../state-machine.js";
 
 export const ADMIN_KEY = "bootstrap-admin-key-for-tests";
@@ -103,6 +104,19 @@ export class LogBuilder {
     return this.raw(
       encodeCommand(
         bootstrapAdminCommand(keyHash, { timestampMs: this.nowMs, monotonicMs: this.monotonicMs }),
+      ),
+    );
+  }
+
+  /** The `system.canonicalLimits` entry a leader of `term` proposes (CanonicalLimitsProposer). */
+  canonicalLimits(limits: Partial<CanonicalLimits>, term = this.term): Entry {
+    this.advance(1);
+    return this.raw(
+      encodeCommand(
+        canonicalLimitsCommand(resolveLimits(limits), term, {
+          timestampMs: this.nowMs,
+          monotonicMs: this.monotonicMs,
+        }),
       ),
     );
   }
