@@ -31,8 +31,9 @@ const EXPIRY_BATCH = 4;
 /**
  * Append-only control channels: each directive gets the channel's next sequence number, from 1. A
  * directive older than `directiveRetentionMs` by the applied clock is read by no one; the channel's next
- * append removes it (an idle channel keeps its rows until then). A reader asking `after` one gets the
- * oldest kept (the channel's sequence numbers go on regardless).
+ * append removes it, and any append removes a few of any channel's (an idle channel's would stay for
+ * good otherwise). A reader asking `after` one gets the oldest kept (the channel's sequence numbers go on
+ * regardless, kept in its channel row).
  */
 export class Dispatch {
   private readonly bump: Database.Statement<[string, string], { last_seq: number }>;
@@ -44,6 +45,7 @@ export class Dispatch {
     { seq: number; directive: string; data: string | null; at_ms: number }
   >;
   private readonly expire: Database.Statement<[{ tenant: string; channel: string; timeBound: number }]>;
+  private readonly expireAnywhere: Database.Statement<[number]>;
 
   constructor(db: Database.Database) {
     this.bump = db.prepare(
@@ -60,6 +62,12 @@ export class Dispatch {
          AND at_ms >= (SELECT clock_ms FROM meta WHERE id = 1) - ?
        ORDER BY seq LIMIT ?`,
     );
+    // Any channel's, oldest first: one no one appends to any more would keep its rows for good.
+    this.expireAnywhere = db.prepare(
+      `DELETE FROM directives WHERE (tenant, channel, seq) IN
+         (SELECT tenant, channel, seq FROM directives WHERE at_ms < ?
+          ORDER BY at_ms, tenant, channel, seq LIMIT ${EXPIRY_BATCH})`,
+    );
     // Entry time never runs backwards, so the expired directives are the channel's first few.
     this.expire = db.prepare(
       `DELETE FROM directives WHERE tenant = @tenant AND channel = @channel AND at_ms < @timeBound
@@ -74,6 +82,7 @@ export class Dispatch {
     this.insert.run(ctx.tenant, channel, sequence, write.directive, data, ctx.nowMs, ctx.index);
     const timeBound = ctx.nowMs - ctx.limits.directiveRetentionMs;
     this.expire.run({ tenant: ctx.tenant, channel, timeBound });
+    this.expireAnywhere.run(timeBound);
     return { channel, sequence };
   }
 

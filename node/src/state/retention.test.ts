@@ -129,6 +129,31 @@ describe("retention", () => {
     expect(deliver("fast")).toMatchObject({ deliveryId: null, trimmed: null });
   });
 
+  it("removes the expired directives of channels no one appends to any more, a few an append", () => {
+    for (let c = 0; c < 10; c++) {
+      h.ok(
+        "dispatch.append",
+        { directive: "go", data: "x".repeat(100) },
+        { params: { channel: `silo-${c}` } },
+      );
+    }
+    h.advance(2 * HOUR);
+    expect(rows(h.sm, "directives")).toHaveLength(10);
+    // Appends to another channel remove four of them each, oldest first, whichever tenant's.
+    h.ok("dispatch.append", { directive: "go" }, { params: { channel: "live" } });
+    expect(rows(h.sm, "directives")).toHaveLength(7);
+    h.ok("dispatch.append", { directive: "go" }, { params: { channel: "live" }, tenant: "t2" });
+    h.ok("dispatch.append", { directive: "go" }, { params: { channel: "live" } });
+    expect(rows(h.sm, "directives").filter((r) => r.includes("silo-"))).toEqual([]);
+    // A channel's sequence goes on after its directives went.
+    const next = h.ok<{ sequence: number }>(
+      "dispatch.append",
+      { directive: "go" },
+      { params: { channel: "silo-0" } },
+    );
+    expect(next.sequence).toBe(2);
+  });
+
   it("removes directives and dead letters past their windows", () => {
     const dispatch = (n: number) =>
       h.ok("dispatch.append", { directive: `d${n}` }, { params: { channel: "c" } });

@@ -8,8 +8,9 @@ import type Database from "better-sqlite3";
 export const SCHEMA_VERSION = 6;
 
 /**
- * What schema 6 added: the canonical limits the state applies entries under (CanonicalLimitsStore).
- * Version 5 was a short-lived layout of outcomes, never migrated from.
+ * What schema 6 added: the canonical limits the state applies entries under (CanonicalLimitsStore), and
+ * directives by time, for the expiry of idle channels' directives (Dispatch). Version 5 was a
+ * short-lived layout of outcomes, never migrated from.
  */
 export const V6_DDL = `
 CREATE TABLE IF NOT EXISTS canonical_limits (
@@ -17,6 +18,8 @@ CREATE TABLE IF NOT EXISTS canonical_limits (
   limits TEXT NOT NULL,
   entry_index INTEGER NOT NULL
 );
+
+CREATE INDEX IF NOT EXISTS directives_by_time ON directives (at_ms, tenant, channel, seq);
 `;
 
 /**
@@ -72,7 +75,7 @@ CREATE TABLE command_outcomes (
   body TEXT NOT NULL,
   UNIQUE (tenant, command_id)
 );
-${V3_DDL}${V6_DDL}
+${V3_DDL}
 CREATE TABLE documents (
   id INTEGER PRIMARY KEY,
   tenant TEXT NOT NULL,
@@ -187,7 +190,7 @@ CREATE TABLE api_keys (
   created_index INTEGER NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX api_keys_by_principal ON api_keys (principal_id, key_id);
-`;
+${V6_DDL}`;
 
 export function createSchema(db: Database.Database): void {
   db.exec(DDL);
