@@ -40,7 +40,8 @@ export function inspectSnapshot(path: string): AppliedPosition {
  * Replaces the closed database at `dbPath` with a copy of `snapshotPath`: copy beside it, fsync, rename
  * over, fsync the directory. A crash before the rename leaves the old database whole, after it the new.
  * The old WAL goes first (the caller checkpointed it into the database before closing), since SQLite
- * would otherwise replay it onto the new file.
+ * would otherwise replay it onto the new file; the directory is fsynced between, so no power loss can
+ * keep the rename and lose the deletion.
  */
 export function replaceDatabaseFile(dbPath: string, snapshotPath: string): void {
   const staging = stagingPath(dbPath);
@@ -48,6 +49,7 @@ export function replaceDatabaseFile(dbPath: string, snapshotPath: string): void 
   fsyncPath(staging);
   rmSync(`${dbPath}-wal`, { force: true });
   rmSync(`${dbPath}-shm`, { force: true });
+  fsyncPath(dirname(dbPath));
   renameSync(staging, dbPath);
   fsyncPath(dirname(dbPath));
 }
