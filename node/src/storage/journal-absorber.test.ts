@@ -66,7 +66,6 @@ function host(db: LogDatabase) {
 }
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("absorbInto", () => {
   it("applies the batches in order, a later one replacing what an earlier one appended", () => {
@@ -147,23 +146,31 @@ describe("JournalAbsorber", () => {
     expect(h.calls).toEqual([[1], [2]]);
   });
 
-  it("waits while a checkpoint holds commits, and does nothing once the store stopped", async () => {
+  it("waits while a checkpoint holds commits, and does nothing once the store stopped", () => {
     const db = openDb();
     const h = host(db);
     const a = new JournalAbsorber(db, 5, h.host);
-    h.isGated = true;
-    a.add(batch(1, 1, 1, 1));
-    a.absorbSoon();
-    await sleep(30);
-    expect(h.calls).toEqual([]);
-    h.isGated = false;
-    await vi.waitFor(() => expect(h.calls).toEqual([[1]]));
-    h.isStopped = true;
-    a.add(batch(2, 2, 2, 1));
-    a.absorbSoon();
-    await sleep(30);
-    expect(h.calls).toEqual([[1]]);
-    expect(a.pendingBatches).toBe(1);
+    // Fake timers: "nothing happened" must mean the timer ran, not that it had no turn yet.
+    vi.useFakeTimers();
+    try {
+      h.isGated = true;
+      a.add(batch(1, 1, 1, 1));
+      a.absorbSoon();
+      vi.advanceTimersByTime(100);
+      expect(h.calls).toEqual([]);
+      h.isGated = false;
+      vi.advanceTimersByTime(5);
+      expect(h.calls).toEqual([[1]]);
+      h.isStopped = true;
+      a.add(batch(2, 2, 2, 1));
+      a.absorbSoon();
+      vi.advanceTimersByTime(100);
+      expect(h.calls).toEqual([[1]]);
+      expect(a.pendingBatches).toBe(1);
+      expect(vi.getTimerCount()).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it("stops the store when the database refuses the batches, and throws what the host returns", () => {

@@ -10,6 +10,7 @@ const fx = storageFixture();
 const dbs: LogDatabase[] = [];
 const compactions: LogCompaction[] = [];
 afterEach(() => {
+  vi.useRealTimers();
   for (const c of compactions.splice(0)) c.stop();
   for (const db of dbs.splice(0)) db.close();
 });
@@ -30,7 +31,6 @@ function log(last: number, compactedTo: number): { db: LogDatabase; index: LogIn
 }
 
 const stored = (db: LogDatabase): number[] => db.readRange(0, 1e9, () => true).map((e) => e.index);
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
 function start(db: LogDatabase, index: LogIndex, stepEntries: number, next: number | null) {
   const seen = { isHeld: false, steps: 0, failed: [] as unknown[] };
@@ -50,49 +50,56 @@ function start(db: LogDatabase, index: LogIndex, stepEntries: number, next: numb
 }
 
 describe("LogCompaction", () => {
-  it("deletes the rows up to the compaction point in steps, and then stops", async () => {
+  // Fake timers: "nothing was deleted" must mean the step ran, not that it had no turn yet.
+  it("deletes the rows up to the compaction point in steps, and then stops", () => {
     const { db, index } = log(20, 12);
     const { c, h } = start(db, index, 5, 1);
+    vi.useFakeTimers();
     c.schedule();
-    await vi.waitFor(() => expect(stored(db)).toEqual(entries(13, 20, 1).map((e) => e.index)));
+    vi.runAllTimers();
+    expect(stored(db)).toEqual(entries(13, 20, 1).map((e) => e.index));
     // [1, 6), [6, 11), [11, 13).
-    await sleep(20);
     expect(h.steps).toBe(3);
     expect(h.failed).toEqual([]);
+    expect(vi.getTimerCount()).toBe(0);
   });
 
-  it("starts from the lowest row marked, and does nothing while nothing is marked", async () => {
+  it("starts from the lowest row marked, and does nothing while nothing is marked", () => {
     const { db, index } = log(10, 8);
     const { c, h } = start(db, index, 100, null);
+    vi.useFakeTimers();
     c.schedule();
-    await sleep(20);
+    vi.runAllTimers();
     expect(h.steps).toBe(0);
     c.markFrom(3);
     c.markFrom(5);
     c.schedule();
-    await vi.waitFor(() => expect(stored(db)).toEqual([1, 2, 9, 10]));
+    vi.runAllTimers();
+    expect(stored(db)).toEqual([1, 2, 9, 10]);
   });
 
-  it("deletes nothing while the host holds deletions, even once a step is due, nor after stop", async () => {
+  it("deletes nothing while the host holds deletions, even once a step is due, nor after stop", () => {
     const { db, index } = log(10, 8);
     const { c, h } = start(db, index, 100, 1);
+    vi.useFakeTimers();
     h.isHeld = true;
     c.schedule();
-    await sleep(20);
+    vi.runAllTimers();
     expect(stored(db)).toHaveLength(10);
     // Held by the time the scheduled step comes due.
     h.isHeld = false;
     c.schedule();
     h.isHeld = true;
-    await sleep(20);
+    vi.runAllTimers();
     expect(stored(db)).toHaveLength(10);
     h.isHeld = false;
     c.schedule();
     c.stop();
-    await sleep(20);
+    vi.runAllTimers();
     expect(stored(db)).toHaveLength(10);
     c.schedule();
-    await vi.waitFor(() => expect(stored(db)).toEqual([9, 10]));
+    vi.runAllTimers();
+    expect(stored(db)).toEqual([9, 10]);
   });
 
   it("arms no timer while held or while nothing waits, and one at most", () => {
@@ -117,14 +124,15 @@ describe("LogCompaction", () => {
     }
   });
 
-  it("stops the store when a step fails, and schedules no more", async () => {
+  it("stops the store when a step fails, and schedules no more", () => {
     const { db, index } = log(10, 8);
     const { c, h } = start(db, index, 2, 1);
     db.close();
+    vi.useFakeTimers();
     c.schedule();
-    await vi.waitFor(() => expect(h.failed).toHaveLength(1));
-    await sleep(20);
+    vi.runAllTimers();
     expect(h.failed).toHaveLength(1);
     expect(h.steps).toBe(0);
+    expect(vi.getTimerCount()).toBe(0);
   });
 });
