@@ -20,8 +20,10 @@ export interface SnapshotTransfer {
   started: boolean;
   /** The offset of the rewind under way: further rejections naming it are ignored. */
   rewoundTo: number | null;
-  /** `ackedOffset` at the last heartbeat answer, to notice a stalled transfer. */
-  ackedAtHeartbeat: number;
+  /** `ackedOffset` when the current heartbeat interval began. */
+  ackedAtInterval: number;
+  /** A whole heartbeat interval went by with no chunk acknowledged; the next heartbeat answer rewinds. */
+  stalled: boolean;
 }
 
 export class Progress {
@@ -88,7 +90,8 @@ export class Progress {
       ackedOffset: 0,
       started: false,
       rewoundTo: null,
-      ackedAtHeartbeat: -1,
+      ackedAtInterval: -1,
+      stalled: false,
     };
   }
 

@@ -770,7 +770,22 @@ export class RaftNode {
     }
     if (this.heartbeatElapsed >= this.opts.heartbeatTicks) {
       this.heartbeatElapsed = 0;
+      this.noteStalledTransfers();
       this.broadcastHeartbeat();
+    }
+  }
+
+  /**
+   * Marks each snapshot transfer that had no chunk acknowledged during the heartbeat interval just
+   * ended. Measured here, by the clock, because heartbeats also go out for every read barrier: answers
+   * to those come faster than a follower that writes each chunk to disk before acknowledging it.
+   */
+  private noteStalledTransfers(): void {
+    for (const [id, pr] of this.progress) {
+      const t = pr.transfer;
+      if (id === this.id || pr.state !== "snapshot" || !t) continue;
+      t.stalled = t.ackedOffset === t.ackedAtInterval;
+      t.ackedAtInterval = t.ackedOffset;
     }
   }
 
@@ -1062,11 +1077,15 @@ export class RaftNode {
     pr.probeSent = false;
     const t = pr.transfer;
     if (pr.state === "snapshot" && t) {
-      // No chunk was acknowledged for a whole heartbeat interval: chunks, or the follower's final
-      // answer, were lost. Resend from the acknowledged offset; past the end this is one empty
-      // chunk, which makes the follower say where it stands.
-      if (t.ackedOffset === t.ackedAtHeartbeat) this.rewindSnapshot(m.from, pr, t.ackedOffset);
-      t.ackedAtHeartbeat = t.ackedOffset;
+      // No chunk was acknowledged for a whole heartbeat interval, yet the follower answers: chunks, or
+      // its final answer, were lost. Resend from the acknowledged offset; past the end this is one
+      // empty chunk, which makes the follower say where it stands.
+      if (t.stalled) {
+        // The resent window then has a whole interval of its own before it can count as stalled.
+        t.stalled = false;
+        t.ackedAtInterval = -1;
+        this.rewindSnapshot(m.from, pr, t.ackedOffset);
+      }
     } else if (pr.match < this.log.lastIndex() || m.unchecked) {
       // Appends or their answers were lost, or the follower (restarted) has no append of ours that
       // checked its log. Free a slot if the window is full and send even an empty append: a follower

@@ -234,6 +234,38 @@ describe("snapshots", () => {
     expect(c.node("a").status().progress.c!.state).toBe("replicate");
   });
 
+  it("answers to extra heartbeats within one interval (read barriers) do not make a transfer stalled", () => {
+    const { c, readys } = lagging();
+    // c's acknowledgements are late (a follower acknowledges once a chunk is on its disk), not lost.
+    const late: Message[] = [];
+    c.filter = (m) => {
+      if (m.type !== "snapshot-chunk-response" || m.from !== "c") return true;
+      late.push(m);
+      return false;
+    };
+    c.heal();
+    c.tick("a");
+    c.settle();
+    expect(late.length).toBeGreaterThan(0);
+    const sent = readys.get("a")!.length;
+    // Each read broadcasts a heartbeat, and c answers every one, all within the same interval.
+    for (const id of ["r1", "r2", "r3"]) {
+      c.node("a").readIndex(id);
+      c.settle();
+    }
+    const resent = readys
+      .get("a")!
+      .slice(sent)
+      .flatMap((rd) => chunksTo(rd.messages, "c"));
+    expect(resent).toEqual([]);
+
+    c.filter = () => true;
+    const a = c.member("a");
+    for (const m of late.splice(0)) a.inbox.step(a.raft, m);
+    c.tickUntil(() => c.node("c").status().commit === 11, 20);
+    expect(readys.get("c")!.filter((rd) => rd.snapshot)).toHaveLength(1);
+  });
+
   it("the leader recovers when the follower's final answer after installing is lost", () => {
     const { c, readys } = lagging();
     let dropped = 0;

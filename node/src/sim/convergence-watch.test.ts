@@ -37,11 +37,11 @@ describe("the convergence phase's liveness check", () => {
   it("lets a follower far behind catch up through a shuffled pipeline for longer than one window", () => {
     // Seed 94001739 wipes one voter's disk and leaves another about 150 entries behind at the heal, on
     // a network that still reorders: the follower takes a few entries per pipeline of single-entry
-    // appends, shuffled (go-back-N, as etcd's raft replicates), so the phase outlasts a window while
-    // making progress throughout.
-    const slow = runSeed(94_001_739, { steps: 5_000 });
+    // appends, shuffled (go-back-N, as etcd's raft replicates), so with a window of 500 steps the
+    // phase outlasts several windows while making progress throughout.
+    const slow = runSeed(94_001_739, { steps: 5_000, convergenceSteps: 500 });
     expect(slow.violation?.message).toBeUndefined();
-    // If a change to the core makes this seed converge within a window, pick another that does not.
-    expect(slow.stats.convergenceSteps).toBeGreaterThan(10_000);
+    // If a change to the core makes this seed converge within three windows, pick another that does not.
+    expect(slow.stats.convergenceSteps).toBeGreaterThan(1_500);
   });
 });
