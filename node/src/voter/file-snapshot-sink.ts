@@ -9,6 +9,8 @@ import type { SnapshotReceiver } from "../storage/snapshot-receiver.js";
 export class FileSnapshotSink implements SnapshotChunkSink {
   /** Chunks written so far. */
   chunks = 0;
+  /** Set once abandoned: its writes then fail as they should. */
+  aborted = false;
   private lastWrite: Promise<void> = Promise.resolve();
 
   constructor(private readonly receiver: SnapshotReceiver) {}
@@ -34,6 +36,7 @@ export class FileSnapshotSink implements SnapshotChunkSink {
   }
 
   abort(): void {
+    this.aborted = true;
     this.receiver.abort().catch(() => undefined);
   }
 

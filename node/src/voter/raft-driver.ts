@@ -582,10 +582,16 @@ export class RaftDriver {
       return;
     }
     const leading = this.lastRole === "leader";
-    sendOnceWritten(this.inbox, m, (ready) => {
-      // A chunk's acknowledgement may leave turns later: by then the voter may have stopped.
-      if (this.failure === null && this.running) this.heldAppends.send(ready, leading);
-    });
+    sendOnceWritten(
+      this.inbox,
+      m,
+      (ready) => {
+        // A chunk's acknowledgement may leave turns later: by then the voter may have stopped.
+        if (this.failure === null && this.running) this.heldAppends.send(ready, leading);
+      },
+      // The snapshot's temporary file could not be written: as any storage failure, fail-stop.
+      (err) => this.fail(err),
+    );
   }
 
   /** Seals the snapshot the leader streamed into a temporary file, once its bytes match. */

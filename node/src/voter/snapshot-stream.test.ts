@@ -38,6 +38,8 @@ class Peer {
   readonly sender: SnapshotSender;
   private busy = false;
   failure: unknown = null;
+  /** What the receiving side failed with, as the driver would fail-stop on it. */
+  receiveFailure: unknown = null;
 
   constructor(
     readonly id: NodeId,
@@ -82,7 +84,10 @@ class Peer {
         }
         for (const m of rd.messages) {
           if (m.type === "snapshot-chunk") this.sender.send(m);
-          else sendOnceWritten(this.inbox, m, this.wire);
+          else
+            sendOnceWritten(this.inbox, m, this.wire, (err) => {
+              this.receiveFailure = err;
+            });
         }
         this.node.advance();
       }
@@ -238,6 +243,30 @@ describe("a snapshot streamed from a leader to a follower over real storage", ()
     release();
     await p.run(installed(p));
     expect(new Uint8Array(readFileSync(p.follower.store.verifiedSnapshotPath()!))).toEqual(SNAP_DATA);
+  });
+
+  it("a chunk that cannot be written fails the follower at once rather than stalling the transfer", async () => {
+    const p = await pair();
+    const files = p.follower.store.snapshotFiles;
+    const receive = files.receive.bind(files);
+    vi.spyOn(files, "receive").mockImplementation((meta, size) => {
+      const receiver = receive(meta, size);
+      const write = receiver.write.bind(receiver);
+      // From the second chunk on the disk is full: that write fails, and every one after it, as in the
+      // receiver's own chain of writes.
+      let full: Error | null = null;
+      receiver.write = (offset, data) => {
+        if (offset === CHUNK) full = Object.assign(new Error("no space left on device"), { code: "ENOSPC" });
+        const done = write(offset, data);
+        const failure = full;
+        return failure === null ? done : done.then(() => Promise.reject(failure));
+      };
+      return receiver;
+    });
+    // Before, the chunk was never acknowledged, the leader resent its window forever, and nothing failed.
+    await p.run(() => p.follower.receiveFailure !== null, 500);
+    expect(p.follower.receiveFailure).toMatchObject({ code: "ENOSPC" });
+    expect(p.follower.store.snapshotIndex()).not.toBe(SNAP_INDEX);
   });
 
   it("the sender reuses a chunk's buffer only once the transport released it", async () => {
