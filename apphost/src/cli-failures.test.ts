@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -35,6 +35,10 @@ function readyOutput(child: ReturnType<typeof spawnCli>): Promise<string> {
 }
 
 afterEach(async () => {
+  // Voters of an `up` that succeeded where the test expected it to fail are stopped too.
+  for (const dir of dirs) {
+    if (existsSync(join(dir, "apphost.json"))) leftovers.push(...recordedPids(dir));
+  }
   for (const pid of await survivors(leftovers, 0)) process.kill(pid, "SIGKILL");
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   dirs = [];

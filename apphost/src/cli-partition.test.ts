@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ClusterStatus } from "./cluster-status.js";
 import { runCli, survivors } from "./test-fixtures/cli-process.js";
-import { partitionUnavailableReason } from "./testing/network-partition.js";
+import { partitionsUnavailable } from "./testing/network-partition.js";
 
 // Partitions need root and iptables; elsewhere this is skipped, and says why.
-const unavailable = await partitionUnavailableReason();
+const unavailable = await partitionsUnavailable();
 
 let dir: string;
 let stateDir: string;

@@ -1,8 +1,8 @@
+import { partitionsUnavailable } from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
 import { BankWorkload } from "./test-fixtures/bank-workload.js";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
-import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 import { randomFaults } from "./test-fixtures/random-faults.js";
 
 // Without root and iptables, the rounds that cut a voter off are left out.

@@ -1,9 +1,14 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { linksBetween, VOTER_NAMES, type VoterLink, type VoterName } from "@keyload/apphost/testing";
+import {
+  linksBetween,
+  partitionsUnavailable,
+  VOTER_NAMES,
+  type VoterLink,
+  type VoterName,
+} from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
-import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 import { RegisterWorkload } from "./test-fixtures/register-workload.js";
 import { SeededRandom } from "./test-fixtures/seeded-random.js";
 

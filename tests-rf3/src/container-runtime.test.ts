@@ -2,13 +2,13 @@ import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import {
   containerRuntimeUnavailableReason,
+  partitionsUnavailable,
   type TestCluster,
   VOTER_NAMES,
   type VoterName,
 } from "@keyload/apphost/testing";
 import { describe, expect, it, onTestFinished } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
-import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 import { waitUntil } from "./test-fixtures/wait-until.js";
 
 // CI starts a Docker engine and sets this, so there the test fails rather than skips without one.

@@ -1,4 +1,5 @@
 import type { TestCluster, TestVoter, VoterName } from "@keyload/apphost/testing";
+import { partitionsUnavailable } from "@keyload/apphost/testing";
 import {
   CommandIdConflictError,
   type KeyLoadClient,
@@ -9,7 +10,6 @@ import {
 import { describe, expect, it, vi } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { waitForDataCommands } from "./test-fixtures/metric-wait.js";
-import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 import { retainedBytesOf } from "./test-fixtures/sized-bodies.js";
 import { metricOf } from "./test-fixtures/voter-metrics.js";
 

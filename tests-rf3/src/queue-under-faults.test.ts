@@ -1,7 +1,7 @@
+import { partitionsUnavailable } from "@keyload/apphost/testing";
 import { describe, it } from "vitest";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
-import { partitionsUnavailable } from "./test-fixtures/partitions-required.js";
 import { QueueWorkload } from "./test-fixtures/queue-workload.js";
 import { randomFaults } from "./test-fixtures/random-faults.js";
 

@@ -32,8 +32,23 @@ describe("rejoin after data loss", () => {
     await cluster.start(a!.name);
     await cluster.start(b!.name);
 
-    // Many election timeouts: B campaigns over and over, and A never grants it a vote.
-    await sleep(20 * ELECTION_TIMEOUT_MS);
+    // Many election timeouts: B campaigns over and over, and A never grants it a vote. Watched
+    // throughout, so that a leader elected and deposed between two looks cannot go unseen.
+    const ops = cluster.client();
+    const watchUntil = Date.now() + 20 * ELECTION_TIMEOUT_MS;
+    let looks = 0;
+    while (Date.now() < watchUntil) {
+      for (const v of [a!, b!]) {
+        const role = await ops.live({ endpoint: v.httpUrl }).then(
+          (h) => h.detail.role,
+          () => "unreachable",
+        );
+        expect(role, `${v.name} after ${looks} looks`).not.toBe("leader");
+      }
+      looks++;
+      await sleep(50);
+    }
+    expect(looks).toBeGreaterThan(10);
     expect(await cluster.leader()).toBeUndefined();
     const once = cluster.client(cluster.adminKey, { maxAttempts: 1 });
     expect(await failure(once.get("acked/0", { endpoint: b!.httpUrl }))).not.toBeInstanceOf(NotFoundError);

@@ -18,7 +18,12 @@ export { testcontainersUnavailableReason as containerRuntimeUnavailableReason } 
 export type { VoterFailure } from "../voter-failure.js";
 export { ClusterDisposedError } from "./cluster-disposed-error.js";
 export { dumpLogsOnFailure, type FailureHookContext, type LogSource } from "./failure-logs.js";
-export { linksBetween, partitionUnavailableReason, type VoterLink } from "./network-partition.js";
+export {
+  linksBetween,
+  partitionsUnavailable,
+  partitionUnavailableReason,
+  type VoterLink,
+} from "./network-partition.js";
 export {
   type ShownKey,
   type StartClusterOptions,

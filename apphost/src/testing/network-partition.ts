@@ -50,6 +50,19 @@ export async function partitionUnavailableReason(): Promise<string | undefined> 
   return `partition needs a working iptables, but \`iptables -L\` failed: ${probe.stderr || probe.shortMessage}`;
 }
 
+/**
+ * Why a test that needs partitions skips here, or undefined when it can run. Where
+ * `KEYLOAD_REQUIRE_PARTITIONS=1` (CI, as root) a missing capability throws instead: there a skipped
+ * partition test would hide a broken setup.
+ */
+export async function partitionsUnavailable(): Promise<string | undefined> {
+  const reason = await partitionUnavailableReason();
+  if (reason !== undefined && process.env.KEYLOAD_REQUIRE_PARTITIONS === "1") {
+    throw new PartitionUnavailableError(`KEYLOAD_REQUIRE_PARTITIONS=1, but ${reason}`);
+  }
+  return reason;
+}
+
 /** Removes chains left by test processes that died before they could heal. */
 async function removeAbandonedChains(): Promise<void> {
   const listing = await iptables(["-S", "OUTPUT"]);

@@ -18,15 +18,24 @@ let blocker: Server | undefined;
 const connections = new Set<Socket>();
 let voter: RunningVoter | undefined;
 let holder: ChildProcess | undefined;
+/** Voters that started where the test expects them to fail: stopped whatever the test's outcome. */
+const unexpected: ChildProcess[] = [];
 afterEach(async () => {
   if (holder) await killProcess(holder);
   holder = undefined;
+  for (const proc of unexpected.splice(0)) await killProcess(proc);
   await voter?.shutdown();
   voter = undefined;
   if (blocker) await freePort(blocker);
   if (dir) rmSync(dir, { recursive: true, force: true });
   dir = undefined;
 });
+
+/** A voter that started though it should not have: kept for afterEach to stop, and said so. */
+function startedAnyway(proc: ChildProcess): string {
+  unexpected.push(proc);
+  return `started as process ${proc.pid}`;
+}
 
 /** Holds `port` as a listener that never answers, so a voter's HTTP listen on it fails. */
 async function takePort(port: number): Promise<Server> {
@@ -95,12 +104,18 @@ describe("a start that fails part way", () => {
     const [httpPort, peerPort, otherHttp, otherPeer] = (await pickFreePorts("127.0.0.1", 4)) as number[];
     const env = (http: number, peer: number) => singleVoterEnv(dir!, http, peer);
     const b = await takePort(httpPort!);
-    const taken = await startVoterProcess(env(httpPort!, peerPort!)).catch((err: Error) => err.message);
+    const taken = await startVoterProcess(env(httpPort!, peerPort!)).then(
+      startedAnyway,
+      (err: Error) => err.message,
+    );
     expect(taken).toMatch(/exited with 1: keyload-node: failed to start: listen EADDRINUSE[^\n]*\n$/);
 
     await freePort(b);
     holder = await startVoterProcess(env(httpPort!, peerPort!));
-    const locked = await startVoterProcess(env(otherHttp!, otherPeer!)).catch((err: Error) => err.message);
+    const locked = await startVoterProcess(env(otherHttp!, otherPeer!)).then(
+      startedAnyway,
+      (err: Error) => err.message,
+    );
     expect(locked).toContain(
       `keyload-node: failed to start: the data directory ${dir} is in use by process ${holder.pid}`,
     );

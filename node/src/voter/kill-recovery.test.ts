@@ -26,7 +26,13 @@ async function startSingleVoter(dataDir: string, httpPort: number, peerPort: num
       KeyLoad__Raft__SnapshotIntervalEntries: "150",
     }),
   );
-  await waitFor200(`http://127.0.0.1:${httpPort}/health/ready`);
+  try {
+    await waitFor200(`http://127.0.0.1:${httpPort}/health/ready`);
+  } catch (err) {
+    // Not yet `child`, which afterEach kills: a voter that never got ready must not outlive the test.
+    proc.kill("SIGKILL");
+    throw err;
+  }
   return proc;
 }
 

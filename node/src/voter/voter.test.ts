@@ -184,7 +184,8 @@ describe("three voters on loopback", () => {
     expect(put.status).toBe(200);
     await cluster.stop(leader);
     const others = [0, 1, 2].filter((i) => i !== leader);
-    const deadline = Date.now() + 500;
+    // Well short of the 2 s an election waits, with room for a loaded machine.
+    const deadline = Date.now() + 1500;
     while (!others.some((i) => cluster.voter(i).driver.isLeader()) && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 10));
     expect(others.some((i) => cluster.voter(i).driver.isLeader())).toBe(true);
