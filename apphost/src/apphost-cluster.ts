@@ -18,7 +18,13 @@ import {
   VoterStartError,
   VoterStateError,
 } from "./apphost-errors.js";
-import { type AppHostState, type OwnerRecord, readState, writeState } from "./apphost-state.js";
+import {
+  type AppHostState,
+  type DashboardRecord,
+  type OwnerRecord,
+  readState,
+  writeState,
+} from "./apphost-state.js";
 import { bootstrapIdFor, recordBootstrapped } from "./cluster-bootstrap.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { removeClusterPartition } from "./cluster-partition.js";
@@ -57,6 +63,8 @@ export interface AppHostClusterOptions {
   readonly supervised: boolean;
   /** The foreground AppHost that owns the cluster, recorded so other commands can reach it. */
   readonly owner?: OwnerRecord | null;
+  /** The dashboard process a detached `up` left serving, recorded so `status` finds it and `down` stops it. */
+  readonly dashboard?: DashboardRecord | null;
   readonly voterGids?: Readonly<Record<VoterName, number>>;
   readonly processes?: Readonly<Record<VoterName, ProcessRecord | null>>;
   /** How each voter's last run failed, as recorded (see VoterFailure). */
@@ -79,6 +87,7 @@ export class AppHostCluster {
   private readonly supervised: boolean;
   private readonly voterGids: AppHostClusterOptions["voterGids"];
   private owner: OwnerRecord | null;
+  private dashboard: DashboardRecord | null;
   private readonly processes = new Map<VoterName, ProcessRecord | VoterProcess | null>();
   private readonly failures = new Map<VoterName, VoterFailure | null>();
   private readonly exitListeners: VoterExitListener[] = [];
@@ -92,6 +101,7 @@ export class AppHostCluster {
     this.supervised = options.supervised;
     this.voterGids = options.voterGids;
     this.owner = options.owner ?? null;
+    this.dashboard = options.dashboard ?? null;
     for (const name of VOTER_NAMES) {
       this.processes.set(name, options.processes?.[name] ?? null);
       this.failures.set(name, options.failures?.[name] ?? null);
@@ -128,6 +138,7 @@ export class AppHostCluster {
       supervised: false,
       // An owner killed with SIGKILL could not clear its record; its voters died with it.
       owner: isAlive(state.owner) ? state.owner : null,
+      dashboard: state.dashboard && isAlive(state.dashboard) ? state.dashboard : null,
       ...(voterGids === undefined ? {} : { voterGids }),
       processes,
       failures,
@@ -162,12 +173,18 @@ export class AppHostCluster {
     this.persist();
   }
 
+  setDashboard(dashboard: DashboardRecord | null): void {
+    this.dashboard = dashboard;
+    this.persist();
+  }
+
   persist(): void {
     const state: AppHostState = {
       version: 1,
       runtime: this.runtime.kind,
       mode: this.supervised ? "foreground" : "detached",
       owner: this.owner,
+      dashboard: this.dashboard,
       voters: this.model.voters.map((v) => {
         const running = this.processes.get(v.name);
         return {

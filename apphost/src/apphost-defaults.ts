@@ -35,6 +35,13 @@ export const APPHOST_DEFAULTS = {
   /** Where the foreground AppHost serves its dashboard (`--dashboard-port`; 0 turns it off). */
   dashboardPort: 18_888,
   /**
+   * How long a detached cluster's dashboard process stays once none of its voters runs (killed by hand,
+   * say): long enough for a voter stopped and started again from the dashboard, short enough not to linger.
+   */
+  dashboardIdleExitMs: 15_000,
+  /** How long `up --detach` waits for its dashboard process to say it serves, or why it cannot. */
+  dashboardStartTimeoutMs: 30_000,
+  /**
    * The voters' `Log:Level` unless the configuration forwarded to them sets one: debug, where every
    * request gets a line, as one debugging a cluster locally wants; a deployment keeps the voter's info.
    */

@@ -195,6 +195,11 @@ export class DashboardAssetsError extends AppHostError {
   readonly code = "AppHostDashboardAssets";
 }
 
+/** A detached cluster's dashboard process failed to start; the message says why and names its log. */
+export class DashboardProcessError extends AppHostError {
+  readonly code = "AppHostDashboardProcess";
+}
+
 /** `publish` cannot write its output where it was asked to; the message says why and what to do. */
 export class PublishOutputError extends AppHostError {
   readonly code = "AppHostPublishOutput";

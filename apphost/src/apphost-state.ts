@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "
 import { dirname } from "node:path";
 import { isVoterName, VOTER_NAMES, type VoterName, type VoterPorts } from "./app-model.js";
 import { StateDirError } from "./apphost-errors.js";
-import { isAlive, type ProcessRecord } from "./process-table.js";
+import { isAlive, isProcessRecord, type ProcessRecord } from "./process-table.js";
 import { isRuntimeKind, type RuntimeKind } from "./runtime-kind.js";
 import { isVoterFailure, type VoterFailure } from "./voter-failure.js";
 
@@ -27,23 +27,23 @@ export interface OwnerRecord extends ProcessRecord {
   readonly dashboardUrl?: string | null;
 }
 
+/**
+ * The dashboard process a detached cluster's `up` leaves serving (detached-dashboard.ts), as its voters
+ * are recorded: the pid and start time, so a reused pid is never taken for it.
+ */
+export interface DashboardRecord extends ProcessRecord {
+  readonly url: string;
+}
+
 export interface AppHostState {
   readonly version: 1;
   readonly runtime: RuntimeKind;
   /** `foreground`: an AppHost process supervises the voters; `detached`: nobody does. */
   readonly mode: "foreground" | "detached";
   readonly owner: OwnerRecord | null;
+  /** The detached cluster's dashboard process; null (or absent, from an older AppHost) when none was started. */
+  readonly dashboard?: DashboardRecord | null;
   readonly voters: readonly VoterRecord[];
-}
-
-function isProcessRecord(value: unknown): value is ProcessRecord {
-  const r = value as ProcessRecord | null;
-  return (
-    typeof r === "object" &&
-    r !== null &&
-    Number.isInteger(r.pid) &&
-    (r.startTicks === null || typeof r.startTicks === "number")
-  );
 }
 
 function isState(value: unknown): value is AppHostState {
@@ -54,6 +54,13 @@ function isState(value: unknown): value is AppHostState {
     return false;
   const dashboardUrl = s.owner?.dashboardUrl;
   if (dashboardUrl !== undefined && dashboardUrl !== null && typeof dashboardUrl !== "string") return false;
+  const dashboard = s.dashboard;
+  if (
+    dashboard !== undefined &&
+    dashboard !== null &&
+    !(isProcessRecord(dashboard) && typeof dashboard.url === "string")
+  )
+    return false;
   return (
     Array.isArray(s.voters) &&
     s.voters.length === VOTER_NAMES.length &&

@@ -10,6 +10,7 @@ import { resolveVoter, type VoterTarget } from "./cluster-leader.js";
 import { healCluster, partitionCluster, removeClusterPartition } from "./cluster-partition.js";
 import { clusterStatus, formatStatus } from "./cluster-status.js";
 import { sendControl, type VoterOperation } from "./control-channel.js";
+import { stopDetachedDashboard } from "./detached-dashboard.js";
 import { pause, untilInterrupted } from "./interruption.js";
 import { transferLeader } from "./leader-transfer.js";
 import { followLogs } from "./log-follower.js";
@@ -37,15 +38,19 @@ export async function downCommand(options: CliOptions, output: TerminalOutput): 
     await waitForExit(owner, APPHOST_DEFAULTS.stopGraceMs);
     return 0;
   }
-  const state = readState(stateDirPaths(options.stateDir).stateFile);
+  const { stateFile } = stateDirPaths(options.stateDir);
+  const state = readState(stateFile);
   if (!state?.voters.some((v) => isAlive(v.process))) {
-    // Voters that died on their own leave their partition behind.
+    // Voters that died on their own leave their partition behind, and their dashboard for a while.
     if (state) await removeClusterPartition(buildAppModel(options.stateDir, state.voters));
-    output.line(`No cluster is running in ${options.stateDir}.`);
+    const dashboard = await stopDetachedDashboard(stateFile);
+    output.line(`No cluster is running in ${options.stateDir}${dashboard ? "; its dashboard stopped" : ""}.`);
     return 0;
   }
   const { cluster } = await AppHostCluster.load(options.stateDir);
   await cluster.stopAll();
+  // After the voters, whose records the cluster writes back with the dashboard's.
+  await stopDetachedDashboard(stateFile);
   output.line("The cluster stopped.");
   return 0;
 }

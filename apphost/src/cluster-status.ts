@@ -8,7 +8,7 @@ import {
   stateDirPaths,
 } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
-import { readState } from "./apphost-state.js";
+import { type AppHostState, readState } from "./apphost-state.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
 import { configuredMembers } from "./configured-members.js";
 import { recallMembers, rememberMembers } from "./member-memory.js";
@@ -116,13 +116,21 @@ export async function clusterStatus(stateDir: string): Promise<ClusterStatus> {
   );
   const voters = withRememberedMembers(await withConfiguredMembers(probed, model), model.membersFile);
   return {
-    // Only a foreground AppHost still alive serves its dashboard.
-    dashboardUrl: state?.owner && isAlive(state.owner) ? (state.owner.dashboardUrl ?? null) : null,
+    dashboardUrl: state === undefined ? null : dashboardUrlOf(state),
     runtime: state?.runtime ?? APPHOST_DEFAULTS.runtime,
     stateDir: model.stateDir,
     adminKeyFile: model.adminKeyFile,
     voters,
   };
+}
+
+/**
+ * The dashboard being served: the foreground AppHost's or a detached cluster's dashboard process, only
+ * while that very process is alive (a record outlives a process killed by hand).
+ */
+function dashboardUrlOf(state: AppHostState): string | null {
+  if (state.owner && isAlive(state.owner)) return state.owner.dashboardUrl ?? null;
+  return state.dashboard && isAlive(state.dashboard) ? state.dashboard.url : null;
 }
 
 /**

@@ -107,8 +107,11 @@ export class DashboardSampler {
             : (admission.find((a) => a.name === voter.name) ?? { admission: null, error: "not asked" });
         if (answer.admission !== null) this.limits.set(voter.name, admissionLimits(answer.admission));
         const limits = this.limits.get(voter.name);
+        // Usage means nothing without limits. Until its admission status has answered once, the voter
+        // may not know the key yet (a cluster bootstrapping) and would log each reading as a 401 that
+        // the console and `logs` show, as they show any poll that went wrong.
         const metrics =
-          voter.state === "running" && adminKey !== undefined
+          voter.state === "running" && adminKey !== undefined && limits !== undefined
             ? await readMetrics(voter.httpUrl, adminKey)
             : null;
         const reading: AdmissionReading | null =

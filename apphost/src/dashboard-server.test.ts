@@ -28,12 +28,15 @@ async function serveForStoppedCluster(
     runtime: await voterRuntimeOf("process"),
   });
   cluster.persist();
-  dashboard = await serveDashboard(dashboardSourceOf(cluster), {
-    port: 0,
-    assetsDir,
-    intervalMs: 50,
-    ...options,
-  });
+  dashboard = await serveDashboard(
+    dashboardSourceOf(cluster.model, async () => cluster),
+    {
+      port: 0,
+      assetsDir,
+      intervalMs: 50,
+      ...options,
+    },
+  );
   return dashboard;
 }
 

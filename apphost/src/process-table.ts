@@ -39,6 +39,22 @@ export function recordOf(pid: number): ProcessRecord {
   return { pid, startTicks: readProcStat(pid)?.startTicks ?? null };
 }
 
+/** Whether a value read back (a state file, a launch argument) is a process record. */
+export function isProcessRecord(value: unknown): value is ProcessRecord {
+  const r = value as ProcessRecord | null;
+  return (
+    typeof r === "object" &&
+    r !== null &&
+    Number.isInteger(r.pid) &&
+    (r.startTicks === null || typeof r.startTicks === "number")
+  );
+}
+
+/** Whether two records name the same process: the same pid started at the same time. */
+export function isSameProcess(a: ProcessRecord, b: ProcessRecord): boolean {
+  return a.pid === b.pid && a.startTicks === b.startTicks;
+}
+
 export function processState(record: ProcessRecord | null): ProcessState {
   // A pid of 0 or below names a process group or every process to kill(2): never a voter.
   if (record === null || record.pid <= 0) return "stopped";

@@ -1,8 +1,9 @@
 import { join } from "node:path";
-import { httpUrlOf, peerAddressOf, VOTER_NAMES } from "./app-model.js";
+import { httpUrlOf, peerAddressOf, stateDirPaths, VOTER_NAMES } from "./app-model.js";
 import type { AppHostCluster } from "./apphost-cluster.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { DashboardAssetsError, InterruptedError } from "./apphost-errors.js";
+import type { DashboardRecord } from "./apphost-state.js";
 import type { CliOptions } from "./cli-options.js";
 import type { ClusterSnapshot } from "./cluster-readiness.js";
 import { type PreparedCluster, prepareCluster } from "./cluster-setup.js";
@@ -11,6 +12,11 @@ import { type ControlRequest, controlSocketPath, serveControl } from "./control-
 import { DASHBOARD_PORT_REMEDY, dashboardPortFor } from "./dashboard-port.js";
 import { type Dashboard, serveDashboard } from "./dashboard-server.js";
 import { dashboardSourceOf } from "./dashboard-source.js";
+import {
+  startDetachedDashboard,
+  stopDetachedDashboard,
+  stopLeftoverDashboard,
+} from "./detached-dashboard.js";
 import { STOP_SIGNALS } from "./interruption.js";
 import { followLogs } from "./log-follower.js";
 import { formatLogLine, isProbeLine, paint } from "./log-line-format.js";
@@ -25,7 +31,7 @@ function endpoints(
   cluster: AppHostCluster,
   snapshot: ClusterSnapshot,
   output: TerminalOutput,
-  dashboard: Dashboard | null = null,
+  dashboard: { readonly url: string } | null = null,
 ): string[] {
   const { model } = cluster;
   return [
@@ -59,9 +65,13 @@ function stateDirOption(cluster: AppHostCluster): string {
 /** `up`: forwards the configuration, starts the voters and waits for the cluster, in either mode. */
 export async function upCommand(options: CliOptions, output: TerminalOutput): Promise<number> {
   const dashboardPort = dashboardPortFor(options.dashboardPort, options.isolated);
+  // A dashboard process an earlier detached cluster left behind, its voters gone, gives way to this one
+  // (before `--fresh` wipes the state that records it, and before its port is checked).
+  const { clusterRunning } = await stopLeftoverDashboard(stateDirPaths(options.stateDir).stateFile);
   // Before anything is prepared (`--fresh` wipes the state dir): a port in use stops `up` with nothing
   // to undo. The dashboard takes it for good only once the cluster is prepared, so this is a check.
-  if (!options.detach && dashboardPort !== null && dashboardPort !== 0) {
+  // Over a running cluster, whose own dashboard may hold the port, prepareCluster says what is wrong.
+  if (!clusterRunning && dashboardPort !== null && dashboardPort !== 0) {
     await assertPortFree(APPHOST_DEFAULTS.host, dashboardPort, "dashboard", DASHBOARD_PORT_REMEDY);
   }
   const prepared = await prepareCluster({
@@ -72,30 +82,55 @@ export async function upCommand(options: CliOptions, output: TerminalOutput): Pr
     supervised: !options.detach,
     runtime: await voterRuntimeOf(options.runtime),
   });
-  if (!options.detach) return upForeground(prepared, output, dashboardPort);
-  const status = await upDetached(prepared, output);
-  if (dashboardPort !== null) {
-    output.line(
-      "No dashboard: a detached cluster has no AppHost process to serve one (run `up` without --detach).",
-    );
-  }
-  return status;
+  return options.detach
+    ? upDetached(prepared, output, dashboardPort)
+    : upForeground(prepared, output, dashboardPort);
 }
 
-/** The dashboard on `port` (0: any free port); without its built page the cluster runs without it. */
-async function startDashboard(
-  cluster: AppHostCluster,
+/** The dashboard `start` serves on `port`; without its built page the cluster runs without it. */
+async function unlessUnbuilt<D>(
   port: number | null,
   output: TerminalOutput,
-): Promise<Dashboard | null> {
+  start: (port: number) => Promise<D>,
+): Promise<D | null> {
   if (port === null) return null;
   try {
-    return await serveDashboard(dashboardSourceOf(cluster), { port });
+    return await start(port);
   } catch (err) {
     if (!(err instanceof DashboardAssetsError)) throw err;
     output.error(paint(`No dashboard: ${err.message}`, "\x1b[33m", output.colour));
     return null;
   }
+}
+
+/** The foreground AppHost's dashboard on `port` (0: any free port), served by this process. */
+function startDashboard(
+  cluster: AppHostCluster,
+  port: number | null,
+  output: TerminalOutput,
+): Promise<Dashboard | null> {
+  return unlessUnbuilt(port, output, (p) =>
+    serveDashboard(
+      dashboardSourceOf(cluster.model, async () => cluster),
+      { port: p },
+    ),
+  );
+}
+
+/**
+ * A detached cluster's dashboard on `port` (0: any free port), served by a process of its own that
+ * outlives this one (detached-dashboard.ts), recorded in the cluster's state.
+ */
+function startDashboardProcess(
+  cluster: AppHostCluster,
+  port: number | null,
+  output: TerminalOutput,
+): Promise<DashboardRecord | null> {
+  return unlessUnbuilt(port, output, async (p) => {
+    const record = await startDetachedDashboard(cluster.model, p);
+    cluster.setDashboard(record);
+    return record;
+  });
 }
 
 /** Rejects on the first of STOP_SIGNALS; the handlers are removed by the returned `dispose`. */
@@ -114,19 +149,33 @@ function interruption(): { readonly interrupted: Promise<never>; dispose(): void
   };
 }
 
-async function upDetached(prepared: PreparedCluster, output: TerminalOutput): Promise<number> {
+async function upDetached(
+  prepared: PreparedCluster,
+  output: TerminalOutput,
+  dashboardPort: number | null,
+): Promise<number> {
   const { cluster } = prepared;
   const signals = interruption();
   try {
-    const snapshot = await cluster.up({
-      onProgress: readinessProgress(output),
-      failure: signals.interrupted,
-      acceptNewMembers: true,
-    });
+    // Before the voters, as in the foreground: a dashboard port taken since upCommand's check stops
+    // `up` before them, and the dashboard shows them starting.
+    const dashboard = await startDashboardProcess(cluster, dashboardPort, output);
+    let snapshot: ClusterSnapshot;
+    try {
+      snapshot = await cluster.up({
+        onProgress: readinessProgress(output),
+        failure: signals.interrupted,
+        acceptNewMembers: true,
+      });
+    } catch (err) {
+      // The voters were stopped: their dashboard goes with them.
+      if (dashboard !== null) await stopDetachedDashboard(cluster.model.stateFile);
+      throw err;
+    }
     output.clearStatus();
     // The cluster itself is fine when it refuses the key: its voters keep running, as after a success.
     await prepared.confirmAdminKey(snapshot, true);
-    for (const line of endpoints(cluster, snapshot, output)) output.line(line);
+    for (const line of endpoints(cluster, snapshot, output, dashboard)) output.line(line);
     output.line(`The cluster keeps running; stop it with \`pnpm apphost down${stateDirOption(cluster)}\`.`);
     return 0;
   } finally {

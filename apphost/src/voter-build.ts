@@ -11,11 +11,11 @@ import { REPO_ROOT } from "./repo-layout.js";
  * worker threads, which cost a voter more than twice the CPU to start.
  */
 
-/** The packages a voter's process loads: the launcher's (this one), the voter's and the contract. */
-const PACKAGES = ["contract", "node", "apphost"].map((name) => join(REPO_ROOT, name));
-
-/** The launcher (voter-launcher.ts) as transpiled, whether this module runs from source or a build. */
-const LAUNCHER = fileURLToPath(new URL("../dist/voter-launcher.js", import.meta.url));
+/**
+ * The packages the AppHost's processes load: the launcher's (this one), the voter's and the contract,
+ * and the client, which the dashboard process (dashboard-daemon.ts) loads too.
+ */
+const PACKAGES = ["contract", "client", "node", "apphost"].map((name) => join(REPO_ROOT, name));
 
 let building: Promise<void> | undefined;
 
@@ -34,8 +34,17 @@ function build(): Promise<void> {
   return building;
 }
 
-/** The arguments to `node` that start one voter through its launcher, the sources transpiled first. */
-export async function voterNodeArgs(): Promise<readonly string[]> {
+/**
+ * The arguments to `node` that run one of the AppHost's own entry modules (`voter-launcher.js`,
+ * `dashboard-daemon.js`) as transpiled, the sources transpiled first, whether this module runs from
+ * source or a build.
+ */
+export async function entryNodeArgs(entry: string): Promise<readonly string[]> {
   await build();
-  return ["--enable-source-maps", LAUNCHER];
+  return ["--enable-source-maps", fileURLToPath(new URL(`../dist/${entry}`, import.meta.url))];
+}
+
+/** The arguments to `node` that start one voter through its launcher (voter-launcher.ts). */
+export function voterNodeArgs(): Promise<readonly string[]> {
+  return entryNodeArgs("voter-launcher.js");
 }

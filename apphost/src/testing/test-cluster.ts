@@ -382,7 +382,10 @@ export class TestCluster {
    */
   async dashboard(): Promise<Dashboard> {
     this.assertLive("dashboard");
-    const dashboard = await serveDashboard(dashboardSourceOf(this.cluster), { port: 0 });
+    const dashboard = await serveDashboard(
+      dashboardSourceOf(this.cluster.model, async () => this.cluster),
+      { port: 0 },
+    );
     this.dashboards.push(dashboard);
     return dashboard;
   }
