@@ -28,13 +28,47 @@ function put(
   settings.set(settingKey(section, property), { section, property, value, source });
 }
 
+/**
+ * The keys one source has set so far. Keys are case-insensitive, so two spellings in one source are
+ * one key: set differently, which one won would depend on their order, so that is refused.
+ */
+class SourceKeys {
+  private readonly seen = new Map<string, { readonly name: string; readonly value: RawValue }>();
+
+  check(section: string, property: string, name: string, value: RawValue): void {
+    const key = settingKey(section, property);
+    const earlier = this.seen.get(key);
+    if (earlier !== undefined && earlier.value !== value) {
+      throw new ConfigError(name, `is set twice, differently: as ${earlier.name} too`);
+    }
+    this.seen.set(key, { name, value });
+  }
+}
+
+/**
+ * Where JSON.parse stopped, as a line and column of `text`, without its message: V8 quotes the text
+ * around the error, which in a config file may be the cluster secret.
+ */
+function syntaxErrorAt(text: string, err: unknown): string {
+  const position = /position (\d+)/.exec(err instanceof Error ? err.message : "")?.[1];
+  if (position === undefined) return "it is not valid JSON";
+  const before = text.slice(0, Number(position)).split("\n");
+  return `it is not valid JSON: a syntax error at line ${before.length}, column ${before.at(-1)!.length + 1}`;
+}
+
 /** `{"KeyLoad": {"Section": {"Property": value}}}` from an optional JSON file. */
 export function readJsonFile(path: string, settings: RawSettings): void {
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (err) {
+    throw new ConfigError(`config file ${path}`, `cannot be read: ${(err as Error).message}`);
+  }
   let parsed: unknown;
   try {
-    parsed = JSON.parse(readFileSync(path, "utf8"));
+    parsed = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError(`config file ${path}`, `cannot be read as JSON: ${(err as Error).message}`);
+    throw new ConfigError(`config file ${path}`, `cannot be read as JSON: ${syntaxErrorAt(text, err)}`);
   }
   const entries = isObject(parsed) ? Object.entries(parsed) : [];
   // Anything beside the one root would be ignored: a typo, or a second root spelled in another case.
@@ -45,6 +79,7 @@ export function readJsonFile(path: string, settings: RawSettings): void {
       'must hold one object, {"KeyLoad": {...}}, and nothing else',
     );
   }
+  const keys = new SourceKeys();
   for (const [section, props] of Object.entries(root[1])) {
     if (!isObject(props))
       throw new ConfigError(`KeyLoad:${section}`, `in ${path} must be an object of properties`);
@@ -55,6 +90,7 @@ export function readJsonFile(path: string, settings: RawSettings): void {
           `in ${path} must be a string, number or boolean`,
         );
       }
+      keys.check(section, property, `KeyLoad:${section}:${property} in ${path}`, value);
       put(settings, section, property, value, path);
     }
   }
@@ -62,7 +98,7 @@ export function readJsonFile(path: string, settings: RawSettings): void {
 
 /** `KeyLoad__Section__Property=V` environment variables, the prefix matched in any case. */
 export function readEnvironment(env: NodeJS.ProcessEnv, settings: RawSettings): void {
-  const seen = new Map<string, { readonly name: string; readonly value: string }>();
+  const keys = new SourceKeys();
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     const parts = name.split("__");
@@ -70,14 +106,7 @@ export function readEnvironment(env: NodeJS.ProcessEnv, settings: RawSettings): 
     if (parts.length !== 3 || !parts[1] || !parts[2]) {
       throw new ConfigError(name, "environment keys have the form KeyLoad__Section__Property");
     }
-    // Keys are case-insensitive, so two spellings are one key: which won would depend on the
-    // environment's order.
-    const key = settingKey(parts[1], parts[2]);
-    const earlier = seen.get(key);
-    if (earlier !== undefined && earlier.value !== value) {
-      throw new ConfigError(name, `is set twice, differently: as ${earlier.name} too`);
-    }
-    seen.set(key, { name, value });
+    keys.check(parts[1], parts[2], name, value);
     put(settings, parts[1], parts[2], value, `environment variable ${name}`);
   }
 }
@@ -88,16 +117,16 @@ export function readEnvironment(env: NodeJS.ProcessEnv, settings: RawSettings): 
  */
 export function readArguments(args: readonly string[], settings: RawSettings): string | undefined {
   let configFile: string | undefined;
+  const keys = new SourceKeys();
   for (let i = 0; i < args.length; i++) {
     const arg = args[i]!;
-    if (arg === "--config") {
-      configFile = args[++i];
-      if (!configFile) throw new ConfigError("--config", "needs a file path");
-      continue;
-    }
-    if (arg.startsWith("--config=")) {
-      configFile = arg.slice("--config=".length);
-      if (!configFile) throw new ConfigError("--config", "needs a file path");
+    const file = arg === "--config" ? (args[++i] ?? "") : arg.startsWith("--config=") ? arg.slice(9) : null;
+    if (file !== null) {
+      if (!file) throw new ConfigError("--config", "needs a file path");
+      // One file is read: a second would silently replace the first.
+      if (configFile !== undefined)
+        throw new ConfigError("--config", `is given twice: ${configFile} and ${file}`);
+      configFile = file;
       continue;
     }
     const match = /^--keyload:([^:=]+):([^:=]+)=(.*)$/is.exec(arg);
@@ -106,7 +135,9 @@ export function readArguments(args: readonly string[], settings: RawSettings): s
         arg,
         "unknown argument (expected --KeyLoad:Section:Property=Value or --config FILE)",
       );
-    put(settings, match[1]!, match[2]!, match[3]!, `argument ${arg.split("=")[0]}`);
+    const name = `argument ${arg.split("=")[0]}`;
+    keys.check(match[1]!, match[2]!, name, match[3]!);
+    put(settings, match[1]!, match[2]!, match[3]!, name);
   }
   return configFile;
 }

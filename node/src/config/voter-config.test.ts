@@ -178,6 +178,40 @@ describe("loadVoterConfig", () => {
     );
   });
 
+  it("refuses one key set twice differently in a config file or in the arguments, and two config files", () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-config-"));
+    const file = join(dir, "twice.json");
+    writeFileSync(
+      file,
+      JSON.stringify({ KeyLoad: { Raft: { ElectionTimeoutMs: 1000 }, raft: { electiontimeoutms: 5000 } } }),
+    );
+    expect(
+      configError(() => loadVoterConfig({ env: REQUIRED_ENV, args: ["--config", file] })).message,
+    ).toContain("set twice");
+    const args = ["--KeyLoad:Raft:ElectionTimeoutMs=1000", "--keyload:raft:electiontimeoutms=5000"];
+    expect(configError(() => loadVoterConfig({ env: REQUIRED_ENV, args })).message).toContain("set twice");
+    const same = ["--KeyLoad:Raft:ElectionTimeoutMs=3000", "--keyload:raft:electiontimeoutms=3000"];
+    expect(loadVoterConfig({ env: REQUIRED_ENV, args: same }).raft.electionTimeoutMs).toBe(3000);
+    const other = join(dir, "other.json");
+    writeFileSync(other, JSON.stringify({ KeyLoad: {} }));
+    expect(
+      configError(() =>
+        loadVoterConfig({ env: REQUIRED_ENV, args: ["--config", other, `--config=${other}`] }),
+      ).key,
+    ).toBe("--config");
+  });
+
+  it("says where a config file is not JSON without quoting it: it may hold the cluster secret", () => {
+    dir = mkdtempSync(join(tmpdir(), "keyload-config-"));
+    const file = join(dir, "broken.json");
+    const secret = "c2VjcmV0LXNlY3JldC1zZWNyZXQtc2VjcmV0LXNlY3I=";
+    writeFileSync(file, `{"KeyLoad": {\n  "Cluster": {"Secret": "${secret}",}\n}}`);
+    const error = configError(() => loadVoterConfig({ env: REQUIRED_ENV, args: ["--config", file] }));
+    expect(error.key).toBe(`config file ${file}`);
+    expect(error.message).toMatch(/line 2, column \d+/);
+    for (let i = 0; i + 6 <= secret.length; i++) expect(error.message).not.toContain(secret.slice(i, i + 6));
+  });
+
   it("refuses canonical limits that contradict each other, naming the key, before storage opens", () => {
     const env = { ...REQUIRED_ENV, KeyLoad__Canonical__DedupeRetentionMs: "1" };
     expect(configError(() => loadVoterConfig({ env })).key).toBe("KeyLoad:Canonical:DedupeRetentionMs");
