@@ -213,6 +213,15 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     return results.map((r, i) => toOutcome(r, batch[i]!.commandId));
   }
 
+  /** What a log line about a forward names: its leader and term, and the commands whose outcome is unknown. */
+  private forwardContext(
+    leader: string,
+    batch: readonly VoterCommand[],
+    more: Readonly<Record<string, unknown>> = {},
+  ): Record<string, unknown> {
+    return { ...more, leader, term: this.driver.status().term, commandIds: batch.map((c) => c.commandId) };
+  }
+
   private async forward(
     leader: string,
     batch: readonly VoterCommand[],
@@ -241,7 +250,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
           },
         );
       }
-      this.logger.warn({ err, leader }, "the leader failed a forwarded batch");
+      this.logger.warn(this.forwardContext(leader, batch, { err }), "the leader failed a forwarded batch");
       throw new UnknownWriteOutcomeError(
         "the leader failed the forwarded batch; retry with the same command ID",
         {
@@ -251,7 +260,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     }
     const outcomes = parseWireOutcomes(answer, batch.length);
     if (outcomes === null) {
-      this.logger.warn({ leader }, "malformed answer to a forwarded batch");
+      this.logger.warn(this.forwardContext(leader, batch), "malformed answer to a forwarded batch");
       throw new UnknownWriteOutcomeError(
         "the leader's answer was malformed; retry with the same command ID",
         {

@@ -745,13 +745,18 @@ export class RaftDriver {
 
   private onSoftState(rd: Ready): void {
     const soft = rd.softState!;
-    if (soft.leader !== null && soft.leader !== this.lastLeader) this.leaderChangesSeen++;
+    const newLeader = soft.leader !== this.lastLeader;
+    if (soft.leader !== null && newLeader) this.leaderChangesSeen++;
     this.lastLeader = soft.leader;
+    const fields = { term: soft.term, role: soft.role, leader: soft.leader };
     if (soft.role !== this.lastRole) {
-      this.opts.logger.info({ term: soft.term, role: soft.role, leader: soft.leader }, "raft role changed");
+      this.opts.logger.info(fields, "raft role changed");
       // Held appends of a term this node no longer leads would only be refused.
       if (this.lastRole === "leader") this.heldAppends.clear();
       this.lastRole = soft.role;
+    } else if (newLeader) {
+      // A follower that stays one sees its leader go and another come, often in a new term.
+      this.opts.logger.info(fields, "raft leader changed");
     }
   }
 

@@ -22,7 +22,6 @@ export interface TermProposal {
 }
 
 export interface TermProposerOptions {
-  readonly nodeId: string;
   readonly driver: Pick<RaftDriver, "isLeader" | "status" | "propose">;
   readonly stateMachine: Pick<StateMachine, "applied">;
   readonly logger: Logger;
@@ -71,11 +70,11 @@ export class TermProposer {
 
   private check(): void {
     if (this.inFlight !== null || this.stopped) return;
-    const { driver, stateMachine, logger, nodeId } = this.options;
+    const { driver, stateMachine, logger } = this.options;
     if (this.proposal.finished?.()) {
       clearInterval(this.timer);
       this.timer = undefined;
-      logger.info({ nodeId, applied: stateMachine.applied().index }, `${this.proposal.what} present`);
+      logger.info({ applied: stateMachine.applied().index }, `${this.proposal.what} present`);
       return;
     }
     if (!driver.isLeader()) return;
@@ -89,30 +88,31 @@ export class TermProposer {
   }
 
   private async propose(term: number): Promise<void> {
-    const { driver, logger, nodeId, proposeTimeoutMs } = this.options;
+    const { driver, proposeTimeoutMs } = this.options;
     const { what } = this.proposal;
-    const data = encodeCommand(
-      this.proposal.command(term, {
-        timestampMs: this.clock.wallMs(),
-        monotonicMs: this.clock.monotonicMs(),
-      }),
-    );
-    logger.info({ nodeId, term }, `proposing the ${what}`);
+    const command = this.proposal.command(term, {
+      timestampMs: this.clock.wallMs(),
+      monotonicMs: this.clock.monotonicMs(),
+    });
+    const data = encodeCommand(command);
+    // The voter's logger names the node already.
+    const logger = this.options.logger.child({ term, commandId: command.commandId });
+    logger.info(`proposing the ${what}`);
     try {
       const [result] = await driver.propose([data], AbortSignal.timeout(proposeTimeoutMs));
       this.settledTerm = term;
       if (result?.type === "command" && result.outcome.status === "committed") {
         const more = this.proposal.committed?.(result) ?? {};
-        logger.info({ nodeId, term, index: result.outcome.index, ...more }, `${what} command applied`);
+        logger.info({ index: result.outcome.index, ...more }, `${what} command applied`);
       } else {
         // Refused: not proposed again in this term; a later leader's applied state decides.
-        logger.error({ nodeId, term, result }, `${what} command refused`);
+        logger.error({ result }, `${what} command refused`);
       }
     } catch (err) {
       if (this.stopped) return;
       // Refused before it was appended (no longer leading), overwritten by another leader, or past the
       // timeout: the next check proposes again if this voter leads and it is still wanted.
-      logger.warn({ nodeId, term, err }, `${what} proposal has no known outcome; will retry`);
+      logger.warn({ err }, `${what} proposal has no known outcome; will retry`);
     }
   }
 }

@@ -204,7 +204,6 @@ async function wireVoter(
     snapshotChunkBytes: raft.snapshotChunkBytes,
   });
   const bootstrapAdmin = new BootstrapAdminProposer({
-    nodeId: node.id,
     driver,
     stateMachine,
     adminKeyHash: keyHasher.hash(config.bootstrap.adminKey),
@@ -213,7 +212,6 @@ async function wireVoter(
     proposeTimeoutMs: raft.replicationDeadlineMs,
   });
   const canonicalLimits = new CanonicalLimitsProposer({
-    nodeId: node.id,
     driver,
     stateMachine,
     logger: log.child({ component: "canonical-limits" }),

@@ -13,6 +13,8 @@ export interface ClusterOptions {
    * connections through a relay it controls. Default: the real ports.
    */
   readonly dialPorts?: (i: number, peerPorts: readonly number[]) => readonly number[];
+  /** Takes each log line (JSON text) of voter `i` at info and above; without it the voters log nothing. */
+  readonly logLines?: (i: number, text: string) => void;
 }
 
 /**

@@ -13,9 +13,11 @@ export class VoterCluster {
   readonly voters: (RunningVoter | null)[] = [];
   readonly envs: Record<string, string>[] = [];
   private readonly root = mkdtempSync(join(tmpdir(), "keyload-voters-"));
+  private logLines: ClusterOptions["logLines"];
 
   static async start(options: ClusterOptions = {}): Promise<VoterCluster> {
     const c = new VoterCluster();
+    c.logLines = options.logLines;
     c.envs.push(...(await clusterEnvs(c.root, options)));
     try {
       for (let i = 0; i < 3; i++) c.voters.push(await c.startVoter(i));
@@ -29,6 +31,7 @@ export class VoterCluster {
   /** The settings of three voters, none of them started: start each with `restart(i)`. */
   static async prepare(options: ClusterOptions = {}): Promise<VoterCluster> {
     const c = new VoterCluster();
+    c.logLines = options.logLines;
     c.envs.push(...(await clusterEnvs(c.root, options)));
     c.voters.push(null, null, null);
     return c;
@@ -36,7 +39,12 @@ export class VoterCluster {
 
   private startVoter(i: number): Promise<RunningVoter> {
     const config = loadVoterConfig({ env: this.envs[i]! });
-    return startVoter(config, pino({ level: "silent" }));
+    const take = this.logLines;
+    if (take === undefined) return startVoter(config, pino({ level: "silent" }));
+    return startVoter(
+      config,
+      pino({ level: "info", base: { nodeId: config.node.id } }, { write: (text: string) => take(i, text) }),
+    );
   }
 
   voter(i: number): RunningVoter {
