@@ -190,7 +190,7 @@ export class AdmissionUnavailableError extends AppHostError {
   readonly code = "AppHostAdmissionUnavailable";
 }
 
-/** The dashboard's page has not been built (`pnpm setup` builds it); the cluster runs without it. */
+/** The dashboard's page has not been built (`pnpm run setup` builds it); the cluster runs without it. */
 export class DashboardAssetsError extends AppHostError {
   readonly code = "AppHostDashboardAssets";
 }

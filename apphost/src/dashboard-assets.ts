@@ -35,7 +35,7 @@ function filesUnder(dir: string): string[] {
 export function loadAssets(dir: string = DASHBOARD_ASSETS_DIR): ReadonlyMap<string, Asset> {
   if (!existsSync(join(dir, "index.html"))) {
     throw new DashboardAssetsError(
-      `the dashboard is not built (no ${join(dir, "index.html")}): run \`pnpm setup\` or \`pnpm --filter @keyload/apphost build:dashboard\``,
+      `the dashboard is not built (no ${join(dir, "index.html")}): run \`pnpm run setup\` or \`pnpm --filter @keyload/apphost build:dashboard\``,
     );
   }
   return new Map(

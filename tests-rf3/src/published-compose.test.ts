@@ -17,8 +17,8 @@ import { waitUntil } from "./test-fixtures/wait-until.js";
  * a voter's container is killed and started again.
  */
 
-// CI starts a Docker engine and sets this: there the test fails rather than skips without one. Without
-// docker-compose (which .ci/run installs) it skips, saying so, as the browser test does without chromium.
+// CI starts a Docker engine and sets this: there the test fails rather than skips without the engine
+// or docker-compose (which .ci/run installs), as the browser test does without chromium.
 const required = process.env.KEYLOAD_REQUIRE_CONTAINER_RUNTIME === "1";
 const CLI = fileURLToPath(new URL("../../apphost/bin/keyload-apphost.mjs", import.meta.url));
 
@@ -58,6 +58,8 @@ async function composeUnavailable(): Promise<string | undefined> {
 }
 const [noEngine, noCompose] = await Promise.all([engineUnavailable(), composeUnavailable()]);
 const unavailable = noCompose ?? noEngine;
+if (required && noCompose !== undefined)
+  throw new Error(`KEYLOAD_REQUIRE_CONTAINER_RUNTIME=1, but ${noCompose}`);
 
 /** Whether a port is free on every interface (the voters bind HTTP on 0.0.0.0) and on loopback. */
 function isFree(port: number): Promise<boolean> {
@@ -96,7 +98,7 @@ async function readiness(url: string): Promise<Ready | undefined> {
   }
 }
 
-describe.skipIf(noCompose !== undefined || (noEngine !== undefined && !required))(
+describe.skipIf(unavailable !== undefined && !required)(
   `the published compose output${unavailable ? ` (skipped: ${unavailable})` : ""}`,
   () => {
     it("builds, bootstraps one cluster, commits writes through each voter and survives the leader's kill", {
