@@ -8,6 +8,7 @@ import type { DiskFloorSettings } from "../admission/disk-floor.js";
 import { HTTP_ADMISSION_PROPERTIES, type HttpAdmissionLimits } from "../admission/http-admission-options.js";
 import { DEFAULT_STORAGE_LIMITS, type SqliteLimits, type StorageLimits } from "../fs/sqlite-limits.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS } from "../http/http-connections.js";
+import { DEFAULT_NOTABLE_LINES_PER_SECOND } from "../http/notable-line-budget.js";
 import { DEFAULT_SLOW_REQUEST_MS } from "../http/request-observer.js";
 import { DEFAULT_MAX_FRAME_BYTES } from "../peer/frame-codec.js";
 import type { PeerAddress } from "../peer/peer-address.js";
@@ -159,6 +160,7 @@ export const VOTER_CONFIG = {
   Log: [
     oneOf("Level", "info", ["fatal", "error", "warn", "info", "debug", "trace", "silent"]),
     integer("SlowRequestMs", DEFAULT_SLOW_REQUEST_MS, 1, 3_600_000),
+    integer("NotableRequestLinesPerSecond", DEFAULT_NOTABLE_LINES_PER_SECOND, 1, 1_000_000),
   ],
 } as const;
 
@@ -211,6 +213,8 @@ export interface VoterConfig {
     readonly level: string;
     /** A request that takes at least this long gets its line at info rather than debug (request-observer.ts). */
     readonly slowRequestMs: number;
+    /** How many of those lines at info a second at most; the rest go at debug (notable-line-budget.ts). */
+    readonly notableRequestLinesPerSecond: number;
   };
   /** Deprecated settings the sources set, in the order read: the voter warns of each at start. */
   readonly deprecations: readonly ConfigDeprecation[];

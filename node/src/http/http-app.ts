@@ -15,6 +15,7 @@ import { ErrorReplies } from "./error-replies.js";
 import { DEFAULT_MAX_HTTP_CONNECTIONS, HttpConnections } from "./http-connections.js";
 import { HttpMetrics } from "./http-metrics.js";
 import { parseJsonBody } from "./json-body-parser.js";
+import { DEFAULT_NOTABLE_LINES_PER_SECOND, NotableLineBudget } from "./notable-line-budget.js";
 import { openApiDocument } from "./openapi.js";
 import { RequestEdge } from "./request-edge.js";
 import { DEFAULT_SLOW_REQUEST_MS, RequestObserver } from "./request-observer.js";
@@ -50,6 +51,8 @@ export interface HttpEdgeLimits {
   readonly maxConnections: number;
   /** A request that takes at least this long is logged at info (`KeyLoad:Log:SlowRequestMs`). */
   readonly slowRequestMs: number;
+  /** The most request lines at info a second (`KeyLoad:Log:NotableRequestLinesPerSecond`). */
+  readonly notableRequestLinesPerSecond: number;
 }
 
 export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
@@ -60,6 +63,7 @@ export const HTTP_EDGE_DEFAULTS: HttpEdgeLimits = {
   refusalDelayMs: 250,
   maxConnections: DEFAULT_MAX_HTTP_CONNECTIONS,
   slowRequestMs: DEFAULT_SLOW_REQUEST_MS,
+  notableRequestLinesPerSecond: DEFAULT_NOTABLE_LINES_PER_SECOND,
 };
 
 /** The certificate (chain) and private key the public port serves HTTPS with, PEM. */
@@ -133,7 +137,13 @@ export function buildHttpApp(
     { component: "http" },
     { redact: { paths: REDACTED, censor: "[redacted]" } },
   );
-  const observer = new RequestObserver(metrics, httpLogger, service.commandStages, limits.slowRequestMs);
+  const observer = new RequestObserver(
+    metrics,
+    httpLogger,
+    service.commandStages,
+    limits.slowRequestMs,
+    new NotableLineBudget(limits.notableRequestLinesPerSecond),
+  );
   const logger: FastifyBaseLogger = httpLogger;
   const serverOptions = { ...NODE_SERVER_OPTIONS, ...requestTimeouts(limits.requestTimeoutMs) };
   const app = Fastify({

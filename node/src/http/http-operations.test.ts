@@ -252,6 +252,23 @@ describe("logs", () => {
     release();
   });
 
+  it("keeps to a budget of such lines a second under a storm of them, and says how many it moved to debug", async () => {
+    fx = httpFixture({ logLevel: "info", limits: { notableRequestLinesPerSecond: 2 } });
+    const requestLines = () => fx.logLines().filter((line) => line.msg === "request");
+    fx.service.onSubmit = async () => {
+      throw new Error("boom");
+    };
+    for (let i = 0; i < 5; i++) {
+      expect((await fx.putAsWriter('{"value":1}', { "keyload-command-id": `storm-${i}` })).statusCode).toBe(
+        500,
+      );
+    }
+    expect(requestLines().map((line) => line.commandId)).toEqual(["storm-0", "storm-1"]);
+    await new Promise((resolve) => setTimeout(resolve, 1_050));
+    expect((await fx.putAsWriter('{"value":1}', { "keyload-command-id": "after" })).statusCode).toBe(500);
+    expect(requestLines()[2]).toMatchObject({ level: 30, commandId: "after", notableLinesAtDebug: 3 });
+  });
+
   it("never logs the Authorization header or an API key, on any path", async () => {
     fx = httpFixture({ admission: { MaxRequestsPerPrincipal: 1 } });
     fx.service.onSubmit = async () => {

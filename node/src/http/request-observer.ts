@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import type { CommandStageObserver } from "../admission/index.js";
 import type { HttpMetrics } from "./http-metrics.js";
+import type { NotableLineBudget } from "./notable-line-budget.js";
 import type { RequestEdge } from "./request-edge.js";
 
 /** The route label of requests no route matched, so unknown URLs never become label values. */
@@ -60,9 +61,10 @@ export const DEFAULT_SLOW_REQUEST_MS = 1_000;
  * caller's User-Agent (never the API key's).
  *
  * The line is at debug unless the request is worth an operator's attention: its client went away, the
- * voter answered 5xx, or it took `slowRequestMs` or more. A line for every request at info, as an access
- * log, is work on every write that a loaded leader can least spare (docs/benchmarks.md); the metrics
- * count every request anyway, and etcd and Consul too log requests only at debug or when slow.
+ * voter answered 5xx, or it took `slowRequestMs` or more, within a budget of lines a second
+ * (NotableLineBudget). A line for every request at info, as an access log, is work on every write that a
+ * loaded leader can least spare (docs/benchmarks.md); the metrics count every request anyway, and etcd
+ * and Consul too log requests only at debug or when slow.
  */
 export class RequestObserver {
   constructor(
@@ -71,6 +73,7 @@ export class RequestObserver {
     private readonly logger: Pick<Logger, "isLevelEnabled">,
     private readonly stages: CommandStageObserver,
     private readonly slowRequestMs: number,
+    private readonly budget: NotableLineBudget,
   ) {}
 
   /** Calls `finished` once, on the first of 'finish' (written) and 'close' (written, or connection gone). */
@@ -107,10 +110,12 @@ export class RequestObserver {
     const status = aborted ? "aborted" : String(reply.statusCode);
     this.metrics.observe(request.method, route, status, durationMs / 1000);
     const notable = aborted || reply.statusCode >= 500 || durationMs >= this.slowRequestMs;
-    const level = notable ? "info" : "debug";
+    const skipped = notable && this.logger.isLevelEnabled("info") ? this.budget.take() : null;
+    const level = skipped === null ? "debug" : "info";
     if (!this.logger.isLevelEnabled(level)) return;
     request.log[level](
       {
+        ...(skipped ? { notableLinesAtDebug: skipped } : {}),
         method: request.method,
         route,
         status: aborted ? null : reply.statusCode,

@@ -275,7 +275,11 @@ async function wireVoter(
     service,
     httpAdmission: httpGovernor,
     logger: log,
-    limits: { maxConnections: config.connections.maxHttp, slowRequestMs: config.log.slowRequestMs },
+    limits: {
+      maxConnections: config.connections.maxHttp,
+      slowRequestMs: config.log.slowRequestMs,
+      notableRequestLinesPerSecond: config.log.notableRequestLinesPerSecond,
+    },
     ...(tls === null ? {} : { tls }),
   });
 
