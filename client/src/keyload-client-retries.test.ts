@@ -258,24 +258,27 @@ describe("KeyLoadClient retries", () => {
   it("cuts the random share of a Retry-After to fit the deadline instead of giving up", async () => {
     const refused: ScriptedAnswer = {
       status: 429,
-      headers: { "retry-after": "1" },
+      headers: { "retry-after": "2" },
       body: errorBody("ResourceExhausted", "CommandCount", { governor: "command", lane: "data" }),
     };
     const v = await voter(refused, OK_PUT);
-    // Spread to nearly 2 s, the wait would pass the 1.6 s deadline; 1 s and half the rest fits.
-    await client([v.url], { random: () => 0.99, deadlineMs: 1_600 }).put("k", 1);
+    // Spread to nearly 4 s, the wait would pass the 3.2 s deadline; 2 s and part of the rest fits, with
+    // room left for a loaded machine's timers before the deadline.
+    await client([v.url], { random: () => 0.99, deadlineMs: 3_200 }).put("k", 1);
     expect(v.requests).toHaveLength(2);
     const waited = v.requests[1]!.at - v.requests[0]!.at;
-    expect(waited).toBeGreaterThanOrEqual(1_000);
-    expect(waited).toBeLessThan(1_500);
-    // A Retry-After the deadline cannot hold still ends the call at once.
-    v.script(refused);
+    expect(waited).toBeGreaterThanOrEqual(2_000);
+    expect(waited).toBeLessThan(3_200);
+    // A Retry-After the deadline cannot hold ends the call at once, with no second attempt.
+    v.script({ ...refused, headers: { "retry-after": "30" } });
+    const sent = v.requests.length;
     const started = Date.now();
-    const error = await client([v.url], { deadlineMs: 900 })
+    const error = await client([v.url], { deadlineMs: 20_000 })
       .put("k", 1)
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ResourceExhaustedError);
-    expect(Date.now() - started).toBeLessThan(800);
+    expect(v.requests.length - sent).toBe(1);
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("waits a second before trying again a 429 that came without Retry-After", async () => {

@@ -57,7 +57,8 @@ describe("the loop probe", () => {
     });
     const samples = readLoopSamples(dir, "probe", started - 1000, Date.now());
     expect(samples.length).toBeGreaterThanOrEqual(2);
-    expect(Math.max(...samples.map((s) => s.max))).toBeLessThan(500);
+    // The worker's block is 1,200 ms: well under that, with room for a loaded machine.
+    expect(Math.max(...samples.map((s) => s.max))).toBeLessThan(900);
   });
 });
 

@@ -1,7 +1,7 @@
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { bootstrapIdFor } from "./bootstrap-decision.js";
 import { DirectoryRecord } from "./bootstrap-record.js";
 
@@ -63,7 +63,6 @@ describe("whether a published voter bootstraps", () => {
     const { inputs, holdData, record } = setup();
     holdData("voter1");
     expect(await bootstrapIdFor(inputs("voter1"))).toBeNull();
-    await new Promise((resolve) => setTimeout(resolve, 50));
-    expect((await record.read("voter1")).started).toBe(true);
+    await vi.waitFor(async () => expect((await record.read("voter1")).started).toBe(true));
   });
 });

@@ -333,8 +333,8 @@ describe("a snapshot streamed from a leader to a follower over real storage", ()
     // Sent again from the start after the refusal.
     expect(p.chunks.filter((m) => m.offset === 0).length).toBeGreaterThanOrEqual(2);
     expect(new Uint8Array(readFileSync(p.follower.store.verifiedSnapshotPath()!))).toEqual(SNAP_DATA);
-    await new Promise((r) => setTimeout(r, 20));
-    expect(snapshotDirOf(p.follower.store)).toHaveLength(1);
+    // The refused copy's temporary file goes in the background.
+    await vi.waitFor(() => expect(snapshotDirOf(p.follower.store)).toHaveLength(1));
   });
 
   it("a follower that crashes mid-receive keeps nothing visible, and gets the whole snapshot after it restarts", async () => {
@@ -346,9 +346,14 @@ describe("a snapshot streamed from a leader to a follower over real storage", ()
     await p.run(() => p.chunks.length >= 6);
     crashed = true;
     // Let the chunks already handed to the temporary file reach it, as the page cache would.
-    await new Promise((r) => setTimeout(r, 20));
+    await vi.waitFor(() =>
+      expect(snapshotDirOf(p.follower.store).some((f) => f.endsWith(".part"))).toBe(true),
+    );
+    await p.follower.inbox
+      .sinkInUse()
+      ?.written()
+      .catch(() => undefined);
     const leftover = snapshotDirOf(p.follower.store);
-    expect(leftover.some((f) => f.endsWith(".part"))).toBe(true);
     expect(leftover.some((f) => f.startsWith("snap-"))).toBe(false);
     // The process dies: nothing aborts the receive; the store is closed as the kernel would.
     await p.follower.writer.close();
