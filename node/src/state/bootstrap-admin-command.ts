@@ -12,6 +12,8 @@ export const BOOTSTRAP_ADMIN_COMMAND_ID = "system.bootstrap-admin";
 export interface LeaderStamps {
   readonly timestampMs: number;
   readonly monotonicMs: number;
+  /** The wall-clock time a majority of the voters had reached, when the leader knows it (ReplicatedClock). */
+  readonly quorumWallMs?: number;
 }
 
 /**
@@ -26,6 +28,7 @@ export function bootstrapAdminCommand(keyHash: string, stamps: LeaderStamps): Co
     principal: SYSTEM_SUBMITTER,
     timestampMs: stamps.timestampMs,
     monotonicMs: stamps.monotonicMs,
+    ...(stamps.quorumWallMs === undefined ? {} : { quorumWallMs: stamps.quorumWallMs }),
     params: {},
     generated: { keyHash },
     payload: "",

@@ -21,6 +21,7 @@ export function canonicalLimitsCommand(
     principal: SYSTEM_SUBMITTER,
     timestampMs: stamps.timestampMs,
     monotonicMs: stamps.monotonicMs,
+    ...(stamps.quorumWallMs === undefined ? {} : { quorumWallMs: stamps.quorumWallMs }),
     params: {},
     payload: limitsText(limits),
   };

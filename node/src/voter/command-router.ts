@@ -13,7 +13,6 @@ import { AdmissionRefusal } from "../admission/admission-refusal.js";
 import type { CommandAdmissionGovernor } from "../admission/command-admission-governor.js";
 import type { CommandScheduler } from "../admission/command-scheduler.js";
 import type { CommandOutcome, OutcomesAhead, ReplicationTarget } from "../admission/replication-target.js";
-import { memberName } from "../peer/member-name.js";
 import { PeerInterruptedError, PeerUnavailableError } from "../peer/peer-errors.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
 import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
@@ -21,7 +20,7 @@ import { CommandPayload } from "../requests/command-payload.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import { encodeCommand } from "../state/command-envelope.js";
 import { type LeaderClock, SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
-import { quorumWallMs } from "./quorum-wall-clock.js";
+import { LeaderStamper } from "./leader-stamper.js";
 import type { RaftDriver } from "./raft-driver.js";
 import type { CommandRejections } from "./voter-metrics.js";
 
@@ -74,8 +73,12 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     /** How long a unit may wait for a reachable leader (an election) before answering Unavailable. */
     private readonly leaderWaitMs: number,
     /** What this voter stamps the commands it proposes with while leading. */
-    private readonly clock: LeaderClock = SYSTEM_LEADER_CLOCK,
-  ) {}
+    clock: LeaderClock = SYSTEM_LEADER_CLOCK,
+  ) {
+    this.stamper = new LeaderStamper(driver, transport, clock);
+  }
+
+  private readonly stamper: LeaderStamper;
 
   async replicate(
     batch: readonly VoterCommand[],
@@ -177,15 +180,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     committed: () => boolean,
     ahead: OutcomesAhead<CommandResult> | undefined,
   ): Promise<CommandOutcome<CommandResult>[]> {
-    const timestampMs = this.clock.wallMs();
-    const monotonicMs = this.clock.monotonicMs();
-    const { id, conf } = this.driver.status();
-    const quorum = quorumWallMs(
-      id,
-      timestampMs,
-      conf.voters,
-      (voter) => this.transport.peerInfo(memberName(voter))?.wallMs ?? null,
-    );
+    const stamps = this.stamper.stamps();
     const data = batch.map((c) =>
       encodeCommand({
         commandId: c.commandId,
@@ -193,9 +188,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
         tenant: c.tenant,
         principal: c.principal,
         keyId: c.keyId,
-        timestampMs,
-        monotonicMs,
-        ...(quorum === undefined ? {} : { quorumWallMs: quorum }),
+        ...stamps,
         params: c.params,
         payload: c.payload.bytes,
         ...(c.generated ? { generated: c.generated } : {}),

@@ -4,7 +4,7 @@ import type { LeaderStamps } from "../state/bootstrap-admin-command.js";
 import type { CommandEnvelope } from "../state/command-envelope.js";
 import { encodeCommand } from "../state/command-envelope.js";
 import type { StateMachine } from "../state/state-machine.js";
-import { type LeaderClock, SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
+import type { LeaderStamper } from "./leader-stamper.js";
 import type { RaftDriver } from "./raft-driver.js";
 
 /** What a leader proposes through a TermProposer, and when. */
@@ -29,7 +29,8 @@ export interface TermProposerOptions {
   readonly checkIntervalMs: number;
   /** How long one proposal may wait for its outcome before the next check may propose again. */
   readonly proposeTimeoutMs: number;
-  readonly clock?: LeaderClock;
+  /** What the leader stamps its commands with, as it stamps its clients'. */
+  readonly stamper: Pick<LeaderStamper, "stamps">;
 }
 
 /**
@@ -44,14 +45,11 @@ export class TermProposer {
   private inFlight: Promise<void> | null = null;
   /** The term whose proposal had a definite outcome: not proposed again in that term. */
   private settledTerm = 0;
-  private readonly clock: LeaderClock;
 
   constructor(
     private readonly options: TermProposerOptions,
     private readonly proposal: TermProposal,
-  ) {
-    this.clock = options.clock ?? SYSTEM_LEADER_CLOCK;
-  }
+  ) {}
 
   start(): void {
     if (this.timer !== undefined || this.stopped || this.proposal.finished?.()) return;
@@ -90,10 +88,7 @@ export class TermProposer {
   private async propose(term: number): Promise<void> {
     const { driver, proposeTimeoutMs } = this.options;
     const { what } = this.proposal;
-    const command = this.proposal.command(term, {
-      timestampMs: this.clock.wallMs(),
-      monotonicMs: this.clock.monotonicMs(),
-    });
+    const command = this.proposal.command(term, this.options.stamper.stamps());
     const data = encodeCommand(command);
     // The voter's logger names the node already.
     const logger = this.options.logger.child({ term, commandId: command.commandId });

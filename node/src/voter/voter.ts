@@ -34,6 +34,8 @@ import {
 } from "./command-router.js";
 import { lockDataDir } from "./data-dir-lock.js";
 import { KeyLoadVoterService } from "./keyload-voter-service.js";
+import { SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
+import { LeaderStamper } from "./leader-stamper.js";
 import { MemberIdentity } from "./member-identity.js";
 import { RaftDriver } from "./raft-driver.js";
 import { raiseCommitToApplied } from "./raise-commit.js";
@@ -203,7 +205,10 @@ async function wireVoter(
     followerApplyHoldMs: raft.followerApplyHoldMs,
     snapshotChunkBytes: raft.snapshotChunkBytes,
   });
+  // The voter's own commands are stamped as its clients' are (CommandRouter's own stamper).
+  const stamper = new LeaderStamper(driver, transport, SYSTEM_LEADER_CLOCK);
   const bootstrapAdmin = new BootstrapAdminProposer({
+    stamper,
     driver,
     stateMachine,
     adminKeyHash: keyHasher.hash(config.bootstrap.adminKey),
@@ -212,6 +217,7 @@ async function wireVoter(
     proposeTimeoutMs: raft.replicationDeadlineMs,
   });
   const canonicalLimits = new CanonicalLimitsProposer({
+    stamper,
     driver,
     stateMachine,
     logger: log.child({ component: "canonical-limits" }),
