@@ -3,6 +3,7 @@ import { FIGURE_EIGHT_PROFILE } from "./fault-profile.js";
 import { SAFETY_INVARIANTS } from "./invariants.js";
 import { runSeed, type SimOptions, type SimResult } from "./simulator.js";
 import { BROKEN_COMMIT_RULE } from "./test-fixtures/counting-commit-node.js";
+import { EARLY_READ } from "./test-fixtures/early-read-node.js";
 import { LatestEpochNode } from "./test-fixtures/latest-epoch-node.js";
 
 const SEARCH_BUDGET = 300;
@@ -42,6 +43,15 @@ describe("a leader that takes a late refusal for news", () => {
     expect(failure, "no seed exposed the lowered match").toBeDefined();
     expect(failure!.violation!.invariant).toBe("monotonic-progress");
     expect(failure!.violation!.message).toMatch(/lowered its match for \S+ from \d+ to \d+/);
+    expect(runSeed(failure!.seed).violation?.message).toBeUndefined();
+  });
+});
+
+describe("a new leader that serves reads before an entry of its term commits", () => {
+  it(`is caught serving a stale read within ${SEARCH_BUDGET} seeds`, () => {
+    const failure = firstFailure(EARLY_READ);
+    expect(failure, "no seed exposed the early read").toBeDefined();
+    expect(failure!.violation!.invariant).toBe("linearizable-read");
     expect(runSeed(failure!.seed).violation?.message).toBeUndefined();
   });
 });

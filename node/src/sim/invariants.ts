@@ -235,12 +235,12 @@ export class SafetyChecker {
     if (index > this.maxAckedIndex) this.maxAckedIndex = index;
   }
 
-  /** Invariant 7: a read confirmed at `index` sees every write acknowledged before it was issued. */
+  /** Invariant 7: a read confirmed at `index` sees every write committed before it was issued. */
   observeReadState(node: NodeId, requestId: string, index: number, minIndex: number): void {
     if (index < minIndex) {
       fail(
         "linearizable-read",
-        `${node} confirmed read ${requestId} at index ${index}, but a write at ${minIndex} was acknowledged before it was issued`,
+        `${node} confirmed read ${requestId} at index ${index}, but ${minIndex} had committed (and applied) before it was issued`,
       );
     }
   }
