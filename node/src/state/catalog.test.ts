@@ -324,6 +324,37 @@ describe("full-text search", () => {
     expect(() => parseSearchRequest({ query: "x", limit: 0 })).toThrow(/limit/);
   });
 
+  it("builds a tenant's index in chunks of its own keys, whatever other tenants hold", async () => {
+    // More than a chunk (500 rows) of the tenant's, between other tenants' rows in row order.
+    for (let i = 0; i < 1_100; i++) {
+      const key = `k${String(i).padStart(4, "0")}`;
+      put(key, i % 2 === 0 ? `needle ${i}` : `hay ${i}`);
+      put(key, `needle of another tenant ${i}`, {}, "t2");
+    }
+    const keys: string[] = [];
+    let after: SearchPage["next"];
+    do {
+      const page = await json<SearchPage>(
+        h.sm.search("t1", parseSearchRequest({ query: "needle", limit: 100, after })),
+      );
+      keys.push(...page.hits.map((hit) => hit.key));
+      after = page.next;
+    } while (after !== undefined && keys.length < 2_000);
+    expect(new Set(keys).size).toBe(550);
+    expect(keys.every((key) => Number(key.slice(1)) % 2 === 0)).toBe(true);
+  });
+
+  it("answers Unavailable when this voter's search index has failed, so a client asks another", async () => {
+    put("a", "words");
+    expect(await search("words")).toEqual(["a"]);
+    const indexer = Reflect.get(h.sm, "indexer") as object;
+    await (Reflect.get(indexer, "worker") as { terminate(): Promise<number> }).terminate();
+    await expect(h.sm.search("t1", parseSearchRequest({ query: "words" }))).rejects.toMatchObject({
+      code: "Unavailable",
+      reason: "SearchIndexUnavailable",
+    });
+  });
+
   it("reuses its index across a clean restart and rebuilds a missing one", async () => {
     put("a", "persistent words");
     await h.sm.close();

@@ -1,6 +1,6 @@
 import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import type { Worker } from "node:worker_threads";
-import { InternalError, InvalidArgumentError } from "@keyload/contract";
+import { InternalError, UnavailableError } from "@keyload/contract";
 import type { SqliteLimits } from "../fs/sqlite-limits.js";
 import type { KeyRange } from "./key-range.js";
 import type {
@@ -16,15 +16,17 @@ import { siblingModule, startWorker } from "./worker-thread.js";
 /** What a rebuild reads from the state database. */
 export interface IndexSource {
   /**
-   * Live documents of `tenant` (null: of every tenant the index follows) as changes to index, from
-   * the next at most `limit` rows above row ID `afterId`, ascending; `lastId` is the last row read and
-   * `done` says no row is left.
+   * Live documents of `tenant` as changes to index, in key order from the first key after `afterKey`
+   * (null: from the start): at most `limit` rows, and fewer once their values pass `maxBytes` (one at
+   * least); `lastKey` is the last row read and `done` says no row is left. Read through the tenant's
+   * key index, so a chunk costs its own rows whatever the other tenants hold.
    */
   readChunk(
-    afterId: number,
+    tenant: string,
+    afterKey: string | null,
     limit: number,
-    tenant: string | null,
-  ): { changes: IndexChange[]; lastId: number; done: boolean };
+    maxBytes: number,
+  ): { changes: IndexChange[]; lastKey: string | null; done: boolean };
   /** The applied index now: what a rebuild starting now brings the index to. */
   appliedIndex(): number;
 }
@@ -42,6 +44,8 @@ const MAX_BACKLOG = 100_000;
 /** The longest one submit waits for the backlog to shrink, so a stuck worker cannot stall applies. */
 const MAX_WAIT_MS = 1000;
 const REBUILD_CHUNK = 500;
+/** A rebuild chunk's values stop at about this many bytes, however few rows that is (documents may be large). */
+const REBUILD_CHUNK_BYTES = 8 * 1024 * 1024;
 
 /**
  * The applying thread's side of the full-text index. FTS5 indexing costs about as much as applying the
@@ -152,7 +156,12 @@ export class SearchIndexer {
     if (!this.indexed.has(tenant)) this.follow(tenant);
     for (let waited: Promise<void> | null = null; waited !== this.rebuilding; ) {
       waited = this.rebuilding;
-      await waited;
+      try {
+        await waited;
+      } catch (err) {
+        // Reading the documents failed: so does every search here until a rebuild succeeds.
+        throw unavailable(`this voter's search index could not be built: ${(err as Error).message}`);
+      }
     }
     if (this.failure !== null) throw unavailable(this.failure);
     const id = this.nextQueryId++;
@@ -207,23 +216,26 @@ export class SearchIndexer {
   }
 
   /**
-   * Sends the live documents of `tenant` (null: of every followed tenant) in chunks, one per turn, so
-   * applies go on meanwhile; false when a newer rebuild superseded this one.
+   * Sends the live documents of `tenant` (null: of every followed tenant, one after another) in chunks,
+   * one per turn, so applies go on meanwhile; false when a newer rebuild superseded this one.
    */
   private async sendDocuments(generation: number, tenant: string | null): Promise<boolean> {
-    let afterId = 0;
-    for (;;) {
-      await nextTurn();
-      if (generation !== this.generation || this.failure !== null) return false;
-      await this.backlogDrained();
-      const chunk = this.source.readChunk(afterId, REBUILD_CHUNK, tenant);
-      if (chunk.changes.length > 0) {
-        this.send({ type: "changes", changes: chunk.changes, through: null });
-        this.submitted = (this.submitted + chunk.changes.length) | 0;
+    for (const each of tenant === null ? [...this.indexed].sort() : [tenant]) {
+      let afterKey: string | null = null;
+      for (;;) {
+        await nextTurn();
+        if (generation !== this.generation || this.failure !== null) return false;
+        await this.backlogDrained();
+        const chunk = this.source.readChunk(each, afterKey, REBUILD_CHUNK, REBUILD_CHUNK_BYTES);
+        if (chunk.changes.length > 0) {
+          this.send({ type: "changes", changes: chunk.changes, through: null });
+          this.submitted = (this.submitted + chunk.changes.length) | 0;
+        }
+        if (chunk.done) break;
+        afterKey = chunk.lastKey;
       }
-      if (chunk.done) return true;
-      afterId = chunk.lastId;
     }
+    return true;
   }
 
   private backlog(): number {
@@ -273,11 +285,10 @@ export class SearchIndexer {
     const waiting = this.queries.get(id);
     if (waiting === undefined) return;
     this.queries.delete(id);
+    // The query's words are quoted (matchExpression): a query the index cannot evaluate is the index's
+    // failure on this voter, not the caller's, and another voter may answer it.
     if (error === null) waiting.resolve(hits);
-    else
-      waiting.reject(
-        new InvalidArgumentError("the search query cannot be evaluated", { reason: "InvalidQuery" }),
-      );
+    else waiting.reject(unavailable(`this voter's search index could not evaluate the query: ${error}`));
   }
 
   private fail(reason: string): void {
@@ -289,6 +300,7 @@ export class SearchIndexer {
   }
 }
 
-function unavailable(reason: string): InternalError {
-  return new InternalError(reason, { reason: "SearchIndexUnavailable" });
+/** This voter's search index failing: Unavailable, so a client asks another voter. */
+function unavailable(reason: string): UnavailableError {
+  return new UnavailableError(reason, { reason: "SearchIndexUnavailable" });
 }

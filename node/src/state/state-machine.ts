@@ -121,7 +121,8 @@ export class StateMachine {
       indexPath,
       this.position.index,
       {
-        readChunk: (afterId, limit, tenant) => this.readIndexChunk(afterId, limit, tenant),
+        readChunk: (tenant, afterKey, limit, maxBytes) =>
+          this.readIndexChunk(tenant, afterKey, limit, maxBytes),
         appliedIndex: () => this.position.index,
       },
       this.searchedTenants,
@@ -442,33 +443,47 @@ export class StateMachine {
   }
 
   private readIndexChunk(
-    afterId: number,
+    tenant: string,
+    afterKey: string | null,
     limit: number,
-    tenant: string | null,
-  ): { changes: IndexChange[]; lastId: number; done: boolean } {
-    type Row = { id: number; tenant: string; key: string; value: string };
-    const db = this.session.db;
+    maxBytes: number,
+  ): { changes: IndexChange[]; lastKey: string | null; done: boolean } {
+    type Row = { id: number; key: string; value: string };
     const rows =
-      tenant === null
-        ? db
-            .prepare<[number, number], Row>(
-              "SELECT id, tenant, key, value FROM documents WHERE id > ? AND value IS NOT NULL ORDER BY id LIMIT ?",
+      afterKey === null
+        ? this.session.db
+            .prepare<[string], Row>(
+              "SELECT id, key, value FROM documents WHERE tenant = ? AND value IS NOT NULL ORDER BY key",
             )
-            .all(afterId, limit)
-        : // NOT INDEXED keeps the row ID range: through the (tenant, key) index every chunk would read
-          // and sort all of the tenant's rows again.
-          db
-            .prepare<[number, string, number], Row>(
-              "SELECT id, tenant, key, value FROM documents NOT INDEXED WHERE id > ? AND tenant = ? AND value IS NOT NULL ORDER BY id LIMIT ?",
+            .iterate(tenant)
+        : this.session.db
+            .prepare<[string, string], Row>(
+              "SELECT id, key, value FROM documents WHERE tenant = ? AND key > ? AND value IS NOT NULL ORDER BY key",
             )
-            .all(afterId, tenant, limit);
+            .iterate(tenant, afterKey);
     const changes: IndexChange[] = [];
+    let bytes = 0;
+    let lastKey = afterKey;
+    let read = 0;
+    const indexed = this.searchedTenants.has(tenant);
     for (const row of rows) {
-      if (!this.searchedTenants.has(row.tenant)) continue;
-      const text = documentText(JSON.parse(row.value));
-      changes.push({ id: row.id, token: tenantToken(row.tenant), key: row.key, text });
+      if (read === limit || (read > 0 && bytes >= maxBytes)) {
+        // Stopping early ends the statement, which `iterate` leaves open otherwise.
+        rows.return?.();
+        return { changes, lastKey, done: false };
+      }
+      read++;
+      bytes += row.value.length;
+      lastKey = row.key;
+      if (indexed)
+        changes.push({
+          id: row.id,
+          token: tenantToken(tenant),
+          key: row.key,
+          text: documentText(JSON.parse(row.value)),
+        });
     }
-    return { changes, lastId: rows.at(-1)?.id ?? afterId, done: rows.length < limit };
+    return { changes, lastKey, done: true };
   }
 
   private openSession(): Session {
