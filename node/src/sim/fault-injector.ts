@@ -40,8 +40,12 @@ export class FaultInjector {
 
   /** One fault, chosen by the profile's mix. */
   inject(): void {
-    const { nodes, network, random } = this.host;
-    const mix = this.host.profile.faultMix;
+    const { nodes, network, random, profile } = this.host;
+    if (profile.powerLossChance > 0 && random.chance(profile.powerLossChance)) {
+      this.powerLoss();
+      return;
+    }
+    const mix = profile.faultMix;
     const choice = weighted(random, [
       mix.crash,
       mix.isolate,
@@ -80,10 +84,23 @@ export class FaultInjector {
     }
   }
 
-  /** Power loss: the node loses what its disk and state machine had not made durable, and restarts later. */
-  crash(node: SimNode): void {
+  /** Every running node loses power at once; each restarts after a downtime of its own. */
+  private powerLoss(): void {
+    const live = this.host.nodes.running();
+    if (live.length === 0) return;
+    this.host.counters.powerLosses++;
+    this.host.note("-", "fault", `power loss: ${live.map((n) => n.id).join(", ")} crash at once`);
+    for (const node of live) this.crash(node, false);
+  }
+
+  /**
+   * A crash: the node loses what its state machine had not made durable and, on power loss (unless
+   * `keepUnsynced`), what its disk had not; it restarts later. Which of the two a single crash is, the
+   * profile's `processCrashChance` decides.
+   */
+  crash(node: SimNode, keepUnsynced = this.processCrash()): void {
     const { counters } = this.host;
-    const lost = node.disk.crash();
+    const lost = node.disk.crash(keepUnsynced);
     const undone = node.state.crash();
     this.host.stop(node);
     counters.crashes++;
@@ -91,8 +108,14 @@ export class FaultInjector {
     const losses: string[] = [];
     if (lost !== null) losses.push(`unsynced ${describeWrite(lost)}`);
     if (undone > 0) losses.push(`${undone} applied batches`);
-    this.host.note(node.id, "fault", losses.length === 0 ? "crash" : `crash, losing ${losses.join(" and ")}`);
+    const what = keepUnsynced ? "process killed (its written batch reaches the disk)" : "crash";
+    this.host.note(node.id, "fault", losses.length === 0 ? what : `${what}, losing ${losses.join(" and ")}`);
     this.schedule(this.host.profile.downtime, { kind: "restart", node });
+  }
+
+  private processCrash(): boolean {
+    const chance = this.host.profile.processCrashChance;
+    return chance > 0 && this.host.random.chance(chance);
   }
 
   heal(cuts: readonly LinkCut[], what: string): void {

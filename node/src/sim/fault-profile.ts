@@ -83,6 +83,17 @@ export interface FaultProfile {
   /** Chance a crash or an isolation hits the leader rather than a random node. */
   readonly leaderFaultBias: number;
   readonly maxCrashed: number;
+  /**
+   * Chance that a fault is a power loss of the whole cluster: every running node crashes at once,
+   * however many `maxCrashed` allows, losing what it had not made durable. 0 draws nothing, so a
+   * profile without them replays its seeds unchanged.
+   */
+  readonly powerLossChance: number;
+  /**
+   * Chance that a single node's crash is its process killed, the machine up: its written but unsynced
+   * batch reaches the disk anyway (SimDisk.crash). 0 draws nothing, as above.
+   */
+  readonly processCrashChance: number;
   readonly downtime: Range;
   /** How long a partition or a burst lasts. */
   readonly faultDuration: Range;
@@ -156,6 +167,8 @@ export const DEFAULT_PROFILE: FaultProfile = {
   },
   leaderFaultBias: 0.5,
   maxCrashed: 2,
+  powerLossChance: 0,
+  processCrashChance: 0,
   downtime: [10, 150],
   faultDuration: [20, 200],
   snapshotEvery: 12,
@@ -224,10 +237,24 @@ export const LAZY_SNAPSHOT_PROFILE: FaultProfile = {
   snapshotCopyDelay: [5, 150],
 };
 
+/**
+ * The default faults, and now and then a power loss of the whole cluster: no node keeps a commit index
+ * or applied state in memory, each recovers from its own disk, and snapshots and held commits must come
+ * back from what was durable everywhere at once. Half the single crashes are processes killed, whose
+ * last write reaches the disk though the node never sent what followed it.
+ */
+export const POWER_LOSS_PROFILE: FaultProfile = {
+  ...DEFAULT_PROFILE,
+  name: "power-loss",
+  powerLossChance: 0.08,
+  processCrashChance: 0.5,
+};
+
 export const PROFILES: Readonly<Record<string, FaultProfile>> = {
   [DEFAULT_PROFILE.name]: DEFAULT_PROFILE,
   [FIGURE_EIGHT_PROFILE.name]: FIGURE_EIGHT_PROFILE,
   [LAZY_SNAPSHOT_PROFILE.name]: LAZY_SNAPSHOT_PROFILE,
+  [POWER_LOSS_PROFILE.name]: POWER_LOSS_PROFILE,
 };
 
 /** The core options of one seed: the profile's, with one pick from each of its variants. */

@@ -8,6 +8,7 @@ export {
   FIGURE_EIGHT_PROFILE,
   LAZY_SNAPSHOT_PROFILE,
   type MembershipProfile,
+  POWER_LOSS_PROFILE,
   PROFILES,
   type RaftTuning,
   type RaftVariants,

@@ -69,8 +69,13 @@ export class SimDisk {
     if (write.hardState !== null) this.storage.setHardState(write.hardState);
   }
 
-  /** Power loss: whatever was not synced is gone. Returns the lost write, if any. */
-  crash(): DiskWrite | null {
+  /**
+   * A crash. On power loss whatever was not synced is gone; a process killed with the machine still up
+   * (`keepUnsynced`) leaves its written batch to reach the disk all the same: durable, though the node
+   * never acted on it. Returns the lost write, if any.
+   */
+  crash(keepUnsynced = false): DiskWrite | null {
+    if (keepUnsynced) this.sync();
     const lost = this.unsynced;
     this.unsynced = null;
     this.storage.crash();

@@ -33,6 +33,8 @@ export interface SimStats {
   readonly snapshotsRefused: number;
   readonly fsyncs: number;
   readonly crashes: number;
+  /** Power losses of the whole cluster (every running node crashed at once). */
+  readonly powerLosses: number;
   /** Crashes that lost a written but unsynced Ready. */
   readonly lostWrites: number;
   /** Starts that raised the stored commit index to what the state machine kept. */
@@ -92,6 +94,7 @@ export function emptyCounters(): Counters {
     snapshotsRefused: 0,
     fsyncs: 0,
     crashes: 0,
+    powerLosses: 0,
     lostWrites: 0,
     commitsRaised: 0,
     restarts: 0,

@@ -372,6 +372,7 @@ export class Simulator {
   private start(node: SimNode): void {
     const storage = node.disk.storage;
     const snapshot = storage.snapshotMeta();
+    if (node.state.live.applied < snapshot.index) this.reinstallSnapshot(node);
     const sm = node.state.live;
     this.checker.observeRestore(node.id, sm.applied, sm.term, sm.digest);
     const raised = raiseCommitToApplied(storage, sm.applied);
@@ -401,6 +402,35 @@ export class Simulator {
     );
     this.scheduleTick(node, 1 + this.random.nextInt(node.tickInterval));
     this.afterInput(node);
+  }
+
+  /**
+   * As the driver does at start (voter.ts): a crash between persisting a received snapshot and
+   * installing it leaves the state machine behind the log's snapshot, which is installed again. Behind
+   * a snapshot point instead, the state lost what it had made durable before the log was compacted.
+   */
+  private reinstallSnapshot(node: SimNode): void {
+    const storage = node.disk.storage;
+    const meta = storage.snapshotMeta();
+    const behind = node.state.live.applied;
+    if (storage.onPoint) {
+      fail(
+        "state-machine-safety",
+        `${node.id} restarts with its state at ${behind}, behind its snapshot point ${meta.index}`,
+      );
+    }
+    let sm: SimStateMachine;
+    try {
+      sm = SimStateMachine.restore(meta, storage.snapshotData());
+    } catch (error) {
+      fail("state-machine-safety", `${node.id} holds an unreadable snapshot: ${describeError(error)}`);
+    }
+    node.state.synced(sm);
+    this.note(
+      node.id,
+      "fault",
+      `start: the state at ${behind} is behind snapshot ${meta.index}: installed again`,
+    );
   }
 
   /** Loses everything volatile: the core, a write waiting for its fsync, pending client work. */
