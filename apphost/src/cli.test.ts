@@ -181,6 +181,8 @@ describe("the AppHost command line", () => {
     expect(table.exitCode, table.stderr).toBe(0);
     const [header, ...rows] = table.stdout.split("\n");
     expect(header).toMatch(/APPLIED +DATA LANE +CONTROL LANE +HTTP DATA +HTTP CONTROL +PID/);
+    // The detached cluster's dashboard, as `status --json` gives its URL.
+    expect(table.stdout).toMatch(/^dashboard: http:\/\/127\.0\.0\.1:\d+$/m);
     // The limits forwarded in beforeAll: MaxCommands 222 for all, MaxRequests 20, 5 and 9.
     for (const [voter, maxRequests] of [
       ["voter1", 20],

@@ -249,6 +249,7 @@ export function formatStatus(status: ClusterStatus, admission: readonly VoterAdm
     ...(failures.length > 0 ? [...failures, ""] : []),
     `state dir: ${status.stateDir}`,
     `admin key: ${status.adminKeyFile}`,
+    ...(status.dashboardUrl === null ? [] : [`dashboard: ${status.dashboardUrl}`]),
     ...(forwarded.length > 0 ? ["forwarded configuration:", ...forwarded] : []),
   ].join("\n");
 }
