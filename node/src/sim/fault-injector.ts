@@ -45,6 +45,10 @@ export class FaultInjector {
       this.powerLoss();
       return;
     }
+    if (profile.pauseChance > 0 && random.chance(profile.pauseChance)) {
+      this.pauseSomeNode();
+      return;
+    }
     const mix = profile.faultMix;
     const choice = weighted(random, [
       mix.crash,
@@ -82,6 +86,18 @@ export class FaultInjector {
       default:
         this.startBurst((["drop", "duplicate", "delay", "disk"] as const)[choice - 3]!);
     }
+  }
+
+  /** One running node, the leader more often, stops handling anything for a while (Simulator.resume). */
+  private pauseSomeNode(): void {
+    const live = this.host.nodes.running().filter((n) => n.pausedUntil === 0);
+    if (live.length === 0) return;
+    const node = this.target(live);
+    const until = this.host.now() + between(this.host.random, this.host.profile.faultDuration);
+    node.pausedUntil = until;
+    this.host.counters.pauses++;
+    this.host.schedule(until, { kind: "resume", node, incarnation: node.incarnation });
+    this.host.note(node.id, "fault", `paused until ${until}`);
   }
 
   /** Every running node loses power at once; each restarts after a downtime of its own. */

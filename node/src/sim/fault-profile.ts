@@ -94,6 +94,11 @@ export interface FaultProfile {
    * batch reaches the disk anyway (SimDisk.crash). 0 draws nothing, as above.
    */
   readonly processCrashChance: number;
+  /**
+   * Chance that a fault pauses one node for `faultDuration` (a stopped process, a long GC): no ticks,
+   * nothing handled, then everything that reached it at once. 0 draws nothing, as above.
+   */
+  readonly pauseChance: number;
   readonly downtime: Range;
   /** How long a partition or a burst lasts. */
   readonly faultDuration: Range;
@@ -169,6 +174,7 @@ export const DEFAULT_PROFILE: FaultProfile = {
   maxCrashed: 2,
   powerLossChance: 0,
   processCrashChance: 0,
+  pauseChance: 0,
   downtime: [10, 150],
   faultDuration: [20, 200],
   snapshotEvery: 12,
@@ -241,13 +247,15 @@ export const LAZY_SNAPSHOT_PROFILE: FaultProfile = {
  * The default faults, and now and then a power loss of the whole cluster: no node keeps a commit index
  * or applied state in memory, each recovers from its own disk, and snapshots and held commits must come
  * back from what was durable everywhere at once. Half the single crashes are processes killed, whose
- * last write reaches the disk though the node never sent what followed it.
+ * last write reaches the disk though the node never sent what followed it; and a node is paused now
+ * and then, waking to a backlog with its leadership or lease long gone.
  */
 export const POWER_LOSS_PROFILE: FaultProfile = {
   ...DEFAULT_PROFILE,
   name: "power-loss",
   powerLossChance: 0.08,
   processCrashChance: 0.5,
+  pauseChance: 0.1,
 };
 
 export const PROFILES: Readonly<Record<string, FaultProfile>> = {

@@ -13,6 +13,7 @@ import { SnapshotInbox } from "../raft/snapshot-inbox.js";
 import type { LazySnapshotStorage } from "./lazy-snapshot-storage.js";
 import type { HeldHardState, ReadyPlan } from "./ready-plan.js";
 import { type DiskFaults, SimDisk } from "./sim-disk.js";
+import type { Delivery } from "./sim-network.js";
 import { StateMachineStore } from "./state-machine-store.js";
 
 /** The voters a run bootstraps; nodes that join later get the next IDs. */
@@ -62,6 +63,13 @@ export interface SimNode {
   waitingReads: { readonly requestId: string; readonly index: number }[];
   /** Receives streamed snapshots' bytes, as a voter's driver does; a crash loses it. */
   inbox: SnapshotInbox<MemorySnapshotSink>;
+  /**
+   * Paused (a stopped process, a long GC, a stalled VM) until this time, 0 when running: it neither
+   * ticks nor handles anything meanwhile, and what reaches it waits in `backlog`, handled in order when
+   * it resumes. A crash ends the pause and loses the backlog.
+   */
+  pausedUntil: number;
+  backlog: Delivery[];
 }
 
 /** A copy of the state machine at `index`, made but not recorded yet. */
@@ -175,6 +183,8 @@ export class NodeRegistry {
       proposals: new Map(),
       waitingReads: [],
       inbox: new SnapshotInbox(() => new MemorySnapshotSink()),
+      pausedUntil: 0,
+      backlog: [],
     };
     this.list.push(node);
     this.byId.set(id, node);

@@ -9,7 +9,11 @@ export type BurstKind = "drop" | "duplicate" | "delay" | "disk";
  * copies carry the incarnation they were scheduled in, so those of a node's earlier life are skipped.
  */
 export type SimEvent =
-  | { readonly kind: "tick" | "sync" | "snapshot-copy"; readonly node: SimNode; readonly incarnation: number }
+  | {
+      readonly kind: "tick" | "sync" | "snapshot-copy" | "resume";
+      readonly node: SimNode;
+      readonly incarnation: number;
+    }
   | { readonly kind: "restart" | "shutdown"; readonly node: SimNode }
   | { readonly kind: "client" | "fault" | "operator" }
   | { readonly kind: "heal"; readonly cuts: readonly LinkCut[]; readonly what: string }

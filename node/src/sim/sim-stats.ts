@@ -35,6 +35,8 @@ export interface SimStats {
   readonly crashes: number;
   /** Power losses of the whole cluster (every running node crashed at once). */
   readonly powerLosses: number;
+  /** Nodes paused for a while, their messages held until they resumed. */
+  readonly pauses: number;
   /** Crashes that lost a written but unsynced Ready. */
   readonly lostWrites: number;
   /** Starts that raised the stored commit index to what the state machine kept. */
@@ -95,6 +97,7 @@ export function emptyCounters(): Counters {
     fsyncs: 0,
     crashes: 0,
     powerLosses: 0,
+    pauses: 0,
     lostWrites: 0,
     commitsRaised: 0,
     restarts: 0,

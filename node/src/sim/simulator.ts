@@ -159,8 +159,12 @@ export class Simulator {
       profile: this.profile,
       checker: this.checker,
       counters: this.counters,
-      running: () => this.nodes.running(),
-      knownLeader: () => this.knownLeader(),
+      // A paused node takes no client request.
+      running: () => this.nodes.running().filter((n) => n.pausedUntil === 0),
+      knownLeader: () => {
+        const leader = this.knownLeader();
+        return leader?.pausedUntil === 0 ? leader : null;
+      },
       note: (node, kind, text) => this.note(node, kind, text),
       afterInput: (node) => this.afterInput(node),
     });
@@ -235,8 +239,20 @@ export class Simulator {
     if (item === undefined) throw new Error("the simulation ran out of events");
     const ev = item.value;
     if (this.isStale(ev)) return;
+    if (
+      (ev.kind === "tick" || ev.kind === "sync" || ev.kind === "snapshot-copy") &&
+      ev.node.pausedUntil > 0
+    ) {
+      // A paused process does nothing: what was due runs once it resumes (an fsync it started completes,
+      // but the process learns of it only then).
+      this.queue.push(ev.node.pausedUntil, ev);
+      return;
+    }
     this.begin(item.time);
     switch (ev.kind) {
+      case "resume":
+        this.resume(ev.node);
+        return;
       case "tick":
         this.tick(ev.node);
         return;
@@ -282,6 +298,7 @@ export class Simulator {
       case "tick":
       case "sync":
       case "snapshot-copy":
+      case "resume":
         return ev.node.core === null || ev.incarnation !== ev.node.incarnation;
       case "restart":
         return ev.node.core !== null || ev.node.retired;
@@ -446,6 +463,21 @@ export class Simulator {
     this.counters.proposalsAbandoned += node.proposals.size;
     node.proposals.clear();
     node.waitingReads = [];
+    node.pausedUntil = 0;
+    this.counters.messagesDropped += node.backlog.length;
+    node.backlog = [];
+  }
+
+  /** A paused node runs again: what reached it meanwhile is handled now, in the order it came. */
+  private resume(node: SimNode): void {
+    node.pausedUntil = 0;
+    const backlog = node.backlog;
+    node.backlog = [];
+    this.note(node.id, "fault", `resumed, ${backlog.length} messages waiting`);
+    for (const delivery of backlog) {
+      if (node.core === null) break;
+      this.deliver(delivery);
+    }
   }
 
   /** Adds a node with a new ID (see NodeRegistry.create); it starts when the caller says. */
@@ -485,6 +517,10 @@ export class Simulator {
     if (delivery.cut || node.core === null) {
       this.counters.messagesDropped++;
       this.trace.add(this.step, this.time, m.to, "drop", delivery.cut ? "(link cut)" : "(node down)", m);
+      return;
+    }
+    if (node.pausedUntil > 0) {
+      node.backlog.push({ ...delivery, cut: false });
       return;
     }
     this.counters.messagesDelivered++;
@@ -792,7 +828,8 @@ export class Simulator {
     const operator = this.operator!;
     this.queue.push(this.time + this.between(this.profile.membership!.gap), { kind: "operator" });
     const leader = this.knownLeader();
-    if (leader === null) return;
+    // A paused leader takes no request; the operator looks again later.
+    if (leader === null || leader.pausedUntil > 0) return;
     const { conf, commit, progress } = leader.status!;
     const action = operator.next({ id: leader.id, conf, commit, progress }, this.converging);
     if (action === null) return;

@@ -11,17 +11,23 @@ export const SOAK_PARTS = 4;
 export const POWER_LOSS_SEEDS = 4000;
 export const POWER_LOSS_PARTS = 2;
 
-/** Runs seeds and fails with the seeds and traces of any failure; returns how many power losses they had. */
-function soakRange(from: number, count: number, options: SimOptions = {}): number {
+/** Runs seeds and fails with the seeds and traces of any failure; returns their power losses and pauses. */
+function soakRange(
+  from: number,
+  count: number,
+  options: SimOptions = {},
+): { powerLosses: number; pauses: number } {
   let powerLosses = 0;
+  let pauses = 0;
   const summary = runSeeds({ from, count }, options, (result) => {
     powerLosses += result.stats.powerLosses;
+    pauses += result.stats.pauses;
   });
   expect(
     summary.failures.map((f) => f.seed),
     formatFailures(summary.failures),
   ).toEqual([]);
-  return powerLosses;
+  return { powerLosses, pauses };
 }
 
 /** Runs part `part` (0-based) of the CI seed range of the default profile. */
@@ -33,7 +39,8 @@ export function soakPart(part: number): void {
 /** Runs part `part` (0-based) of the CI seed range of the power-loss profile. */
 export function powerLossPart(part: number): void {
   const count = POWER_LOSS_SEEDS / POWER_LOSS_PARTS;
-  const powerLosses = soakRange(part * count, count, { profile: POWER_LOSS_PROFILE });
-  // The fault the profile is for happened, many times over.
+  const { powerLosses, pauses } = soakRange(part * count, count, { profile: POWER_LOSS_PROFILE });
+  // The faults the profile is for happened, many times over.
   expect(powerLosses).toBeGreaterThan(count / 2);
+  expect(pauses).toBeGreaterThan(count / 2);
 }
