@@ -1,4 +1,4 @@
-import { stateDirPaths } from "./app-model.js";
+import { isVoterName, stateDirPaths } from "./app-model.js";
 import { APPHOST_DEFAULTS } from "./apphost-defaults.js";
 import { poll } from "./apphost-poll.js";
 import { readKeptCredentials } from "./cluster-credentials.js";
@@ -91,25 +91,27 @@ export class DashboardSampler {
   }
 
   private async sample(): Promise<DashboardSnapshot> {
-    const [status, admission] = await Promise.all([
-      clusterStatus(this.options.stateDir),
-      // Until `up` has kept the admin key there is nothing to ask with.
-      clusterAdmission(this.options.stateDir).catch((err: unknown) =>
-        err instanceof Error ? err.message : String(err),
-      ),
-    ]);
+    const status = await clusterStatus(this.options.stateDir);
     const adminKey = readKeptCredentials(stateDirPaths(this.options.stateDir))?.adminKey;
     const voters = await Promise.all(
       status.voters.map(async (voter) => {
+        // Only a ready voter is sure to hold the bootstrap admin: one still starting (a cluster
+        // bootstrapping) would answer the key 401 and log each reading, which the console and `logs`
+        // show, as they show any poll that went wrong. Until `up` has kept the key there is nothing to
+        // ask with either.
         const answer =
-          typeof admission === "string"
-            ? { admission: null, error: admission }
-            : (admission.find((a) => a.name === voter.name) ?? { admission: null, error: "not asked" });
+          voter.health === "ready" && isVoterName(voter.name)
+            ? await clusterAdmission(this.options.stateDir, voter.name).then(
+                (answers) => answers[0] ?? { admission: null, error: "not asked" },
+                (err: unknown) => ({
+                  admission: null,
+                  error: err instanceof Error ? err.message : String(err),
+                }),
+              )
+            : { admission: null, error: `${voter.name} is not ready` };
         if (answer.admission !== null) this.limits.set(voter.name, admissionLimits(answer.admission));
         const limits = this.limits.get(voter.name);
-        // Usage means nothing without limits. Until its admission status has answered once, the voter
-        // may not know the key yet (a cluster bootstrapping) and would log each reading as a 401 that
-        // the console and `logs` show, as they show any poll that went wrong.
+        // Usage means nothing without limits, which a ready voter's admission status gave once.
         const metrics =
           voter.state === "running" && adminKey !== undefined && limits !== undefined
             ? await readMetrics(voter.httpUrl, adminKey)
