@@ -4,6 +4,7 @@ import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { acceptEntryChecksum, entryChecksum } from "../raft/entry-checksum.js";
 import { entryTypeCode } from "../raft/entry-type.js";
+import type { DurableLogStore } from "./durable-log-store.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
 import { JOURNAL_FILES } from "./log-journal.js";
 import { LOG_FILE, SNAPSHOT_DIR, WATERMARK_FILE } from "./log-recovery.js";
@@ -60,7 +61,7 @@ function openError(dir: string): StorageCorruptionError {
   throw new Error(`opening ${dir} succeeded`);
 }
 
-async function filledLog(dir: string, options = {}): Promise<DurableLogWriter> {
+async function filledLog(dir: string, options = {}): Promise<DurableLogWriter<DurableLogStore>> {
   const w = fx.openWriter(dir, options);
   for (let i = 1; i <= 40; i += 10) {
     await w.write({ snapshot: null, entries: entries(i, i + 9, 1, 200), hardState: hs(1, "n1", i + 9) });

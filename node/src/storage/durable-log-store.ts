@@ -11,7 +11,7 @@ import {
   RaftInvariantError,
   SnapshotOutOfDateError,
 } from "../raft/errors.js";
-import { entrySize, type LogStorage, limitSize } from "../raft/log-storage.js";
+import { entrySize, limitSize } from "../raft/log-storage.js";
 import type { ConfState, Entry, HardState, Snapshot } from "../raft/types.js";
 import type { AckWatermark, Watermark } from "./ack-watermark.js";
 import {
@@ -28,8 +28,8 @@ import type { LogDatabase, LogState, SnapshotRecord } from "./log-database.js";
 import type { LogIndex } from "./log-index.js";
 import type { JournalOp, LogJournal } from "./log-journal.js";
 import { recoverLog } from "./log-recovery.js";
+import type { LogStore } from "./log-store.js";
 import type { SnapshotFile, SnapshotFileStore } from "./snapshot-file-store.js";
-import type { SnapshotPolicyLog } from "./snapshot-policy.js";
 import type { SnapshotReader } from "./snapshot-reader.js";
 import {
   StorageArgumentError,
@@ -93,7 +93,7 @@ const fdatasyncAsync = promisify(fdatasync);
  * fdatasync of the database's WAL. Everything committed is visible to reads at once; only `sync` makes
  * it durable, and the writer acknowledges nothing before.
  */
-export class DurableLogStore implements LogStorage, SnapshotPolicyLog {
+export class DurableLogStore implements LogStore {
   readonly stats: StorageStats = {
     commits: 0,
     syncs: 0,

@@ -3,6 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { RaftInvariantError, SnapshotOutOfDateError } from "../raft/errors.js";
+import type { DurableLogStore } from "./durable-log-store.js";
 import type { DurableLogWriter } from "./durable-log-writer.js";
 import { LOG_FILE, SNAPSHOT_DIR } from "./log-recovery.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
@@ -35,7 +36,7 @@ const confAt = () => CONF;
 describe("DurableLogWriter", () => {
   it("coalesces writes queued behind a running fsync into one transaction and one fsync", async () => {
     const later: Promise<void>[] = [];
-    let w: DurableLogWriter | null = null;
+    let w: DurableLogWriter<DurableLogStore> | null = null;
     w = fx.openWriter(fx.dir(), {
       faultHook: (point) => {
         // While the first group's fsync is pending, 50 more writes arrive.

@@ -1,7 +1,8 @@
 import { rm } from "node:fs/promises";
 import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
-import type { DurableLogStore, StoreOp } from "./durable-log-store.js";
+import type { StoreOp } from "./durable-log-store.js";
 import type { SnapshotRecord } from "./log-database.js";
+import type { LogStore } from "./log-store.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
 import { SnapshotPolicy } from "./snapshot-policy.js";
 import type { SnapshotSource } from "./snapshot-source.js";
@@ -45,7 +46,7 @@ interface Pending {
  * transaction or fsync stops the writer: the writes concerned and all later ones reject with the
  * error (StorageFailedError), and the node must restart.
  */
-export class DurableLogWriter {
+export class DurableLogWriter<S extends LogStore = LogStore> {
   private queue: Pending[] = [];
   /** Callers of syncStarted waiting for the queued writes' fsync to be under way. */
   private queueSyncWaiters: (() => void)[] = [];
@@ -60,8 +61,10 @@ export class DurableLogWriter {
   readonly policy: SnapshotPolicy;
 
   constructor(
-    readonly store: DurableLogStore,
+    readonly store: S,
     policy: SnapshotPolicy = new SnapshotPolicy(),
+    /** Runs a callback in a later turn of the event loop: the simulator's virtual turns there. */
+    private readonly defer: (callback: () => void) => void = setImmediate,
   ) {
     this.policy = policy;
   }
@@ -154,7 +157,7 @@ export class DurableLogWriter {
   /** Waits for every queued write, then closes the store; later writes fail with StorageClosedError. */
   async close(): Promise<void> {
     while (this.flushing !== null || this.scheduled) {
-      await (this.flushing ?? new Promise((resolve) => setImmediate(resolve)));
+      await (this.flushing ?? new Promise<void>((resolve) => this.defer(resolve)));
     }
     this.failure ??= new StorageClosedError();
     await this.store.close();
@@ -176,7 +179,7 @@ export class DurableLogWriter {
   private schedule(): void {
     if (this.scheduled || this.flushing !== null || this.queue.length === 0) return;
     this.scheduled = true;
-    setImmediate(() => {
+    this.defer(() => {
       this.scheduled = false;
       const group = this.queue;
       this.queue = [];

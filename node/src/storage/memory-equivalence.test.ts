@@ -65,7 +65,7 @@ const cmdArb: fc.Arbitrary<Cmd> = fc.oneof(
 /** One storage operation, applied to both stores; each side returns the error it threw, if any. */
 interface Op {
   memory(m: MemoryStorage): void;
-  durable(w: DurableLogWriter): Promise<void>;
+  durable(w: DurableLogWriter<DurableLogStore>): Promise<void>;
 }
 
 /** A snapshot from the leader: received into its file on the durable side, handed over whole in memory. */

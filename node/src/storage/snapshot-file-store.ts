@@ -7,6 +7,7 @@ import { fsyncPath, fsyncPathAsync } from "../fs/fsync.js";
 import { makePrivateDir } from "../fs/private-dir.js";
 import type { SnapshotMeta } from "../raft/types.js";
 import type { FaultHook } from "./fault-hook.js";
+import type { SnapshotFiles } from "./snapshot-files.js";
 import { SnapshotReader } from "./snapshot-reader.js";
 import { SnapshotReceiver } from "./snapshot-receiver.js";
 import { StorageArgumentError, StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
@@ -46,7 +47,7 @@ const READ_BLOCK = 1 << 20;
  * conf, size, checksum) lives in the log database, committed atomically with the log change it
  * belongs to.
  */
-export class SnapshotFileStore {
+export class SnapshotFileStore implements SnapshotFiles {
   private constructor(
     readonly dir: string,
     private readonly hook: FaultHook | undefined,

@@ -1,6 +1,7 @@
 import type { FileHandle } from "node:fs/promises";
 import { crc32c } from "../checksum/crc32c.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
+import type { SnapshotChunkReader } from "./snapshot-files.js";
 import { StorageArgumentError, StorageCorruptionError } from "./storage-errors.js";
 
 /**
@@ -9,7 +10,7 @@ import { StorageArgumentError, StorageCorruptionError } from "./storage-errors.j
  * goes: the chunk that completes it fails with StorageCorruptionError instead of handing out a
  * damaged end, so a corrupt snapshot is never sent whole to a follower.
  */
-export class SnapshotReader {
+export class SnapshotReader implements SnapshotChunkReader {
   private verifiedTo = 0;
   private crc = 0;
 

@@ -2,6 +2,7 @@ import type { FileHandle } from "node:fs/promises";
 import { crc32c } from "../checksum/crc32c.js";
 import type { SnapshotMeta } from "../raft/types.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
+import type { SnapshotChunkWriter } from "./snapshot-files.js";
 import {
   SnapshotChunkOutOfOrderError,
   SnapshotMismatchError,
@@ -17,7 +18,7 @@ export type SealSnapshot = (handle: FileHandle, size: number, checksum: number) 
  * starting where the received bytes end; nothing is visible under a snapshot name until `finish`
  * has checked the size (and the checksum, when the sender announced one) and sealed it.
  */
-export class SnapshotReceiver {
+export class SnapshotReceiver implements SnapshotChunkWriter {
   private received = 0;
   private crc = 0;
   /** Each write chains on the previous one, the first on the file's creation. */

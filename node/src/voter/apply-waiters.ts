@@ -1,17 +1,23 @@
+import { type DriverTimers, NODE_TIMERS, type TimerHandle } from "./driver-timers.js";
+
 /** Someone waiting for the state machine to apply `index`, given up on when `timer` fires. */
 export interface IndexWaiter {
   readonly index: number;
   readonly resolve: () => void;
-  readonly timer: NodeJS.Timeout;
+  readonly timer: TimerHandle;
 }
 
 /** Resolves the waiters whose index the state machine has applied; returns the others. */
-export function settleApplied<W extends IndexWaiter>(waiters: W[], applied: number): W[] {
+export function settleApplied<W extends IndexWaiter>(
+  waiters: W[],
+  applied: number,
+  timers: DriverTimers = NODE_TIMERS,
+): W[] {
   if (waiters.length === 0) return waiters;
   const waiting: W[] = [];
   for (const w of waiters) {
     if (w.index <= applied) {
-      clearTimeout(w.timer);
+      timers.clearTimeout(w.timer);
       w.resolve();
     } else {
       waiting.push(w);
@@ -28,10 +34,12 @@ export function settleApplied<W extends IndexWaiter>(waiters: W[], applied: numb
 export class ApplyWaiters {
   private waiters: IndexWaiter[] = [];
 
+  constructor(private readonly timers: DriverTimers = NODE_TIMERS) {}
+
   /** Resolves once `settle` reaches `index`, or after `timeoutMs`, whichever comes first. */
   wait(index: number, timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(() => {
+      const timer = this.timers.setTimeout(() => {
         this.waiters = this.waiters.filter((w) => w.timer !== timer);
         resolve();
       }, timeoutMs);
@@ -50,7 +58,7 @@ export class ApplyWaiters {
 
   /** Answers those whose index is applied. */
   settle(applied: number): void {
-    this.waiters = settleApplied(this.waiters, applied);
+    this.waiters = settleApplied(this.waiters, applied, this.timers);
   }
 
   /** Answers every one still waiting: their outcome is known. */

@@ -1,6 +1,6 @@
 import type { SnapshotChunkSink } from "../raft/snapshot-inbox.js";
 import type { SnapshotFile } from "../storage/snapshot-file-store.js";
-import type { SnapshotReceiver } from "../storage/snapshot-receiver.js";
+import type { SnapshotChunkWriter } from "../storage/snapshot-files.js";
 
 /**
  * A snapshot received from the leader into a temporary file (SnapshotReceiver), as the inbox's sink.
@@ -13,7 +13,7 @@ export class FileSnapshotSink implements SnapshotChunkSink {
   aborted = false;
   private lastWrite: Promise<void> = Promise.resolve();
 
-  constructor(private readonly receiver: SnapshotReceiver) {}
+  constructor(private readonly receiver: SnapshotChunkWriter) {}
 
   get receivedBytes(): number {
     return this.receiver.receivedBytes;

@@ -1,9 +1,9 @@
 import { UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
 import type { Logger } from "pino";
 import { memberName } from "../peer/member-name.js";
-import type { PeerTransport } from "../peer/peer-transport.js";
 import type { ConfChange } from "../raft/conf-change.js";
 import { ProposalRefusedError } from "../raft/errors.js";
+import type { RaftOptions } from "../raft/raft-config.js";
 import { RaftNode, type RaftStatus } from "../raft/raft-node.js";
 import type { SeededRandom } from "../raft/seeded-random.js";
 import { SnapshotInbox } from "../raft/snapshot-inbox.js";
@@ -18,19 +18,21 @@ import {
   type Snapshot,
 } from "../raft/types.js";
 import type { ApplyResult } from "../state/apply-result.js";
-import type { StateMachine } from "../state/state-machine.js";
-import type { DurableLogStore } from "../storage/durable-log-store.js";
 import type { DurableLogWriter } from "../storage/durable-log-writer.js";
+import type { LogStore } from "../storage/log-store.js";
 import type { SnapshotFile } from "../storage/snapshot-file-store.js";
 import { StorageClosedError } from "../storage/storage-errors.js";
 import { applySliceEnd } from "./apply-slices.js";
 import { ApplyWaiters } from "./apply-waiters.js";
+import type { DriverStateMachine } from "./driver-state-machine.js";
+import { type DriverTimers, NODE_TIMERS, type TimerHandle } from "./driver-timers.js";
 import { FileSnapshotSink } from "./file-snapshot-sink.js";
 import { FollowerApplyPolicy } from "./follower-apply-policy.js";
 import { HeldAppendOutbox } from "./held-append-outbox.js";
 import { confChangeRefusal, unavailable } from "./proposal-errors.js";
 import { type EntriesAhead, ProposalWaiters } from "./proposal-waiters.js";
 import { type RaftTicks, raftTicks } from "./raft-ticks.js";
+import type { RaftTransport } from "./raft-transport.js";
 import { ReadWaiters } from "./read-waiters.js";
 import { SnapshotBackoff } from "./snapshot-backoff.js";
 import { sendOnceWritten } from "./snapshot-chunk-acks.js";
@@ -45,12 +47,12 @@ export interface FailureSource {
 export interface RaftDriverOptions {
   readonly id: NodeId;
   readonly voters: readonly NodeId[];
-  readonly store: DurableLogStore;
+  readonly store: LogStore;
   readonly writer: DurableLogWriter;
-  readonly stateMachine: StateMachine;
+  readonly stateMachine: DriverStateMachine;
   /** Other durable parts whose failed write stops the voter (the member identity). */
   readonly failureSources?: readonly FailureSource[];
-  readonly transport: PeerTransport;
+  readonly transport: RaftTransport;
   readonly random: SeededRandom;
   readonly logger: Logger;
   readonly electionTimeoutMs: number;
@@ -60,6 +62,12 @@ export interface RaftDriverOptions {
   readonly followerApplyHoldMs: number;
   /** One chunk of a snapshot this voter sends; the core's default when absent. */
   readonly snapshotChunkBytes?: number;
+  /** Node's timers unless given: the simulator's virtual ones when it runs the driver. */
+  readonly timers?: DriverTimers;
+  /** Builds the core; the simulator passes deliberately broken ones, or ones it watches. */
+  readonly createCore?: (options: RaftOptions) => RaftNode;
+  /** Tells this process's read requests apart from an earlier one's; random unless given. */
+  readonly readIncarnation?: string;
 }
 
 /** Applied-index listeners, e.g. readiness checks waiting to catch up. */
@@ -103,8 +111,9 @@ export class RaftDriver {
   private deferredApply: Entry[] = [];
   private readonly reads: ReadWaiters;
   /** Answers to forwarded commands waiting for the state machine to apply their entries. */
-  private readonly applyWaiters = new ApplyWaiters();
-  private ticker: NodeJS.Timeout | undefined;
+  private readonly applyWaiters: ApplyWaiters;
+  private readonly timers: DriverTimers;
+  private ticker: TimerHandle | undefined;
   private running = false;
   private looping = false;
   private wakeScheduled = false;
@@ -136,7 +145,7 @@ export class RaftDriver {
   private readonly heldAppends: HeldAppendOutbox;
   private readonly followerApply: FollowerApplyPolicy;
   /** Applies what a follower held back once no append has come to carry it (see deferredApply). */
-  private heldApplyTimer: NodeJS.Timeout | undefined;
+  private heldApplyTimer: TimerHandle | undefined;
   /** The rest of a batch larger than a slice is to be applied in the next turn (applyRestSoon). */
   private applyRestScheduled = false;
   /** The leader this voter last knew of, and the changes to another one it has seen (leaderChanges). */
@@ -149,12 +158,14 @@ export class RaftDriver {
 
   constructor(options: RaftDriverOptions) {
     this.opts = options;
+    this.timers = options.timers ?? NODE_TIMERS;
     this.lastHard = options.store.initialState().hardState;
-    this.reads = new ReadWaiters(options.id);
+    this.reads = new ReadWaiters(options.id, this.timers, options.readIncarnation);
+    this.applyWaiters = new ApplyWaiters(this.timers);
     this.heldAppends = new HeldAppendOutbox((m) => this.opts.transport.send(m));
     this.followerApply = new FollowerApplyPolicy(options.id, options.voters);
     this.ticks = raftTicks(options.electionTimeoutMs, options.heartbeatIntervalMs);
-    this.raft = new RaftNode({
+    this.raft = (options.createCore ?? ((o) => new RaftNode(o)))({
       id: options.id,
       storage: options.store,
       random: options.random,
@@ -197,7 +208,7 @@ export class RaftDriver {
       }
       this.wake();
     });
-    this.ticker = setInterval(() => {
+    this.ticker = this.timers.setInterval(() => {
       if (this.failure !== null) return;
       try {
         this.raft.tick();
@@ -379,9 +390,9 @@ export class RaftDriver {
   }
 
   private async waitUntil(done: () => boolean, timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
-    while (Date.now() < deadline) {
-      await new Promise((r) => setTimeout(r, 10));
+    const deadline = this.timers.now() + timeoutMs;
+    while (this.timers.now() < deadline) {
+      await new Promise<void>((r) => this.timers.setTimeout(r, 10));
       if (done()) return true;
     }
     return false;
@@ -391,8 +402,8 @@ export class RaftDriver {
   async stop(): Promise<void> {
     if (!this.running) return this.stopped;
     this.running = false;
-    clearInterval(this.ticker);
-    clearTimeout(this.heldApplyTimer);
+    this.timers.clearInterval(this.ticker);
+    this.timers.clearTimeout(this.heldApplyTimer);
     this.heldAppends.clear();
     await this.stopped;
     await this.snapshotting.catch(() => undefined);
@@ -425,7 +436,7 @@ export class RaftDriver {
   private wake(): void {
     if (this.wakeScheduled || this.looping || this.failure !== null) return;
     this.wakeScheduled = true;
-    setImmediate(() => {
+    this.timers.setImmediate(() => {
       this.wakeScheduled = false;
       if (!this.looping) this.stopped = this.loop();
     });
@@ -690,7 +701,7 @@ export class RaftDriver {
   private applyRestSoon(): void {
     if (this.applyRestScheduled) return;
     this.applyRestScheduled = true;
-    setImmediate(() => {
+    this.timers.setImmediate(() => {
       this.applyRestScheduled = false;
       if (!this.running || this.failure !== null || this.deferredApply.length === 0) return;
       try {
@@ -721,7 +732,7 @@ export class RaftDriver {
 
   private armHeldApply(): void {
     if (this.heldApplyTimer !== undefined || this.deferredApply.length === 0) return;
-    this.heldApplyTimer = setTimeout(() => {
+    this.heldApplyTimer = this.timers.setTimeout(() => {
       this.heldApplyTimer = undefined;
       if (!this.running || this.failure !== null) return;
       // A Ready in progress applies them during its fsync, or holds them again.
@@ -770,7 +781,8 @@ export class RaftDriver {
    * apply would meet) here.
    */
   private maybeSnapshot(): void {
-    if (this.snapshotInProgress || this.failure !== null || !this.snapshotBackoff.allows(Date.now())) return;
+    if (this.snapshotInProgress || this.failure !== null || !this.snapshotBackoff.allows(this.timers.now()))
+      return;
     const sm = this.opts.stateMachine;
     const applied = sm.applied().index;
     const copy = this.opts.store.snapshotWanted();
@@ -784,7 +796,7 @@ export class RaftDriver {
     const confAt = async (index: number): Promise<ConfState> => {
       while (this.raft.status().applied < index) {
         if (!this.running || this.failure !== null) throw new StorageClosedError();
-        await new Promise((resolve) => setTimeout(resolve, 1));
+        await new Promise<void>((resolve) => this.timers.setTimeout(resolve, 1));
       }
       return this.raft.confStateAt(index);
     };
@@ -803,7 +815,7 @@ export class RaftDriver {
       .catch((err: unknown) => {
         // A failure of the state itself has stopped the voter already (onFailure, above).
         if (this.failure !== null) return;
-        const retryInMs = this.snapshotBackoff.failed(Date.now());
+        const retryInMs = this.snapshotBackoff.failed(this.timers.now());
         this.opts.logger.error(
           { err, term: this.lastHard.term, applied, failures: this.snapshotBackoff.failures, retryInMs },
           "taking a snapshot failed; retrying later",
@@ -822,8 +834,8 @@ export class RaftDriver {
     if (this.failure !== null) return;
     const failure = VoterFailedError.from(err);
     this.failure = failure;
-    clearInterval(this.ticker);
-    clearTimeout(this.heldApplyTimer);
+    this.timers.clearInterval(this.ticker);
+    this.timers.clearTimeout(this.heldApplyTimer);
     this.heldAppends.clear();
     this.inbox.clear();
     void this.snapshotSender.closeAll();

@@ -2,13 +2,14 @@ import { randomBytes } from "node:crypto";
 import { UnavailableError } from "@keyload/contract";
 import type { NodeId, ReadFailure, ReadState } from "../raft/types.js";
 import { settleApplied } from "./apply-waiters.js";
+import { type DriverTimers, NODE_TIMERS, type TimerHandle } from "./driver-timers.js";
 
 interface ReadWaiter {
   /** The read's index once a leader confirmed it; 0 before. */
   index: number;
   readonly resolve: () => void;
   readonly reject: (error: Error) => void;
-  readonly timer: NodeJS.Timeout;
+  readonly timer: TimerHandle;
 }
 
 /**
@@ -28,6 +29,7 @@ export class ReadWaiters {
    */
   constructor(
     private readonly id: NodeId,
+    private readonly timers: DriverTimers = NODE_TIMERS,
     private readonly incarnation = randomBytes(6).toString("base64url"),
   ) {}
 
@@ -39,7 +41,7 @@ export class ReadWaiters {
   /** Waits for the read `requestId` to be confirmed and applied, for at most `timeoutMs`. */
   wait(requestId: string, timeoutMs: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => {
+      const timer = this.timers.setTimeout(() => {
         this.pending.delete(requestId);
         this.confirmed = this.confirmed.filter((w) => w.timer !== timer);
         reject(new UnavailableError("no leader confirmed the read in time", { reason: "ReadIndexTimeout" }));
@@ -65,7 +67,7 @@ export class ReadWaiters {
       const w = this.pending.get(rf.requestId);
       if (!w) continue;
       this.pending.delete(rf.requestId);
-      clearTimeout(w.timer);
+      this.timers.clearTimeout(w.timer);
       w.reject(new UnavailableError(`the read could not be confirmed: ${rf.reason}`, { reason: rf.reason }));
     }
   }
@@ -81,18 +83,18 @@ export class ReadWaiters {
 
   /** Serves the confirmed reads whose index is applied. */
   settle(applied: number): void {
-    this.confirmed = settleApplied(this.confirmed, applied);
+    this.confirmed = settleApplied(this.confirmed, applied, this.timers);
   }
 
   /** Fails every read, confirmed or not, with `error`. */
   rejectAll(error: Error): void {
     for (const w of this.pending.values()) {
-      clearTimeout(w.timer);
+      this.timers.clearTimeout(w.timer);
       w.reject(error);
     }
     this.pending.clear();
     for (const w of this.confirmed) {
-      clearTimeout(w.timer);
+      this.timers.clearTimeout(w.timer);
       w.reject(error);
     }
     this.confirmed = [];

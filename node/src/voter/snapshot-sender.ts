@@ -1,6 +1,6 @@
 import type { NodeId, SnapshotChunkMessage, SnapshotMeta } from "../raft/types.js";
-import type { DurableLogStore } from "../storage/durable-log-store.js";
-import type { SnapshotReader } from "../storage/snapshot-reader.js";
+import type { LogStore } from "../storage/log-store.js";
+import type { SnapshotChunkReader } from "../storage/snapshot-files.js";
 
 /** Enough for a follower's window of chunks in flight, and a few more. */
 const MAX_SPARE_BUFFERS = 16;
@@ -8,7 +8,7 @@ const MAX_SPARE_BUFFERS = 16;
 /** One follower's snapshot transfer: the file it streams from, and its chunks in sending order. */
 interface Stream {
   readonly meta: SnapshotMeta;
-  readonly reader: Promise<SnapshotReader | null>;
+  readonly reader: Promise<SnapshotChunkReader | null>;
   /** Each chunk is read and sent after the previous one, so a follower gets them in order. */
   queue: Promise<void>;
   closed: boolean;
@@ -32,7 +32,7 @@ export class SnapshotSender {
   private readonly spare: Uint8Array[] = [];
 
   constructor(
-    private readonly store: DurableLogStore,
+    private readonly store: LogStore,
     /** Sends `m`; calls `released` once its bytes are no longer referenced (written or dropped). */
     private readonly deliver: (m: SnapshotChunkMessage, released: () => void) => void,
     /** A read failed: the snapshot file is damaged or unreadable (the leader must stop). */
@@ -110,7 +110,7 @@ export class SnapshotSender {
     if (this.spare.length < MAX_SPARE_BUFFERS) this.spare.push(buffer);
   }
 
-  private async openReader(meta: SnapshotMeta): Promise<SnapshotReader | null> {
+  private async openReader(meta: SnapshotMeta): Promise<SnapshotChunkReader | null> {
     const current = this.store.currentSnapshot();
     if (current === null || current.meta.index !== meta.index || current.meta.term !== meta.term) return null;
     try {

@@ -43,7 +43,7 @@ class Peer {
 
   constructor(
     readonly id: NodeId,
-    readonly writer: DurableLogWriter,
+    readonly writer: DurableLogWriter<DurableLogStore>,
     private readonly wire: (m: Message) => void,
   ) {
     const store = writer.store;

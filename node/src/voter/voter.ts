@@ -22,7 +22,6 @@ import { DurableLogStore } from "../storage/durable-log-store.js";
 import { DurableLogWriter } from "../storage/durable-log-writer.js";
 import type { FaultHook } from "../storage/fault-hook.js";
 import { SnapshotPolicy } from "../storage/snapshot-policy.js";
-import { StorageCorruptionError } from "../storage/storage-errors.js";
 import { BootstrapAdminProposer } from "./bootstrap-admin.js";
 import { CanonicalLimitsProposer } from "./canonical-limits-proposer.js";
 import {
@@ -38,7 +37,7 @@ import { SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
 import { LeaderStamper } from "./leader-stamper.js";
 import { MemberIdentity } from "./member-identity.js";
 import { RaftDriver } from "./raft-driver.js";
-import { raiseCommitToApplied } from "./raise-commit.js";
+import { recoverAtStart } from "./start-recovery.js";
 import type { VoterFailedError } from "./voter-failed-error.js";
 import { registerVoterMetrics } from "./voter-metrics.js";
 
@@ -148,28 +147,7 @@ async function wireVoter(
     ...(faults.storage === undefined ? {} : { faultHook: faults.storage }),
   });
   opened.push(() => stateMachine.close());
-  if (stateMachine.applied().index < store.snapshotIndex()) {
-    // A crash between persisting a received snapshot and installing it leaves the state behind the log.
-    const snapshotPath = store.verifiedSnapshotPath();
-    if (snapshotPath === null) {
-      // A snapshot point: the state was durable there before the log was compacted behind it, so the
-      // state database lost what it had made durable (docs/decisions/0021-lazy-snapshots.md).
-      throw new StorageCorruptionError(
-        statePath,
-        store.snapshotIndex(),
-        `the state holds index ${stateMachine.applied().index}, behind the log's snapshot point`,
-      );
-    }
-    stateMachine.restoreFromSnapshot(snapshotPath);
-    log.info(
-      { index: store.snapshotIndex() },
-      "installed the log's snapshot into the state machine at start",
-    );
-  }
-
-  if (await raiseCommitToApplied(writer, stateMachine.applied().index)) {
-    log.info({ index: stateMachine.applied().index }, "raised the log's commit index to the applied index");
-  }
+  await recoverAtStart(writer, stateMachine, statePath, log);
 
   const httpPort = node.httpPort === 0 ? await pickFreePort(node.httpHost) : node.httpPort;
   const httpUrl =

@@ -37,7 +37,7 @@ export function storageFixture() {
       dir: string,
       options: Partial<DurableLogStoreOptions> = {},
       policy?: SnapshotPolicy,
-    ): DurableLogWriter {
+    ): DurableLogWriter<DurableLogStore> {
       return new DurableLogWriter(this.open(dir, options), policy);
     },
   };
