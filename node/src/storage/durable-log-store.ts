@@ -748,6 +748,8 @@ export class DurableLogStore implements LogStore {
       if (this.index.lastIndex > this.index.startIndex) this.compaction.markFrom(this.index.startIndex + 1);
       this.retire(this.state.snapshot.file);
       this.state = { ...this.state, startIndex: index, startTerm: term, snapshot: snap };
+      // A snapshot from the leader answers the core's request as a copy would.
+      this.wanted = false;
       this.index.reset(index, term);
       this.cache.reset(index + 1);
       this.stateRowDirty = true;

@@ -221,6 +221,35 @@ describe("DurableLogWriter", () => {
     expect(w.store.localSnapshotRefusal(29, 1, false)).toBeNull();
   });
 
+  it("takes a snapshot received from the leader as the one wanted: a later point asks for no copy", async () => {
+    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
+    const w = fx.openWriter(fx.dir(), {}, policy);
+    await w.write({ snapshot: null, entries: entries(1, 30, 1), hardState: hs(1, "n1", 30) });
+    await w.maybeSnapshot(
+      source(() => 25),
+      confAt,
+      30,
+    );
+    // The core, leading, asks for a snapshot on the point; then it follows, and its leader sends one.
+    expect(w.store.snapshot()).toBeNull();
+    expect(w.store.snapshotWanted()).toBe(true);
+    const received = await w.store.snapshotFiles.store(
+      { index: 40, term: 2, conf: CONF },
+      dataFor(40, 2, 256),
+    );
+    await w.write({ snapshot: received, entries: [], hardState: hs(2, null, 40) });
+    expect(w.store.snapshotWanted()).toBe(false);
+    // A later point is nobody's request: no copy of the state is wanted until a core asks again.
+    await w.write({ snapshot: null, entries: entries(41, 70, 2), hardState: hs(2, null, 70) });
+    await w.maybeSnapshot(
+      source(() => 65, 2),
+      confAt,
+      70,
+    );
+    expect(w.store.snapshotIndex()).toBe(65);
+    expect(w.store.snapshotWanted()).toBe(false);
+  });
+
   it("leaves no file behind when sealing a snapshot fails after its rename, and the next try works", async () => {
     let failing = true;
     const w = fx.openWriter(fx.dir(), {
