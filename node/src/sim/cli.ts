@@ -1,16 +1,21 @@
 /**
  * Soak runner: `pnpm --filter @keyload/node sim -- --seeds 100000 [--from S] [--steps 1000]
- * [--profile default|figure-eight]`, or `--seed S --trace` to replay one seed with its whole trace.
- * Exits 1 when any seed fails.
+ * [--profile default|figure-eight|...|driver]`, or `--seed S --trace` to replay one seed with its whole
+ * trace. The `driver` profile runs the production driver (driver/driver-simulator.ts) with its own
+ * faults; `--steps` does not apply to it. Exits 1 when any seed fails.
  */
 import { parseArgs } from "node:util";
+import { runDriverSeed } from "./driver/driver-simulator.js";
 import { PROFILES } from "./fault-profile.js";
 import { runSeeds } from "./run-seeds.js";
 import { runSeed, type SimOptions } from "./simulator.js";
 
 const PROGRESS_EVERY_MS = 5000;
 
-function main(): number {
+/** The profile name that selects the driver simulator. */
+const DRIVER = "driver";
+
+async function main(): Promise<number> {
   const { values } = parseArgs({
     // pnpm passes the `--` separating its own options through; it is not ours.
     args: process.argv.slice(2).filter((arg) => arg !== "--"),
@@ -29,12 +34,18 @@ function main(): number {
     console.log(
       "usage: sim [--seeds N] [--from S] [--steps N] [--profile NAME] | sim --seed S [--trace] [--steps N]",
     );
-    console.log(`profiles: ${Object.keys(PROFILES).join(", ")}`);
+    console.log(`profiles: ${[...Object.keys(PROFILES), DRIVER].join(", ")}`);
     return 0;
+  }
+  if (values.profile === DRIVER) {
+    if (values.seed !== undefined) return replayDriver(integer("seed", values.seed), values.trace);
+    return soakDriver(integer("from", values.from), integer("seeds", values.seeds));
   }
   const profile = PROFILES[values.profile];
   if (profile === undefined)
-    throw new Error(`unknown profile ${values.profile}; try ${Object.keys(PROFILES).join(", ")}`);
+    throw new Error(
+      `unknown profile ${values.profile}; try ${[...Object.keys(PROFILES), DRIVER].join(", ")}`,
+    );
   const options: SimOptions = { steps: integer("steps", values.steps), profile };
 
   if (values.seed !== undefined) return replay(integer("seed", values.seed), options, values.trace);
@@ -85,6 +96,49 @@ function soak(from: number, count: number, options: SimOptions): number {
   return 1;
 }
 
+async function replayDriver(seed: number, trace: boolean): Promise<number> {
+  const result = await runDriverSeed(seed, trace ? { traceCapacity: Number.POSITIVE_INFINITY } : {});
+  if (trace) console.log(result.trace.format());
+  console.log(JSON.stringify(result.stats, null, 2));
+  if (result.violation !== undefined) {
+    console.log(trace ? result.violation.message.split("\n")[0] : result.violation.message);
+    return 1;
+  }
+  console.log(`seed ${seed}: ok after ${result.stats.events} events`);
+  return 0;
+}
+
+async function soakDriver(from: number, count: number): Promise<number> {
+  const started = performance.now();
+  let lastReport = started;
+  let events = 0;
+  const failed: string[] = [];
+  for (let seed = from; seed < from + count; seed++) {
+    const result = await runDriverSeed(seed);
+    events += result.stats.events;
+    if (result.violation !== undefined) {
+      failed.push(`${seed} (${result.violation.invariant})`);
+      console.log(failed.length === 1 ? result.violation.message : result.violation.message.split("\n")[0]);
+    }
+    const now = performance.now();
+    if (now - lastReport >= PROGRESS_EVERY_MS) {
+      lastReport = now;
+      const done = seed - from + 1;
+      console.log(
+        `${done}/${count} seeds, ${((done / (now - started)) * 1000).toFixed(0)} seeds/s, ${failed.length} failed`,
+      );
+    }
+  }
+  const elapsed = (performance.now() - started) / 1000;
+  console.log(
+    `${count} seeds from ${from} (${events} events) in ${elapsed.toFixed(1)} s: ` +
+      `${(count / elapsed).toFixed(0)} seeds/s, ${failed.length} failed`,
+  );
+  if (failed.length === 0) return 0;
+  console.log(`failing seeds: ${failed.join(", ")}`);
+  return 1;
+}
+
 function integer(name: string, raw: string): number {
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < 0)
@@ -92,4 +146,4 @@ function integer(name: string, raw: string): number {
   return value;
 }
 
-process.exitCode = main();
+process.exitCode = await main();

@@ -1,4 +1,3 @@
-import { rm } from "node:fs/promises";
 import type { ConfState, Entry, HardState, SnapshotMeta } from "../raft/types.js";
 import type { StoreOp } from "./durable-log-store.js";
 import type { SnapshotRecord } from "./log-database.js";
@@ -120,7 +119,7 @@ export class DurableLogWriter<S extends LogStore = LogStore> {
       if (refused !== null) throw refused;
       meta = { index: taken.index, term: taken.term, conf: await confAt(taken.index) };
     } catch (err) {
-      await rm(temp, { force: true });
+      await this.store.snapshotFiles.discardTemp(temp);
       throw err;
     }
     const file = await this.store.snapshotFiles.adopt(temp, meta);

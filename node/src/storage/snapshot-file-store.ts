@@ -105,6 +105,10 @@ export class SnapshotFileStore implements SnapshotFiles {
     return receiver.finish();
   }
 
+  async discardTemp(tempPath: string): Promise<void> {
+    await rm(tempPath, { force: true });
+  }
+
   /** Seals the file a SnapshotSource wrote at `tempPath` (from `tempPath()`), checksumming it first. */
   async adopt(tempPath: string, meta: SnapshotMeta): Promise<SnapshotFile> {
     checkMeta(meta);

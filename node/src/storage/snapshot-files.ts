@@ -34,6 +34,8 @@ export interface SnapshotFiles {
   tempPath(): string;
   /** Starts receiving a snapshot of `totalBytes` bytes chunk by chunk. */
   receive(meta: SnapshotMeta, totalBytes: number): SnapshotChunkWriter;
+  /** Deletes a temporary file a SnapshotSource wrote and nothing sealed; absent already is fine. */
+  discardTemp(tempPath: string): Promise<void>;
   /** Seals the file a SnapshotSource wrote at `tempPath`, checksumming it first. */
   adopt(tempPath: string, meta: SnapshotMeta): Promise<SnapshotFile>;
   openReader(snap: SnapshotFile): Promise<SnapshotChunkReader>;

@@ -1,0 +1,233 @@
+import pino, { type Logger } from "pino";
+import { bootstrapState } from "../../raft/bootstrap.js";
+import type { RaftOptions } from "../../raft/raft-config.js";
+import type { RaftNode, RaftStatus } from "../../raft/raft-node.js";
+import { SeededRandom } from "../../raft/seeded-random.js";
+import type { Entry, HardState, Message, NodeId, Ready } from "../../raft/types.js";
+import type { StoreOp } from "../../storage/durable-log-store.js";
+import { DurableLogWriter } from "../../storage/durable-log-writer.js";
+import type { LogStore } from "../../storage/log-store.js";
+import { SnapshotPolicy } from "../../storage/snapshot-policy.js";
+import { RaftDriver } from "../../voter/raft-driver.js";
+import { recoverAtStart } from "../../voter/start-recovery.js";
+import { SimDriverState, type StateObserver } from "./sim-driver-state.js";
+import type { SimLogDisk } from "./sim-log-disk.js";
+import { SimLogStore } from "./sim-log-store.js";
+import type { SimStateDisk } from "./sim-state-disk.js";
+import { SimTransport } from "./sim-transport.js";
+import { TimerOwner, type VirtualClock } from "./virtual-clock.js";
+
+/** The driver's settings a run chooses once for every node. */
+export interface DriverTuning {
+  readonly electionTimeoutMs: number;
+  readonly heartbeatIntervalMs: number;
+  readonly followerApplyHoldMs: number;
+  readonly maxUncommittedBytes: number;
+  readonly snapshotChunkBytes: number;
+  readonly snapshotEntries: number;
+  readonly retainEntries: number;
+  /** The range of one fsync's time, log and state alike. */
+  readonly fsyncDelay: readonly [number, number];
+}
+
+/** What a node's process tells the run about what it does. */
+export interface NodeWatch extends StateObserver {
+  /** A life opened the log, which holds `hardState`. */
+  opened(hardState: HardState): void;
+  /** The log took `ops` in one group commit, each refused (an Error) or not; `log` reads it after. */
+  committed(ops: readonly StoreOp[], results: readonly (Error | null)[], log: LogStore): void;
+  /** The core handed out `rd`, with `status` as of it; `log` reads the log it is about to extend. */
+  ready(rd: Ready, status: RaftStatus, log: LogStore): void;
+  /** Something broke a rule in the node's own code paths (a check threw inside the driver). */
+  violation(error: unknown): void;
+  log(line: string): void;
+}
+
+/**
+ * One simulated voter: a log disk and a state disk that outlive its crashes, and, while it runs, one
+ * process life: the production RaftDriver with its DurableLogWriter, over a SimLogStore, a simulated
+ * state machine, the simulated network and this life's timers. Start-up is the voter's own
+ * (recoverAtStart) and takes simulated time, as the log's writes do.
+ */
+export class DriverNode {
+  /** Bumped at every start; names the life in traces and read IDs. */
+  life = 0;
+  owner: TimerOwner | null = null;
+  driver: RaftDriver | null = null;
+  state: SimDriverState | null = null;
+  transport: SimTransport | null = null;
+  /** Removed for good: never started again. */
+  retired = false;
+
+  constructor(
+    readonly id: NodeId,
+    readonly logDisk: SimLogDisk,
+    readonly stateDisk: SimStateDisk,
+    /** This node's clock rate against the simulation's (see TimerOwner.skew). */
+    private readonly skew: number,
+  ) {}
+
+  /** Whether a process of this node runs (it may still be starting). */
+  get running(): boolean {
+    return this.owner !== null;
+  }
+
+  /**
+   * Starts a process life: opens the log, brings the state in step with it (bootstrapping an empty
+   * log with `bootstrap` voters), then starts the driver. Resolves once the driver runs; a crash meanwhile
+   * leaves it pending forever, as the process is gone.
+   */
+  async start(options: {
+    clock: VirtualClock;
+    random: SeededRandom;
+    tuning: DriverTuning;
+    bootstrap: readonly NodeId[] | null;
+    post: (m: Message) => void;
+    watch: NodeWatch;
+    createCore: (options: RaftOptions) => RaftNode;
+  }): Promise<void> {
+    const { clock, random, tuning, watch } = options;
+    this.life++;
+    const owner = new TimerOwner(`${this.id}#${this.life}`, this.skew);
+    this.owner = owner;
+    const timers = clock.timersFor(owner);
+    const fsyncTime = (): number =>
+      tuning.fsyncDelay[0] + random.nextInt(tuning.fsyncDelay[1] - tuning.fsyncDelay[0] + 1);
+    const store = watched(
+      new SimLogStore(this.logDisk, {
+        schedule: (delay, callback) => timers.setTimeout(callback, delay),
+        syncDelay: fsyncTime,
+      }),
+      watch,
+    );
+    const writer = new DurableLogWriter(
+      store,
+      new SnapshotPolicy({
+        entries: tuning.snapshotEntries,
+        bytes: 1 << 30,
+        retainEntries: tuning.retainEntries,
+      }),
+      (callback) => timers.setImmediate(callback),
+    );
+    const logger = traceLogger(this.id, watch);
+    const state = new SimDriverState(
+      this.stateDisk,
+      this.logDisk,
+      guarded(owner, watch),
+      () => new Promise<void>((resolve) => timers.setTimeout(resolve, fsyncTime())),
+    );
+    this.state = state;
+    const { hardState, conf } = store.initialState();
+    watch.opened(hardState);
+    if (options.bootstrap !== null && store.lastIndex() === 0 && conf.voters.length === 0) {
+      const boot = bootstrapState(options.bootstrap);
+      await writer.write({ snapshot: null, entries: boot.entries, hardState: boot.hardState });
+    }
+    await recoverAtStart(writer, state, "sim:state", logger);
+    if (!owner.alive) return;
+    const transport = new SimTransport((m) => {
+      if (owner.alive) options.post(m);
+    });
+    this.transport = transport;
+    const driver = new RaftDriver({
+      id: this.id,
+      voters: options.bootstrap ?? [],
+      store,
+      writer,
+      stateMachine: state,
+      transport,
+      random: new SeededRandom(random.nextUint32()),
+      logger,
+      electionTimeoutMs: tuning.electionTimeoutMs,
+      heartbeatIntervalMs: tuning.heartbeatIntervalMs,
+      maxUncommittedBytes: tuning.maxUncommittedBytes,
+      followerApplyHoldMs: tuning.followerApplyHoldMs,
+      snapshotChunkBytes: tuning.snapshotChunkBytes,
+      timers,
+      readIncarnation: `life${this.life}`,
+      createCore: (o) => watchedCore(options.createCore(o), store, watch),
+    });
+    this.driver = driver;
+    driver.start();
+  }
+
+  /**
+   * The process dies: its timers never fire again and nothing it held in memory survives. A power
+   * loss (`keepUnsynced` false) also loses what its disks had not synced.
+   */
+  crash(keepUnsynced: boolean): { stateBatchesLost: number } {
+    if (this.owner !== null) this.owner.alive = false;
+    this.owner = null;
+    this.driver = null;
+    this.state = null;
+    this.transport = null;
+    this.logDisk.crash(keepUnsynced);
+    return { stateBatchesLost: this.stateDisk.crash() };
+  }
+}
+
+/** The core, with every Ready shown to `watch` as it is handed out. */
+function watchedCore(core: RaftNode, log: LogStore, watch: NodeWatch): RaftNode {
+  const ready = core.ready.bind(core);
+  core.ready = (): Ready => {
+    const rd = ready();
+    try {
+      watch.ready(rd, core.status(), log);
+    } catch (error) {
+      watch.violation(error);
+      throw error;
+    }
+    return rd;
+  };
+  return core;
+}
+
+/** The store, with every group commit shown to `watch` after it is made. */
+function watched(store: SimLogStore, watch: NodeWatch): LogStore {
+  return new Proxy(store, {
+    get(target, key, receiver) {
+      if (key !== "commit") return Reflect.get(target, key, receiver);
+      return (ops: readonly StoreOp[]): (Error | null)[] => {
+        const results = target.commit(ops);
+        try {
+          watch.committed(ops, results, target);
+        } catch (error) {
+          watch.violation(error);
+          throw error;
+        }
+        return results;
+      };
+    },
+  });
+}
+
+/** The observer of a life's applies, silent once the life ended and reporting what it finds. */
+function guarded(owner: TimerOwner, watch: NodeWatch): StateObserver {
+  return {
+    applied(entry: Entry, digest: number, chain: number) {
+      if (!owner.alive) throw new Error(`${owner.name} applies ${entry.index} after it died`);
+      try {
+        watch.applied(entry, digest, chain);
+      } catch (error) {
+        watch.violation(error);
+        throw error;
+      }
+    },
+    restored(index: number, term: number, chain: number) {
+      try {
+        watch.restored(index, term, chain);
+      } catch (error) {
+        watch.violation(error);
+        throw error;
+      }
+    },
+  };
+}
+
+/** The driver's log lines go to the run's trace, as structured as the voter writes them. */
+function traceLogger(id: NodeId, watch: NodeWatch): Logger {
+  return pino(
+    { level: "info", base: { nodeId: id }, timestamp: false },
+    { write: (line: string) => watch.log(line.trimEnd()) },
+  );
+}

@@ -1,0 +1,541 @@
+import type { RaftOptions } from "../../raft/raft-config.js";
+import type { RaftStatus } from "../../raft/raft-node.js";
+import { RaftNode } from "../../raft/raft-node.js";
+import { SeededRandom } from "../../raft/seeded-random.js";
+import type { HardState, Message, NodeId, Ready } from "../../raft/types.js";
+import type { StoreOp } from "../../storage/durable-log-store.js";
+import type { LogStore } from "../../storage/log-store.js";
+import { COMPACTED, InvariantViolation, SafetyChecker } from "../invariants.js";
+import { between } from "../random-choices.js";
+import { describeError, SimulationFailure } from "../sim-failure.js";
+import { type Delivery, type LinkCut, type NetworkFaults, SimNetwork } from "../sim-network.js";
+import { Trace } from "../trace.js";
+import { DriverNode, type DriverTuning, type NodeWatch } from "./driver-node.js";
+import { DriverWorkload, type WorkloadCounts } from "./driver-workload.js";
+import { SimLogDisk } from "./sim-log-disk.js";
+import { SimStateDisk } from "./sim-state-disk.js";
+import { TimerOwner, VirtualClock } from "./virtual-clock.js";
+
+const VOTERS: readonly NodeId[] = ["n1", "n2", "n3"];
+
+const NETWORK: NetworkFaults = {
+  dropRate: 0.01,
+  duplicateRate: 0.01,
+  minDelay: 1,
+  maxDelay: 4,
+  spikeRate: 0.02,
+  spikeDelay: 30,
+};
+const BURST: NetworkFaults = {
+  ...NETWORK,
+  dropRate: 0.4,
+  duplicateRate: 0.3,
+  spikeRate: 0.4,
+  spikeDelay: 80,
+};
+
+export interface DriverSimOptions {
+  /** Simulated milliseconds of faults and client load before the run must converge (default 3,000). */
+  readonly faultyMs?: number;
+  /** Simulated milliseconds the healed cluster has to converge before it is a liveness failure. */
+  readonly convergenceMs?: number;
+  /** Events kept for the failure report. */
+  readonly traceCapacity?: number;
+  /** Builds each driver's core; a test passes a deliberately broken one. */
+  readonly createCore?: (options: RaftOptions) => RaftNode;
+}
+
+export interface DriverSimStats extends WorkloadCounts {
+  events: number;
+  time: number;
+  committed: number;
+  leaders: number;
+  maxTerm: number;
+  crashes: number;
+  powerLosses: number;
+  stateBatchesLost: number;
+  pauses: number;
+  partitions: number;
+  bursts: number;
+  delivered: number;
+  dropped: number;
+  /** State machines replaced by a snapshot: received from a leader, or reinstalled at start. */
+  snapshotsInstalled: number;
+  convergenceMs: number;
+}
+
+export interface DriverSimResult {
+  readonly seed: number;
+  readonly ok: boolean;
+  readonly violation?: SimulationFailure;
+  readonly stats: DriverSimStats;
+  readonly trace: Trace;
+}
+
+/**
+ * Three voters each running the production RaftDriver and DurableLogWriter, with the voter's start-up
+ * recovery, over simulated log and state disks, the simulated network and one virtual clock, driven
+ * by one seed. Where the core simulator (simulator.ts) checks a copy of the driver's Ready handling,
+ * this runs the driver itself: its deferred and held applies, applies during the fsync, slices, held
+ * appends, streamed snapshots and lazy snapshot copies, and its read and proposal waiters.
+ *
+ * An event is a timer of some process (a tick, a deferred turn, an fsync completing), a delivery, a
+ * client operation or a fault; after each, every promise continuation it released runs before the
+ * next, so a seed replays the same run. Faults: crashes (the process killed, or the machine's power
+ * lost), pauses, isolated nodes and bursts of loss, duplication and delay.
+ */
+export class DriverSimulator {
+  private readonly clock = new VirtualClock();
+  private readonly sim = new TimerOwner("sim", 1);
+  private readonly random: SeededRandom;
+  private readonly network: SimNetwork;
+  private readonly checker = new SafetyChecker();
+  private readonly nodes: DriverNode[] = [];
+  private readonly byId = new Map<NodeId, DriverNode>();
+  private readonly workload: DriverWorkload;
+  private readonly tuning: DriverTuning;
+  private readonly faultyMs: number;
+  private readonly convergenceMs: number;
+  private readonly createCore: (options: RaftOptions) => RaftNode;
+  readonly trace: Trace;
+  private readonly backlog = new Map<NodeId, Delivery[]>();
+  private readonly lastHard = new Map<NodeId, HardState>();
+  private readonly lastCommit = new Map<NodeId, number>();
+  /** Per node, the latest term whose leadership of it had its log checked. */
+  private readonly leaderLogChecked = new Map<NodeId, number>();
+  private violationSeen: unknown = null;
+  private converging = false;
+  private events = 0;
+  readonly stats: DriverSimStats;
+
+  constructor(
+    readonly seed: number,
+    options: DriverSimOptions = {},
+  ) {
+    this.faultyMs = options.faultyMs ?? 3000;
+    this.convergenceMs = options.convergenceMs ?? 20_000;
+    this.trace = new Trace(options.traceCapacity ?? 300);
+    this.createCore = options.createCore ?? ((o) => new RaftNode(o));
+    const root = new SeededRandom(seed);
+    this.random = new SeededRandom(root.nextUint32());
+    this.network = new SimNetwork([], new SeededRandom(root.nextUint32()), NETWORK);
+    const tune = new SeededRandom(root.nextUint32());
+    const pickOf = <T>(values: readonly T[]): T => values[tune.nextInt(values.length)]!;
+    const heartbeat = pickOf([10, 20, 30]);
+    this.tuning = {
+      heartbeatIntervalMs: heartbeat,
+      electionTimeoutMs: heartbeat * pickOf([3, 5, 10]),
+      followerApplyHoldMs: pickOf([1, 5, 10, 50]),
+      maxUncommittedBytes: pickOf([512, 4096, 1 << 20]),
+      snapshotChunkBytes: pickOf([16, 64, 1000]),
+      snapshotEntries: pickOf([8, 20, 1000]),
+      retainEntries: pickOf([0, 2, 5]),
+      fsyncDelay: [1, pickOf([2, 4, 10])],
+    };
+    this.workload = new DriverWorkload({
+      random: this.random,
+      checker: this.checker,
+      serving: () =>
+        this.nodes.filter(
+          (n) => n.driver !== null && n.owner !== null && n.owner.pausedUntil <= this.clock.now,
+        ),
+      note: (node, text) => this.note(node, text),
+      violation: (error) => this.violation(error),
+    });
+    this.stats = {
+      ...this.workload.counts,
+      events: 0,
+      time: 0,
+      committed: 0,
+      leaders: 0,
+      maxTerm: 0,
+      crashes: 0,
+      powerLosses: 0,
+      stateBatchesLost: 0,
+      pauses: 0,
+      partitions: 0,
+      bursts: 0,
+      delivered: 0,
+      dropped: 0,
+      snapshotsInstalled: 0,
+      convergenceMs: 0,
+    };
+    for (const id of VOTERS) {
+      const node = new DriverNode(
+        id,
+        new SimLogDisk(),
+        new SimStateDisk(new SeededRandom(root.nextUint32())),
+        0.9 + this.random.nextInt(21) / 100,
+      );
+      this.nodes.push(node);
+      this.byId.set(id, node);
+      this.network.addNode(id);
+    }
+  }
+
+  async run(): Promise<void> {
+    try {
+      const t = Object.entries(this.tuning).map(([k, v]) => `${k}=${v}`);
+      this.note("-", `driver run: ${t.join(" ")}`);
+      for (const node of this.nodes) this.start(node);
+      this.schedule(between(this.random, [2, 12]), () => this.client());
+      this.schedule(between(this.random, [20, 100]), () => this.fault());
+      while (this.clock.now < this.faultyMs) await this.next();
+      await this.converge();
+    } catch (error) {
+      if (!(error instanceof InvariantViolation)) throw error;
+      throw new SimulationFailure(
+        this.seed,
+        error.invariant,
+        error.detail,
+        this.events,
+        this.clock.now,
+        this.trace.format(),
+      );
+    } finally {
+      this.finishStats();
+    }
+  }
+
+  private finishStats(): void {
+    Object.assign(this.stats, this.workload.counts, {
+      events: this.events,
+      time: this.clock.now,
+      committed: this.checker.committedIndex,
+    });
+  }
+
+  // --- the loop ---------------------------------------------------------------------------------
+
+  private async next(): Promise<void> {
+    this.events++;
+    if (this.network.nextTime() <= this.clock.peekTime()) {
+      const delivery = this.network.next()!;
+      this.clock.advanceTo(delivery.at);
+      this.deliver(delivery);
+    } else if (this.clock.peekTime() === Number.POSITIVE_INFINITY) {
+      throw new InvariantViolation("liveness", "nothing is left to happen");
+    } else {
+      this.clock.fireNext();
+    }
+    // Every continuation the event released runs now, before the next event: a macrotask boundary
+    // drains the microtask queue, and nothing in a run uses Node's own timers.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (this.violationSeen !== null) throw this.asViolation(this.violationSeen);
+    this.observe();
+  }
+
+  private deliver(d: Delivery): void {
+    const node = this.byId.get(d.message.to);
+    if (d.cut || node === undefined || node.transport === null) {
+      this.stats.dropped++;
+      this.trace.add(
+        this.events,
+        this.clock.now,
+        d.message.to,
+        "drop",
+        d.cut ? "(link cut)" : "(node down)",
+        d.message,
+      );
+      return;
+    }
+    if (node.owner !== null && node.owner.pausedUntil > this.clock.now) {
+      this.backlog.get(node.id)?.push(d) ?? this.backlog.set(node.id, [d]);
+      return;
+    }
+    this.stats.delivered++;
+    this.trace.add(this.events, this.clock.now, node.id, "deliver", "", d.message);
+    node.transport.deliver(d.message);
+  }
+
+  /** What every running driver's core now says: one leader per term, commits that never go back. */
+  private observe(): void {
+    for (const node of this.nodes) {
+      const driver = node.driver;
+      if (driver === null || driver.failureCause() !== null) continue;
+      const s = driver.raft.status();
+      if (s.role === "leader" && this.checker.observeLeader(node.id, s.term)) {
+        this.stats.leaders++;
+        this.note(node.id, `leader t${s.term} (commit ${s.commit}, last ${s.lastIndex})`);
+      }
+      if (s.term > this.stats.maxTerm) this.stats.maxTerm = s.term;
+      const last = this.lastCommit.get(node.id) ?? 0;
+      if (s.commit < last)
+        throw new InvariantViolation(
+          "monotonic-progress",
+          `${node.id}'s commit went from ${last} back to ${s.commit}`,
+        );
+      this.lastCommit.set(node.id, s.commit);
+    }
+  }
+
+  private schedule(delay: number, work: () => void): void {
+    this.clock.at(this.clock.now + delay, this.sim, work);
+  }
+
+  // --- nodes ------------------------------------------------------------------------------------
+
+  private start(node: DriverNode): void {
+    this.lastCommit.delete(node.id);
+    this.backlog.delete(node.id);
+    const starting = node.start({
+      clock: this.clock,
+      random: new SeededRandom(this.random.nextUint32()),
+      tuning: this.tuning,
+      bootstrap: VOTERS,
+      post: (m) => this.post(m),
+      watch: this.watchFor(node),
+      createCore: this.createCore,
+    });
+    const life = node.life;
+    this.note(node.id, `start #${life}`);
+    starting.then(
+      () => {
+        const driver = node.driver;
+        if (driver === null || node.life !== life) return;
+        driver.failed.then((failure) => {
+          if (node.life === life)
+            this.violation(
+              new InvariantViolation(
+                "core-contract",
+                `${node.id}'s driver stopped: ${describeError(failure)} ${describeError(failure.cause)}`,
+              ),
+            );
+        });
+      },
+      (error: unknown) =>
+        this.violation(
+          new InvariantViolation("core-contract", `${node.id} failed to start: ${describeError(error)}`),
+        ),
+    );
+  }
+
+  private post(m: Message): void {
+    const outcome = this.network.send(m, this.clock.now);
+    if (outcome === "dropped" || outcome === "cut") this.stats.dropped++;
+  }
+
+  private watchFor(node: DriverNode): NodeWatch {
+    return {
+      opened: (hardState) => this.lastHard.set(node.id, hardState),
+      committed: (ops, results, log) => this.committed(node, ops, results, log),
+      applied: (entry, digest, chain) => {
+        const term = node.driver?.raft.status().term ?? entry.term;
+        this.checker.observeApply(node.id, entry, digest, chain, term);
+      },
+      restored: (index, term, chain) => {
+        this.stats.snapshotsInstalled++;
+        this.checker.observeRestore(node.id, index, term, chain);
+      },
+      ready: (rd, status, log) => this.checkLeaderLog(node, rd, status, log),
+      violation: (error) => this.violation(error),
+      log: (line) => this.note(node.id, line),
+    };
+  }
+
+  /**
+   * A new leader's log, as its first Ready of the term extends it, holds every entry committed by an
+   * earlier term (invariant 3): its stored log under the Ready's snapshot and entries.
+   */
+  private checkLeaderLog(node: DriverNode, rd: Ready, status: RaftStatus, log: LogStore): void {
+    if (status.role !== "leader" || (this.leaderLogChecked.get(node.id) ?? 0) >= status.term) return;
+    this.leaderLogChecked.set(node.id, status.term);
+    const first = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
+    const snapshot = rd.snapshot;
+    const termAt = (i: number): number | undefined => {
+      if (i >= first) return rd.entries[i - first]?.term;
+      if (snapshot !== null) {
+        if (i === snapshot.meta.index) return snapshot.meta.term;
+        return i < snapshot.meta.index ? COMPACTED : undefined;
+      }
+      if (i < log.firstIndex() - 1) return COMPACTED;
+      if (i > log.lastIndex()) return undefined;
+      return log.term(i);
+    };
+    this.checker.checkLeaderLog(node.id, status.term, status.lastIndex, termAt);
+  }
+
+  /** The log's group commits: persisted hard states never go back, appended entries match other logs. */
+  private committed(
+    node: DriverNode,
+    ops: readonly StoreOp[],
+    results: readonly (Error | null)[],
+    log: LogStore,
+  ): void {
+    ops.forEach((op, k) => {
+      if (results[k] !== null || op.kind !== "persist") return;
+      if (op.hardState !== null) {
+        const previous = this.lastHard.get(node.id)!;
+        this.checker.observeHardState(node.id, previous, op.hardState);
+        this.lastHard.set(node.id, op.hardState);
+      }
+      const first = op.entries[0];
+      if (first === undefined) return;
+      const base = log.firstIndex() - 1;
+      const from = Math.max(0, base + 1 - first.index);
+      if (from >= op.entries.length) return;
+      const prevTerm = log.term(first.index + from - 1);
+      this.checker.observeAppend(node.id, op.entries, from, prevTerm);
+    });
+  }
+
+  // --- clients and faults -------------------------------------------------------------------------
+
+  private client(): void {
+    if (this.converging) return;
+    this.schedule(between(this.random, [2, 12]), () => this.client());
+    this.workload.operate();
+  }
+
+  private fault(): void {
+    if (this.converging) return;
+    this.schedule(between(this.random, [20, 100]), () => this.fault());
+    const running = this.nodes.filter((n) => n.running);
+    const leaders = running.filter((n) => n.driver?.isLeader() === true);
+    const target =
+      leaders.length > 0 && this.random.chance(0.5)
+        ? leaders[0]!
+        : running[this.random.nextInt(Math.max(1, running.length))];
+    switch (this.random.nextInt(5)) {
+      case 0:
+      case 1: {
+        if (target === undefined || running.length < 2) return;
+        const power = this.random.chance(0.3);
+        const lost = target.crash(!power);
+        this.stats.crashes++;
+        if (power) this.stats.powerLosses++;
+        this.stats.stateBatchesLost += lost.stateBatchesLost;
+        this.note(
+          target.id,
+          `${power ? "power loss" : "process killed"} (${lost.stateBatchesLost} state batches lost)`,
+        );
+        this.schedule(between(this.random, [10, 300]), () => {
+          // The convergence phase may have started it already.
+          if (!target.running) this.start(target);
+        });
+        return;
+      }
+      case 2: {
+        if (target === undefined) return;
+        const cuts: LinkCut[] = this.network.isolate(target.id);
+        this.stats.partitions++;
+        this.note(target.id, "isolated");
+        this.schedule(between(this.random, [20, 300]), () => {
+          this.network.restore(cuts);
+          this.note(target.id, "rejoined");
+        });
+        return;
+      }
+      case 3: {
+        this.network.setFaults(BURST);
+        this.stats.bursts++;
+        this.note("-", "network burst");
+        this.schedule(between(this.random, [20, 200]), () => this.network.setFaults(NETWORK));
+        return;
+      }
+      default: {
+        const owner = target?.owner;
+        if (
+          target === undefined ||
+          owner === null ||
+          owner === undefined ||
+          owner.pausedUntil > this.clock.now
+        )
+          return;
+        const until = this.clock.now + between(this.random, [10, 200]);
+        owner.pausedUntil = until;
+        this.stats.pauses++;
+        this.note(target.id, `paused until ${until}`);
+        this.clock.at(until, this.sim, () => this.resume(target, owner));
+      }
+    }
+  }
+
+  private resume(node: DriverNode, owner: TimerOwner): void {
+    if (node.owner !== owner) return;
+    const waiting = this.backlog.get(node.id) ?? [];
+    this.backlog.delete(node.id);
+    this.note(node.id, `resumed, ${waiting.length} messages waiting`);
+    for (const d of waiting) this.deliver(d);
+  }
+
+  // --- convergence --------------------------------------------------------------------------------
+
+  private async converge(): Promise<void> {
+    this.converging = true;
+    this.network.heal();
+    this.network.setFaults({ ...NETWORK, dropRate: 0, duplicateRate: 0, spikeRate: 0 });
+    this.note("-", "converge: network healed, faults and clients stopped");
+    for (const node of this.nodes) {
+      if (node.owner !== null && node.owner.pausedUntil > this.clock.now)
+        node.owner.pausedUntil = this.clock.now;
+      const waiting = this.backlog.get(node.id);
+      if (waiting !== undefined && node.owner !== null) this.resume(node, node.owner);
+      if (!node.running) this.start(node);
+    }
+    const started = this.clock.now;
+    while (!this.converged()) {
+      if (this.clock.now - started > this.convergenceMs)
+        throw new InvariantViolation(
+          "liveness",
+          `not converged after ${this.convergenceMs} ms: ${this.describe()}`,
+        );
+      await this.next();
+    }
+    this.stats.convergenceMs = this.clock.now - started;
+    for (const node of this.nodes) {
+      const sm = node.state!.live;
+      this.checker.checkFinal(node.id, sm.applied, sm.digest);
+    }
+  }
+
+  private converged(): boolean {
+    const leaders = this.nodes.filter((n) => n.driver?.isLeader() === true);
+    if (leaders.length !== 1) return false;
+    const ls = leaders[0]!.driver!.raft.status();
+    if (ls.commit !== ls.lastIndex) return false;
+    return this.nodes.every((n) => {
+      if (n.driver === null || n.state === null) return false;
+      const s = n.driver.raft.status();
+      return s.term === ls.term && s.leader === ls.id && n.state.live.applied === ls.lastIndex;
+    });
+  }
+
+  private describe(): string {
+    return this.nodes
+      .map((n) => {
+        if (n.driver === null) return `${n.id} down`;
+        const s = n.driver.raft.status();
+        return `${n.id} ${s.role} t${s.term} leader=${s.leader ?? "-"} commit=${s.commit} last=${s.lastIndex} applied=${n.state?.live.applied}`;
+      })
+      .join("; ");
+  }
+
+  // --- reporting ----------------------------------------------------------------------------------
+
+  private violation(error: unknown): void {
+    this.violationSeen ??= error;
+  }
+
+  private asViolation(error: unknown): InvariantViolation {
+    if (error instanceof InvariantViolation) return error;
+    return new InvariantViolation("core-contract", describeError(error));
+  }
+
+  private note(node: string, text: string): void {
+    this.trace.add(this.events, this.clock.now, node, "fault", text);
+  }
+}
+
+/** Runs one seed to completion; a violation is returned, not thrown. */
+export async function runDriverSeed(seed: number, options: DriverSimOptions = {}): Promise<DriverSimResult> {
+  const sim = new DriverSimulator(seed, options);
+  let violation: SimulationFailure | undefined;
+  try {
+    await sim.run();
+  } catch (error) {
+    if (!(error instanceof SimulationFailure)) throw error;
+    violation = error;
+  }
+  return { seed, ok: violation === undefined, violation, stats: sim.stats, trace: sim.trace };
+}

@@ -1,0 +1,196 @@
+import { UnavailableError, UnknownWriteOutcomeError } from "@keyload/contract";
+import type { SeededRandom } from "../../raft/seeded-random.js";
+import type { ApplyResult } from "../../state/apply-result.js";
+import { commandDigest } from "../digest.js";
+import type { SafetyChecker } from "../invariants.js";
+import { pick, weighted } from "../random-choices.js";
+import { fail } from "../sim-failure.js";
+import { encodeCommand } from "../sim-state-machine.js";
+import type { DriverNode } from "./driver-node.js";
+import type { SimCommandResult } from "./sim-driver-state.js";
+
+/** What clients did in a run, for its statistics. */
+export interface WorkloadCounts {
+  proposals: number;
+  proposalsRefused: number;
+  acked: number;
+  proposalsUnknown: number;
+  reads: number;
+  readsRefused: number;
+  readsServed: number;
+  readsFailed: number;
+  transfers: number;
+}
+
+export function emptyWorkloadCounts(): WorkloadCounts {
+  return {
+    proposals: 0,
+    proposalsRefused: 0,
+    acked: 0,
+    proposalsUnknown: 0,
+    reads: 0,
+    readsRefused: 0,
+    readsServed: 0,
+    readsFailed: 0,
+    transfers: 0,
+  };
+}
+
+/** What the clients see of the run. */
+export interface DriverWorkloadHost {
+  readonly random: SeededRandom;
+  readonly checker: SafetyChecker;
+  /** Nodes whose driver runs and takes requests (not paused). */
+  serving(): DriverNode[];
+  note(node: string, text: string): void;
+  /** A check failed inside a promise's continuation: the run ends with it. */
+  violation(error: unknown): void;
+}
+
+/**
+ * The clients of a driver run, going through the driver's own API as the voter's request handling
+ * does: proposals (`propose`, answered with each entry's apply result), linearizable reads
+ * (`readBarrier`, then the local state) and leadership transfers. Every acknowledged write must be
+ * the committed entry at its index, and every read must see everything applied anywhere before it
+ * was issued.
+ */
+export class DriverWorkload {
+  readonly counts = emptyWorkloadCounts();
+  private nextCommandId = 1;
+
+  constructor(private readonly host: DriverWorkloadHost) {}
+
+  operate(): void {
+    const choice = weighted(this.host.random, [6, 1, 3, 0.3]);
+    if (choice === 0) this.propose(1);
+    else if (choice === 1) this.propose(2 + this.host.random.nextInt(3));
+    else if (choice === 2) this.read();
+    else this.transfer();
+  }
+
+  private leaderOrAny(): DriverNode | null {
+    const serving = this.host.serving();
+    if (serving.length === 0) return null;
+    const leaders = serving.filter((n) => n.driver!.isLeader());
+    return leaders.length > 0 && this.host.random.chance(0.85)
+      ? pick(this.host.random, leaders)
+      : pick(this.host.random, serving);
+  }
+
+  private propose(count: number): void {
+    const node = this.leaderOrAny();
+    if (node === null) return;
+    const { random } = this.host;
+    const data: Uint8Array[] = [];
+    for (let k = 0; k < count; k++) {
+      data.push(
+        encodeCommand(this.nextCommandId++, random.nextInt(256), random.nextUint32(), random.nextInt(41)),
+      );
+    }
+    const digests = data.map(commandDigest);
+    this.counts.proposals++;
+    let answered: Promise<ApplyResult[]>;
+    try {
+      answered = node.driver!.propose(data);
+    } catch (error) {
+      this.expectRefusal(node, "propose", error);
+      this.counts.proposalsRefused++;
+      return;
+    }
+    const life = node.life;
+    this.host.note(node.id, `propose x${count}`);
+    answered.then(
+      (results) => this.guard(() => this.acknowledged(node, results, digests)),
+      (error: unknown) =>
+        this.guard(() => {
+          if (!(error instanceof UnknownWriteOutcomeError || error instanceof UnavailableError))
+            fail("core-contract", `${node.id}#${life} propose rejected with ${String(error)}`);
+          this.counts.proposalsUnknown++;
+        }),
+    );
+  }
+
+  private acknowledged(
+    node: DriverNode,
+    results: readonly { type: string }[],
+    digests: readonly number[],
+  ): void {
+    if (results.length !== digests.length)
+      fail("core-contract", `${node.id} answered ${results.length} results for ${digests.length} proposals`);
+    for (let k = 0; k < results.length; k++) {
+      const r = results[k] as { type: string; entryIndex: number; outcome?: { result: unknown } };
+      if (r.type !== "command" || r.outcome === undefined)
+        fail(
+          "acknowledged-write",
+          `${node.id} answered a proposal with a ${r.type} result at ${r.entryIndex}`,
+        );
+      const result = r.outcome.result as SimCommandResult;
+      this.host.checker.observeAck(node.id, r.entryIndex, result.term, digests[k]!);
+      this.counts.acked++;
+      this.host.note(node.id, `ack ${r.entryIndex}/t${result.term}`);
+    }
+  }
+
+  private read(): void {
+    const serving = this.host.serving();
+    if (serving.length === 0) return;
+    const node = pick(this.host.random, serving);
+    // Everything applied anywhere had committed before this read began: the read must see it.
+    const minIndex = this.host.checker.committedIndex;
+    const life = node.life;
+    this.counts.reads++;
+    let confirmed: Promise<void>;
+    try {
+      confirmed = node.driver!.readBarrier();
+    } catch (error) {
+      this.expectRefusal(node, "readBarrier", error);
+      this.counts.readsRefused++;
+      return;
+    }
+    this.host.note(node.id, `read (must see ${minIndex})`);
+    confirmed.then(
+      () =>
+        this.guard(() => {
+          if (node.life !== life || node.state === null) return;
+          const applied = node.state.live.applied;
+          if (applied < minIndex)
+            fail(
+              "linearizable-read",
+              `${node.id} served a read at ${applied}, but ${minIndex} had applied before it was issued`,
+            );
+          this.counts.readsServed++;
+        }),
+      (error: unknown) =>
+        this.guard(() => {
+          if (!(error instanceof UnavailableError))
+            fail("core-contract", `${node.id} readBarrier rejected with ${String(error)}`);
+          this.counts.readsFailed++;
+        }),
+    );
+  }
+
+  private transfer(): void {
+    const leaders = this.host.serving().filter((n) => n.driver!.isLeader());
+    if (leaders.length === 0) return;
+    const leader = pick(this.host.random, leaders);
+    const others = leader.driver!.raft.status().conf.voters.filter((id) => id !== leader.id);
+    if (others.length === 0) return;
+    const to = pick(this.host.random, others);
+    this.counts.transfers++;
+    this.host.note(leader.id, `transfer leadership to ${to}`);
+    leader.driver!.transferLeadershipTo(to, 200).catch(() => undefined);
+  }
+
+  private expectRefusal(node: DriverNode, call: string, error: unknown): void {
+    if (!(error instanceof UnavailableError))
+      fail("core-contract", `${node.id}.${call} threw ${String(error)}`);
+  }
+
+  private guard(check: () => void): void {
+    try {
+      check();
+    } catch (error) {
+      this.host.violation(error);
+    }
+  }
+}
