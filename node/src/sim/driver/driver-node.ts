@@ -10,6 +10,7 @@ import type { LogStore } from "../../storage/log-store.js";
 import { SnapshotPolicy } from "../../storage/snapshot-policy.js";
 import { RaftDriver } from "../../voter/raft-driver.js";
 import { recoverAtStart } from "../../voter/start-recovery.js";
+import { describeError } from "../sim-failure.js";
 import { SimDriverState, type StateObserver } from "./sim-driver-state.js";
 import type { SimLogDisk } from "./sim-log-disk.js";
 import { SimLogStore } from "./sim-log-store.js";
@@ -55,12 +56,17 @@ export class DriverNode {
   owner: TimerOwner | null = null;
   driver: RaftDriver | null = null;
   state: SimDriverState | null = null;
+  store: SimLogStore | null = null;
+  /** A storage fault was injected into this life: its driver is to stop, as a voter's does. */
+  faulted = false;
   transport: SimTransport | null = null;
   /** Removed for good: never started again. */
   retired = false;
 
   constructor(
     readonly id: NodeId,
+    /** One of the bootstrapped voters; a node that joins later starts with an empty log. */
+    readonly initial: boolean,
     readonly logDisk: SimLogDisk,
     readonly stateDisk: SimStateDisk,
     /** This node's clock rate against the simulation's (see TimerOwner.skew). */
@@ -82,6 +88,8 @@ export class DriverNode {
     random: SeededRandom;
     tuning: DriverTuning;
     bootstrap: readonly NodeId[] | null;
+    /** The cluster's voters as its configuration names them (the voter's `Cluster.Voters`). */
+    voters: readonly NodeId[];
     post: (m: Message) => void;
     watch: NodeWatch;
     createCore: (options: RaftOptions) => RaftNode;
@@ -93,13 +101,13 @@ export class DriverNode {
     const timers = clock.timersFor(owner);
     const fsyncTime = (): number =>
       tuning.fsyncDelay[0] + random.nextInt(tuning.fsyncDelay[1] - tuning.fsyncDelay[0] + 1);
-    const store = watched(
-      new SimLogStore(this.logDisk, {
-        schedule: (delay, callback) => timers.setTimeout(callback, delay),
-        syncDelay: fsyncTime,
-      }),
-      watch,
-    );
+    const simStore = new SimLogStore(this.logDisk, {
+      schedule: (delay, callback) => timers.setTimeout(callback, delay),
+      syncDelay: fsyncTime,
+    });
+    this.store = simStore;
+    this.faulted = false;
+    const store = watched(simStore, watch);
     const writer = new DurableLogWriter(
       store,
       new SnapshotPolicy({
@@ -131,7 +139,7 @@ export class DriverNode {
     this.transport = transport;
     const driver = new RaftDriver({
       id: this.id,
-      voters: options.bootstrap ?? [],
+      voters: options.voters,
       store,
       writer,
       stateMachine: state,
@@ -160,6 +168,7 @@ export class DriverNode {
     this.owner = null;
     this.driver = null;
     this.state = null;
+    this.store = null;
     this.transport = null;
     this.logDisk.crash(keepUnsynced);
     return { stateBatchesLost: this.stateDisk.crash() };
@@ -227,7 +236,9 @@ function guarded(owner: TimerOwner, watch: NodeWatch): StateObserver {
 /** The driver's log lines go to the run's trace, as structured as the voter writes them. */
 function traceLogger(id: NodeId, watch: NodeWatch): Logger {
   return pino(
-    { level: "info", base: { nodeId: id }, timestamp: false },
+    // An error as its name and message: a stack names the caller's lines, which would make the same
+    // seed's trace differ between callers.
+    { level: "info", base: { nodeId: id }, timestamp: false, serializers: { err: describeError } },
     { write: (line: string) => watch.log(line.trimEnd()) },
   );
 }

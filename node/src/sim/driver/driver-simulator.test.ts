@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { RaftOptions } from "../../raft/raft-config.js";
 import { SAFETY_INVARIANTS } from "../invariants.js";
 import { EarlyReadNode } from "../test-fixtures/early-read-node.js";
+import { LearnerVotingNode } from "../test-fixtures/learner-voting-node.js";
 import { type DriverSimOptions, type DriverSimResult, runDriverSeed } from "./driver-simulator.js";
 
 async function firstFailure(options: DriverSimOptions, budget: number): Promise<DriverSimResult | undefined> {
@@ -13,13 +14,15 @@ async function firstFailure(options: DriverSimOptions, budget: number): Promise<
 }
 
 describe("the production driver in the simulator", () => {
-  it("keeps every invariant over 200 seeds of crashes, power losses, pauses and partitions", async () => {
+  it("keeps every invariant over 200 seeds of crashes, power losses, pauses, partitions, disk errors and membership changes", async () => {
     const failures: string[] = [];
     let powerLosses = 0;
     let pauses = 0;
     let acked = 0;
     let readsServed = 0;
     let installs = 0;
+    let storageFaults = 0;
+    let confChanges = 0;
     for (let seed = 1000; seed < 1200; seed++) {
       const r = await runDriverSeed(seed);
       if (!r.ok) failures.push(r.violation!.message);
@@ -28,6 +31,8 @@ describe("the production driver in the simulator", () => {
       acked += r.stats.acked;
       readsServed += r.stats.readsServed;
       installs += r.stats.snapshotsInstalled;
+      storageFaults += r.stats.storageFaults;
+      confChanges += r.stats.confChanges;
     }
     expect(failures).toEqual([]);
     // The faults and the load the run is for happened, many times over.
@@ -36,6 +41,8 @@ describe("the production driver in the simulator", () => {
     expect(acked).toBeGreaterThan(2000);
     expect(readsServed).toBeGreaterThan(500);
     expect(installs).toBeGreaterThan(50);
+    expect(storageFaults).toBeGreaterThan(200);
+    expect(confChanges).toBeGreaterThan(200);
   });
 
   it("replays a seed exactly", async () => {
@@ -56,5 +63,12 @@ describe("the production driver in the simulator", () => {
     // The same seed with the real core is fine, and the failure replays exactly.
     expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
     expect((await runDriverSeed(failure!.seed, early)).violation?.message).toBe(violation.message);
+  });
+
+  it("catches a learner that grants votes", async () => {
+    const failure = await firstFailure({ createCore: (o: RaftOptions) => new LearnerVotingNode(o) }, 300);
+    expect(failure, "no seed exposed the voting learner").toBeDefined();
+    expect(SAFETY_INVARIANTS).toContain(failure!.violation!.invariant);
+    expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
   });
 });

@@ -1,3 +1,5 @@
+import { InvalidArgumentError } from "@keyload/contract";
+import type { ConfChange } from "../../raft/conf-change.js";
 import type { RaftOptions } from "../../raft/raft-config.js";
 import type { RaftStatus } from "../../raft/raft-node.js";
 import { RaftNode } from "../../raft/raft-node.js";
@@ -5,7 +7,10 @@ import { SeededRandom } from "../../raft/seeded-random.js";
 import type { HardState, Message, NodeId, Ready } from "../../raft/types.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { LogStore } from "../../storage/log-store.js";
+import { StorageFailedError } from "../../storage/storage-errors.js";
+import type { MembershipProfile } from "../fault-profile.js";
 import { COMPACTED, InvariantViolation, SafetyChecker } from "../invariants.js";
+import { describeChange, isRemovalOf, MembershipOperator } from "../membership-operator.js";
 import { between } from "../random-choices.js";
 import { describeError, SimulationFailure } from "../sim-failure.js";
 import { type Delivery, type LinkCut, type NetworkFaults, SimNetwork } from "../sim-network.js";
@@ -25,6 +30,14 @@ const NETWORK: NetworkFaults = {
   maxDelay: 4,
   spikeRate: 0.02,
   spikeDelay: 30,
+};
+/** How often the operator looks, and what it may change (membership-operator.ts). */
+const MEMBERSHIP: MembershipProfile = {
+  gap: [30, 150],
+  changeRate: 0.4,
+  removeLeader: 0.3,
+  removeLearner: 0.2,
+  catchUpSlack: 2,
 };
 const BURST: NetworkFaults = {
   ...NETWORK,
@@ -55,6 +68,10 @@ export interface DriverSimStats extends WorkloadCounts {
   powerLosses: number;
   stateBatchesLost: number;
   pauses: number;
+  joins: number;
+  confChanges: number;
+  /** Storage faults injected: a failed fsync of the log, or a failed apply; each stops its driver. */
+  storageFaults: number;
   partitions: number;
   bursts: number;
   delivered: number;
@@ -91,6 +108,9 @@ export class DriverSimulator {
   private readonly network: SimNetwork;
   private readonly checker = new SafetyChecker();
   private readonly nodes: DriverNode[] = [];
+  /** Seeds each new node's state disk. */
+  private readonly stateSeeds: SeededRandom;
+  private readonly operator: MembershipOperator;
   private readonly byId = new Map<NodeId, DriverNode>();
   private readonly workload: DriverWorkload;
   private readonly tuning: DriverTuning;
@@ -140,6 +160,7 @@ export class DriverSimulator {
           (n) => n.driver !== null && n.owner !== null && n.owner.pausedUntil <= this.clock.now,
         ),
       note: (node, text) => this.note(node, text),
+      after: (delay, work) => this.schedule(delay, work),
       violation: (error) => this.violation(error),
     });
     this.stats = {
@@ -153,6 +174,9 @@ export class DriverSimulator {
       powerLosses: 0,
       stateBatchesLost: 0,
       pauses: 0,
+      joins: 0,
+      confChanges: 0,
+      storageFaults: 0,
       partitions: 0,
       bursts: 0,
       delivered: 0,
@@ -160,17 +184,12 @@ export class DriverSimulator {
       snapshotsInstalled: 0,
       convergenceMs: 0,
     };
-    for (const id of VOTERS) {
-      const node = new DriverNode(
-        id,
-        new SimLogDisk(),
-        new SimStateDisk(new SeededRandom(root.nextUint32())),
-        0.9 + this.random.nextInt(21) / 100,
-      );
-      this.nodes.push(node);
-      this.byId.set(id, node);
-      this.network.addNode(id);
-    }
+    this.stateSeeds = new SeededRandom(root.nextUint32());
+    this.operator = new MembershipOperator(MEMBERSHIP, new SeededRandom(root.nextUint32()), (id) => {
+      const driver = this.byId.get(id)?.driver;
+      return driver === null || driver === undefined ? null : driver.raft.confState();
+    });
+    for (let k = 0; k < VOTERS.length; k++) this.addNode(true);
   }
 
   async run(): Promise<void> {
@@ -180,6 +199,7 @@ export class DriverSimulator {
       for (const node of this.nodes) this.start(node);
       this.schedule(between(this.random, [2, 12]), () => this.client());
       this.schedule(between(this.random, [20, 100]), () => this.fault());
+      this.schedule(between(this.random, MEMBERSHIP.gap), () => this.operate());
       while (this.clock.now < this.faultyMs) await this.next();
       await this.converge();
     } catch (error) {
@@ -282,7 +302,8 @@ export class DriverSimulator {
       clock: this.clock,
       random: new SeededRandom(this.random.nextUint32()),
       tuning: this.tuning,
-      bootstrap: VOTERS,
+      bootstrap: node.initial ? VOTERS : null,
+      voters: VOTERS,
       post: (m) => this.post(m),
       watch: this.watchFor(node),
       createCore: this.createCore,
@@ -294,13 +315,16 @@ export class DriverSimulator {
         const driver = node.driver;
         if (driver === null || node.life !== life) return;
         driver.failed.then((failure) => {
-          if (node.life === life)
-            this.violation(
-              new InvariantViolation(
-                "core-contract",
-                `${node.id}'s driver stopped: ${describeError(failure)} ${describeError(failure.cause)}`,
-              ),
-            );
+          if (node.life !== life) return;
+          const why = `${describeError(failure)} ${describeError(failure.cause)}`;
+          if (!node.faulted) {
+            this.violation(new InvariantViolation("core-contract", `${node.id}'s driver stopped: ${why}`));
+            return;
+          }
+          // As a voter does, the process ends once its driver stopped; what the failed fsync covered
+          // may be gone, as after a power loss.
+          this.note(node.id, `driver stopped, the process exits: ${why}`);
+          this.crash(node, false);
         });
       },
       (error: unknown) =>
@@ -321,7 +345,12 @@ export class DriverSimulator {
       committed: (ops, results, log) => this.committed(node, ops, results, log),
       applied: (entry, digest, chain) => {
         const term = node.driver?.raft.status().term ?? entry.term;
+        const first = entry.index > this.checker.committedIndex;
         this.checker.observeApply(node.id, entry, digest, chain, term);
+        if (first) this.operator.observeCommitted(entry);
+        // A voter that applied its own removal shuts down for good, as an etcd member does.
+        if (isRemovalOf(entry, node.id))
+          this.schedule(between(this.random, [10, 150]), () => this.retire(node));
       },
       restored: (index, term, chain) => {
         this.stats.snapshotsInstalled++;
@@ -387,32 +416,104 @@ export class DriverSimulator {
     this.workload.operate();
   }
 
+  /** A node with a new ID (never reused): one of the bootstrapped voters, or a fresh one to join. */
+  private addNode(initial: boolean): DriverNode {
+    const id = `n${this.nodes.length + 1}`;
+    const skew = 0.9 + this.random.nextInt(21) / 100;
+    const node = new DriverNode(
+      id,
+      initial,
+      new SimLogDisk(),
+      new SimStateDisk(new SeededRandom(this.stateSeeds.nextUint32())),
+      skew,
+    );
+    this.nodes.push(node);
+    this.byId.set(id, node);
+    this.network.addNode(id);
+    return node;
+  }
+
+  /** A node removed from the configuration stops for good. */
+  private retire(node: DriverNode): void {
+    if (node.retired) return;
+    if (node.running) node.crash(true);
+    node.retired = true;
+    this.note(node.id, "shut down: removed from the cluster");
+  }
+
+  /**
+   * The membership operator looks at the cluster through the leader and has it propose its next change,
+   * through the driver as an administrator's request does; a fresh node starts first to join.
+   */
+  private operate(): void {
+    this.schedule(between(this.random, MEMBERSHIP.gap), () => this.operate());
+    const leader = this.nodes.find(
+      (n) => n.driver?.isLeader() === true && n.owner !== null && n.owner.pausedUntil <= this.clock.now,
+    );
+    if (leader === undefined) return;
+    const driver = leader.driver!;
+    const { conf, commit, progress } = driver.raft.status();
+    const action = this.operator.next({ id: leader.id, conf, commit, progress }, this.converging);
+    if (action === null) return;
+    let change: ConfChange;
+    if (action.kind === "join") {
+      const node = this.addNode(false);
+      this.operator.started(node.id);
+      this.stats.joins++;
+      this.note(node.id, "a fresh node starts, to join as a learner");
+      this.start(node);
+      change = { type: "add-learner", node: node.id };
+    } else {
+      change = action.change;
+    }
+    this.stats.confChanges++;
+    const before = driver.raft.status().lastIndex;
+    const done = driver.proposeConfChange(change);
+    const after = driver.raft.status().lastIndex;
+    if (after > before) this.operator.accepted(change, after);
+    this.note(leader.id, `${describeChange(change)}${after > before ? ` -> ${after}` : " refused"}`);
+    done.catch((error: unknown) => {
+      if (error instanceof InvalidArgumentError)
+        this.violation(
+          new InvariantViolation(
+            "core-contract",
+            `${leader.id} refused ${describeChange(change)} as invalid: ${describeError(error)}`,
+          ),
+        );
+    });
+  }
+
   private fault(): void {
     if (this.converging) return;
     this.schedule(between(this.random, [20, 100]), () => this.fault());
-    const running = this.nodes.filter((n) => n.running);
+    const running = this.nodes.filter((n) => n.running && !n.retired);
     const leaders = running.filter((n) => n.driver?.isLeader() === true);
     const target =
       leaders.length > 0 && this.random.chance(0.5)
         ? leaders[0]!
         : running[this.random.nextInt(Math.max(1, running.length))];
-    switch (this.random.nextInt(5)) {
+    switch (this.random.nextInt(6)) {
       case 0:
       case 1: {
         if (target === undefined || running.length < 2) return;
-        const power = this.random.chance(0.3);
-        const lost = target.crash(!power);
-        this.stats.crashes++;
-        if (power) this.stats.powerLosses++;
-        this.stats.stateBatchesLost += lost.stateBatchesLost;
-        this.note(
-          target.id,
-          `${power ? "power loss" : "process killed"} (${lost.stateBatchesLost} state batches lost)`,
-        );
-        this.schedule(between(this.random, [10, 300]), () => {
-          // The convergence phase may have started it already.
-          if (!target.running) this.start(target);
-        });
+        this.crash(target, !this.random.chance(0.3));
+        return;
+      }
+      case 5: {
+        if (target === undefined || target.driver === null || target.faulted) return;
+        target.faulted = true;
+        this.stats.storageFaults++;
+        const kind = this.random.nextInt(3);
+        if (kind === 0) {
+          target.store!.failNextSync(new StorageFailedError("simulated EIO from fsync"));
+          this.note(target.id, "the log's next fsync will fail");
+        } else if (kind === 1) {
+          target.store!.snapshotFiles.failWrites(new StorageFailedError("simulated EIO writing a snapshot"));
+          this.note(target.id, "writes of received snapshots will fail");
+        } else {
+          target.state!.failNextApply(new Error("simulated failure to commit the state database"));
+          this.note(target.id, "the state's next apply will fail");
+        }
         return;
       }
       case 2: {
@@ -451,6 +552,20 @@ export class DriverSimulator {
     }
   }
 
+  /** The process dies, killed (its committed writes reach the disk) or by a power loss; it restarts later. */
+  private crash(node: DriverNode, keepUnsynced: boolean): void {
+    const lost = node.crash(keepUnsynced);
+    this.stats.crashes++;
+    if (!keepUnsynced) this.stats.powerLosses++;
+    this.stats.stateBatchesLost += lost.stateBatchesLost;
+    const what = keepUnsynced ? "process killed" : "power loss";
+    this.note(node.id, `${what} (${lost.stateBatchesLost} state batches lost)`);
+    this.schedule(between(this.random, [10, 300]), () => {
+      // The convergence phase may have started it already.
+      if (!node.running) this.start(node);
+    });
+  }
+
   private resume(node: DriverNode, owner: TimerOwner): void {
     if (node.owner !== owner) return;
     const waiting = this.backlog.get(node.id) ?? [];
@@ -471,7 +586,7 @@ export class DriverSimulator {
         node.owner.pausedUntil = this.clock.now;
       const waiting = this.backlog.get(node.id);
       if (waiting !== undefined && node.owner !== null) this.resume(node, node.owner);
-      if (!node.running) this.start(node);
+      if (!node.running && !node.retired) this.start(node);
     }
     const started = this.clock.now;
     while (!this.converged()) {
@@ -483,18 +598,31 @@ export class DriverSimulator {
       await this.next();
     }
     this.stats.convergenceMs = this.clock.now - started;
-    for (const node of this.nodes) {
+    for (const node of this.members()) {
       const sm = node.state!.live;
       this.checker.checkFinal(node.id, sm.applied, sm.digest);
     }
   }
 
+  /** The members of the leader's configuration (all running when converged). */
+  private members(): DriverNode[] {
+    const leader = this.nodes.find((n) => n.driver?.isLeader() === true);
+    if (leader === undefined) return [];
+    const conf = leader.driver!.raft.status().conf;
+    const ids = [...conf.voters, ...(conf.learners ?? [])];
+    return this.nodes.filter((n) => ids.includes(n.id));
+  }
+
+  /**
+   * One leader followed by every member of its configuration, everything it holds committed and applied
+   * everywhere, and the operator's repairs done; nodes outside the configuration are not waited for.
+   */
   private converged(): boolean {
     const leaders = this.nodes.filter((n) => n.driver?.isLeader() === true);
     if (leaders.length !== 1) return false;
     const ls = leaders[0]!.driver!.raft.status();
-    if (ls.commit !== ls.lastIndex) return false;
-    return this.nodes.every((n) => {
+    if (ls.commit !== ls.lastIndex || !this.operator.settled(ls.conf)) return false;
+    return this.members().every((n) => {
       if (n.driver === null || n.state === null) return false;
       const s = n.driver.raft.status();
       return s.term === ls.term && s.leader === ls.id && n.state.live.applied === ls.lastIndex;

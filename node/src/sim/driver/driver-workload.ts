@@ -43,6 +43,8 @@ export interface DriverWorkloadHost {
   /** Nodes whose driver runs and takes requests (not paused). */
   serving(): DriverNode[];
   note(node: string, text: string): void;
+  /** Runs `work` after `delay` of simulated time. */
+  after(delay: number, work: () => void): void;
   /** A check failed inside a promise's continuation: the run ends with it. */
   violation(error: unknown): void;
 }
@@ -77,6 +79,11 @@ export class DriverWorkload {
       : pick(this.host.random, serving);
   }
 
+  /**
+   * Proposes `count` commands as the voter's command scheduler does: now and then with more to propose
+   * at once when they commit (the leader then applies them after the next batch's appends), with the
+   * first few answered ahead of the rest, and cut short by the caller.
+   */
   private propose(count: number): void {
     const node = this.leaderOrAny();
     if (node === null) return;
@@ -88,19 +95,46 @@ export class DriverWorkload {
       );
     }
     const digests = data.map(commandDigest);
+    const more = random.chance(0.5);
+    const aheadCount = random.chance(0.3) ? 1 + random.nextInt(count) : 0;
+    const abort = random.chance(0.1) ? new AbortController() : null;
     this.counts.proposals++;
+    const life = node.life;
     let answered: Promise<ApplyResult[]>;
     try {
-      answered = node.driver!.propose(data);
+      answered = node.driver!.propose(
+        data,
+        abort?.signal,
+        () => more,
+        aheadCount === 0
+          ? undefined
+          : {
+              count: aheadCount,
+              // A result heard ahead is as binding as the batch's.
+              settle: (k, result) => this.guard(() => this.checkResult(node, result, digests[k]!)),
+            },
+      );
     } catch (error) {
       this.expectRefusal(node, "propose", error);
       this.counts.proposalsRefused++;
       return;
     }
-    const life = node.life;
-    this.host.note(node.id, `propose x${count}`);
+    if (abort !== null) this.host.after(1 + random.nextInt(20), () => abort.abort());
+    this.host.note(
+      node.id,
+      `propose x${count}${more ? " (more)" : ""}${aheadCount > 0 ? ` ahead ${aheadCount}` : ""}`,
+    );
     answered.then(
-      (results) => this.guard(() => this.acknowledged(node, results, digests)),
+      (results) =>
+        this.guard(() => {
+          if (results.length !== digests.length)
+            fail(
+              "core-contract",
+              `${node.id} answered ${results.length} results for ${digests.length} proposals`,
+            );
+          for (const [k, result] of results.entries()) this.checkResult(node, result, digests[k]!);
+          this.counts.acked += results.length;
+        }),
       (error: unknown) =>
         this.guard(() => {
           if (!(error instanceof UnknownWriteOutcomeError || error instanceof UnavailableError))
@@ -110,25 +144,13 @@ export class DriverWorkload {
     );
   }
 
-  private acknowledged(
-    node: DriverNode,
-    results: readonly { type: string }[],
-    digests: readonly number[],
-  ): void {
-    if (results.length !== digests.length)
-      fail("core-contract", `${node.id} answered ${results.length} results for ${digests.length} proposals`);
-    for (let k = 0; k < results.length; k++) {
-      const r = results[k] as { type: string; entryIndex: number; outcome?: { result: unknown } };
-      if (r.type !== "command" || r.outcome === undefined)
-        fail(
-          "acknowledged-write",
-          `${node.id} answered a proposal with a ${r.type} result at ${r.entryIndex}`,
-        );
-      const result = r.outcome.result as SimCommandResult;
-      this.host.checker.observeAck(node.id, r.entryIndex, result.term, digests[k]!);
-      this.counts.acked++;
-      this.host.note(node.id, `ack ${r.entryIndex}/t${result.term}`);
-    }
+  /** An acknowledged proposal is the committed entry at the index its result names. */
+  private checkResult(node: DriverNode, r: ApplyResult, digest: number): void {
+    if (r.type !== "command" || r.outcome.status !== "committed")
+      fail("acknowledged-write", `${node.id} answered a proposal with a ${r.type} result at ${r.entryIndex}`);
+    const result = r.outcome.result as SimCommandResult;
+    this.host.checker.observeAck(node.id, r.entryIndex, result.term, digest);
+    this.host.note(node.id, `ack ${r.entryIndex}/t${result.term}`);
   }
 
   private read(): void {

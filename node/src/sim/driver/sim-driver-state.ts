@@ -33,6 +33,8 @@ export interface SimCommandResult {
 export class SimDriverState implements DriverStateMachine {
   private sm: SimStateMachine;
   private readonly failureListeners: ((err: Error) => void)[] = [];
+  /** Set by `failNextApply`: the next batch fails with it, as a failed commit of the database would. */
+  private applyFault: Error | null = null;
 
   constructor(
     private readonly disk: SimStateDisk,
@@ -54,6 +56,8 @@ export class SimDriverState implements DriverStateMachine {
   }
 
   applyBatch(entries: readonly Entry[]): ApplyResult[] {
+    const fault = this.applyFault;
+    if (fault !== null) throw fault;
     const results: ApplyResult[] = [];
     let appliedSome = false;
     for (const entry of entries) {
@@ -109,6 +113,11 @@ export class SimDriverState implements DriverStateMachine {
     await this.fsyncDelay();
     this.disk.syncedTo(position.index);
     return position;
+  }
+
+  /** The next batch, and every one after it, fails with `err` without applying anything. */
+  failNextApply(err: Error): void {
+    this.applyFault = err;
   }
 
   onFailure(listener: (err: Error) => void): void {

@@ -47,6 +47,8 @@ export class SimLogStore implements LogStore {
   /** The log as committed: what every read answers. */
   private readonly image: LogImage;
   private stopped: StorageError | null = null;
+  /** Set by `failNextSync`: the next fsync to complete fails with it instead. */
+  private syncFault: StorageError | null = null;
   private syncing: Promise<void> | null = null;
   /** The core asked for a snapshot while the log stood on a point with no file (snapshotWanted). */
   private wanted = false;
@@ -211,6 +213,7 @@ export class SimLogStore implements LogStore {
     const done = new Promise<void>((resolve, reject) => {
       this.options.schedule(this.options.syncDelay(), () => {
         if (!this.disk.isLive(this.life)) return;
+        if (this.syncFault !== null) this.failNow(this.syncFault);
         if (this.stopped !== null && !(this.stopped instanceof StorageClosedError)) {
           reject(this.stopped);
           return;
@@ -292,6 +295,14 @@ export class SimLogStore implements LogStore {
    * Fails the store as a background I/O failure would (fault injection): every later call throws
    * `err` (a StorageFailedError when it is not a StorageError), the listeners are told once.
    */
+  /**
+   * The next fsync to complete fails (an EIO): nothing it covers becomes durable, the writes waiting
+   * on it reject, and the store fails as `failNow` does.
+   */
+  failNextSync(err: StorageError): void {
+    this.syncFault = err;
+  }
+
   failNow(err: unknown): StorageError {
     if (this.stopped === null) {
       const failure =

@@ -18,6 +18,13 @@ export class SimSnapshotFiles implements SnapshotFiles {
     private readonly life: number,
   ) {}
 
+  /** Set by `failWrites`: every later write of a received snapshot's chunk fails with it (an EIO). */
+  private writeFault: Error | null = null;
+
+  failWrites(err: Error): void {
+    this.writeFault = err;
+  }
+
   tempPath(): string {
     this.disk.checkLife(this.life);
     return this.disk.newTempPath();
@@ -34,6 +41,7 @@ export class SimSnapshotFiles implements SnapshotFiles {
     return new SimSnapshotReceiver(meta, totalBytes, {
       write: (data) => {
         this.disk.checkLife(this.life);
+        if (this.writeFault !== null) throw this.writeFault;
         this.disk.appendTemp(temp, data);
       },
       seal: (size, checksum) => this.seal(temp, meta, size, checksum),

@@ -24,6 +24,8 @@ export class SimSnapshotReceiver implements SnapshotChunkWriter {
   private received = 0;
   private crc = 0;
   private state: "receiving" | "finished" | "aborted" = "receiving";
+  /** The first write that failed: as the real receiver's chained writes, every later one and the seal fail too. */
+  private writeError: unknown = null;
 
   constructor(
     readonly meta: SnapshotMeta,
@@ -51,13 +53,17 @@ export class SimSnapshotReceiver implements SnapshotChunkWriter {
         ),
       );
     }
+    // As the real receiver, order and checksum are settled before the write, whose failure only its
+    // promise reports.
+    this.received += data.byteLength;
+    this.crc = crc32c(data, this.crc);
+    if (this.writeError !== null) return Promise.reject(this.writeError);
     try {
       this.file.write(data);
     } catch (err) {
+      this.writeError = err;
       return Promise.reject(err);
     }
-    this.received += data.byteLength;
-    this.crc = crc32c(data, this.crc);
     return Promise.resolve();
   }
 
@@ -66,6 +72,7 @@ export class SimSnapshotReceiver implements SnapshotChunkWriter {
     if (closed) throw closed;
     this.state = "finished";
     try {
+      if (this.writeError !== null) throw this.writeError;
       if (this.received !== this.totalBytes) {
         throw new SnapshotMismatchError(
           `snapshot holds ${this.received} of ${this.totalBytes} announced bytes`,
