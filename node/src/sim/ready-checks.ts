@@ -1,5 +1,6 @@
 import type { Entry, RaftStatus, Ready, Snapshot } from "../raft/index.js";
-import { COMPACTED, type InvariantName, InvariantViolation, type SafetyChecker } from "./invariants.js";
+import { type InvariantName, InvariantViolation, type SafetyChecker } from "./invariants.js";
+import { termsWithReady } from "./leader-log-view.js";
 import { changesAfter, type MembershipChecker } from "./membership-invariants.js";
 import type { SimNode } from "./node-registry.js";
 
@@ -86,21 +87,7 @@ function checkEntries(
 
 /** The log a new leader has: its disk, overlaid with the snapshot and entries of this Ready. */
 function checkLeaderLog(node: SimNode, rd: Ready, s: RaftStatus, checker: SafetyChecker): void {
-  const storage = node.disk.storage;
-  const entries = rd.entries;
-  const first = entries.length > 0 ? entries[0]!.index : Number.POSITIVE_INFINITY;
-  const snapshot = rd.snapshot;
-  const termAt = (i: number): number | undefined => {
-    if (i >= first) return entries[i - first]?.term;
-    if (snapshot !== null) {
-      if (i === snapshot.meta.index) return snapshot.meta.term;
-      return i < snapshot.meta.index ? COMPACTED : undefined;
-    }
-    if (i < storage.firstIndex() - 1) return COMPACTED;
-    if (i > storage.lastIndex()) return undefined;
-    return storage.term(i);
-  };
-  checker.checkLeaderLog(node.id, s.term, s.lastIndex, termAt);
+  checker.checkLeaderLog(node.id, s.term, s.lastIndex, termsWithReady(rd, node.disk.storage));
 }
 
 function fail(invariant: InvariantName, detail: string): never {

@@ -5,12 +5,7 @@ import type { FsyncSite } from "../fs/fsync.js";
 import { DEFAULT_STORAGE_LIMITS, walFrameBytes } from "../fs/sqlite-limits.js";
 import type { CheckpointResult, WalCheckpointer } from "../fs/wal-checkpointer.js";
 import { WalGrowth } from "../fs/wal-growth.js";
-import {
-  LogCompactedError,
-  LogUnavailableError,
-  RaftInvariantError,
-  SnapshotOutOfDateError,
-} from "../raft/errors.js";
+import { LogCompactedError, LogUnavailableError, RaftInvariantError } from "../raft/errors.js";
 import { entrySize, limitSize } from "../raft/log-storage.js";
 import type { ConfState, Entry, HardState, Snapshot } from "../raft/types.js";
 import type { AckWatermark, Watermark } from "./ack-watermark.js";
@@ -28,6 +23,7 @@ import type { LogDatabase, LogState, SnapshotRecord } from "./log-database.js";
 import type { LogIndex } from "./log-index.js";
 import type { JournalOp, LogJournal } from "./log-journal.js";
 import { recoverLog } from "./log-recovery.js";
+import { localSnapshotRefusal, type RefusalView, storeOpRefusal } from "./log-refusals.js";
 import type { LogStore } from "./log-store.js";
 import type { SnapshotFile, SnapshotFileStore } from "./snapshot-file-store.js";
 import type { SnapshotReader } from "./snapshot-reader.js";
@@ -38,7 +34,6 @@ import {
   StorageError,
   StorageFailedError,
 } from "./storage-errors.js";
-import { checkWriteShape } from "./write-shape.js";
 
 /**
  * WAL bytes a commit adds beyond its entries, for the checkpoint estimate: a commit rewrites at least
@@ -113,6 +108,8 @@ export class DurableLogStore implements LogStore {
   private markTimer: NodeJS.Immediate | null = null;
   /** The core asked for a snapshot while the log stood on a point with no file (snapshotWanted). */
   private wanted = false;
+  /** The log as the refusal rules read it (log-refusals.ts). */
+  private readonly refusalView: RefusalView;
   /** Superseded snapshot files, deletable once the commit `seq` that superseded them is durable. */
   private retired: { file: string; seq: number }[] = [];
   private cleanup: Promise<void> = Promise.resolve();
@@ -188,6 +185,22 @@ export class DurableLogStore implements LogStore {
       },
     });
     this.compaction.schedule();
+    const store = this;
+    this.refusalView = {
+      get snapshot() {
+        return store.state.snapshot;
+      },
+      get hardState() {
+        return store.state.hardState;
+      },
+      get startIndex() {
+        return store.index.startIndex;
+      },
+      get lastIndex() {
+        return store.index.lastIndex;
+      },
+      term: (i) => store.index.term(i),
+    };
   }
 
   /**
@@ -569,26 +582,10 @@ export class DurableLogStore implements LogStore {
     this.compaction.schedule();
   }
 
-  /**
-   * The refusal `commit` would give a snapshot at (index, term) taken locally, or null. A copy may
-   * stand at the index of the point with no file it makes sendable; a point only beyond the current
-   * snapshot.
-   */
+  /** The refusal `commit` would give a snapshot at (index, term) taken locally, or null. */
   localSnapshotRefusal(index: number, term: number, withFile: boolean): Error | null {
     this.checkUsable();
-    const current = this.state.snapshot;
-    const replacesPoint = withFile && current.file === null && current.meta.index > 0;
-    if (index < current.meta.index || (index === current.meta.index && !replacesPoint)) {
-      return new SnapshotOutOfDateError(index, current.meta.index);
-    }
-    if (index > this.index.lastIndex) return new LogUnavailableError(index, this.index.lastIndex);
-    const logTerm = this.index.term(index);
-    if (term !== logTerm) {
-      return new RaftInvariantError(
-        `snapshot at ${index} has term ${term}, the log has term ${logTerm} there`,
-      );
-    }
-    return null;
+    return localSnapshotRefusal(this.refusalView, index, term, withFile);
   }
 
   /**
@@ -672,64 +669,7 @@ export class DurableLogStore implements LogStore {
 
   /** Why `op` cannot be applied to the log as it stands now (earlier ops of the group included). */
   private refusal(op: StoreOp): Error | null {
-    const current = this.state.snapshot.meta.index;
-    if (op.kind === "record-snapshot") {
-      const { meta, file } = op.snapshot;
-      return this.localSnapshotRefusal(meta.index, meta.term, file !== null);
-    }
-    const shape = checkWriteShape(op);
-    if (shape !== null) return shape;
-    let start = this.index.startIndex;
-    let last = this.index.lastIndex;
-    let snapIndex = current;
-    let snapTerm = this.state.snapshot.meta.term;
-    if (op.snapshot !== null) {
-      const meta = op.snapshot.meta;
-      if (meta.index <= current) return new SnapshotOutOfDateError(meta.index, current);
-      start = last = snapIndex = meta.index;
-      snapTerm = meta.term;
-    }
-    const entries = op.entries;
-    if (entries.length > 0) {
-      const first = entries[0]!.index;
-      if (first > last + 1) {
-        return new RaftInvariantError(`append at ${first} leaves a gap after last index ${last}`);
-      }
-      const skip = Math.max(0, start + 1 - first);
-      if (skip < entries.length) {
-        const from = first + skip;
-        const floor = Math.max(this.state.hardState.commit, snapIndex);
-        if (from <= last && from <= floor) {
-          return new RaftInvariantError(`append at ${from} would replace committed entries (up to ${floor})`);
-        }
-        const prevTerm =
-          from - 1 === snapIndex && op.snapshot !== null ? snapTerm : this.index.term(from - 1);
-        const firstTerm = entries[skip]!.term;
-        if (firstTerm < prevTerm) {
-          return new RaftInvariantError(
-            `entry ${from} has term ${firstTerm}, below term ${prevTerm} before it`,
-          );
-        }
-        last = entries[entries.length - 1]!.index;
-      }
-    }
-    const hs = op.hardState;
-    const prev = this.state.hardState;
-    const commit = (hs ?? prev).commit;
-    if (commit > last) {
-      return new RaftInvariantError(`hard state commit ${commit} is beyond the last index ${last}`);
-    }
-    if (hs !== null) {
-      if (hs.term < prev.term) {
-        return new RaftInvariantError(`hard state term ${hs.term} is below the stored term ${prev.term}`);
-      }
-      if (hs.term === prev.term && prev.vote !== null && hs.vote !== prev.vote) {
-        return new RaftInvariantError(
-          `hard state changes the vote of term ${hs.term} from ${prev.vote} to ${String(hs.vote)}`,
-        );
-      }
-    }
-    return null;
+    return storeOpRefusal(this.refusalView, op);
   }
 
   private apply(op: StoreOp): void {

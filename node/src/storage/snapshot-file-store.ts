@@ -7,10 +7,11 @@ import { fsyncPath, fsyncPathAsync } from "../fs/fsync.js";
 import { makePrivateDir } from "../fs/private-dir.js";
 import type { SnapshotMeta } from "../raft/types.js";
 import type { FaultHook } from "./fault-hook.js";
+import { checkSnapshotMeta, checkSnapshotToReceive } from "./snapshot-arguments.js";
 import type { SnapshotFiles } from "./snapshot-files.js";
 import { SnapshotReader } from "./snapshot-reader.js";
 import { SnapshotReceiver } from "./snapshot-receiver.js";
-import { StorageArgumentError, StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
+import { StorageCorruptionError, StorageFailedError } from "./storage-errors.js";
 
 const VERIFY_CHUNK_BYTES = 1024 * 1024;
 
@@ -72,10 +73,7 @@ export class SnapshotFileStore implements SnapshotFiles {
    * being created: chunks can be written at once, they wait for it.
    */
   receive(meta: SnapshotMeta, totalBytes: number): SnapshotReceiver {
-    checkMeta(meta);
-    if (!Number.isSafeInteger(totalBytes) || totalBytes < 0) {
-      throw new StorageArgumentError(`snapshot size must be a non-negative integer, got ${totalBytes}`);
-    }
+    checkSnapshotToReceive(meta, totalBytes);
     const temp = this.tempPath();
     const handle = open(temp, "wx");
     // A failure to create it surfaces at the first write or at finish.
@@ -111,7 +109,7 @@ export class SnapshotFileStore implements SnapshotFiles {
 
   /** Seals the file a SnapshotSource wrote at `tempPath` (from `tempPath()`), checksumming it first. */
   async adopt(tempPath: string, meta: SnapshotMeta): Promise<SnapshotFile> {
-    checkMeta(meta);
+    checkSnapshotMeta(meta);
     const handle = await open(tempPath, "r+");
     try {
       const buf = Buffer.allocUnsafe(READ_BLOCK);
@@ -223,19 +221,6 @@ export class SnapshotFileStore implements SnapshotFiles {
       throw err;
     }
     return { meta, file, size, checksum };
-  }
-}
-
-function checkMeta(meta: SnapshotMeta): void {
-  if (
-    !Number.isSafeInteger(meta.index) ||
-    meta.index < 1 ||
-    !Number.isSafeInteger(meta.term) ||
-    meta.term < 1
-  ) {
-    throw new StorageArgumentError(
-      `snapshot index and term must be positive integers, got ${meta.index}/${meta.term}`,
-    );
   }
 }
 

@@ -1,8 +1,13 @@
-import type { FileHandle } from "node:fs/promises";
 import { crc32c } from "../checksum/crc32c.js";
 import type { SnapshotFile } from "./snapshot-file-store.js";
 import type { SnapshotChunkReader } from "./snapshot-files.js";
 import { StorageArgumentError, StorageCorruptionError } from "./storage-errors.js";
+
+/** What a reader reads from: an open file (a FileHandle), or the simulator's model of one. */
+export interface ReadableChunkFile {
+  read(buffer: Uint8Array, offset: number, length: number, position: number): Promise<{ bytesRead: number }>;
+  close(): Promise<void>;
+}
 
 /**
  * Streams one snapshot file in chunks without loading it whole. Its open handle keeps the file
@@ -17,7 +22,7 @@ export class SnapshotReader implements SnapshotChunkReader {
   constructor(
     readonly snapshot: SnapshotFile,
     private readonly path: string,
-    private readonly handle: FileHandle,
+    private readonly handle: ReadableChunkFile,
   ) {}
 
   /**

@@ -10,15 +10,29 @@ import {
   StorageFailedError,
 } from "./storage-errors.js";
 
+/** Where the chunks go: an open file (a FileHandle), or the simulator's model of one. */
+export interface ChunkFile {
+  write(
+    buffer: Uint8Array,
+    offset: number,
+    length: number,
+    position: number,
+  ): Promise<{ bytesWritten: number }>;
+}
+
 /** Makes a fully written temporary file the durable snapshot file (fsync, rename, fsync directory). */
-export type SealSnapshot = (handle: FileHandle, size: number, checksum: number) => Promise<SnapshotFile>;
+export type SealSnapshot<H extends ChunkFile = FileHandle> = (
+  handle: H,
+  size: number,
+  checksum: number,
+) => Promise<SnapshotFile>;
 
 /**
  * Receives a snapshot chunk by chunk into a temporary file. Chunks must arrive in order, each
  * starting where the received bytes end; nothing is visible under a snapshot name until `finish`
  * has checked the size (and the checksum, when the sender announced one) and sealed it.
  */
-export class SnapshotReceiver implements SnapshotChunkWriter {
+export class SnapshotReceiver<H extends ChunkFile = FileHandle> implements SnapshotChunkWriter {
   private received = 0;
   private crc = 0;
   /** Each write chains on the previous one, the first on the file's creation. */
@@ -28,8 +42,8 @@ export class SnapshotReceiver implements SnapshotChunkWriter {
   constructor(
     readonly meta: SnapshotMeta,
     readonly totalBytes: number,
-    private readonly handle: Promise<FileHandle>,
-    private readonly seal: SealSnapshot,
+    private readonly handle: Promise<H>,
+    private readonly seal: SealSnapshot<H>,
     private readonly discard: () => Promise<void>,
   ) {
     this.writes = handle;
@@ -109,7 +123,7 @@ export class SnapshotReceiver implements SnapshotChunkWriter {
  * Writes all of `data` at `offset`. A write may take fewer bytes than asked (a disk nearly full),
  * and the rest, not written, would leave a hole the received checksum knows nothing of.
  */
-async function writeFully(handle: FileHandle, data: Uint8Array, offset: number): Promise<void> {
+async function writeFully(handle: ChunkFile, data: Uint8Array, offset: number): Promise<void> {
   for (let done = 0; done < data.byteLength; ) {
     const { bytesWritten } = await handle.write(data, done, data.byteLength - done, offset + done);
     if (bytesWritten <= 0) {

@@ -9,7 +9,8 @@ import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { LogStore } from "../../storage/log-store.js";
 import { StorageFailedError } from "../../storage/storage-errors.js";
 import type { MembershipProfile } from "../fault-profile.js";
-import { COMPACTED, InvariantViolation, SafetyChecker } from "../invariants.js";
+import { InvariantViolation, SafetyChecker } from "../invariants.js";
+import { termsWithReady } from "../leader-log-view.js";
 import { describeChange, isRemovalOf, MembershipOperator } from "../membership-operator.js";
 import { between } from "../random-choices.js";
 import { describeError, SimulationFailure } from "../sim-failure.js";
@@ -369,19 +370,7 @@ export class DriverSimulator {
   private checkLeaderLog(node: DriverNode, rd: Ready, status: RaftStatus, log: LogStore): void {
     if (status.role !== "leader" || (this.leaderLogChecked.get(node.id) ?? 0) >= status.term) return;
     this.leaderLogChecked.set(node.id, status.term);
-    const first = rd.entries[0]?.index ?? Number.POSITIVE_INFINITY;
-    const snapshot = rd.snapshot;
-    const termAt = (i: number): number | undefined => {
-      if (i >= first) return rd.entries[i - first]?.term;
-      if (snapshot !== null) {
-        if (i === snapshot.meta.index) return snapshot.meta.term;
-        return i < snapshot.meta.index ? COMPACTED : undefined;
-      }
-      if (i < log.firstIndex() - 1) return COMPACTED;
-      if (i > log.lastIndex()) return undefined;
-      return log.term(i);
-    };
-    this.checker.checkLeaderLog(node.id, status.term, status.lastIndex, termAt);
+    this.checker.checkLeaderLog(node.id, status.term, status.lastIndex, termsWithReady(rd, log));
   }
 
   /** The log's group commits: persisted hard states never go back, appended entries match other logs. */

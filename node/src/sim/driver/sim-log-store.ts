@@ -1,15 +1,11 @@
 import { crc32c } from "../../checksum/crc32c.js";
-import {
-  LogCompactedError,
-  LogUnavailableError,
-  RaftInvariantError,
-  SnapshotOutOfDateError,
-} from "../../raft/errors.js";
+import { LogCompactedError, LogUnavailableError, RaftInvariantError } from "../../raft/errors.js";
 import { limitSize } from "../../raft/log-storage.js";
 import type { ConfState, Entry, HardState, Snapshot } from "../../raft/types.js";
 import { checkInteger } from "../../storage/durable-log-options.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { SnapshotRecord } from "../../storage/log-database.js";
+import { localSnapshotRefusal, storeOpRefusal } from "../../storage/log-refusals.js";
 import type { LogStore } from "../../storage/log-store.js";
 import type { SnapshotFile } from "../../storage/snapshot-file-store.js";
 import {
@@ -19,7 +15,6 @@ import {
   StorageError,
   StorageFailedError,
 } from "../../storage/storage-errors.js";
-import { checkWriteShape } from "../../storage/write-shape.js";
 import type { LogImage } from "./log-image.js";
 import type { SimLogDisk } from "./sim-log-disk.js";
 import { simSnapshotPath } from "./sim-log-disk.js";
@@ -249,19 +244,7 @@ export class SimLogStore implements LogStore {
 
   localSnapshotRefusal(index: number, term: number, withFile: boolean): Error | null {
     this.checkUsable();
-    const current = this.image.snapshot;
-    const replacesPoint = withFile && current.file === null && current.meta.index > 0;
-    if (index < current.meta.index || (index === current.meta.index && !replacesPoint)) {
-      return new SnapshotOutOfDateError(index, current.meta.index);
-    }
-    if (index > this.image.lastIndex) return new LogUnavailableError(index, this.image.lastIndex);
-    const logTerm = this.image.term(index);
-    if (term !== logTerm) {
-      return new RaftInvariantError(
-        `snapshot at ${index} has term ${term}, the log has term ${logTerm} there`,
-      );
-    }
-    return null;
+    return localSnapshotRefusal(this.image, index, term, withFile);
   }
 
   async discardSnapshotFile(snap: SnapshotFile | SnapshotRecord): Promise<void> {
@@ -345,66 +328,9 @@ export class SimLogStore implements LogStore {
     return bytes;
   }
 
-  /** Why `op` cannot be applied to the log as it stands now: DurableLogStore's `refusal`, rule for rule. */
+  /** Why `op` cannot be applied to the log as it stands now: the same rules as DurableLogStore's. */
   private refusal(op: StoreOp): Error | null {
-    const img = this.image;
-    const current = img.snapshot.meta.index;
-    if (op.kind === "record-snapshot") {
-      const { meta, file } = op.snapshot;
-      return this.localSnapshotRefusal(meta.index, meta.term, file !== null);
-    }
-    const shape = checkWriteShape(op);
-    if (shape !== null) return shape;
-    let start = img.startIndex;
-    let last = img.lastIndex;
-    let snapIndex = current;
-    let snapTerm = img.snapshot.meta.term;
-    if (op.snapshot !== null) {
-      const meta = op.snapshot.meta;
-      if (meta.index <= current) return new SnapshotOutOfDateError(meta.index, current);
-      start = last = snapIndex = meta.index;
-      snapTerm = meta.term;
-    }
-    const entries = op.entries;
-    if (entries.length > 0) {
-      const first = entries[0]!.index;
-      if (first > last + 1) {
-        return new RaftInvariantError(`append at ${first} leaves a gap after last index ${last}`);
-      }
-      const skip = Math.max(0, start + 1 - first);
-      if (skip < entries.length) {
-        const from = first + skip;
-        const floor = Math.max(img.hardState.commit, snapIndex);
-        if (from <= last && from <= floor) {
-          return new RaftInvariantError(`append at ${from} would replace committed entries (up to ${floor})`);
-        }
-        const prevTerm = from - 1 === snapIndex && op.snapshot !== null ? snapTerm : img.term(from - 1);
-        const firstTerm = entries[skip]!.term;
-        if (firstTerm < prevTerm) {
-          return new RaftInvariantError(
-            `entry ${from} has term ${firstTerm}, below term ${prevTerm} before it`,
-          );
-        }
-        last = entries[entries.length - 1]!.index;
-      }
-    }
-    const hs = op.hardState;
-    const prev = img.hardState;
-    const commit = (hs ?? prev).commit;
-    if (commit > last) {
-      return new RaftInvariantError(`hard state commit ${commit} is beyond the last index ${last}`);
-    }
-    if (hs !== null) {
-      if (hs.term < prev.term) {
-        return new RaftInvariantError(`hard state term ${hs.term} is below the stored term ${prev.term}`);
-      }
-      if (hs.term === prev.term && prev.vote !== null && hs.vote !== prev.vote) {
-        return new RaftInvariantError(
-          `hard state changes the vote of term ${hs.term} from ${prev.vote} to ${String(hs.vote)}`,
-        );
-      }
-    }
-    return null;
+    return storeOpRefusal(this.image, op);
   }
 
   private apply(op: StoreOp): void {

@@ -1,11 +1,12 @@
 import { crc32c } from "../../checksum/crc32c.js";
 import type { SnapshotMeta } from "../../raft/types.js";
+import { checkSnapshotMeta, checkSnapshotToReceive } from "../../storage/snapshot-arguments.js";
 import type { SnapshotFile } from "../../storage/snapshot-file-store.js";
 import type { SnapshotChunkReader, SnapshotFiles } from "../../storage/snapshot-files.js";
-import { StorageArgumentError, StorageCorruptionError } from "../../storage/storage-errors.js";
+import { type ReadableChunkFile, SnapshotReader } from "../../storage/snapshot-reader.js";
+import { type ChunkFile, SnapshotReceiver } from "../../storage/snapshot-receiver.js";
+import { StorageCorruptionError } from "../../storage/storage-errors.js";
 import { SimFileMissingError, type SimLogDisk, simSnapshotPath } from "./sim-log-disk.js";
-import { SimSnapshotReader } from "./sim-snapshot-reader.js";
-import { SimSnapshotReceiver } from "./sim-snapshot-receiver.js";
 
 /**
  * SnapshotFileStore over a SimLogDisk, for one process life: temporary files named by a counter, sealed
@@ -30,25 +31,30 @@ export class SimSnapshotFiles implements SnapshotFiles {
     return this.disk.newTempPath();
   }
 
-  receive(meta: SnapshotMeta, totalBytes: number): SimSnapshotReceiver {
-    checkMeta(meta);
-    if (!Number.isSafeInteger(totalBytes) || totalBytes < 0) {
-      throw new StorageArgumentError(`snapshot size must be a non-negative integer, got ${totalBytes}`);
-    }
+  /** The production receiver, writing into a temporary file of the simulated disk. */
+  receive(meta: SnapshotMeta, totalBytes: number): SnapshotReceiver<ChunkFile> {
+    checkSnapshotToReceive(meta, totalBytes);
     const temp = this.tempPath();
     // Created empty at once, as the real one opens its file: a crash before the first chunk loses it too.
     this.disk.appendTemp(temp, new Uint8Array(0));
-    return new SimSnapshotReceiver(meta, totalBytes, {
-      write: (data) => {
+    const file: ChunkFile = {
+      write: async (buffer, offset, length) => {
         this.disk.checkLife(this.life);
         if (this.writeFault !== null) throw this.writeFault;
-        this.disk.appendTemp(temp, data);
+        // The receiver writes each chunk at the end of what it wrote before.
+        this.disk.appendTemp(temp, buffer.subarray(offset, offset + length));
+        return { bytesWritten: length };
       },
-      seal: (size, checksum) => this.seal(temp, meta, size, checksum),
-      discard: () => {
+    };
+    return new SnapshotReceiver(
+      meta,
+      totalBytes,
+      Promise.resolve(file),
+      async (_file, size, checksum) => this.seal(temp, meta, size, checksum),
+      async () => {
         if (this.disk.isLive(this.life)) this.disk.removeTemp(temp);
       },
-    });
+    );
   }
 
   async discardTemp(tempPath: string): Promise<void> {
@@ -57,7 +63,7 @@ export class SimSnapshotFiles implements SnapshotFiles {
   }
 
   async adopt(tempPath: string, meta: SnapshotMeta): Promise<SnapshotFile> {
-    checkMeta(meta);
+    checkSnapshotMeta(meta);
     this.disk.checkLife(this.life);
     if (!this.disk.hasTemp(tempPath)) throw new SimFileMissingError(tempPath);
     const bytes = this.disk.readFile(tempPath);
@@ -76,7 +82,15 @@ export class SimSnapshotFiles implements SnapshotFiles {
       );
     }
     // The reader holds the bytes, as an open handle keeps a file deleted meanwhile readable.
-    return new SimSnapshotReader(snap, path, bytes);
+    const file: ReadableChunkFile = {
+      read: async (buffer, offset, length, position) => {
+        const n = Math.max(0, Math.min(length, bytes.byteLength - position));
+        buffer.set(bytes.subarray(position, position + n), offset);
+        return { bytesRead: n };
+      },
+      close: async () => undefined,
+    };
+    return new SnapshotReader(snap, path, file);
   }
 
   private seal(tempPath: string, meta: SnapshotMeta, size: number, checksum: number): SnapshotFile {
@@ -84,18 +98,5 @@ export class SimSnapshotFiles implements SnapshotFiles {
     const file = this.disk.newSnapshotName(meta.index, meta.term);
     this.disk.seal(tempPath, file);
     return { meta, file, size, checksum };
-  }
-}
-
-function checkMeta(meta: SnapshotMeta): void {
-  if (
-    !Number.isSafeInteger(meta.index) ||
-    meta.index < 1 ||
-    !Number.isSafeInteger(meta.term) ||
-    meta.term < 1
-  ) {
-    throw new StorageArgumentError(
-      `snapshot index and term must be positive integers, got ${meta.index}/${meta.term}`,
-    );
   }
 }
