@@ -1224,6 +1224,8 @@ export class RaftNode {
       this.acknowledge(m.from, this.log.committed, m.epoch);
       return;
     }
+    const conflict = this.log.matchTerm(m.index, m.logTerm) ? this.log.findConflict(m.entries) : 0;
+    if (conflict !== 0 && conflict <= this.log.lastIndex()) this.withdrawAcknowledgements(conflict);
     const lastNew = this.log.maybeAppend(m.index, m.logTerm, m.commit, m.entries);
     if (lastNew !== null) {
       this.acknowledge(m.from, lastNew, m.epoch);
@@ -1240,6 +1242,16 @@ export class RaftNode {
       logTerm: hint.term,
       epoch: m.epoch,
     });
+  }
+
+  /**
+   * Entries from `index` on are about to be replaced. Acknowledgements of them still waiting here for
+   * the next Ready would leave only after that Ready persisted the replacement: they would vouch for
+   * entries this node no longer holds, which another term's leader could count toward a commit.
+   * Nothing is owed to their leader: it probes again.
+   */
+  private withdrawAcknowledgements(index: number): void {
+    this.msgs = this.msgs.filter((m) => m.type !== "append-response" || m.reject || m.index < index);
   }
 
   /** A successful answer: our log matches the leader's up to `index`; `epoch` that of the message answered. */
@@ -1345,6 +1357,7 @@ export class RaftNode {
       this.log.commitTo(index);
       return;
     }
+    this.withdrawAcknowledgements(index + 1);
     this.log.restore(snapshot);
   }
 

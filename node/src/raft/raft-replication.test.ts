@@ -31,6 +31,21 @@ const appendsTo = (ms: readonly Message[], to: string, withEntries = true): Appe
 const payload = (n: number): Uint8Array => new Uint8Array(n).fill(7);
 
 describe("AppendEntries on the follower", () => {
+  it("takes back an acknowledgement of entries a newer leader replaced before they were persisted", () => {
+    const s = follower([1, 1, 1], 2);
+    // Both appends arrive before the next Ready: the term-3 leader's entry replaces 4..6 in memory.
+    const h = s.step(
+      append("b", "a", 2, 3, 1, [entry(4, 2), entry(5, 2), entry(6, 2)], 0),
+      append("c", "a", 3, 3, 1, [entry(4, 3)], 0),
+    );
+    expect(s.terms()).toEqual([1, 1, 1, 3]);
+    // Sent after that Ready is persisted, an acknowledgement of 6 in term 2 would count a copy of 5
+    // and 6 that "a" never holds toward the term-2 leader's quorum.
+    expect(ofType(h.messages, "append-response").filter((m) => !m.reject)).toEqual([
+      expect.objectContaining({ to: "c", term: 3, index: 4 }),
+    ]);
+  });
+
   it("rejects when the follower lacks the previous entry, with a hint, leaving the log alone", () => {
     const s = follower([1, 1], 1);
     const h = s.step(append("b", "a", 1, 3, 1, [entry(4, 1)], 0, 3));
