@@ -49,6 +49,7 @@ import { SimStateMachine } from "./sim-state-machine.js";
 import { type Counters, emptyCounters, type SimStats } from "./sim-stats.js";
 import { SimWorkload } from "./sim-workload.js";
 import { Trace, type TraceKind } from "./trace.js";
+import { checkVouched } from "./vouched-sends.js";
 
 /** The final phase's whole budget, in windows without progress (SimOptions.convergenceSteps). */
 const CONVERGENCE_CAP_WINDOWS = 20;
@@ -624,8 +625,10 @@ export class Simulator {
   }
 
   private sendMessages(node: SimNode, messages: readonly Message[]): void {
+    const durable = node.disk.storage;
     for (const sent of messages) {
       checkSend(node, sent, (id) => this.nodes.get(id) !== undefined);
+      checkVouched(node.id, sent, durable.initialState().hardState, durable.lastIndex());
       if (sent.type === "snapshot-chunk") checkSnapshotSent(node, sent);
       this.counters.messagesSent++;
       const m = sent.type === "snapshot-chunk" ? this.withChunkBytes(node, sent) : sent;

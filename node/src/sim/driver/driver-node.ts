@@ -39,6 +39,8 @@ export interface NodeWatch extends StateObserver {
   committed(ops: readonly StoreOp[], results: readonly (Error | null)[], log: LogStore): void;
   /** The core handed out `rd`, with `status` as of it; `log` reads the log it is about to extend. */
   ready(rd: Ready, status: RaftStatus, log: LogStore): void;
+  /** The driver sends `m`; `durable` is what the log's disk holds durably as it does. */
+  sending(m: Message, durable: SimLogDisk["durableLog"]): void;
   /** Something broke a rule in the node's own code paths (a check threw inside the driver). */
   violation(error: unknown): void;
   log(line: string): void;
@@ -57,8 +59,8 @@ export class DriverNode {
   driver: RaftDriver | null = null;
   state: SimDriverState | null = null;
   store: SimLogStore | null = null;
-  /** A storage fault was injected into this life: its driver is to stop, as a voter's does. */
-  faulted = false;
+  /** The storage fault injected into this life, if any: its driver is to stop on it, as a voter's does. */
+  injected: Error | null = null;
   transport: SimTransport | null = null;
   /** Removed for good: never started again. */
   retired = false;
@@ -106,7 +108,7 @@ export class DriverNode {
       syncDelay: fsyncTime,
     });
     this.store = simStore;
-    this.faulted = false;
+    this.injected = null;
     const store = watched(simStore, watch);
     const writer = new DurableLogWriter(
       store,
@@ -134,7 +136,14 @@ export class DriverNode {
     await recoverAtStart(writer, state, "sim:state", logger);
     if (!owner.alive) return;
     const transport = new SimTransport((m) => {
-      if (owner.alive) options.post(m);
+      if (!owner.alive) return;
+      try {
+        watch.sending(m, this.logDisk.durableLog);
+      } catch (error) {
+        watch.violation(error);
+        throw error;
+      }
+      options.post(m);
     });
     this.transport = transport;
     const driver = new RaftDriver({

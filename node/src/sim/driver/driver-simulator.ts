@@ -16,6 +16,7 @@ import { between } from "../random-choices.js";
 import { describeError, SimulationFailure } from "../sim-failure.js";
 import { type Delivery, type LinkCut, type NetworkFaults, SimNetwork } from "../sim-network.js";
 import { Trace } from "../trace.js";
+import { checkVouched } from "../vouched-sends.js";
 import { DriverNode, type DriverTuning, type NodeWatch } from "./driver-node.js";
 import { DriverWorkload, type WorkloadCounts } from "./driver-workload.js";
 import { SimLogDisk } from "./sim-log-disk.js";
@@ -67,6 +68,8 @@ export interface DriverSimStats extends WorkloadCounts {
   maxTerm: number;
   crashes: number;
   powerLosses: number;
+  /** Power losses of every running node at once. */
+  clusterPowerLosses: number;
   stateBatchesLost: number;
   pauses: number;
   joins: number;
@@ -173,6 +176,7 @@ export class DriverSimulator {
       maxTerm: 0,
       crashes: 0,
       powerLosses: 0,
+      clusterPowerLosses: 0,
       stateBatchesLost: 0,
       pauses: 0,
       joins: 0,
@@ -318,7 +322,8 @@ export class DriverSimulator {
         driver.failed.then((failure) => {
           if (node.life !== life) return;
           const why = `${describeError(failure)} ${describeError(failure.cause)}`;
-          if (!node.faulted) {
+          // Only the fault injected may stop it: any other cause is the driver's own failure.
+          if (node.injected === null || !causedBy(failure, node.injected)) {
             this.violation(new InvariantViolation("core-contract", `${node.id}'s driver stopped: ${why}`));
             return;
           }
@@ -358,6 +363,7 @@ export class DriverSimulator {
         this.checker.observeRestore(node.id, index, term, chain);
       },
       ready: (rd, status, log) => this.checkLeaderLog(node, rd, status, log),
+      sending: (m, durable) => checkVouched(node.id, m, durable.hardState, durable.lastIndex),
       violation: (error) => this.violation(error),
       log: (line) => this.note(node.id, line),
     };
@@ -484,23 +490,34 @@ export class DriverSimulator {
     switch (this.random.nextInt(6)) {
       case 0:
       case 1: {
-        if (target === undefined || running.length < 2) return;
+        if (target === undefined) return;
+        if (this.random.chance(0.1)) {
+          // The whole cluster loses power at once: a quorum may lose what it had only in its page cache.
+          this.stats.clusterPowerLosses++;
+          this.note("-", "power loss of every node");
+          for (const node of running) this.crash(node, false);
+          return;
+        }
+        if (running.length < 2) return;
         this.crash(target, !this.random.chance(0.3));
         return;
       }
       case 5: {
-        if (target === undefined || target.driver === null || target.faulted) return;
-        target.faulted = true;
+        if (target === undefined || target.driver === null || target.injected !== null) return;
         this.stats.storageFaults++;
         const kind = this.random.nextInt(3);
         if (kind === 0) {
-          target.store!.failNextSync(new StorageFailedError("simulated EIO from fsync"));
+          const eio = new StorageFailedError("simulated EIO from fsync");
+          target.injected = eio;
+          target.store!.failNextSync(eio);
           this.note(target.id, "the log's next fsync will fail");
         } else if (kind === 1) {
-          target.store!.snapshotFiles.failWrites(new StorageFailedError("simulated EIO writing a snapshot"));
+          target.injected = new StorageFailedError("simulated EIO writing a snapshot");
+          target.store!.snapshotFiles.failWrites(target.injected);
           this.note(target.id, "writes of received snapshots will fail");
         } else {
-          target.state!.failNextApply(new Error("simulated failure to commit the state database"));
+          target.injected = new Error("simulated failure to commit the state database");
+          target.state!.failNextApply(target.injected);
           this.note(target.id, "the state's next apply will fail");
         }
         return;
@@ -550,8 +567,8 @@ export class DriverSimulator {
     const what = keepUnsynced ? "process killed" : "power loss";
     this.note(node.id, `${what} (${lost.stateBatchesLost} state batches lost)`);
     this.schedule(between(this.random, [10, 300]), () => {
-      // The convergence phase may have started it already.
-      if (!node.running) this.start(node);
+      // The convergence phase may have started it already; a removed node stays down.
+      if (!node.running && !node.retired) this.start(node);
     });
   }
 
@@ -655,4 +672,10 @@ export async function runDriverSeed(seed: number, options: DriverSimOptions = {}
     violation = error;
   }
   return { seed, ok: violation === undefined, violation, stats: sim.stats, trace: sim.trace };
+}
+
+/** Whether `error` is `cause` or has it somewhere in its chain of causes. */
+function causedBy(error: unknown, cause: Error): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) if (e === cause) return true;
+  return false;
 }

@@ -140,6 +140,11 @@ export class SimLogDisk {
     }
   }
 
+  /** What is durable now, to read (not to change): what an acknowledgement may vouch for. */
+  get durableLog(): Readonly<Pick<LogImage, "hardState" | "lastIndex">> {
+    return this.durable;
+  }
+
   /** A copy of the durable image, for tests and checks. */
   durableImage(): LogImage {
     return this.durable.clone();
