@@ -125,6 +125,7 @@ export class DriverNode {
       this.logDisk,
       guarded(owner, watch),
       () => new Promise<void>((resolve) => timers.setTimeout(resolve, fsyncTime())),
+      () => random.chance(0.5),
     );
     this.state = state;
     const { hardState, conf } = store.initialState();

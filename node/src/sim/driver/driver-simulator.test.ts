@@ -23,6 +23,7 @@ describe("the production driver in the simulator", () => {
     let installs = 0;
     let storageFaults = 0;
     let confChanges = 0;
+    let clusterPowerLosses = 0;
     for (let seed = 1000; seed < 1200; seed++) {
       const r = await runDriverSeed(seed);
       if (!r.ok) failures.push(r.violation!.message);
@@ -33,6 +34,7 @@ describe("the production driver in the simulator", () => {
       installs += r.stats.snapshotsInstalled;
       storageFaults += r.stats.storageFaults;
       confChanges += r.stats.confChanges;
+      clusterPowerLosses += r.stats.clusterPowerLosses;
     }
     expect(failures).toEqual([]);
     // The faults and the load the run is for happened, many times over.
@@ -43,6 +45,7 @@ describe("the production driver in the simulator", () => {
     expect(installs).toBeGreaterThan(50);
     expect(storageFaults).toBeGreaterThan(200);
     expect(confChanges).toBeGreaterThan(200);
+    expect(clusterPowerLosses).toBeGreaterThan(50);
   });
 
   it("replays a seed exactly", async () => {

@@ -8,7 +8,7 @@ import type { HardState, Message, NodeId, Ready } from "../../raft/types.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { LogStore } from "../../storage/log-store.js";
 import { StorageFailedError } from "../../storage/storage-errors.js";
-import type { MembershipProfile } from "../fault-profile.js";
+import type { MembershipProfile, Range } from "../fault-profile.js";
 import { InvariantViolation, SafetyChecker } from "../invariants.js";
 import { termsWithReady } from "../leader-log-view.js";
 import { describeChange, isRemovalOf, MembershipOperator } from "../membership-operator.js";
@@ -120,6 +120,8 @@ export class DriverSimulator {
   private readonly tuning: DriverTuning;
   private readonly faultyMs: number;
   private readonly convergenceMs: number;
+  /** The time between two faults, chosen once per run. */
+  private readonly faultGap: Range;
   private readonly createCore: (options: RaftOptions) => RaftNode;
   readonly trace: Trace;
   private readonly backlog = new Map<NodeId, Delivery[]>();
@@ -156,6 +158,11 @@ export class DriverSimulator {
       retainEntries: pickOf([0, 2, 5]),
       fsyncDelay: [1, pickOf([2, 4, 10])],
     };
+    // Dense faults test recovery from recovery; sparse ones let the load build longer logs between.
+    this.faultGap = pickOf<Range>([
+      [20, 100],
+      [100, 400],
+    ]);
     this.workload = new DriverWorkload({
       random: this.random,
       checker: this.checker,
@@ -200,10 +207,10 @@ export class DriverSimulator {
   async run(): Promise<void> {
     try {
       const t = Object.entries(this.tuning).map(([k, v]) => `${k}=${v}`);
-      this.note("-", `driver run: ${t.join(" ")}`);
+      this.note("-", `driver run: ${t.join(" ")} faultGap=${this.faultGap}`);
       for (const node of this.nodes) this.start(node);
       this.schedule(between(this.random, [2, 12]), () => this.client());
-      this.schedule(between(this.random, [20, 100]), () => this.fault());
+      this.schedule(between(this.random, this.faultGap), () => this.fault());
       this.schedule(between(this.random, MEMBERSHIP.gap), () => this.operate());
       while (this.clock.now < this.faultyMs) await this.next();
       await this.converge();
@@ -480,7 +487,7 @@ export class DriverSimulator {
 
   private fault(): void {
     if (this.converging) return;
-    this.schedule(between(this.random, [20, 100]), () => this.fault());
+    this.schedule(between(this.random, this.faultGap), () => this.fault());
     const running = this.nodes.filter((n) => n.running && !n.retired);
     const leaders = running.filter((n) => n.driver?.isLeader() === true);
     const target =

@@ -42,6 +42,11 @@ export class SimDriverState implements DriverStateMachine {
     private readonly observer: StateObserver,
     /** Resolves after an fsync's time on this process's clock. */
     private readonly fsyncDelay: () => Promise<void>,
+    /**
+     * Whether the next copy is taken as it ends rather than as it starts: the state machine's copy
+     * runs beside the applies, so it may hold any state from the one asked for on.
+     */
+    private readonly copiesLate: () => boolean = () => false,
   ) {
     this.sm = disk.latest();
   }
@@ -101,7 +106,12 @@ export class SimDriverState implements DriverStateMachine {
   }
 
   async createSnapshot(path: string): Promise<StatePosition> {
-    const copy = this.sm.copy();
+    const late = this.copiesLate();
+    let copy = this.sm.copy();
+    if (late) {
+      await this.fsyncDelay();
+      copy = this.sm.copy();
+    }
     this.files.writeTemp(path, copy.serialize());
     await this.fsyncDelay();
     this.disk.syncedTo(copy.applied);
