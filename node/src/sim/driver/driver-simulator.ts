@@ -512,7 +512,7 @@ export class DriverSimulator {
       case 5: {
         if (target === undefined || target.driver === null || target.injected !== null) return;
         this.stats.storageFaults++;
-        const kind = this.random.nextInt(3);
+        const kind = this.random.nextInt(5);
         if (kind === 0) {
           const eio = new StorageFailedError("simulated EIO from fsync");
           target.injected = eio;
@@ -522,10 +522,19 @@ export class DriverSimulator {
           target.injected = new StorageFailedError("simulated EIO writing a snapshot");
           target.store!.snapshotFiles.failWrites(target.injected);
           this.note(target.id, "writes of received snapshots will fail");
-        } else {
+        } else if (kind === 2) {
           target.injected = new Error("simulated failure to commit the state database");
           target.state!.failNextApply(target.injected);
           this.note(target.id, "the state's next apply will fail");
+        } else if (kind === 3) {
+          target.injected = new Error("simulated failure of the state's background fsync");
+          this.note(target.id, "the state fails in the background");
+          target.state!.failNow(target.injected);
+        } else {
+          const eio = new StorageFailedError("simulated EIO in the log's background work");
+          target.injected = eio;
+          this.note(target.id, "the log fails in the background");
+          target.store!.failNow(eio);
         }
         return;
       }

@@ -133,4 +133,14 @@ export class SimDriverState implements DriverStateMachine {
   onFailure(listener: (err: Error) => void): void {
     this.failureListeners.push(listener);
   }
+
+  /**
+   * The state fails off the apply path (a grouped commit or an fsync in the background): its
+   * listeners hear `err` once, and every later batch fails with it.
+   */
+  failNow(err: Error): void {
+    if (this.applyFault !== null) return;
+    this.applyFault = err;
+    for (const listener of this.failureListeners) listener(err);
+  }
 }
