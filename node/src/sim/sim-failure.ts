@@ -14,6 +14,17 @@ export class SimulationFailure extends Error {
     super(`seed ${seed}: ${invariant} violated at step ${step} (t=${time}): ${detail}\n${trace}`);
     this.name = "SimulationFailure";
   }
+
+  /** The run of `seed` broke `violation` at `step`, simulated time `time`. */
+  static of(
+    seed: number,
+    violation: InvariantViolation,
+    step: number,
+    time: number,
+    trace: string,
+  ): SimulationFailure {
+    return new SimulationFailure(seed, violation.invariant, violation.detail, step, time, trace);
+  }
 }
 
 export function fail(invariant: InvariantName, detail: string): never {

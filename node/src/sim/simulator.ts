@@ -215,14 +215,7 @@ export class Simulator {
       this.converge();
     } catch (error) {
       if (!(error instanceof InvariantViolation)) throw error;
-      throw new SimulationFailure(
-        this.seed,
-        error.invariant,
-        error.detail,
-        this.step,
-        this.time,
-        this.trace.format(),
-      );
+      throw SimulationFailure.of(this.seed, error, this.step, this.time, this.trace.format());
     }
   }
 

@@ -33,6 +33,19 @@ function source(index: () => number, term = 1): SnapshotSource & { copies: numbe
 }
 const confAt = () => CONF;
 
+/** A writer whose log holds entries 1 to 30 and stands on a snapshot point at 25, with no file. */
+async function onPointAt25(): Promise<DurableLogWriter<DurableLogStore>> {
+  const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
+  const w = fx.openWriter(fx.dir(), {}, policy);
+  await w.write({ snapshot: null, entries: entries(1, 30, 1), hardState: hs(1, "n1", 30) });
+  await w.maybeSnapshot(
+    source(() => 25),
+    confAt,
+    30,
+  );
+  return w;
+}
+
 describe("DurableLogWriter", () => {
   it("coalesces writes queued behind a running fsync into one transaction and one fsync", async () => {
     const later: Promise<void>[] = [];
@@ -181,14 +194,7 @@ describe("DurableLogWriter", () => {
   });
 
   it("copies the state for a follower that needs the snapshot of a point, at or beyond the point", async () => {
-    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
-    const w = fx.openWriter(fx.dir(), {}, policy);
-    await w.write({ snapshot: null, entries: entries(1, 30, 1), hardState: hs(1, "n1", 30) });
-    await w.maybeSnapshot(
-      source(() => 25),
-      confAt,
-      30,
-    );
+    const w = await onPointAt25();
     expect(w.store.snapshotWanted()).toBe(false);
     // The core asks; the log has nothing to send yet and says so.
     expect(w.store.snapshot()).toBeNull();
@@ -222,14 +228,7 @@ describe("DurableLogWriter", () => {
   });
 
   it("takes a snapshot received from the leader as the one wanted: a later point asks for no copy", async () => {
-    const policy = new SnapshotPolicy({ entries: 20, bytes: 1 << 30, retainEntries: 5 });
-    const w = fx.openWriter(fx.dir(), {}, policy);
-    await w.write({ snapshot: null, entries: entries(1, 30, 1), hardState: hs(1, "n1", 30) });
-    await w.maybeSnapshot(
-      source(() => 25),
-      confAt,
-      30,
-    );
+    const w = await onPointAt25();
     // The core, leading, asks for a snapshot on the point; then it follows, and its leader sends one.
     expect(w.store.snapshot()).toBeNull();
     expect(w.store.snapshotWanted()).toBe(true);

@@ -7,16 +7,16 @@ import { SeededRandom } from "../../raft/seeded-random.js";
 import type { HardState, Message, NodeId, Ready } from "../../raft/types.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { LogStore } from "../../storage/log-store.js";
-import { StorageFailedError } from "../../storage/storage-errors.js";
 import type { MembershipProfile, Range } from "../fault-profile.js";
 import { InvariantViolation, SafetyChecker } from "../invariants.js";
 import { termsWithReady } from "../leader-log-view.js";
 import { describeChange, isRemovalOf, MembershipOperator } from "../membership-operator.js";
 import { between } from "../random-choices.js";
 import { describeError, SimulationFailure } from "../sim-failure.js";
-import { type Delivery, type LinkCut, type NetworkFaults, SimNetwork } from "../sim-network.js";
+import { type Delivery, SimNetwork } from "../sim-network.js";
 import { Trace } from "../trace.js";
 import { checkVouched } from "../vouched-sends.js";
+import { DriverFaults, emptyFaultCounts, type FaultCounts, NETWORK } from "./driver-faults.js";
 import { DriverNode, type DriverTuning, type NodeWatch } from "./driver-node.js";
 import { DriverWorkload, type WorkloadCounts } from "./driver-workload.js";
 import { SimLogDisk } from "./sim-log-disk.js";
@@ -25,14 +25,6 @@ import { TimerOwner, VirtualClock } from "./virtual-clock.js";
 
 const VOTERS: readonly NodeId[] = ["n1", "n2", "n3"];
 
-const NETWORK: NetworkFaults = {
-  dropRate: 0.01,
-  duplicateRate: 0.01,
-  minDelay: 1,
-  maxDelay: 4,
-  spikeRate: 0.02,
-  spikeDelay: 30,
-};
 /** How often the operator looks, and what it may change (membership-operator.ts). */
 const MEMBERSHIP: MembershipProfile = {
   gap: [30, 150],
@@ -40,13 +32,6 @@ const MEMBERSHIP: MembershipProfile = {
   removeLeader: 0.3,
   removeLearner: 0.2,
   catchUpSlack: 2,
-};
-const BURST: NetworkFaults = {
-  ...NETWORK,
-  dropRate: 0.4,
-  duplicateRate: 0.3,
-  spikeRate: 0.4,
-  spikeDelay: 80,
 };
 
 export interface DriverSimOptions {
@@ -60,24 +45,14 @@ export interface DriverSimOptions {
   readonly createCore?: (options: RaftOptions) => RaftNode;
 }
 
-export interface DriverSimStats extends WorkloadCounts {
+export interface DriverSimStats extends WorkloadCounts, FaultCounts {
   events: number;
   time: number;
   committed: number;
   leaders: number;
   maxTerm: number;
-  crashes: number;
-  powerLosses: number;
-  /** Power losses of every running node at once. */
-  clusterPowerLosses: number;
-  stateBatchesLost: number;
-  pauses: number;
   joins: number;
   confChanges: number;
-  /** Storage faults injected: a failed fsync of the log, or a failed apply; each stops its driver. */
-  storageFaults: number;
-  partitions: number;
-  bursts: number;
   delivered: number;
   dropped: number;
   /** State machines replaced by a snapshot: received from a leader, or reinstalled at start. */
@@ -122,6 +97,7 @@ export class DriverSimulator {
   private readonly convergenceMs: number;
   /** The time between two faults, chosen once per run. */
   private readonly faultGap: Range;
+  private readonly faults: DriverFaults;
   private readonly createCore: (options: RaftOptions) => RaftNode;
   readonly trace: Trace;
   private readonly backlog = new Map<NodeId, Delivery[]>();
@@ -163,6 +139,19 @@ export class DriverSimulator {
       [20, 100],
       [100, 400],
     ]);
+    this.faults = new DriverFaults(
+      {
+        random: this.random,
+        network: this.network,
+        running: () => this.nodes.filter((n) => n.running && !n.retired),
+        now: () => this.clock.now,
+        schedule: (delay, work) => this.schedule(delay, work),
+        note: (node, text) => this.note(node, text),
+        start: (node) => this.start(node),
+        pause: (node, until) => this.pause(node, until),
+      },
+      this.faultGap,
+    );
     this.workload = new DriverWorkload({
       random: this.random,
       checker: this.checker,
@@ -181,16 +170,9 @@ export class DriverSimulator {
       committed: 0,
       leaders: 0,
       maxTerm: 0,
-      crashes: 0,
-      powerLosses: 0,
-      clusterPowerLosses: 0,
-      stateBatchesLost: 0,
-      pauses: 0,
+      ...emptyFaultCounts(),
       joins: 0,
       confChanges: 0,
-      storageFaults: 0,
-      partitions: 0,
-      bursts: 0,
       delivered: 0,
       dropped: 0,
       snapshotsInstalled: 0,
@@ -210,27 +192,20 @@ export class DriverSimulator {
       this.note("-", `driver run: ${t.join(" ")} faultGap=${this.faultGap}`);
       for (const node of this.nodes) this.start(node);
       this.schedule(between(this.random, [2, 12]), () => this.client());
-      this.schedule(between(this.random, this.faultGap), () => this.fault());
+      this.faults.begin();
       this.schedule(between(this.random, MEMBERSHIP.gap), () => this.operate());
       while (this.clock.now < this.faultyMs) await this.next();
       await this.converge();
     } catch (error) {
       if (!(error instanceof InvariantViolation)) throw error;
-      throw new SimulationFailure(
-        this.seed,
-        error.invariant,
-        error.detail,
-        this.events,
-        this.clock.now,
-        this.trace.format(),
-      );
+      throw SimulationFailure.of(this.seed, error, this.events, this.clock.now, this.trace.format());
     } finally {
       this.finishStats();
     }
   }
 
   private finishStats(): void {
-    Object.assign(this.stats, this.workload.counts, {
+    Object.assign(this.stats, this.workload.counts, this.faults.counts, {
       events: this.events,
       time: this.clock.now,
       committed: this.checker.committedIndex,
@@ -337,7 +312,7 @@ export class DriverSimulator {
           // As a voter does, the process ends once its driver stopped; what the failed fsync covered
           // may be gone, as after a power loss.
           this.note(node.id, `driver stopped, the process exits: ${why}`);
-          this.crash(node, false);
+          this.faults.crash(node, false);
         });
       },
       (error: unknown) =>
@@ -485,107 +460,12 @@ export class DriverSimulator {
     });
   }
 
-  private fault(): void {
-    if (this.converging) return;
-    this.schedule(between(this.random, this.faultGap), () => this.fault());
-    const running = this.nodes.filter((n) => n.running && !n.retired);
-    const leaders = running.filter((n) => n.driver?.isLeader() === true);
-    const target =
-      leaders.length > 0 && this.random.chance(0.5)
-        ? leaders[0]!
-        : running[this.random.nextInt(Math.max(1, running.length))];
-    switch (this.random.nextInt(6)) {
-      case 0:
-      case 1: {
-        if (target === undefined) return;
-        if (this.random.chance(0.1)) {
-          // The whole cluster loses power at once: a quorum may lose what it had only in its page cache.
-          this.stats.clusterPowerLosses++;
-          this.note("-", "power loss of every node");
-          for (const node of running) this.crash(node, false);
-          return;
-        }
-        if (running.length < 2) return;
-        this.crash(target, !this.random.chance(0.3));
-        return;
-      }
-      case 5: {
-        if (target === undefined || target.driver === null || target.injected !== null) return;
-        this.stats.storageFaults++;
-        const kind = this.random.nextInt(5);
-        if (kind === 0) {
-          const eio = new StorageFailedError("simulated EIO from fsync");
-          target.injected = eio;
-          target.store!.failNextSync(eio);
-          this.note(target.id, "the log's next fsync will fail");
-        } else if (kind === 1) {
-          target.injected = new StorageFailedError("simulated EIO writing a snapshot");
-          target.store!.snapshotFiles.failWrites(target.injected);
-          this.note(target.id, "writes of received snapshots will fail");
-        } else if (kind === 2) {
-          target.injected = new Error("simulated failure to commit the state database");
-          target.state!.failNextApply(target.injected);
-          this.note(target.id, "the state's next apply will fail");
-        } else if (kind === 3) {
-          target.injected = new Error("simulated failure of the state's background fsync");
-          this.note(target.id, "the state fails in the background");
-          target.state!.failNow(target.injected);
-        } else {
-          const eio = new StorageFailedError("simulated EIO in the log's background work");
-          target.injected = eio;
-          this.note(target.id, "the log fails in the background");
-          target.store!.failNow(eio);
-        }
-        return;
-      }
-      case 2: {
-        if (target === undefined) return;
-        const cuts: LinkCut[] = this.network.isolate(target.id);
-        this.stats.partitions++;
-        this.note(target.id, "isolated");
-        this.schedule(between(this.random, [20, 300]), () => {
-          this.network.restore(cuts);
-          this.note(target.id, "rejoined");
-        });
-        return;
-      }
-      case 3: {
-        this.network.setFaults(BURST);
-        this.stats.bursts++;
-        this.note("-", "network burst");
-        this.schedule(between(this.random, [20, 200]), () => this.network.setFaults(NETWORK));
-        return;
-      }
-      default: {
-        const owner = target?.owner;
-        if (
-          target === undefined ||
-          owner === null ||
-          owner === undefined ||
-          owner.pausedUntil > this.clock.now
-        )
-          return;
-        const until = this.clock.now + between(this.random, [10, 200]);
-        owner.pausedUntil = until;
-        this.stats.pauses++;
-        this.note(target.id, `paused until ${until}`);
-        this.clock.at(until, this.sim, () => this.resume(target, owner));
-      }
-    }
-  }
-
-  /** The process dies, killed (its committed writes reach the disk) or by a power loss; it restarts later. */
-  private crash(node: DriverNode, keepUnsynced: boolean): void {
-    const lost = node.crash(keepUnsynced);
-    this.stats.crashes++;
-    if (!keepUnsynced) this.stats.powerLosses++;
-    this.stats.stateBatchesLost += lost.stateBatchesLost;
-    const what = keepUnsynced ? "process killed" : "power loss";
-    this.note(node.id, `${what} (${lost.stateBatchesLost} state batches lost)`);
-    this.schedule(between(this.random, [10, 300]), () => {
-      // The convergence phase may have started it already; a removed node stays down.
-      if (!node.running && !node.retired) this.start(node);
-    });
+  /** Pauses `node`'s process: its timers wait, and what reaches it waits in its backlog. */
+  private pause(node: DriverNode, until: number): void {
+    const owner = node.owner;
+    if (owner === null) return;
+    owner.pausedUntil = until;
+    this.clock.at(until, this.sim, () => this.resume(node, owner));
   }
 
   private resume(node: DriverNode, owner: TimerOwner): void {
@@ -600,8 +480,7 @@ export class DriverSimulator {
 
   private async converge(): Promise<void> {
     this.converging = true;
-    this.network.heal();
-    this.network.setFaults({ ...NETWORK, dropRate: 0, duplicateRate: 0, spikeRate: 0 });
+    this.faults.stop();
     this.note("-", "converge: network healed, faults and clients stopped");
     for (const node of this.nodes) {
       if (node.owner !== null && node.owner.pausedUntil > this.clock.now)
