@@ -34,6 +34,8 @@ export interface FaultCounts {
   pauses: number;
   /** Disk errors injected, each of which must stop its driver. */
   storageFaults: number;
+  /** Disks lost for good, each member replaced by a new incarnation of its name. */
+  wipes: number;
   partitions: number;
   bursts: number;
 }
@@ -46,6 +48,7 @@ export function emptyFaultCounts(): FaultCounts {
     stateBatchesLost: 0,
     pauses: 0,
     storageFaults: 0,
+    wipes: 0,
     partitions: 0,
     bursts: 0,
   };
@@ -63,11 +66,17 @@ export interface DriverFaultHost {
   start(node: DriverNode): void;
   /** Pauses `node`'s process until `until`: no timer fires and nothing is delivered meanwhile. */
   pause(node: DriverNode, until: number): void;
+  /**
+   * `node`'s disk is lost for good, if the cluster can spare it (its quorums hold without it); whether
+   * it was.
+   */
+  wipe(node: DriverNode): boolean;
 }
 
 /**
  * The faults of a driver run, one every `gap`: a process killed (its committed writes reach the disk)
- * or its machine's power lost, now and then every machine's at once; a node isolated; a burst of loss,
+ * or its machine's power lost, now and then every machine's at once, or its disk lost for good; a node
+ * isolated; a burst of loss,
  * duplication and delay; a pause; a disk error, after which its driver must stop, as a voter's does,
  * and the process restarts.
  */
@@ -128,6 +137,10 @@ export class DriverFaults {
           return;
         }
         if (running.length < 2) return;
+        if (random.chance(0.15) && this.host.wipe(target)) {
+          this.counts.wipes++;
+          return;
+        }
         this.crash(target, !random.chance(0.3));
         return;
       }

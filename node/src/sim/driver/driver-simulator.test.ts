@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RaftOptions } from "../../raft/raft-config.js";
 import { SAFETY_INVARIANTS } from "../invariants.js";
+import { EagerConfChangeNode } from "../test-fixtures/eager-conf-change-node.js";
 import { EarlyReadNode } from "../test-fixtures/early-read-node.js";
 import { LearnerVotingNode } from "../test-fixtures/learner-voting-node.js";
 import { type DriverSimOptions, type DriverSimResult, runDriverSeed } from "./driver-simulator.js";
@@ -14,7 +15,7 @@ async function firstFailure(options: DriverSimOptions, budget: number): Promise<
 }
 
 describe("the production driver in the simulator", () => {
-  it("keeps every invariant over 200 seeds of crashes, power losses, pauses, partitions, disk errors and membership changes", async () => {
+  it("keeps every invariant over 200 seeds of crashes, power losses, pauses, partitions, disk errors, lost disks and membership changes", async () => {
     const failures: string[] = [];
     let powerLosses = 0;
     let pauses = 0;
@@ -24,6 +25,8 @@ describe("the production driver in the simulator", () => {
     let storageFaults = 0;
     let confChanges = 0;
     let clusterPowerLosses = 0;
+    let wipes = 0;
+    let toNewIncarnations = 0;
     for (let seed = 1000; seed < 1200; seed++) {
       const r = await runDriverSeed(seed);
       if (!r.ok) failures.push(r.violation!.message);
@@ -35,6 +38,8 @@ describe("the production driver in the simulator", () => {
       storageFaults += r.stats.storageFaults;
       confChanges += r.stats.confChanges;
       clusterPowerLosses += r.stats.clusterPowerLosses;
+      wipes += r.stats.wipes;
+      toNewIncarnations += r.stats.deliveredToNewIncarnation;
     }
     expect(failures).toEqual([]);
     // The faults and the load the run is for happened, many times over.
@@ -46,11 +51,16 @@ describe("the production driver in the simulator", () => {
     expect(storageFaults).toBeGreaterThan(200);
     expect(confChanges).toBeGreaterThan(200);
     expect(clusterPowerLosses).toBeGreaterThan(50);
+    expect(wipes).toBeGreaterThan(40);
+    // Messages meant for a member whose disk was lost reached the new incarnation of its name.
+    expect(toNewIncarnations).toBeGreaterThan(10);
   });
 
   it("replays a seed exactly", async () => {
-    const a = await runDriverSeed(7, { traceCapacity: Number.POSITIVE_INFINITY });
-    const b = await runDriverSeed(7, { traceCapacity: Number.POSITIVE_INFINITY });
+    // Seed 8 loses a disk, whose member a new incarnation replaces, among its other faults.
+    const a = await runDriverSeed(8, { traceCapacity: Number.POSITIVE_INFINITY });
+    const b = await runDriverSeed(8, { traceCapacity: Number.POSITIVE_INFINITY });
+    expect(a.stats.wipes).toBeGreaterThan(0);
     expect(b.stats).toEqual(a.stats);
     expect(b.trace.format()).toBe(a.trace.format());
     expect(a.trace.recorded).toBeGreaterThan(500);
@@ -72,6 +82,14 @@ describe("the production driver in the simulator", () => {
     const failure = await firstFailure({ createCore: (o: RaftOptions) => new LearnerVotingNode(o) }, 300);
     expect(failure, "no seed exposed the voting learner").toBeDefined();
     expect(SAFETY_INVARIANTS).toContain(failure!.violation!.invariant);
+    expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
+  });
+
+  it("catches a leader that proposes a membership change before its last one commits", async () => {
+    const eager = { createCore: (o: RaftOptions) => new EagerConfChangeNode(o) };
+    const failure = await firstFailure(eager, 100);
+    expect(failure, "no seed exposed the second pending change").toBeDefined();
+    expect(failure!.violation!.invariant).toBe("one-change-at-a-time");
     expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
   });
 });

@@ -1,5 +1,3 @@
-import { InvalidArgumentError } from "@keyload/contract";
-import type { ConfChange } from "../../raft/conf-change.js";
 import type { RaftOptions } from "../../raft/raft-config.js";
 import type { RaftStatus } from "../../raft/raft-node.js";
 import { RaftNode } from "../../raft/raft-node.js";
@@ -7,16 +5,17 @@ import { SeededRandom } from "../../raft/seeded-random.js";
 import type { HardState, Message, NodeId, Ready } from "../../raft/types.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { LogStore } from "../../storage/log-store.js";
-import type { MembershipProfile, Range } from "../fault-profile.js";
+import type { Range } from "../fault-profile.js";
 import { InvariantViolation, SafetyChecker } from "../invariants.js";
 import { termsWithReady } from "../leader-log-view.js";
-import { describeChange, isRemovalOf, MembershipOperator } from "../membership-operator.js";
+import { changesAfter, MembershipChecker } from "../membership-invariants.js";
 import { between } from "../random-choices.js";
 import { describeError, SimulationFailure } from "../sim-failure.js";
 import { type Delivery, SimNetwork } from "../sim-network.js";
 import { Trace } from "../trace.js";
 import { checkVouched } from "../vouched-sends.js";
 import { DriverFaults, emptyFaultCounts, type FaultCounts, NETWORK } from "./driver-faults.js";
+import { DriverMembership } from "./driver-membership.js";
 import { DriverNode, type DriverTuning, type NodeWatch } from "./driver-node.js";
 import { DriverWorkload, type WorkloadCounts } from "./driver-workload.js";
 import { SimLogDisk } from "./sim-log-disk.js";
@@ -24,15 +23,6 @@ import { SimStateDisk } from "./sim-state-disk.js";
 import { TimerOwner, VirtualClock } from "./virtual-clock.js";
 
 const VOTERS: readonly NodeId[] = ["n1", "n2", "n3"];
-
-/** How often the operator looks, and what it may change (membership-operator.ts). */
-const MEMBERSHIP: MembershipProfile = {
-  gap: [30, 150],
-  changeRate: 0.4,
-  removeLeader: 0.3,
-  removeLearner: 0.2,
-  catchUpSlack: 2,
-};
 
 export interface DriverSimOptions {
   /** Simulated milliseconds of faults and client load before the run must converge (default 3,000). */
@@ -54,6 +44,8 @@ export interface DriverSimStats extends WorkloadCounts, FaultCounts {
   joins: number;
   confChanges: number;
   delivered: number;
+  /** Messages for a member that lost its disk, delivered to the new incarnation of its name. */
+  deliveredToNewIncarnation: number;
   dropped: number;
   /** State machines replaced by a snapshot: received from a leader, or reinstalled at start. */
   snapshotsInstalled: number;
@@ -86,11 +78,12 @@ export class DriverSimulator {
   private readonly random: SeededRandom;
   private readonly network: SimNetwork;
   private readonly checker = new SafetyChecker();
+  private readonly membershipChecker = new MembershipChecker();
   private readonly nodes: DriverNode[] = [];
   /** Seeds each new node's state disk. */
   private readonly stateSeeds: SeededRandom;
-  private readonly operator: MembershipOperator;
   private readonly byId = new Map<NodeId, DriverNode>();
+  private readonly membership: DriverMembership;
   private readonly workload: DriverWorkload;
   private readonly tuning: DriverTuning;
   private readonly faultyMs: number;
@@ -103,6 +96,8 @@ export class DriverSimulator {
   private readonly backlog = new Map<NodeId, Delivery[]>();
   private readonly lastHard = new Map<NodeId, HardState>();
   private readonly lastCommit = new Map<NodeId, number>();
+  /** Per node, its core's status as last observed in this life. */
+  private readonly lastStatus = new Map<NodeId, RaftStatus>();
   /** Per node, the latest term whose leadership of it had its log checked. */
   private readonly leaderLogChecked = new Map<NodeId, number>();
   private violationSeen: unknown = null;
@@ -149,6 +144,7 @@ export class DriverSimulator {
         note: (node, text) => this.note(node, text),
         start: (node) => this.start(node),
         pause: (node, until) => this.pause(node, until),
+        wipe: (node) => this.membership.wipe(node),
       },
       this.faultGap,
     );
@@ -174,16 +170,28 @@ export class DriverSimulator {
       joins: 0,
       confChanges: 0,
       delivered: 0,
+      deliveredToNewIncarnation: 0,
       dropped: 0,
       snapshotsInstalled: 0,
       convergenceMs: 0,
     };
     this.stateSeeds = new SeededRandom(root.nextUint32());
-    this.operator = new MembershipOperator(MEMBERSHIP, new SeededRandom(root.nextUint32()), (id) => {
-      const driver = this.byId.get(id)?.driver;
-      return driver === null || driver === undefined ? null : driver.raft.confState();
-    });
-    for (let k = 0; k < VOTERS.length; k++) this.addNode(true);
+    this.membership = new DriverMembership(
+      {
+        random: this.random,
+        nodes: () => this.nodes,
+        node: (id) => this.byId.get(id),
+        addNode: (id) => this.addNode(id, false),
+        start: (node) => this.start(node),
+        now: () => this.clock.now,
+        schedule: (delay, work) => this.schedule(delay, work),
+        note: (node, text) => this.note(node, text),
+        violation: (error) => this.violation(error),
+        converging: () => this.converging,
+      },
+      new SeededRandom(root.nextUint32()),
+    );
+    for (const id of VOTERS) this.addNode(id, true);
   }
 
   async run(): Promise<void> {
@@ -193,7 +201,7 @@ export class DriverSimulator {
       for (const node of this.nodes) this.start(node);
       this.schedule(between(this.random, [2, 12]), () => this.client());
       this.faults.begin();
-      this.schedule(between(this.random, MEMBERSHIP.gap), () => this.operate());
+      this.membership.begin();
       while (this.clock.now < this.faultyMs) await this.next();
       await this.converge();
     } catch (error) {
@@ -205,7 +213,7 @@ export class DriverSimulator {
   }
 
   private finishStats(): void {
-    Object.assign(this.stats, this.workload.counts, this.faults.counts, {
+    Object.assign(this.stats, this.workload.counts, this.faults.counts, this.membership.counts, {
       events: this.events,
       time: this.clock.now,
       committed: this.checker.committedIndex,
@@ -233,7 +241,7 @@ export class DriverSimulator {
   }
 
   private deliver(d: Delivery): void {
-    const node = this.byId.get(d.message.to);
+    const node = this.byId.get(this.membership.addressee(d.message.to));
     if (d.cut || node === undefined || node.transport === null) {
       this.stats.dropped++;
       this.trace.add(
@@ -251,8 +259,16 @@ export class DriverSimulator {
       return;
     }
     this.stats.delivered++;
-    this.trace.add(this.events, this.clock.now, node.id, "deliver", "", d.message);
-    node.transport.deliver(d.message);
+    const m = d.message;
+    if (m.to !== node.id) this.stats.deliveredToNewIncarnation++;
+    this.trace.add(this.events, this.clock.now, node.id, "deliver", "", m);
+    if (m.type === "vote-response") this.membershipChecker.observeGrant(m);
+    const driver = node.driver;
+    const before = driver?.raft.status();
+    node.transport.deliver(m);
+    // The driver steps a message as it arrives: the vote it granted, if any, is in its status now.
+    if (m.type === "vote" && before !== undefined && driver !== null && driver.failureCause() === null)
+      this.membershipChecker.observeVoteRequest(node.id, m, before, driver.raft.status());
   }
 
   /** What every running driver's core now says: one leader per term, commits that never go back. */
@@ -266,6 +282,8 @@ export class DriverSimulator {
         this.note(node.id, `leader t${s.term} (commit ${s.commit}, last ${s.lastIndex})`);
       }
       if (s.term > this.stats.maxTerm) this.stats.maxTerm = s.term;
+      this.membershipChecker.observeStatus(node.id, this.lastStatus.get(node.id) ?? null, s);
+      this.lastStatus.set(node.id, s);
       const last = this.lastCommit.get(node.id) ?? 0;
       if (s.commit < last)
         throw new InvariantViolation(
@@ -284,6 +302,7 @@ export class DriverSimulator {
 
   private start(node: DriverNode): void {
     this.lastCommit.delete(node.id);
+    this.lastStatus.delete(node.id);
     this.backlog.delete(node.id);
     const starting = node.start({
       clock: this.clock,
@@ -335,16 +354,21 @@ export class DriverSimulator {
         const term = node.driver?.raft.status().term ?? entry.term;
         const first = entry.index > this.checker.committedIndex;
         this.checker.observeApply(node.id, entry, digest, chain, term);
-        if (first) this.operator.observeCommitted(entry);
-        // A voter that applied its own removal shuts down for good, as an etcd member does.
-        if (isRemovalOf(entry, node.id))
-          this.schedule(between(this.random, [10, 150]), () => this.retire(node));
+        if (first) this.membership.observeCommitted(entry);
+        if (first && entry.type === "conf") this.membershipChecker.observeCommittedChange(entry);
+        this.membership.observeApplied(node, entry);
       },
       restored: (index, term, chain) => {
         this.stats.snapshotsInstalled++;
         this.checker.observeRestore(node.id, index, term, chain);
       },
-      ready: (rd, status, log) => this.checkLeaderLog(node, rd, status, log),
+      ready: (rd, status, log) => {
+        this.checkLeaderLog(node, rd, status, log);
+        if (status.role === "leader") {
+          const pending = changesAfter(this.checker.committedIndex, log, rd.entries);
+          this.membershipChecker.checkUncommittedChanges(node.id, status.term, pending);
+        }
+      },
       sending: (m, durable) => checkVouched(node.id, m, durable.hardState, durable.lastIndex),
       violation: (error) => this.violation(error),
       log: (line) => this.note(node.id, line),
@@ -369,7 +393,13 @@ export class DriverSimulator {
     log: LogStore,
   ): void {
     ops.forEach((op, k) => {
-      if (results[k] !== null || op.kind !== "persist") return;
+      if (results[k] !== null) return;
+      // A snapshot taken, copied or received holds the committed configuration at its index.
+      if (op.kind === "record-snapshot") {
+        this.membershipChecker.checkSnapshotConf(node.id, op.snapshot.meta);
+        return;
+      }
+      if (op.snapshot !== null) this.membershipChecker.checkSnapshotConf(node.id, op.snapshot.meta);
       if (op.hardState !== null) {
         const previous = this.lastHard.get(node.id)!;
         this.checker.observeHardState(node.id, previous, op.hardState);
@@ -393,9 +423,8 @@ export class DriverSimulator {
     this.workload.operate();
   }
 
-  /** A node with a new ID (never reused): one of the bootstrapped voters, or a fresh one to join. */
-  private addNode(initial: boolean): DriverNode {
-    const id = `n${this.nodes.length + 1}`;
+  /** A node with a new ID (never reused), its disks empty: one of the bootstrapped voters, or one to join. */
+  private addNode(id: NodeId, initial: boolean): DriverNode {
     const skew = 0.9 + this.random.nextInt(21) / 100;
     const node = new DriverNode(
       id,
@@ -408,56 +437,6 @@ export class DriverSimulator {
     this.byId.set(id, node);
     this.network.addNode(id);
     return node;
-  }
-
-  /** A node removed from the configuration stops for good. */
-  private retire(node: DriverNode): void {
-    if (node.retired) return;
-    if (node.running) node.crash(true);
-    node.retired = true;
-    this.note(node.id, "shut down: removed from the cluster");
-  }
-
-  /**
-   * The membership operator looks at the cluster through the leader and has it propose its next change,
-   * through the driver as an administrator's request does; a fresh node starts first to join.
-   */
-  private operate(): void {
-    this.schedule(between(this.random, MEMBERSHIP.gap), () => this.operate());
-    const leader = this.nodes.find(
-      (n) => n.driver?.isLeader() === true && n.owner !== null && n.owner.pausedUntil <= this.clock.now,
-    );
-    if (leader === undefined) return;
-    const driver = leader.driver!;
-    const { conf, commit, progress } = driver.raft.status();
-    const action = this.operator.next({ id: leader.id, conf, commit, progress }, this.converging);
-    if (action === null) return;
-    let change: ConfChange;
-    if (action.kind === "join") {
-      const node = this.addNode(false);
-      this.operator.started(node.id);
-      this.stats.joins++;
-      this.note(node.id, "a fresh node starts, to join as a learner");
-      this.start(node);
-      change = { type: "add-learner", node: node.id };
-    } else {
-      change = action.change;
-    }
-    this.stats.confChanges++;
-    const before = driver.raft.status().lastIndex;
-    const done = driver.proposeConfChange(change);
-    const after = driver.raft.status().lastIndex;
-    if (after > before) this.operator.accepted(change, after);
-    this.note(leader.id, `${describeChange(change)}${after > before ? ` -> ${after}` : " refused"}`);
-    done.catch((error: unknown) => {
-      if (error instanceof InvalidArgumentError)
-        this.violation(
-          new InvariantViolation(
-            "core-contract",
-            `${leader.id} refused ${describeChange(change)} as invalid: ${describeError(error)}`,
-          ),
-        );
-    });
   }
 
   /** Pauses `node`'s process: its timers wait, and what reaches it waits in its backlog. */
@@ -522,7 +501,7 @@ export class DriverSimulator {
     const leaders = this.nodes.filter((n) => n.driver?.isLeader() === true);
     if (leaders.length !== 1) return false;
     const ls = leaders[0]!.driver!.raft.status();
-    if (ls.commit !== ls.lastIndex || !this.operator.settled(ls.conf)) return false;
+    if (ls.commit !== ls.lastIndex || !this.membership.settled(ls.conf)) return false;
     return this.members().every((n) => {
       if (n.driver === null || n.state === null) return false;
       const s = n.driver.raft.status();
