@@ -1,7 +1,9 @@
 import type { SeededRandom } from "../../raft/seeded-random.js";
 import { StorageFailedError } from "../../storage/storage-errors.js";
 import type { Range } from "../fault-profile.js";
+import { InvariantViolation } from "../invariants.js";
 import { between } from "../random-choices.js";
+import { describeError } from "../sim-failure.js";
 import type { LinkCut, NetworkFaults, SimNetwork } from "../sim-network.js";
 import type { DriverNode } from "./driver-node.js";
 
@@ -34,6 +36,8 @@ export interface FaultCounts {
   pauses: number;
   /** Disk errors injected, each of which must stop its driver. */
   storageFaults: number;
+  /** Processes shut down as a voter does when told to stop, each restarted later. */
+  shutdowns: number;
   /** Disks lost for good, each member replaced by a new incarnation of its name. */
   wipes: number;
   partitions: number;
@@ -48,6 +52,7 @@ export function emptyFaultCounts(): FaultCounts {
     stateBatchesLost: 0,
     pauses: 0,
     storageFaults: 0,
+    shutdowns: 0,
     wipes: 0,
     partitions: 0,
     bursts: 0,
@@ -66,6 +71,9 @@ export interface DriverFaultHost {
   start(node: DriverNode): void;
   /** Pauses `node`'s process until `until`: no timer fires and nothing is delivered meanwhile. */
   pause(node: DriverNode, until: number): void;
+  violation(error: unknown): void;
+  /** The proposals and reads `node`'s process took and has not answered. */
+  unanswered(node: DriverNode): string[];
   /**
    * `node`'s disk is lost for good, if the cluster can spare it (its quorums hold without it); whether
    * it was.
@@ -74,8 +82,8 @@ export interface DriverFaultHost {
 }
 
 /**
- * The faults of a driver run, one every `gap`: a process killed (its committed writes reach the disk)
- * or its machine's power lost, now and then every machine's at once, or its disk lost for good; a node
+ * The faults of a driver run, one every `gap`: a process killed (its committed writes reach the disk),
+ * shut down as told to stop, or its machine's power lost, now and then every machine's at once, or its disk lost for good; a node
  * isolated; a burst of loss,
  * duplication and delay; a pause; a disk error, after which its driver must stop, as a voter's does,
  * and the process restarts.
@@ -109,10 +117,47 @@ export class DriverFaults {
     this.counts.stateBatchesLost += lost.stateBatchesLost;
     const what = keepUnsynced ? "process killed" : "power loss";
     this.host.note(node.id, `${what} (${lost.stateBatchesLost} state batches lost)`);
-    this.host.schedule(between(random, [10, 300]), () => {
+    this.restartLater(node);
+  }
+
+  private restartLater(node: DriverNode): void {
+    this.host.schedule(between(this.host.random, [10, 300]), () => {
       // The convergence phase may have started it already; a removed node stays down.
       if (!node.running && !node.retired) this.host.start(node);
     });
+  }
+
+  /**
+   * The process shuts down as a voter told to stop does, then exits, and restarts later. Another fault
+   * may end it first; only the storage fault injected into it may make the shutdown fail.
+   */
+  private shutDown(node: DriverNode): void {
+    const owner = node.owner;
+    this.counts.shutdowns++;
+    this.host.note(node.id, "shutting down");
+    node.shutDown().then(
+      () => {
+        if (node.owner !== owner) return;
+        // A stopped driver fails what still waits: its callers must not hang until the process is gone.
+        const left = this.host.unanswered(node);
+        if (left.length > 0)
+          this.host.violation(
+            new InvariantViolation(
+              "core-contract",
+              `${node.id} stopped with unanswered calls: ${left.join(", ")}`,
+            ),
+          );
+        node.crash(true);
+        this.host.note(node.id, "shut down: the process exits");
+        this.restartLater(node);
+      },
+      (error: unknown) => {
+        if (node.owner !== owner || node.stoppedBy(error)) return;
+        this.host.violation(
+          new InvariantViolation("core-contract", `${node.id}'s shutdown failed: ${describeError(error)}`),
+        );
+      },
+    );
   }
 
   private inject(): void {
@@ -139,6 +184,10 @@ export class DriverFaults {
         if (running.length < 2) return;
         if (random.chance(0.15) && this.host.wipe(target)) {
           this.counts.wipes++;
+          return;
+        }
+        if (random.chance(0.2)) {
+          this.shutDown(target);
           return;
         }
         this.crash(target, !random.chance(0.3));

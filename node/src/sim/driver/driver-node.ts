@@ -59,6 +59,9 @@ export class DriverNode {
   driver: RaftDriver | null = null;
   state: SimDriverState | null = null;
   store: SimLogStore | null = null;
+  writer: DurableLogWriter | null = null;
+  /** This life's shutdown, once it was told to stop. */
+  private stopping: Promise<void> | null = null;
   /** The storage fault injected into this life, if any: its driver is to stop on it, as a voter's does. */
   injected: Error | null = null;
   transport: SimTransport | null = null;
@@ -119,6 +122,7 @@ export class DriverNode {
       }),
       (callback) => timers.setImmediate(callback),
     );
+    this.writer = writer;
     const logger = traceLogger(this.id, watch);
     const state = new SimDriverState(
       this.stateDisk,
@@ -170,6 +174,30 @@ export class DriverNode {
   }
 
   /**
+   * The voter's shutdown as far as Raft goes (voter.ts): a leader hands its leadership to the most
+   * caught-up voter, then the driver stops, failing what still waits, and the log's writer closes.
+   */
+  shutDown(): Promise<void> {
+    const { driver, writer } = this;
+    if (driver === null || writer === null) return Promise.resolve();
+    // Told to stop twice, a voter shuts down once.
+    this.stopping ??= (async () => {
+      await driver.transferLeadership();
+      await driver.stop();
+      await writer.close();
+    })();
+    return this.stopping;
+  }
+
+  /** Whether `error` is the storage fault injected into this life, or has it among its causes. */
+  stoppedBy(error: unknown): boolean {
+    const injected = this.injected;
+    if (injected === null) return false;
+    for (let e: unknown = error; e instanceof Error; e = e.cause) if (e === injected) return true;
+    return false;
+  }
+
+  /**
    * The process dies: its timers never fire again and nothing it held in memory survives. A power
    * loss (`keepUnsynced` false) also loses what its disks had not synced.
    */
@@ -179,6 +207,8 @@ export class DriverNode {
     this.driver = null;
     this.state = null;
     this.store = null;
+    this.writer = null;
+    this.stopping = null;
     this.transport = null;
     this.logDisk.crash(keepUnsynced);
     return { stateBatchesLost: this.stateDisk.crash() };

@@ -15,7 +15,7 @@ async function firstFailure(options: DriverSimOptions, budget: number): Promise<
 }
 
 describe("the production driver in the simulator", () => {
-  it("keeps every invariant over 200 seeds of crashes, power losses, pauses, partitions, disk errors, lost disks and membership changes", async () => {
+  it("keeps every invariant over 200 seeds of crashes, power losses, pauses, partitions, shutdowns, disk errors, lost disks and membership changes", async () => {
     const failures: string[] = [];
     let powerLosses = 0;
     let pauses = 0;
@@ -26,6 +26,7 @@ describe("the production driver in the simulator", () => {
     let confChanges = 0;
     let clusterPowerLosses = 0;
     let wipes = 0;
+    let shutdowns = 0;
     let toNewIncarnations = 0;
     for (let seed = 1000; seed < 1200; seed++) {
       const r = await runDriverSeed(seed);
@@ -39,6 +40,7 @@ describe("the production driver in the simulator", () => {
       confChanges += r.stats.confChanges;
       clusterPowerLosses += r.stats.clusterPowerLosses;
       wipes += r.stats.wipes;
+      shutdowns += r.stats.shutdowns;
       toNewIncarnations += r.stats.deliveredToNewIncarnation;
     }
     expect(failures).toEqual([]);
@@ -52,6 +54,7 @@ describe("the production driver in the simulator", () => {
     expect(confChanges).toBeGreaterThan(200);
     expect(clusterPowerLosses).toBeGreaterThan(50);
     expect(wipes).toBeGreaterThan(40);
+    expect(shutdowns).toBeGreaterThan(150);
     // Messages meant for a member whose disk was lost reached the new incarnation of its name.
     expect(toNewIncarnations).toBeGreaterThan(10);
   });

@@ -17,7 +17,7 @@ import { checkVouched } from "../vouched-sends.js";
 import { DriverFaults, emptyFaultCounts, type FaultCounts, NETWORK } from "./driver-faults.js";
 import { DriverMembership } from "./driver-membership.js";
 import { DriverNode, type DriverTuning, type NodeWatch } from "./driver-node.js";
-import { DriverWorkload, type WorkloadCounts } from "./driver-workload.js";
+import { DriverWorkload, PROPOSAL_DEADLINE_MS, type WorkloadCounts } from "./driver-workload.js";
 import { SimLogDisk } from "./sim-log-disk.js";
 import { SimStateDisk } from "./sim-state-disk.js";
 import { TimerOwner, VirtualClock } from "./virtual-clock.js";
@@ -144,7 +144,9 @@ export class DriverSimulator {
         note: (node, text) => this.note(node, text),
         start: (node) => this.start(node),
         pause: (node, until) => this.pause(node, until),
+        violation: (error) => this.violation(error),
         wipe: (node) => this.membership.wipe(node),
+        unanswered: (node) => this.workload.unanswered(node),
       },
       this.faultGap,
     );
@@ -324,7 +326,7 @@ export class DriverSimulator {
           if (node.life !== life) return;
           const why = `${describeError(failure)} ${describeError(failure.cause)}`;
           // Only the fault injected may stop it: any other cause is the driver's own failure.
-          if (node.injected === null || !causedBy(failure, node.injected)) {
+          if (!node.stoppedBy(failure)) {
             this.violation(new InvariantViolation("core-contract", `${node.id}'s driver stopped: ${why}`));
             return;
           }
@@ -482,6 +484,21 @@ export class DriverSimulator {
       const sm = node.state!.live;
       this.checker.checkFinal(node.id, sm.applied, sm.digest);
     }
+    // Once the cluster is quiet and every call's deadline has passed, every call a running driver took
+    // is answered: a proposal or read left waiting would hold its caller, and its admission, for good.
+    const quietUntil =
+      this.clock.now + Math.max(PROPOSAL_DEADLINE_MS, 2 * this.tuning.electionTimeoutMs) + 50;
+    const unanswered = (): string[] =>
+      this.nodes.flatMap((n) =>
+        n.driver === null ? [] : this.workload.unanswered(n).map((call) => `${n.id} ${call}`),
+      );
+    while (this.clock.now < quietUntil && unanswered().length > 0) await this.next();
+    const left = unanswered();
+    if (left.length > 0)
+      throw new InvariantViolation(
+        "liveness",
+        `calls left unanswered in a quiet cluster: ${left.join(", ")}`,
+      );
   }
 
   /** The members of the leader's configuration (all running when converged). */
@@ -546,10 +563,4 @@ export async function runDriverSeed(seed: number, options: DriverSimOptions = {}
     violation = error;
   }
   return { seed, ok: violation === undefined, violation, stats: sim.stats, trace: sim.trace };
-}
-
-/** Whether `error` is `cause` or has it somewhere in its chain of causes. */
-function causedBy(error: unknown, cause: Error): boolean {
-  for (let e: unknown = error; e instanceof Error; e = e.cause) if (e === cause) return true;
-  return false;
 }

@@ -9,6 +9,12 @@ import { encodeCommand } from "../sim-state-machine.js";
 import type { DriverNode } from "./driver-node.js";
 import type { SimCommandResult } from "./sim-driver-state.js";
 
+/**
+ * How long a proposal may take before its caller gives up on it, as the command scheduler's
+ * replication deadline does (`ReplicationDeadlineMs`), in the run's compressed time.
+ */
+export const PROPOSAL_DEADLINE_MS = 1000;
+
 /** What clients did in a run, for its statistics. */
 export interface WorkloadCounts {
   proposals: number;
@@ -59,6 +65,9 @@ export interface DriverWorkloadHost {
 export class DriverWorkload {
   readonly counts = emptyWorkloadCounts();
   private nextCommandId = 1;
+  /** Per process life (`id#life`), its proposals and reads not yet answered, each as traced. */
+  private readonly waiting = new Map<string, Set<string>>();
+  private calls = 0;
 
   constructor(private readonly host: DriverWorkloadHost) {}
 
@@ -68,6 +77,24 @@ export class DriverWorkload {
     else if (choice === 1) this.propose(2 + this.host.random.nextInt(3));
     else if (choice === 2) this.read();
     else this.transfer();
+  }
+
+  /** The proposals and reads that `node`'s current life took and has not answered. */
+  unanswered(node: DriverNode): string[] {
+    return [...(this.waiting.get(lifeOf(node)) ?? [])];
+  }
+
+  /** Counts `answer` as waiting on `node`'s life until it settles. */
+  private track(node: DriverNode, what: string, answer: Promise<unknown>): void {
+    const key = lifeOf(node);
+    const call = `${what} (call ${++this.calls})`;
+    const waiting = this.waiting.get(key) ?? new Set<string>();
+    this.waiting.set(key, waiting.add(call));
+    const settled = (): void => {
+      waiting.delete(call);
+      if (waiting.size === 0) this.waiting.delete(key);
+    };
+    answer.then(settled, settled);
   }
 
   private leaderOrAny(): DriverNode | null {
@@ -97,14 +124,15 @@ export class DriverWorkload {
     const digests = data.map(commandDigest);
     const more = random.chance(0.5);
     const aheadCount = random.chance(0.3) ? 1 + random.nextInt(count) : 0;
-    const abort = random.chance(0.1) ? new AbortController() : null;
+    const cutShort = random.chance(0.1);
+    const abort = new AbortController();
     this.counts.proposals++;
     const life = node.life;
     let answered: Promise<ApplyResult[]>;
     try {
       answered = node.driver!.propose(
         data,
-        abort?.signal,
+        abort.signal,
         () => more,
         aheadCount === 0
           ? undefined
@@ -119,11 +147,10 @@ export class DriverWorkload {
       this.counts.proposalsRefused++;
       return;
     }
-    if (abort !== null) this.host.after(1 + random.nextInt(20), () => abort.abort());
-    this.host.note(
-      node.id,
-      `propose x${count}${more ? " (more)" : ""}${aheadCount > 0 ? ` ahead ${aheadCount}` : ""}`,
-    );
+    this.host.after(cutShort ? 1 + random.nextInt(20) : PROPOSAL_DEADLINE_MS, () => abort.abort());
+    const what = `propose x${count}${more ? " (more)" : ""}${aheadCount > 0 ? ` ahead ${aheadCount}` : ""}`;
+    this.track(node, what, answered);
+    this.host.note(node.id, what);
     answered.then(
       (results) =>
         this.guard(() => {
@@ -169,7 +196,9 @@ export class DriverWorkload {
       this.counts.readsRefused++;
       return;
     }
-    this.host.note(node.id, `read (must see ${minIndex})`);
+    const what = `read (must see ${minIndex})`;
+    this.track(node, what, confirmed);
+    this.host.note(node.id, what);
     confirmed.then(
       () =>
         this.guard(() => {
@@ -215,4 +244,8 @@ export class DriverWorkload {
       this.host.violation(error);
     }
   }
+}
+
+function lifeOf(node: DriverNode): string {
+  return `${node.id}#${node.life}`;
 }
