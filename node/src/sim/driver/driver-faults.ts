@@ -36,6 +36,8 @@ export interface FaultCounts {
   pauses: number;
   /** Disk errors injected, each of which must stop its driver. */
   storageFaults: number;
+  /** Processes that died just after their log took a snapshot. */
+  snapshotCrashes: number;
   /** Processes shut down as a voter does when told to stop, each restarted later. */
   shutdowns: number;
   /** Disks lost for good, each member replaced by a new incarnation of its name. */
@@ -52,6 +54,7 @@ export function emptyFaultCounts(): FaultCounts {
     stateBatchesLost: 0,
     pauses: 0,
     storageFaults: 0,
+    snapshotCrashes: 0,
     shutdowns: 0,
     wipes: 0,
     partitions: 0,
@@ -118,6 +121,23 @@ export class DriverFaults {
     const what = keepUnsynced ? "process killed" : "power loss";
     this.host.note(node.id, `${what} (${lost.stateBatchesLost} state batches lost)`);
     this.restartLater(node);
+  }
+
+  /**
+   * `node`'s log just took a snapshot, `received` from the leader or its own: now and then (after a
+   * received one far more often) its process dies within a few milliseconds, before or after the
+   * write's fsync, before the state installs what it received: the windows start-up recovery exists
+   * for, which faults at random times rarely hit.
+   */
+  afterSnapshotWrite(node: DriverNode, received: boolean): void {
+    const { random } = this.host;
+    if (this.stopped || !random.chance(received ? 0.5 : 0.05)) return;
+    const owner = node.owner;
+    this.host.schedule(random.nextInt(12), () => {
+      if (owner === null || node.owner !== owner) return;
+      this.counts.snapshotCrashes++;
+      this.crash(node, random.chance(0.5));
+    });
   }
 
   private restartLater(node: DriverNode): void {

@@ -22,6 +22,7 @@ describe("the production driver in the simulator", () => {
     let acked = 0;
     let readsServed = 0;
     let installs = 0;
+    let reinstalls = 0;
     let storageFaults = 0;
     let confChanges = 0;
     let clusterPowerLosses = 0;
@@ -36,6 +37,7 @@ describe("the production driver in the simulator", () => {
       acked += r.stats.acked;
       readsServed += r.stats.readsServed;
       installs += r.stats.snapshotsInstalled;
+      reinstalls += r.stats.snapshotsReinstalled;
       storageFaults += r.stats.storageFaults;
       confChanges += r.stats.confChanges;
       clusterPowerLosses += r.stats.clusterPowerLosses;
@@ -50,6 +52,8 @@ describe("the production driver in the simulator", () => {
     expect(acked).toBeGreaterThan(2000);
     expect(readsServed).toBeGreaterThan(500);
     expect(installs).toBeGreaterThan(50);
+    // Processes that died between a received snapshot's write and its install reinstalled it at start.
+    expect(reinstalls).toBeGreaterThan(10);
     expect(storageFaults).toBeGreaterThan(200);
     expect(confChanges).toBeGreaterThan(200);
     expect(clusterPowerLosses).toBeGreaterThan(50);
@@ -60,10 +64,12 @@ describe("the production driver in the simulator", () => {
   });
 
   it("replays a seed exactly", async () => {
-    // Seed 8 loses a disk, whose member a new incarnation replaces, among its other faults.
-    const a = await runDriverSeed(8, { traceCapacity: Number.POSITIVE_INFINITY });
-    const b = await runDriverSeed(8, { traceCapacity: Number.POSITIVE_INFINITY });
+    // Seed 125 loses a disk, shuts a voter down and reinstalls a snapshot at start, among other faults.
+    const a = await runDriverSeed(125, { traceCapacity: Number.POSITIVE_INFINITY });
+    const b = await runDriverSeed(125, { traceCapacity: Number.POSITIVE_INFINITY });
     expect(a.stats.wipes).toBeGreaterThan(0);
+    expect(a.stats.shutdowns).toBeGreaterThan(0);
+    expect(a.stats.snapshotsReinstalled).toBeGreaterThan(0);
     expect(b.stats).toEqual(a.stats);
     expect(b.trace.format()).toBe(a.trace.format());
     expect(a.trace.recorded).toBeGreaterThan(500);

@@ -49,6 +49,8 @@ export interface DriverSimStats extends WorkloadCounts, FaultCounts {
   dropped: number;
   /** State machines replaced by a snapshot: received from a leader, or reinstalled at start. */
   snapshotsInstalled: number;
+  /** Of those, reinstalled at start: the process died between the snapshot's write and its install. */
+  snapshotsReinstalled: number;
   convergenceMs: number;
 }
 
@@ -175,6 +177,7 @@ export class DriverSimulator {
       deliveredToNewIncarnation: 0,
       dropped: 0,
       snapshotsInstalled: 0,
+      snapshotsReinstalled: 0,
       convergenceMs: 0,
     };
     this.stateSeeds = new SeededRandom(root.nextUint32());
@@ -362,6 +365,8 @@ export class DriverSimulator {
       },
       restored: (index, term, chain) => {
         this.stats.snapshotsInstalled++;
+        // Only start-up recovery installs one before the driver runs.
+        if (node.driver === null) this.stats.snapshotsReinstalled++;
         this.checker.observeRestore(node.id, index, term, chain);
       },
       ready: (rd, status, log) => {
@@ -396,6 +401,8 @@ export class DriverSimulator {
   ): void {
     ops.forEach((op, k) => {
       if (results[k] !== null) return;
+      if (op.kind === "record-snapshot") this.faults.afterSnapshotWrite(node, false);
+      else if (op.snapshot !== null) this.faults.afterSnapshotWrite(node, true);
       // A snapshot taken, copied or received holds the committed configuration at its index.
       if (op.kind === "record-snapshot") {
         this.membershipChecker.checkSnapshotConf(node.id, op.snapshot.meta);
