@@ -121,6 +121,18 @@ describe("ProposalWaiters", () => {
     expect(stale).not.toHaveBeenCalled();
   });
 
+  it("a batch whose commit notice a newer term dropped still ends at its deadline", async () => {
+    const w = new ProposalWaiters();
+    const ac = new AbortController();
+    // Proposed at term 3 at 10; leading again at term 5, this node's log ends at 7 and it proposes at 8.
+    const stale = w.add(10, 1, 3, ac.signal, () => false);
+    void w.add(8, 1, 5, undefined, () => false);
+    expect(await state(stale)).toBe("pending");
+    // Nothing may ever be written at 10 again: only the deadline ends the wait.
+    ac.abort();
+    expect(await state(stale)).toMatchObject({ error: { reason: "ReplicationDeadline" } });
+  });
+
   it("stops listening to the signal once the batch settled", async () => {
     const w = new ProposalWaiters();
     const ac = new AbortController();

@@ -135,15 +135,13 @@ export class ProposalWaiters {
   /**
    * Forgets the commit notices of earlier terms' batches reaching `first` or beyond: their entries are
    * being overwritten, so none would be told, and one left at the head would hold back the notices of
-   * the batches proposed since (noticeCommits goes in order).
+   * the batches proposed since (noticeCommits goes in order). Each still listens to its signal until
+   * it settles: an entry beyond this log's end may never be written again, and only its deadline then
+   * ends its wait.
    */
   private dropOverwrittenNotices(first: number, term: number): void {
     if (!this.notices.some((n) => n.term !== term && n.lastIndex >= first)) return;
-    this.notices = this.notices.filter((n) => {
-      if (n.term === term || n.lastIndex < first) return true;
-      n.detach();
-      return false;
-    });
+    this.notices = this.notices.filter((n) => n.term === term || n.lastIndex < first);
   }
 
   /**
