@@ -214,33 +214,16 @@ export class ClusterMembership {
   }
 
   private async change(change: ConfChange): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () =>
-          reject(
-            new UnknownWriteOutcomeError(
-              "the membership change was not applied in time; asking again is safe",
-              {
-                reason: "ReplicationDeadline",
-              },
-            ),
-          ),
-        this.options.deadlineMs,
-      );
-    });
     try {
-      await Promise.race([this.driver.proposeConfChange(change), deadline]);
+      await this.driver.proposeConfChange(change, AbortSignal.timeout(this.options.deadlineMs));
     } catch (err) {
-      if (err instanceof UnknownWriteOutcomeError && err.reason !== "ReplicationDeadline") {
-        throw new UnknownWriteOutcomeError(
-          "leadership changed before the membership change was confirmed; asking again is safe",
-          { reason: err.reason },
-        );
-      }
-      throw err;
-    } finally {
-      clearTimeout(timer);
+      if (!(err instanceof UnknownWriteOutcomeError)) throw err;
+      throw new UnknownWriteOutcomeError(
+        err.reason === "ReplicationDeadline"
+          ? "the membership change was not applied in time; asking again is safe"
+          : "leadership changed before the membership change was confirmed; asking again is safe",
+        { reason: err.reason },
+      );
     }
   }
 }

@@ -98,7 +98,7 @@ describe("ProposalWaiters", () => {
     // Proposed at term 3; a later leader cut the entries from this log, and at term 5 this node leads
     // again and proposes at the same indexes. The earlier proposal's deadline passes meanwhile.
     const older = w.add(7, 2, 3, ac.signal);
-    const single = w.addOne(9, 3);
+    const single = w.add(9, 1, 3);
     const newer = w.add(7, 3, 5);
     ac.abort();
     expect(await state(older)).toEqual({ error: expect.any(UnknownWriteOutcomeError) });
@@ -202,18 +202,11 @@ describe("ProposalWaiters", () => {
     remove.mockRestore();
   });
 
-  it("addOne resolves with the one entry's result", async () => {
-    const w = new ProposalWaiters();
-    const one = w.addOne(9, 4);
-    w.settle([entry(9, 4)], [noop(9)]);
-    expect(await one).toEqual(noop(9));
-  });
-
   it("failUpTo rejects the proposals at or below a snapshot as overwritten, and only those", async () => {
     const w = new ProposalWaiters();
-    const below = w.addOne(3, 1);
-    const at = w.addOne(4, 1);
-    const above = w.addOne(5, 1);
+    const below = w.add(3, 1, 1);
+    const at = w.add(4, 1, 1);
+    const above = w.add(5, 1, 1);
     w.failUpTo(4);
     await expect(below).rejects.toMatchObject({ reason: "LeadershipChanged" });
     await expect(at).rejects.toMatchObject({ reason: "LeadershipChanged" });
@@ -224,13 +217,13 @@ describe("ProposalWaiters", () => {
     const w = new ProposalWaiters();
     const error = new Error("stopped");
     const a = w.add(1, 2, 1);
-    const b = w.addOne(3, 1);
+    const b = w.add(3, 1, 1);
     w.rejectAll(error);
     await expect(a).rejects.toBe(error);
     await expect(b).rejects.toBe(error);
-    const c = w.addOne(1, 2);
+    const c = w.add(1, 1, 2);
     w.settle([entry(1, 2)], [noop(1)]);
-    expect(await c).toEqual(noop(1));
+    expect(await c).toEqual([noop(1)]);
   });
 
   it("detachNotices stops listening to the signals at once; dropNotices leaves that to settling", () => {

@@ -114,13 +114,6 @@ export class ProposalWaiters {
     return all;
   }
 
-  /** Waits for the apply result of the one entry proposed at `term` at `index`. */
-  addOne(index: number, term: number): Promise<ApplyResult> {
-    return new Promise<ApplyResult>((resolve, reject) => {
-      this.wait(index, { term, resolve, reject });
-    });
-  }
-
   /**
    * A proposal at an index that already has one: the earlier (an older term's, whose entry a later
    * leader cut from this log before this node led again) can no longer commit there, and nothing else

@@ -311,8 +311,9 @@ export class RaftDriver {
    * before anything is appended: Unavailable when this voter does not lead, FailedPrecondition
    * `ConfChangePending` while an earlier change is not applied, InvalidArgument `InvalidConfChange`
    * when it does not apply to the configuration. Overwritten by another leader: UnknownWriteOutcome.
+   * `signal` cuts the wait short with UnknownWriteOutcome `ReplicationDeadline`.
    */
-  async proposeConfChange(change: ConfChange): Promise<void> {
+  async proposeConfChange(change: ConfChange, signal?: AbortSignal): Promise<void> {
     // Async, so that a refusal rejects the promise rather than throwing at the call.
     this.checkUsable();
     let index: number;
@@ -324,7 +325,7 @@ export class RaftDriver {
       throw err;
     }
     this.wake();
-    await this.proposals.addOne(index, term);
+    await this.proposals.add(index, 1, term, signal);
   }
 
   /**

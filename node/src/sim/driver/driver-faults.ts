@@ -113,7 +113,6 @@ export class DriverFaults {
 
   /** The process dies, killed or by a power loss; it restarts later unless it was removed. */
   crash(node: DriverNode, keepUnsynced: boolean): void {
-    const { random } = this.host;
     const lost = node.crash(keepUnsynced);
     this.counts.crashes++;
     if (!keepUnsynced) this.counts.powerLosses++;

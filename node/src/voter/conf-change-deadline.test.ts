@@ -1,0 +1,23 @@
+import { UnknownWriteOutcomeError } from "@keyload/contract";
+import { describe, expect, it, vi } from "vitest";
+import { clusterPerTest, driverParts, entry } from "./test-fixtures/cluster-per-test.js";
+
+vi.setConfig({ testTimeout: 30_000, hookTimeout: 30_000 });
+
+const startCluster = clusterPerTest();
+
+describe("a membership change's deadline", () => {
+  it("ends the wait for a change that cannot commit, as a proposal's does", async () => {
+    const cluster = await startCluster();
+    const leader = cluster.voter(await cluster.waitForLeader()).driver;
+    await leader.propose([entry()]);
+    // The leader hears nothing more from its followers: the change is appended and never commits.
+    vi.spyOn(driverParts(leader).transport, "send").mockImplementation(() => undefined);
+    const change = leader.proposeConfChange(
+      { type: "add-learner", node: "voter9" },
+      AbortSignal.timeout(300),
+    );
+    await expect(change).rejects.toBeInstanceOf(UnknownWriteOutcomeError);
+    await expect(change).rejects.toMatchObject({ reason: "ReplicationDeadline" });
+  });
+});
