@@ -9,6 +9,7 @@ import { describeChange, isRemovalOf, MembershipOperator } from "../membership-o
 import { between } from "../random-choices.js";
 import { describeError } from "../sim-failure.js";
 import type { DriverNode } from "./driver-node.js";
+import { PROPOSAL_DEADLINE_MS } from "./driver-workload.js";
 
 /** How often the operator looks, and what it may change (membership-operator.ts). */
 const MEMBERSHIP: MembershipProfile = {
@@ -39,6 +40,8 @@ export interface DriverMembershipHost {
   violation(error: unknown): void;
   /** Whether the run converges: only repairs and promotions are made then. */
   converging(): boolean;
+  /** Counts `answer`, a call `node`'s driver took, as waiting until it settles (DriverWorkload). */
+  track(node: DriverNode, what: string, answer: Promise<unknown>): void;
 }
 
 /**
@@ -148,9 +151,15 @@ export class DriverMembership {
     }
     this.counts.confChanges++;
     const before = driver.raft.status().lastIndex;
-    const done = driver.proposeConfChange(change);
+    // Under a deadline, as the admin routes propose it.
+    const deadline = new AbortController();
+    host.schedule(PROPOSAL_DEADLINE_MS, () => deadline.abort());
+    const done = driver.proposeConfChange(change, deadline.signal);
     const after = driver.raft.status().lastIndex;
-    if (after > before) this.operator.accepted(change, after);
+    if (after > before) {
+      this.operator.accepted(change, after);
+      host.track(leader, describeChange(change), done);
+    }
     host.note(leader.id, `${describeChange(change)}${after > before ? ` -> ${after}` : " refused"}`);
     done.catch((error: unknown) => {
       if (error instanceof InvalidArgumentError)

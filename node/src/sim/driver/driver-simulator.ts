@@ -193,6 +193,7 @@ export class DriverSimulator {
         note: (node, text) => this.note(node, text),
         violation: (error) => this.violation(error),
         converging: () => this.converging,
+        track: (node, what, answer) => this.workload.track(node, what, answer),
       },
       new SeededRandom(root.nextUint32()),
     );

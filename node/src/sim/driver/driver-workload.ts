@@ -84,8 +84,8 @@ export class DriverWorkload {
     return [...(this.waiting.get(lifeOf(node)) ?? [])];
   }
 
-  /** Counts `answer` as waiting on `node`'s life until it settles. */
-  private track(node: DriverNode, what: string, answer: Promise<unknown>): void {
+  /** Counts `answer`, a call `node`'s driver took, as waiting on its life until it settles. */
+  track(node: DriverNode, what: string, answer: Promise<unknown>): void {
     const key = lifeOf(node);
     const call = `${what} (call ${++this.calls})`;
     const waiting = this.waiting.get(key) ?? new Set<string>();
