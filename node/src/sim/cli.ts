@@ -1,10 +1,11 @@
 /**
  * Soak runner: `pnpm --filter @keyload/node sim -- --seeds 100000 [--from S] [--steps 1000]
- * [--profile default|figure-eight|...|driver]`, or `--seed S --trace` to replay one seed with its whole
- * trace. The `driver` profile runs the production driver (driver/driver-simulator.ts) with its own
- * faults; `--steps` does not apply to it. Exits 1 when any seed fails.
+ * [--profile default|figure-eight|...|driver|driver-figure-eight]`, or `--seed S --trace` to replay one
+ * seed with its whole trace. The `driver` profiles run the production driver (driver/driver-simulator.ts)
+ * with its own faults; `--steps` does not apply to them. Exits 1 when any seed fails.
  */
 import { parseArgs } from "node:util";
+import { DRIVER_PROFILES, type DriverProfile } from "./driver/driver-profiles.js";
 import { runDriverSeed } from "./driver/driver-simulator.js";
 import { PROFILES } from "./fault-profile.js";
 import { runSeeds } from "./run-seeds.js";
@@ -12,8 +13,7 @@ import { runSeed, type SimOptions } from "./simulator.js";
 
 const PROGRESS_EVERY_MS = 5000;
 
-/** The profile name that selects the driver simulator. */
-const DRIVER = "driver";
+const PROFILE_NAMES = [...Object.keys(PROFILES), ...Object.keys(DRIVER_PROFILES)].join(", ");
 
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -34,18 +34,17 @@ async function main(): Promise<number> {
     console.log(
       "usage: sim [--seeds N] [--from S] [--steps N] [--profile NAME] | sim --seed S [--trace] [--steps N]",
     );
-    console.log(`profiles: ${[...Object.keys(PROFILES), DRIVER].join(", ")}`);
+    console.log(`profiles: ${PROFILE_NAMES}`);
     return 0;
   }
-  if (values.profile === DRIVER) {
-    if (values.seed !== undefined) return replayDriver(integer("seed", values.seed), values.trace);
-    return soakDriver(integer("from", values.from), integer("seeds", values.seeds));
+  const driverProfile = DRIVER_PROFILES[values.profile];
+  if (driverProfile !== undefined) {
+    if (values.seed !== undefined)
+      return replayDriver(integer("seed", values.seed), driverProfile, values.trace);
+    return soakDriver(integer("from", values.from), integer("seeds", values.seeds), driverProfile);
   }
   const profile = PROFILES[values.profile];
-  if (profile === undefined)
-    throw new Error(
-      `unknown profile ${values.profile}; try ${[...Object.keys(PROFILES), DRIVER].join(", ")}`,
-    );
+  if (profile === undefined) throw new Error(`unknown profile ${values.profile}; try ${PROFILE_NAMES}`);
   const options: SimOptions = { steps: integer("steps", values.steps), profile };
 
   if (values.seed !== undefined) return replay(integer("seed", values.seed), options, values.trace);
@@ -96,8 +95,11 @@ function soak(from: number, count: number, options: SimOptions): number {
   return 1;
 }
 
-async function replayDriver(seed: number, trace: boolean): Promise<number> {
-  const result = await runDriverSeed(seed, trace ? { traceCapacity: Number.POSITIVE_INFINITY } : {});
+async function replayDriver(seed: number, profile: DriverProfile, trace: boolean): Promise<number> {
+  const result = await runDriverSeed(
+    seed,
+    trace ? { profile, traceCapacity: Number.POSITIVE_INFINITY } : { profile },
+  );
   if (trace) console.log(result.trace.format());
   console.log(JSON.stringify(result.stats, null, 2));
   if (result.violation !== undefined) {
@@ -108,13 +110,13 @@ async function replayDriver(seed: number, trace: boolean): Promise<number> {
   return 0;
 }
 
-async function soakDriver(from: number, count: number): Promise<number> {
+async function soakDriver(from: number, count: number, profile: DriverProfile): Promise<number> {
   const started = performance.now();
   let lastReport = started;
   let events = 0;
   const failed: string[] = [];
   for (let seed = from; seed < from + count; seed++) {
-    const result = await runDriverSeed(seed);
+    const result = await runDriverSeed(seed, { profile });
     events += result.stats.events;
     if (result.violation !== undefined) {
       failed.push(`${seed} (${result.violation.invariant})`);

@@ -1,20 +1,26 @@
 import { describe, expect, it } from "vitest";
+import { DRIVER_FIGURE_EIGHT_PROFILE, DRIVER_PROFILE, type DriverProfile } from "./driver/driver-profiles.js";
 import { runDriverSeed } from "./driver/driver-simulator.js";
 
-/** The CI soak of the driver simulator (`pnpm sim --profile driver` soaks fresh seeds). */
-const DRIVER_SOAK_SEEDS = 1500;
+/** The CI soaks of the driver simulator (`pnpm sim --profile driver|driver-figure-eight` soaks fresh seeds). */
+const SOAKS: readonly [DriverProfile, number][] = [
+  [DRIVER_PROFILE, 1500],
+  [DRIVER_FIGURE_EIGHT_PROFILE, 300],
+];
 
 describe("the production driver under the driver simulator's faults", () => {
-  it(`keeps every invariant over seeds 0 to ${DRIVER_SOAK_SEEDS - 1}`, async () => {
-    const failures: string[] = [];
-    for (let seed = 0; seed < DRIVER_SOAK_SEEDS; seed++) {
-      const result = await runDriverSeed(seed);
-      if (result.violation !== undefined) {
-        failures.push(
-          failures.length === 0 ? result.violation.message : result.violation.message.split("\n")[0]!,
-        );
+  for (const [profile, seeds] of SOAKS) {
+    it(`keeps every invariant over seeds 0 to ${seeds - 1} of the ${profile.name} profile`, async () => {
+      const failures: string[] = [];
+      for (let seed = 0; seed < seeds; seed++) {
+        const result = await runDriverSeed(seed, { profile });
+        if (result.violation !== undefined) {
+          failures.push(
+            failures.length === 0 ? result.violation.message : result.violation.message.split("\n")[0]!,
+          );
+        }
       }
-    }
-    expect(failures.join("\n\n")).toBe("");
-  });
+      expect(failures.join("\n\n")).toBe("");
+    });
+  }
 });

@@ -6,6 +6,7 @@ import { between } from "../random-choices.js";
 import { describeError } from "../sim-failure.js";
 import type { LinkCut, NetworkFaults, SimNetwork } from "../sim-network.js";
 import type { DriverNode } from "./driver-node.js";
+import type { DriverProfile } from "./driver-profiles.js";
 
 /** The network between faults: a little loss, duplication and reordering. */
 export const NETWORK: NetworkFaults = {
@@ -25,6 +26,9 @@ const BURST: NetworkFaults = {
   spikeRate: 0.4,
   spikeDelay: 80,
 };
+
+/** The fault that isolates its target (see DriverProfile.isolateBias). */
+const ISOLATE = 2;
 
 /** The faults a run injected, for its statistics. */
 export interface FaultCounts {
@@ -98,6 +102,7 @@ export class DriverFaults {
   constructor(
     private readonly host: DriverFaultHost,
     private readonly gap: Range,
+    private readonly bias: Pick<DriverProfile, "leaderBias" | "isolateBias">,
   ) {}
 
   begin(): void {
@@ -186,10 +191,11 @@ export class DriverFaults {
     const running = this.host.running();
     const leaders = running.filter((n) => n.driver?.isLeader() === true);
     const target =
-      leaders.length > 0 && random.chance(0.5)
+      leaders.length > 0 && random.chance(this.bias.leaderBias)
         ? leaders[0]!
         : running[random.nextInt(Math.max(1, running.length))];
-    switch (random.nextInt(6)) {
+    const isolate = this.bias.isolateBias > 0 && random.chance(this.bias.isolateBias);
+    switch (isolate ? ISOLATE : random.nextInt(6)) {
       case 0:
       case 1: {
         if (target === undefined) return;
@@ -212,7 +218,7 @@ export class DriverFaults {
         this.crash(target, !random.chance(0.3));
         return;
       }
-      case 2: {
+      case ISOLATE: {
         if (target === undefined) return;
         const cuts: LinkCut[] = network.isolate(target.id);
         this.counts.partitions++;

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { RaftOptions } from "../../raft/raft-config.js";
 import { SAFETY_INVARIANTS } from "../invariants.js";
+import { CountingCommitNode } from "../test-fixtures/counting-commit-node.js";
 import { EagerConfChangeNode } from "../test-fixtures/eager-conf-change-node.js";
 import { EarlyReadNode } from "../test-fixtures/early-read-node.js";
 import { LearnerVotingNode } from "../test-fixtures/learner-voting-node.js";
+import { DRIVER_FIGURE_EIGHT_PROFILE } from "./driver-profiles.js";
 import { type DriverSimOptions, type DriverSimResult, runDriverSeed } from "./driver-simulator.js";
 
 async function firstFailure(options: DriverSimOptions, budget: number): Promise<DriverSimResult | undefined> {
@@ -100,5 +102,14 @@ describe("the production driver in the simulator", () => {
     expect(failure, "no seed exposed the second pending change").toBeDefined();
     expect(failure!.violation!.invariant).toBe("one-change-at-a-time");
     expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
+  });
+
+  it("catches, in the figure-eight profile, a core that commits an earlier term's entry by counting", async () => {
+    const profile = DRIVER_FIGURE_EIGHT_PROFILE;
+    const counting = { profile, createCore: (o: RaftOptions) => new CountingCommitNode(o) };
+    const failure = await firstFailure(counting, 100);
+    expect(failure, "no seed reached Figure 8").toBeDefined();
+    expect(SAFETY_INVARIANTS).toContain(failure!.violation!.invariant);
+    expect((await runDriverSeed(failure!.seed, { profile })).violation?.message).toBeUndefined();
   });
 });

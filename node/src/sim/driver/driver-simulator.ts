@@ -17,6 +17,7 @@ import { checkVouched } from "../vouched-sends.js";
 import { DriverFaults, emptyFaultCounts, type FaultCounts, NETWORK } from "./driver-faults.js";
 import { DriverMembership } from "./driver-membership.js";
 import { DriverNode, type DriverTuning, type NodeWatch } from "./driver-node.js";
+import { DRIVER_PROFILE, type DriverProfile } from "./driver-profiles.js";
 import { DriverWorkload, PROPOSAL_DEADLINE_MS, type WorkloadCounts } from "./driver-workload.js";
 import { SimLogDisk } from "./sim-log-disk.js";
 import { SimStateDisk } from "./sim-state-disk.js";
@@ -33,6 +34,8 @@ export interface DriverSimOptions {
   readonly traceCapacity?: number;
   /** Builds each driver's core; a test passes a deliberately broken one. */
   readonly createCore?: (options: RaftOptions) => RaftNode;
+  /** What the run's load and faults lean toward (default DRIVER_PROFILE). */
+  readonly profile?: DriverProfile;
 }
 
 export interface DriverSimStats extends WorkloadCounts, FaultCounts {
@@ -94,6 +97,7 @@ export class DriverSimulator {
   private readonly faultGap: Range;
   private readonly faults: DriverFaults;
   private readonly createCore: (options: RaftOptions) => RaftNode;
+  private readonly profile: DriverProfile;
   readonly trace: Trace;
   private readonly backlog = new Map<NodeId, Delivery[]>();
   private readonly lastHard = new Map<NodeId, HardState>();
@@ -114,7 +118,10 @@ export class DriverSimulator {
     this.faultyMs = options.faultyMs ?? 3000;
     this.convergenceMs = options.convergenceMs ?? 20_000;
     this.trace = new Trace(options.traceCapacity ?? 300);
-    this.createCore = options.createCore ?? ((o) => new RaftNode(o));
+    this.profile = options.profile ?? DRIVER_PROFILE;
+    const createCore = options.createCore ?? ((o) => new RaftNode(o));
+    const core = this.profile.core;
+    this.createCore = (o) => createCore({ ...o, ...core });
     const root = new SeededRandom(seed);
     this.random = new SeededRandom(root.nextUint32());
     this.network = new SimNetwork([], new SeededRandom(root.nextUint32()), NETWORK);
@@ -151,6 +158,7 @@ export class DriverSimulator {
         unanswered: (node) => this.workload.unanswered(node),
       },
       this.faultGap,
+      this.profile,
     );
     this.workload = new DriverWorkload({
       random: this.random,
@@ -203,9 +211,9 @@ export class DriverSimulator {
   async run(): Promise<void> {
     try {
       const t = Object.entries(this.tuning).map(([k, v]) => `${k}=${v}`);
-      this.note("-", `driver run: ${t.join(" ")} faultGap=${this.faultGap}`);
+      this.note("-", `${this.profile.name} run: ${t.join(" ")} faultGap=${this.faultGap}`);
       for (const node of this.nodes) this.start(node);
-      this.schedule(between(this.random, [2, 12]), () => this.client());
+      this.schedule(between(this.random, this.profile.clientGap), () => this.client());
       this.faults.begin();
       this.membership.begin();
       while (this.clock.now < this.faultyMs) await this.next();
@@ -429,7 +437,7 @@ export class DriverSimulator {
 
   private client(): void {
     if (this.converging) return;
-    this.schedule(between(this.random, [2, 12]), () => this.client());
+    this.schedule(between(this.random, this.profile.clientGap), () => this.client());
     this.workload.operate();
   }
 
