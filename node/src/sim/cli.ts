@@ -37,13 +37,15 @@ async function main(): Promise<number> {
     console.log(`profiles: ${PROFILE_NAMES}`);
     return 0;
   }
-  const driverProfile = DRIVER_PROFILES[values.profile];
+  const driverProfile = Object.hasOwn(DRIVER_PROFILES, values.profile)
+    ? DRIVER_PROFILES[values.profile]
+    : undefined;
   if (driverProfile !== undefined) {
     if (values.seed !== undefined)
       return replayDriver(integer("seed", values.seed), driverProfile, values.trace);
     return soakDriver(integer("from", values.from), integer("seeds", values.seeds), driverProfile);
   }
-  const profile = PROFILES[values.profile];
+  const profile = Object.hasOwn(PROFILES, values.profile) ? PROFILES[values.profile] : undefined;
   if (profile === undefined) throw new Error(`unknown profile ${values.profile}; try ${PROFILE_NAMES}`);
   const options: SimOptions = { steps: integer("steps", values.steps), profile };
 

@@ -11,7 +11,8 @@ describe("a membership change's deadline", () => {
     const cluster = await startCluster();
     const leader = cluster.voter(await cluster.waitForLeader()).driver;
     await leader.propose([entry()]);
-    // The leader hears nothing more from its followers: the change is appended and never commits.
+    // The leader's followers hear nothing more from it: the change is appended and never commits. The
+    // deadline is shorter than an election timeout, after which a new leader could overwrite it.
     vi.spyOn(driverParts(leader).transport, "send").mockImplementation(() => undefined);
     const change = leader.proposeConfChange(
       { type: "add-learner", node: "voter9" },

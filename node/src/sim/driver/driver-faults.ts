@@ -79,7 +79,7 @@ export interface DriverFaultHost {
   /** Pauses `node`'s process until `until`: no timer fires and nothing is delivered meanwhile. */
   pause(node: DriverNode, until: number): void;
   violation(error: unknown): void;
-  /** The proposals and reads `node`'s process took and has not answered. */
+  /** The calls (proposals, reads, membership changes) `node`'s process took and has not answered. */
   unanswered(node: DriverNode): string[];
   /**
    * `node`'s disk is lost for good, if the cluster can spare it (its quorums hold without it); whether
@@ -90,10 +90,10 @@ export interface DriverFaultHost {
 
 /**
  * The faults of a driver run, one every `gap`: a process killed (its committed writes reach the disk),
- * shut down as told to stop, or its machine's power lost, now and then every machine's at once, or its disk lost for good; a node
- * isolated; a burst of loss,
- * duplication and delay; a pause; a disk error, after which its driver must stop, as a voter's does,
- * and the process restarts.
+ * shut down as told to stop, or its machine's power lost, now and then every machine's at once, or its
+ * disk lost for good; a node isolated; a burst of loss, duplication and delay; a pause; a disk error,
+ * after which its driver must stop, as a voter's does, and the process restarts. Besides, now and then
+ * a process dies right after its log takes a snapshot (afterSnapshotWrite).
  */
 export class DriverFaults {
   readonly counts = emptyFaultCounts();
@@ -138,7 +138,7 @@ export class DriverFaults {
     if (this.stopped || !random.chance(received ? 0.5 : 0.05)) return;
     const owner = node.owner;
     this.host.schedule(random.nextInt(12), () => {
-      if (owner === null || node.owner !== owner) return;
+      if (this.stopped || owner === null || node.owner !== owner) return;
       this.counts.snapshotCrashes++;
       this.crash(node, random.chance(0.5));
     });
@@ -189,10 +189,17 @@ export class DriverFaults {
     const { random, network } = this.host;
     this.host.schedule(between(random, this.gap), () => this.inject());
     const running = this.host.running();
-    const leaders = running.filter((n) => n.driver?.isLeader() === true);
+    // The leader of the highest term: one isolated earlier may still think it leads.
+    const leader = running
+      .filter((n) => n.driver?.isLeader() === true)
+      .reduce<DriverNode | undefined>(
+        (best, n) =>
+          best === undefined || n.driver!.raft.status().term > best.driver!.raft.status().term ? n : best,
+        undefined,
+      );
     const target =
-      leaders.length > 0 && random.chance(this.bias.leaderBias)
-        ? leaders[0]!
+      leader !== undefined && random.chance(this.bias.leaderBias)
+        ? leader
         : running[random.nextInt(Math.max(1, running.length))];
     const isolate = this.bias.isolateBias > 0 && random.chance(this.bias.isolateBias);
     switch (isolate ? ISOLATE : random.nextInt(6)) {
@@ -211,7 +218,7 @@ export class DriverFaults {
           this.counts.wipes++;
           return;
         }
-        if (random.chance(0.2)) {
+        if (random.chance(0.2) && target.driver !== null) {
           this.shutDown(target);
           return;
         }

@@ -57,8 +57,6 @@ export class DriverMembership {
   private readonly lost = new Set<NodeId>();
   /** Per name whose member lost its disk, the ID of its latest incarnation. */
   private readonly incarnations = new Map<string, NodeId>();
-  /** Names whose member lost its disk and has no new incarnation yet, oldest first. */
-  private readonly namesToReuse: string[] = [];
 
   constructor(
     private readonly host: DriverMembershipHost,
@@ -102,16 +100,28 @@ export class DriverMembership {
   /**
    * `node`'s disk is lost, if the cluster keeps a quorum of every configuration in play without it:
    * its process dies and never returns under its ID, since a member that forgot its vote or its log
-   * could break safety. The operator removes it, and a new incarnation of its name joins.
+   * could break safety. The voter comes back on the empty disk soon after as a new incarnation of its
+   * name, which gets what is still addressed to the lost one; the operator removes the lost one, then
+   * adds the new one as a learner and promotes it.
    */
   wipe(node: DriverNode): boolean {
+    const { host } = this;
     if (!this.operator.mayWipe(node.id)) return false;
     if (node.running) node.crash(false);
     node.retired = true;
     this.lost.add(node.id);
-    this.namesToReuse.push(memberName(node.id));
     this.operator.wiped(node.id);
-    this.host.note(node.id, "disk lost: the member leaves the cluster for good");
+    host.note(node.id, "disk lost: the member leaves the cluster for good");
+    const name = memberName(node.id);
+    const next = host.addNode(incarnationOf(name, host.random.nextUint32().toString(16).padStart(8, "0")));
+    this.incarnations.set(name, next.id);
+    this.operator.started(next.id);
+    this.counts.joins++;
+    host.schedule(between(host.random, [10, 300]), () => {
+      if (next.running || next.retired) return;
+      host.note(next.id, "a new incarnation starts on the empty disk, to join as a learner");
+      host.start(next);
+    });
     return true;
   }
 
@@ -140,7 +150,7 @@ export class DriverMembership {
     if (action === null) return;
     let change: ConfChange;
     if (action.kind === "join") {
-      const node = host.addNode(this.joinerId());
+      const node = host.addNode(`n${host.nodes().length + 1}`);
       this.operator.started(node.id);
       this.counts.joins++;
       host.note(node.id, "a node with empty disks starts, to join as a learner");
@@ -153,11 +163,11 @@ export class DriverMembership {
     const before = driver.raft.status().lastIndex;
     // Under a deadline, as the admin routes propose it.
     const deadline = new AbortController();
-    host.schedule(PROPOSAL_DEADLINE_MS, () => deadline.abort());
     const done = driver.proposeConfChange(change, deadline.signal);
     const after = driver.raft.status().lastIndex;
     if (after > before) {
       this.operator.accepted(change, after);
+      host.schedule(PROPOSAL_DEADLINE_MS, () => deadline.abort());
       host.track(leader, describeChange(change), done);
     }
     host.note(leader.id, `${describeChange(change)}${after > before ? ` -> ${after}` : " refused"}`);
@@ -170,14 +180,5 @@ export class DriverMembership {
           ),
         );
     });
-  }
-
-  /** A new name, or a new incarnation of the name of a member that lost its disk. */
-  private joinerId(): NodeId {
-    const name = this.namesToReuse.shift();
-    if (name === undefined) return `n${this.host.nodes().length + 1}`;
-    const id = incarnationOf(name, this.host.random.nextUint32().toString(16).padStart(8, "0"));
-    this.incarnations.set(name, id);
-    return id;
   }
 }

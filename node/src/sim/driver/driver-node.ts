@@ -176,6 +176,9 @@ export class DriverNode {
   /**
    * The voter's shutdown as far as Raft goes (voter.ts): a leader hands its leadership to the most
    * caught-up voter, then the driver stops, failing what still waits, and the log's writer closes.
+   * Harsher than the voter's: its command scheduler stops taking work first, while here clients go on
+   * calling the driver throughout; and the state is not closed, so a power loss after the exit may
+   * still lose its unsynced applies.
    */
   shutDown(): Promise<void> {
     const { driver, writer } = this;

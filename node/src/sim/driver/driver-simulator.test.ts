@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RaftOptions } from "../../raft/raft-config.js";
 import { SAFETY_INVARIANTS } from "../invariants.js";
+import { AnyCandidateVotingNode } from "../test-fixtures/any-candidate-voting-node.js";
 import { CountingCommitNode } from "../test-fixtures/counting-commit-node.js";
 import { EagerConfChangeNode } from "../test-fixtures/eager-conf-change-node.js";
 import { EarlyReadNode } from "../test-fixtures/early-read-node.js";
@@ -62,14 +63,17 @@ describe("the production driver in the simulator", () => {
     expect(wipes).toBeGreaterThan(40);
     expect(shutdowns).toBeGreaterThan(150);
     // Messages meant for a member whose disk was lost reached the new incarnation of its name.
-    expect(toNewIncarnations).toBeGreaterThan(10);
+    expect(toNewIncarnations).toBeGreaterThan(200);
   });
 
   it("replays a seed exactly", async () => {
-    // Seed 125 loses a disk, shuts a voter down and reinstalls a snapshot at start, among other faults.
-    const a = await runDriverSeed(125, { traceCapacity: Number.POSITIVE_INFINITY });
-    const b = await runDriverSeed(125, { traceCapacity: Number.POSITIVE_INFINITY });
+    // Seed 184 loses a disk, routes messages to the new incarnation, shuts a voter down and reinstalls a
+    // snapshot at start, among other faults. A change to the runs' random draws may call for another
+    // seed with all of these: scan the stats of seeds 0 to 300 for one.
+    const a = await runDriverSeed(184, { traceCapacity: Number.POSITIVE_INFINITY });
+    const b = await runDriverSeed(184, { traceCapacity: Number.POSITIVE_INFINITY });
     expect(a.stats.wipes).toBeGreaterThan(0);
+    expect(a.stats.deliveredToNewIncarnation).toBeGreaterThan(0);
     expect(a.stats.shutdowns).toBeGreaterThan(0);
     expect(a.stats.snapshotsReinstalled).toBeGreaterThan(0);
     expect(b.stats).toEqual(a.stats);
@@ -93,6 +97,17 @@ describe("the production driver in the simulator", () => {
     const failure = await firstFailure({ createCore: (o: RaftOptions) => new LearnerVotingNode(o) }, 300);
     expect(failure, "no seed exposed the voting learner").toBeDefined();
     expect(SAFETY_INVARIANTS).toContain(failure!.violation!.invariant);
+    expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
+  });
+
+  it("catches a voter that grants its vote to a node that is not a voter", async () => {
+    const failure = await firstFailure(
+      { createCore: (o: RaftOptions) => new AnyCandidateVotingNode(o) },
+      300,
+    );
+    expect(failure, "no seed exposed the vote").toBeDefined();
+    expect(failure!.violation!.invariant).toBe("voters-only");
+    expect(failure!.violation!.message).toContain("votes for");
     expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
   });
 

@@ -74,8 +74,11 @@ export interface DriverSimResult {
  *
  * An event is a timer of some process (a tick, a deferred turn, an fsync completing), a delivery, a
  * client operation or a fault; after each, every promise continuation it released runs before the
- * next, so a seed replays the same run. Faults: crashes (the process killed, or the machine's power
- * lost), pauses, isolated nodes and bursts of loss, duplication and delay.
+ * next, so a seed replays the same run. Faults (driver-faults.ts): crashes (the process killed, or
+ * the machine's power lost, some right after the log took a snapshot), shutdowns, disk errors, lost
+ * disks, pauses, isolated nodes and bursts of loss, duplication and delay; membership changes
+ * (driver-membership.ts). Checks: Raft's safety properties and the membership invariants as the run
+ * goes, convergence once the faults stop, and then that every call a driver took was answered.
  */
 export class DriverSimulator {
   private readonly clock = new VirtualClock();
@@ -502,8 +505,9 @@ export class DriverSimulator {
     }
     // Once the cluster is quiet and every call's deadline has passed, every call a running driver took
     // is answered: a proposal or read left waiting would hold its caller, and its admission, for good.
+    // A read times out after two election timeouts of its node's clock, which may run 10 % slow.
     const quietUntil =
-      this.clock.now + Math.max(PROPOSAL_DEADLINE_MS, 2 * this.tuning.electionTimeoutMs) + 50;
+      this.clock.now + Math.max(PROPOSAL_DEADLINE_MS, 2 * this.tuning.electionTimeoutMs * 1.1) + 50;
     const unanswered = (): string[] =>
       this.nodes.flatMap((n) =>
         n.driver === null ? [] : this.workload.unanswered(n).map((call) => `${n.id} ${call}`),

@@ -65,7 +65,7 @@ export interface DriverWorkloadHost {
 export class DriverWorkload {
   readonly counts = emptyWorkloadCounts();
   private nextCommandId = 1;
-  /** Per process life (`id#life`), its proposals and reads not yet answered, each as traced. */
+  /** Per process life (`id#life`), the calls it took and has not answered, each as traced. */
   private readonly waiting = new Map<string, Set<string>>();
   private calls = 0;
 
@@ -79,7 +79,7 @@ export class DriverWorkload {
     else this.transfer();
   }
 
-  /** The proposals and reads that `node`'s current life took and has not answered. */
+  /** The calls (proposals, reads, membership changes) `node`'s current life took and has not answered. */
   unanswered(node: DriverNode): string[] {
     return [...(this.waiting.get(lifeOf(node)) ?? [])];
   }
