@@ -218,12 +218,17 @@ export class ClusterMembership {
       await this.driver.proposeConfChange(change, AbortSignal.timeout(this.options.deadlineMs));
     } catch (err) {
       if (!(err instanceof UnknownWriteOutcomeError)) throw err;
-      throw new UnknownWriteOutcomeError(
-        err.reason === "ReplicationDeadline"
-          ? "the membership change was not applied in time; asking again is safe"
-          : "leadership changed before the membership change was confirmed; asking again is safe",
-        { reason: err.reason },
-      );
+      throw new UnknownWriteOutcomeError(`${unknownChange(err.reason)}; asking again is safe`, {
+        reason: err.reason,
+      });
     }
   }
+}
+
+/** Why a membership change's outcome is unknown, by the reason its wait ended. */
+function unknownChange(reason: string | undefined): string {
+  if (reason === "ReplicationDeadline") return "the membership change was not applied in time";
+  if (reason === "LeadershipChanged") return "leadership changed before the membership change was confirmed";
+  if (reason === "ShuttingDown") return "the voter stopped before the membership change was confirmed";
+  return "the membership change's outcome is unknown";
 }
