@@ -9,31 +9,19 @@ import { DRIVER_PROFILES, type DriverProfile } from "./driver/driver-profiles.js
 import { runDriverSeed } from "./driver/driver-simulator.js";
 import { PROFILES } from "./fault-profile.js";
 import { runSeeds } from "./run-seeds.js";
+import { SimUsageError } from "./sim-usage-error.js";
 import { runSeed, type SimOptions } from "./simulator.js";
 
 const PROGRESS_EVERY_MS = 5000;
+const USAGE =
+  "usage: sim [--seeds N] [--from S] [--steps N] [--profile NAME] | sim --seed S [--trace] [--steps N]";
 
 const PROFILE_NAMES = [...Object.keys(PROFILES), ...Object.keys(DRIVER_PROFILES)].join(", ");
 
 async function main(): Promise<number> {
-  const { values } = parseArgs({
-    // pnpm passes the `--` separating its own options through; it is not ours.
-    args: process.argv.slice(2).filter((arg) => arg !== "--"),
-    options: {
-      seeds: { type: "string", default: "1000" },
-      from: { type: "string", default: "0" },
-      steps: { type: "string", default: "1000" },
-      seed: { type: "string" },
-      trace: { type: "boolean", default: false },
-      profile: { type: "string", default: "default" },
-      help: { type: "boolean", short: "h", default: false },
-    },
-    strict: true,
-  });
+  const { values } = parseOptions();
   if (values.help) {
-    console.log(
-      "usage: sim [--seeds N] [--from S] [--steps N] [--profile NAME] | sim --seed S [--trace] [--steps N]",
-    );
+    console.log(USAGE);
     console.log(`profiles: ${PROFILE_NAMES}`);
     return 0;
   }
@@ -46,11 +34,37 @@ async function main(): Promise<number> {
     return soakDriver(integer("from", values.from), integer("seeds", values.seeds), driverProfile);
   }
   const profile = Object.hasOwn(PROFILES, values.profile) ? PROFILES[values.profile] : undefined;
-  if (profile === undefined) throw new Error(`unknown profile ${values.profile}; try ${PROFILE_NAMES}`);
+  if (profile === undefined)
+    throw new SimUsageError(`unknown profile ${values.profile}; try ${PROFILE_NAMES}`);
   const options: SimOptions = { steps: integer("steps", values.steps), profile };
 
   if (values.seed !== undefined) return replay(integer("seed", values.seed), options, values.trace);
   return soak(integer("from", values.from), integer("seeds", values.seeds), options);
+}
+
+/** The command line's options; a malformed one is a SimUsageError. */
+function parseOptions() {
+  try {
+    return parseArgs({
+      // pnpm passes the `--` separating its own options through; it is not ours.
+      args: process.argv.slice(2).filter((arg) => arg !== "--"),
+      options: {
+        seeds: { type: "string", default: "1000" },
+        from: { type: "string", default: "0" },
+        steps: { type: "string", default: "1000" },
+        seed: { type: "string" },
+        trace: { type: "boolean", default: false },
+        profile: { type: "string", default: "default" },
+        help: { type: "boolean", short: "h", default: false },
+      },
+      strict: true,
+    });
+  } catch (error) {
+    // parseArgs's own errors (an unknown option, a missing value) are usage errors too.
+    if (error instanceof TypeError && "code" in error && String(error.code).startsWith("ERR_PARSE_ARGS"))
+      throw new SimUsageError(error.message);
+    throw error;
+  }
 }
 
 function replay(seed: number, options: SimOptions, trace: boolean): number {
@@ -146,8 +160,14 @@ async function soakDriver(from: number, count: number, profile: DriverProfile): 
 function integer(name: string, raw: string): number {
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < 0)
-    throw new Error(`--${name} must be a non-negative integer, got ${raw}`);
+    throw new SimUsageError(`--${name} must be a non-negative integer, got ${raw}`);
   return value;
 }
 
-process.exitCode = await main();
+try {
+  process.exitCode = await main();
+} catch (error) {
+  if (!(error instanceof SimUsageError)) throw error;
+  console.error(`sim: ${error.message}\n${USAGE}`);
+  process.exitCode = 2;
+}
