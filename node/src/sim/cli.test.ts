@@ -1,12 +1,14 @@
 import { spawnSync } from "node:child_process";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 
-const NODE_DIR = fileURLToPath(new URL("../..", import.meta.url));
+const CLI = fileURLToPath(new URL("./cli.ts", import.meta.url));
 
 function sim(...args: string[]) {
-  return spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", "src/sim/cli.ts", ...args], {
-    cwd: NODE_DIR,
+  return spawnSync(process.execPath, ["--conditions=source", "--import", "tsx", CLI, ...args], {
+    // Where tsx resolves from: the package's own dependencies.
+    cwd: dirname(CLI),
     encoding: "utf8",
     timeout: 60_000,
   });
