@@ -19,6 +19,7 @@ import type { CommandKind, RouteParams } from "../requests/command-kinds.js";
 import { CommandPayload } from "../requests/command-payload.js";
 import type { ApplyResult } from "../state/apply-result.js";
 import { encodeCommand } from "../state/command-envelope.js";
+import { type DriverTimers, NODE_TIMERS } from "./driver-timers.js";
 import { type LeaderClock, SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
 import { LeaderStamper } from "./leader-stamper.js";
 import type { RaftDriver } from "./raft-driver.js";
@@ -58,6 +59,26 @@ type WireOutcome =
   | { ok: true; value: CommandResult }
   | { ok: false; error: ErrorBody["error"]; retryAfterSeconds?: number };
 
+/** What the router uses of the peer network: requests to the leader, and whether a peer is reachable. */
+export type ForwardTransport = Pick<PeerTransport, "request" | "peerInfo">;
+
+/** The clock and timer the router waits for a leader on: Node's in a voter, the simulator's in a run. */
+export type RouterTimers = Pick<DriverTimers, "now" | "setTimeout">;
+
+export interface CommandRouterOptions {
+  readonly driver: RaftDriver;
+  readonly transport: ForwardTransport;
+  readonly logger: Logger;
+  /** How long a forward to the leader may wait for its answer. */
+  readonly forwardTimeoutMs: number;
+  /** How long a unit may wait for a reachable leader (an election) before answering Unavailable. */
+  readonly leaderWaitMs: number;
+  /** What this voter stamps the commands it proposes with while leading (default: the system's). */
+  readonly clock?: LeaderClock;
+  /** Default: Node's. */
+  readonly timers?: RouterTimers;
+}
+
 /**
  * Where the command scheduler's units go: on the leader they are proposed to Raft and answered from the
  * state machine's apply results; on a follower they are forwarded to the leader over the peer
@@ -65,20 +86,23 @@ type WireOutcome =
  * interrupted or malformed answer is UnknownWriteOutcome: the leader may have committed the command.
  */
 export class CommandRouter implements ReplicationTarget<VoterCommand, CommandResult> {
-  constructor(
-    private readonly driver: RaftDriver,
-    private readonly transport: PeerTransport,
-    private readonly logger: Logger,
-    private readonly forwardTimeoutMs: number,
-    /** How long a unit may wait for a reachable leader (an election) before answering Unavailable. */
-    private readonly leaderWaitMs: number,
-    /** What this voter stamps the commands it proposes with while leading. */
-    clock: LeaderClock = SYSTEM_LEADER_CLOCK,
-  ) {
-    this.stamper = new LeaderStamper(driver, transport, clock);
-  }
-
+  private readonly driver: RaftDriver;
+  private readonly transport: ForwardTransport;
+  private readonly logger: Logger;
+  private readonly forwardTimeoutMs: number;
+  private readonly leaderWaitMs: number;
+  private readonly timers: RouterTimers;
   private readonly stamper: LeaderStamper;
+
+  constructor(options: CommandRouterOptions) {
+    this.driver = options.driver;
+    this.transport = options.transport;
+    this.logger = options.logger;
+    this.forwardTimeoutMs = options.forwardTimeoutMs;
+    this.leaderWaitMs = options.leaderWaitMs;
+    this.timers = options.timers ?? NODE_TIMERS;
+    this.stamper = new LeaderStamper(this.driver, this.transport, options.clock ?? SYSTEM_LEADER_CLOCK);
+  }
 
   async replicate(
     batch: readonly VoterCommand[],
@@ -88,7 +112,7 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
   ): Promise<readonly CommandOutcome<CommandResult>[]> {
     // During an election nothing can commit anyway: wait (bounded) for a reachable leader rather than
     // bounce the caller, so a failover costs one election, not a client retry loop.
-    const waitUntil = Date.now() + this.leaderWaitMs;
+    const waitUntil = this.timers.now() + this.leaderWaitMs;
     for (;;) {
       // A forwarded unit's outcomes come back together, so only a proposed one reports any ahead.
       if (this.driver.isLeader()) return this.propose(batch, signal, committed, ahead);
@@ -101,12 +125,12 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
           if (!(err instanceof UnavailableError && err.reason === "LeaderUnreachable")) throw err;
         }
       }
-      if (Date.now() >= waitUntil || signal.aborted) {
+      if (this.timers.now() >= waitUntil || signal.aborted) {
         throw new UnavailableError("no reachable leader; nothing was submitted", {
           reason: leader === null ? "NoLeader" : "LeaderUnreachable",
         });
       }
-      await new Promise((resolve) => setTimeout(resolve, LEADER_POLL_MS));
+      await new Promise<void>((resolve) => this.timers.setTimeout(resolve, LEADER_POLL_MS));
     }
   }
 

@@ -62,7 +62,13 @@ async function forwarding(): Promise<{
     status: () => ({ leader: "voter2" }),
     waitApplied: async () => undefined,
   } as unknown as RaftDriver;
-  const router = new CommandRouter(followerDriver, follower, pino({ level: "silent" }), 5_000, 1_000);
+  const router = new CommandRouter({
+    driver: followerDriver,
+    transport: follower,
+    logger: pino({ level: "silent" }),
+    forwardTimeoutMs: 5_000,
+    leaderWaitMs: 1_000,
+  });
   const governor = new CommandAdmissionGovernor();
   const scheduler = new CommandScheduler<VoterCommand, CommandResult>(router);
   const submit = (kind: CommandKind, commandId: string) => {

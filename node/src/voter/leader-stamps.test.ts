@@ -75,14 +75,14 @@ beforeEach(async () => {
   // The cluster's admin, whose key the commands below are sent with.
   const stamps = { timestampMs: clock.wall, monotonicMs: clock.monotonic };
   committed((await log.propose([encodeCommand(bootstrapAdminCommand(ADMIN_KEY_HASH, stamps))]))[0]!);
-  router = new CommandRouter(
-    log as unknown as RaftDriver,
-    peers as unknown as PeerTransport,
-    pino({ level: "silent" }),
-    1_000,
-    1_000,
+  router = new CommandRouter({
+    driver: log as unknown as RaftDriver,
+    transport: peers as unknown as PeerTransport,
+    logger: pino({ level: "silent" }),
+    forwardTimeoutMs: 1_000,
+    leaderWaitMs: 1_000,
     clock,
-  );
+  });
 });
 afterEach(() => temp.cleanup());
 

@@ -212,15 +212,15 @@ async function wireVoter(
   });
   const commandGovernor = new CommandAdmissionGovernor(config.commandAdmission, diskFloor);
   const httpGovernor = new HttpAdmissionGovernor(config.httpAdmission);
-  const router = new CommandRouter(
+  const router = new CommandRouter({
     driver,
     transport,
-    log.child({ component: "router" }),
-    raft.replicationDeadlineMs,
+    logger: log.child({ component: "router" }),
+    forwardTimeoutMs: raft.replicationDeadlineMs,
     // Half the deadline at most: the command scheduler's deadline answers UnknownWriteOutcome, which must
     // not overtake the Unavailable of a unit that found no leader and so submitted nothing.
-    Math.min(Math.floor(raft.replicationDeadlineMs / 2), 3 * raft.electionTimeoutMs),
-  );
+    leaderWaitMs: Math.min(Math.floor(raft.replicationDeadlineMs / 2), 3 * raft.electionTimeoutMs),
+  });
   const metricsRegistry = new Registry();
   const commandStages = new CommandStageMetrics(metricsRegistry);
   const scheduler = new CommandScheduler<VoterCommand, CommandResult>(router, {
