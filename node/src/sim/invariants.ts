@@ -2,8 +2,9 @@ import type { Entry, HardState, NodeId } from "../raft/types.js";
 import { entryDigest } from "./digest.js";
 
 /**
- * The seven safety properties, the three membership adds (membership-invariants.ts) and the one lazy
- * snapshots add (invariant-checks.ts), plus the two ways a run fails without breaking one of them.
+ * The seven safety properties, the three membership adds (membership-invariants.ts), the one lazy
+ * snapshots add (invariant-checks.ts) and the two of the command path (driver-command-clients.ts),
+ * plus the three ways a run fails without breaking one of them.
  */
 export type InvariantName =
   | "election-safety"
@@ -17,6 +18,9 @@ export type InvariantName =
   | "one-change-at-a-time"
   | "snapshot-conf"
   | "snapshot-has-file"
+  | "command-outcome"
+  | "at-most-once"
+  | "reservations-released"
   | "liveness"
   | "core-contract";
 
@@ -32,6 +36,8 @@ export const SAFETY_INVARIANTS: readonly InvariantName[] = [
   "one-change-at-a-time",
   "snapshot-conf",
   "snapshot-has-file",
+  "command-outcome",
+  "at-most-once",
 ];
 
 /** Thrown by a check; the simulator adds the seed, the step and the trace. */

@@ -1,4 +1,5 @@
 import pino, { type Logger } from "pino";
+import { memberName } from "../../peer/member-name.js";
 import { bootstrapState } from "../../raft/bootstrap.js";
 import type { RaftOptions } from "../../raft/raft-config.js";
 import type { RaftNode, RaftStatus } from "../../raft/raft-node.js";
@@ -8,12 +9,15 @@ import type { StoreOp } from "../../storage/durable-log-store.js";
 import { DurableLogWriter } from "../../storage/durable-log-writer.js";
 import type { LogStore } from "../../storage/log-store.js";
 import { SnapshotPolicy } from "../../storage/snapshot-policy.js";
+import type { ForwardTransport } from "../../voter/command-router.js";
 import { RaftDriver } from "../../voter/raft-driver.js";
 import { recoverAtStart } from "../../voter/start-recovery.js";
 import { describeError } from "../sim-failure.js";
+import { type CommandPathTuning, DriverCommandPath } from "./driver-command-path.js";
 import { SimDriverState, type StateObserver } from "./sim-driver-state.js";
 import type { SimLogDisk } from "./sim-log-disk.js";
 import { SimLogStore } from "./sim-log-store.js";
+import type { SimPeerEndpoint, SimRequestNetwork } from "./sim-peer-requests.js";
 import type { SimStateDisk } from "./sim-state-disk.js";
 import { SimTransport } from "./sim-transport.js";
 import { TimerOwner, type VirtualClock } from "./virtual-clock.js";
@@ -29,6 +33,7 @@ export interface DriverTuning {
   readonly retainEntries: number;
   /** The range of one fsync's time, log and state alike. */
   readonly fsyncDelay: readonly [number, number];
+  readonly commands: CommandPathTuning;
 }
 
 /** What a node's process tells the run about what it does. */
@@ -65,6 +70,9 @@ export class DriverNode {
   /** The storage fault injected into this life, if any: its driver is to stop on it, as a voter's does. */
   injected: Error | null = null;
   transport: SimTransport | null = null;
+  /** This life's end of the peer network's requests, and its command path over the driver. */
+  endpoint: SimPeerEndpoint | null = null;
+  commands: DriverCommandPath | null = null;
   /** Removed for good: never started again. */
   retired = false;
 
@@ -96,6 +104,9 @@ export class DriverNode {
     /** The cluster's voters as its configuration names them (the voter's `Cluster.Voters`). */
     voters: readonly NodeId[];
     post: (m: Message) => void;
+    requests: SimRequestNetwork;
+    /** What the command router sees of the peer requests (a test's broken transport). */
+    forwards: (transport: ForwardTransport) => ForwardTransport;
     watch: NodeWatch;
     createCore: (options: RaftOptions) => RaftNode;
   }): Promise<void> {
@@ -171,22 +182,35 @@ export class DriverNode {
     });
     this.driver = driver;
     driver.start();
+    const endpoint = options.requests.endpoint(this.id, memberName(this.id), this.life, timers);
+    this.endpoint = endpoint;
+    this.commands = new DriverCommandPath(
+      driver,
+      endpoint,
+      options.forwards,
+      timers,
+      logger,
+      tuning.commands,
+    );
   }
 
   /**
-   * The voter's shutdown as far as Raft goes (voter.ts): a leader hands its leadership to the most
-   * caught-up voter, then the driver stops, failing what still waits, and the log's writer closes.
-   * Harsher than the voter's: its command scheduler stops taking work first, while here clients go on
-   * calling the driver throughout; and the state is not closed, so a power loss after the exit may
-   * still lose its unsynced applies.
+   * The voter's shutdown as far as Raft goes (voter.ts): the command scheduler stops taking work and
+   * waits for its units, a leader hands its leadership to the most caught-up voter, then the driver
+   * stops, failing what still waits, the peer network's end closes and the log's writer closes.
+   * Harsher than the voter's: clients go on calling the driver itself throughout; and the state is not
+   * closed, so a power loss after the exit may still lose its unsynced applies.
    */
   shutDown(): Promise<void> {
-    const { driver, writer } = this;
-    if (driver === null || writer === null) return Promise.resolve();
+    const { driver, writer, commands, endpoint } = this;
+    if (driver === null || writer === null || commands === null || endpoint === null)
+      return Promise.resolve();
     // Told to stop twice, a voter shuts down once.
     this.stopping ??= (async () => {
+      await commands.scheduler.shutdown();
       await driver.transferLeadership();
       await driver.stop();
+      endpoint.close();
       await writer.close();
     })();
     return this.stopping;
@@ -213,6 +237,9 @@ export class DriverNode {
     this.writer = null;
     this.stopping = null;
     this.transport = null;
+    this.endpoint?.close();
+    this.endpoint = null;
+    this.commands = null;
     this.logDisk.crash(keepUnsynced);
     return { stateBatchesLost: this.stateDisk.crash() };
   }

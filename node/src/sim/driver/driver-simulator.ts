@@ -5,6 +5,7 @@ import { SeededRandom } from "../../raft/seeded-random.js";
 import type { HardState, Message, NodeId, Ready } from "../../raft/types.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { LogStore } from "../../storage/log-store.js";
+import type { ForwardTransport } from "../../voter/command-router.js";
 import type { Range } from "../fault-profile.js";
 import { InvariantViolation, SafetyChecker } from "../invariants.js";
 import { termsWithReady } from "../leader-log-view.js";
@@ -14,12 +15,14 @@ import { describeError, SimulationFailure } from "../sim-failure.js";
 import { type Delivery, SimNetwork } from "../sim-network.js";
 import { Trace } from "../trace.js";
 import { checkVouched } from "../vouched-sends.js";
+import { type CommandCounts, DriverCommandClients } from "./driver-command-clients.js";
 import { DriverFaults, emptyFaultCounts, type FaultCounts, NETWORK } from "./driver-faults.js";
 import { DriverMembership } from "./driver-membership.js";
 import { DriverNode, type DriverTuning, type NodeWatch } from "./driver-node.js";
 import { DRIVER_PROFILE, type DriverProfile } from "./driver-profiles.js";
 import { DriverWorkload, PROPOSAL_DEADLINE_MS, type WorkloadCounts } from "./driver-workload.js";
 import { SimLogDisk } from "./sim-log-disk.js";
+import { SimRequestNetwork } from "./sim-peer-requests.js";
 import { SimStateDisk } from "./sim-state-disk.js";
 import { TimerOwner, VirtualClock } from "./virtual-clock.js";
 
@@ -36,9 +39,11 @@ export interface DriverSimOptions {
   readonly createCore?: (options: RaftOptions) => RaftNode;
   /** What the run's load and faults lean toward (default DRIVER_PROFILE). */
   readonly profile?: DriverProfile;
+  /** Wraps each voter's peer requests as its command router sees them; a test passes a broken one. */
+  readonly forwards?: (transport: ForwardTransport) => ForwardTransport;
 }
 
-export interface DriverSimStats extends WorkloadCounts, FaultCounts {
+export interface DriverSimStats extends WorkloadCounts, CommandCounts, FaultCounts {
   events: number;
   time: number;
   committed: number;
@@ -77,8 +82,11 @@ export interface DriverSimResult {
  * next, so a seed replays the same run. Faults (driver-faults.ts): crashes (the process killed, or
  * the machine's power lost, some right after the log took a snapshot), shutdowns, disk errors, lost
  * disks, pauses, isolated nodes and bursts of loss, duplication and delay; membership changes
- * (driver-membership.ts). Checks: Raft's safety properties and the membership invariants as the run
- * goes, convergence once the faults stop, and then that every call a driver took was answered.
+ * (driver-membership.ts). Clients call the driver directly (driver-workload.ts) and send commands
+ * through each voter's command path, forwarded to the leader over the peer network's requests
+ * (driver-command-clients.ts). Checks: Raft's safety properties, the membership invariants and the
+ * commands' outcomes as the run goes, convergence once the faults stop, and then that every call a
+ * voter took was answered and released its admission.
  */
 export class DriverSimulator {
   private readonly clock = new VirtualClock();
@@ -93,6 +101,8 @@ export class DriverSimulator {
   private readonly byId = new Map<NodeId, DriverNode>();
   private readonly membership: DriverMembership;
   private readonly workload: DriverWorkload;
+  private readonly commandClients: DriverCommandClients;
+  private readonly requests: SimRequestNetwork;
   private readonly tuning: DriverTuning;
   private readonly faultyMs: number;
   private readonly convergenceMs: number;
@@ -101,6 +111,7 @@ export class DriverSimulator {
   private readonly faults: DriverFaults;
   private readonly createCore: (options: RaftOptions) => RaftNode;
   private readonly profile: DriverProfile;
+  private readonly forwards: (transport: ForwardTransport) => ForwardTransport;
   readonly trace: Trace;
   private readonly backlog = new Map<NodeId, Delivery[]>();
   private readonly lastHard = new Map<NodeId, HardState>();
@@ -122,6 +133,7 @@ export class DriverSimulator {
     this.convergenceMs = options.convergenceMs ?? 20_000;
     this.trace = new Trace(options.traceCapacity ?? 300);
     this.profile = options.profile ?? DRIVER_PROFILE;
+    this.forwards = options.forwards ?? ((transport) => transport);
     const createCore = options.createCore ?? ((o) => new RaftNode(o));
     const core = this.profile.core;
     this.createCore = (o) => createCore({ ...o, ...core });
@@ -131,15 +143,22 @@ export class DriverSimulator {
     const tune = new SeededRandom(root.nextUint32());
     const pickOf = <T>(values: readonly T[]): T => values[tune.nextInt(values.length)]!;
     const heartbeat = pickOf([10, 20, 30]);
+    const electionTimeoutMs = heartbeat * pickOf([3, 5, 10]);
     this.tuning = {
       heartbeatIntervalMs: heartbeat,
-      electionTimeoutMs: heartbeat * pickOf([3, 5, 10]),
+      electionTimeoutMs,
       followerApplyHoldMs: pickOf([1, 5, 10, 50]),
       maxUncommittedBytes: pickOf([512, 4096, 1 << 20]),
       snapshotChunkBytes: pickOf([16, 64, 1000]),
       snapshotEntries: pickOf([8, 20, 1000]),
       retainEntries: pickOf([0, 2, 5]),
       fsyncDelay: [1, pickOf([2, 4, 10])],
+      commands: {
+        deadlineMs: PROPOSAL_DEADLINE_MS,
+        electionTimeoutMs,
+        unitCommands: pickOf([1, 4, 256]),
+        dataBytesWithControl: pickOf([100, 1 << 20]),
+      },
     };
     // Dense faults test recovery from recovery; sparse ones let the load build longer logs between.
     this.faultGap = pickOf<Range>([
@@ -174,8 +193,28 @@ export class DriverSimulator {
       after: (delay, work) => this.schedule(delay, work),
       violation: (error) => this.violation(error),
     });
+    this.commandClients = new DriverCommandClients({
+      random: this.random,
+      serving: () =>
+        this.nodes.filter(
+          (n) => n.commands !== null && n.owner !== null && n.owner.pausedUntil <= this.clock.now,
+        ),
+      note: (node, text) => this.note(node, text),
+      track: (node, what, answer) => this.workload.track(node, what, answer),
+      violation: (error) => this.violation(error),
+    });
+    this.requests = new SimRequestNetwork({
+      random: new SeededRandom(root.nextUint32()),
+      now: () => this.clock.now,
+      at: (at, work) => this.clock.at(at, this.sim, work),
+      endpoint: (name) => this.byId.get(this.membership.addressee(name))?.endpoint ?? undefined,
+      isCut: (from, to) => this.network.isCut(from, to),
+      pausedUntil: (id) => this.byId.get(id)?.owner?.pausedUntil ?? 0,
+      delay: [NETWORK.minDelay, NETWORK.maxDelay],
+    });
     this.stats = {
       ...this.workload.counts,
+      ...this.commandClients.counts,
       events: 0,
       time: 0,
       committed: 0,
@@ -230,11 +269,18 @@ export class DriverSimulator {
   }
 
   private finishStats(): void {
-    Object.assign(this.stats, this.workload.counts, this.faults.counts, this.membership.counts, {
-      events: this.events,
-      time: this.clock.now,
-      committed: this.checker.committedIndex,
-    });
+    Object.assign(
+      this.stats,
+      this.workload.counts,
+      this.commandClients.counts,
+      this.faults.counts,
+      this.membership.counts,
+      {
+        events: this.events,
+        time: this.clock.now,
+        committed: this.checker.committedIndex,
+      },
+    );
   }
 
   // --- the loop ---------------------------------------------------------------------------------
@@ -328,6 +374,8 @@ export class DriverSimulator {
       bootstrap: node.initial ? VOTERS : null,
       voters: VOTERS,
       post: (m) => this.post(m),
+      requests: this.requests,
+      forwards: this.forwards,
       watch: this.watchFor(node),
       createCore: this.createCore,
     });
@@ -371,7 +419,10 @@ export class DriverSimulator {
         const term = node.driver?.raft.status().term ?? entry.term;
         const first = entry.index > this.checker.committedIndex;
         this.checker.observeApply(node.id, entry, digest, chain, term);
-        if (first) this.membership.observeCommitted(entry);
+        if (first) {
+          this.membership.observeCommitted(entry);
+          this.commandClients.observeCommitted(entry);
+        }
         if (first && entry.type === "conf") this.membershipChecker.observeCommittedChange(entry);
         this.membership.observeApplied(node, entry);
       },
@@ -441,7 +492,8 @@ export class DriverSimulator {
   private client(): void {
     if (this.converging) return;
     this.schedule(between(this.random, this.profile.clientGap), () => this.client());
-    this.workload.operate();
+    if (this.random.chance(0.4)) this.commandClients.operate();
+    else this.workload.operate();
   }
 
   /** A node with a new ID (never reused), its disks empty: one of the bootstrapped voters, or one to join. */
@@ -505,19 +557,39 @@ export class DriverSimulator {
     }
     // Once the cluster is quiet and every call's deadline has passed, every call a running driver took
     // is answered: a proposal or read left waiting would hold its caller, and its admission, for good.
-    // A read times out after two election timeouts of its node's clock, which may run 10 % slow.
+    // A read times out after two election timeouts of its node's clock, which may run 10 % slow. A
+    // queued command's deadline starts with its unit: it may first wait out one for every unit ahead of
+    // it (a voter outside the configuration, which no leader tells of its removal, fails each unit only
+    // once it has waited for a leader).
+    const unitsAhead = Math.max(
+      0,
+      ...this.nodes.map((n) => {
+        const queued = n.commands?.scheduler.queued;
+        return queued === undefined ? 0 : queued.data + queued.control;
+      }),
+    );
     const quietUntil =
-      this.clock.now + Math.max(PROPOSAL_DEADLINE_MS, 2 * this.tuning.electionTimeoutMs * 1.1) + 50;
+      this.clock.now +
+      Math.max((unitsAhead + 1) * PROPOSAL_DEADLINE_MS * 1.1, 2 * this.tuning.electionTimeoutMs * 1.1) +
+      50;
     const unanswered = (): string[] =>
       this.nodes.flatMap((n) =>
         n.driver === null ? [] : this.workload.unanswered(n).map((call) => `${n.id} ${call}`),
       );
-    while (this.clock.now < quietUntil && unanswered().length > 0) await this.next();
+    // A command a follower gave up on may still be queued on the leader, holding its reservation there.
+    const held = (): string[] => this.commandClients.held(this.nodes.filter((n) => n.driver !== null));
+    while (this.clock.now < quietUntil && (unanswered().length > 0 || held().length > 0)) await this.next();
     const left = unanswered();
     if (left.length > 0)
       throw new InvariantViolation(
         "liveness",
         `calls left unanswered in a quiet cluster: ${left.join(", ")}`,
+      );
+    const reserved = held();
+    if (reserved.length > 0)
+      throw new InvariantViolation(
+        "reservations-released",
+        `reservations held in a quiet cluster with every command answered: ${reserved.join(", ")}`,
       );
   }
 
