@@ -3,7 +3,7 @@ import { entryDigest } from "./digest.js";
 
 /**
  * The seven safety properties, the three membership adds (membership-invariants.ts), the one lazy
- * snapshots add (invariant-checks.ts) and the two of the command path (driver-command-clients.ts),
+ * snapshots add (invariant-checks.ts) and the three of the command path (driver-command-clients.ts),
  * plus the three ways a run fails without breaking one of them.
  */
 export type InvariantName =
@@ -20,6 +20,7 @@ export type InvariantName =
   | "snapshot-has-file"
   | "command-outcome"
   | "at-most-once"
+  | "lane-fifo"
   | "reservations-released"
   | "liveness"
   | "core-contract";
@@ -38,6 +39,7 @@ export const SAFETY_INVARIANTS: readonly InvariantName[] = [
   "snapshot-has-file",
   "command-outcome",
   "at-most-once",
+  "lane-fifo",
 ];
 
 /** Thrown by a check; the simulator adds the seed, the step and the trace. */

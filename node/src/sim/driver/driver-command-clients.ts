@@ -66,8 +66,9 @@ const PRINCIPALS = ["p1", "p2", "p3"];
  * leading and forwards it to the leader otherwise. No command is retried, so each command ID is
  * proposed at most once. Checked: an acknowledged command is the committed entry at the index its
  * answer names; a command refused or answered Unavailable ("nothing was submitted") never commits;
- * no command ID commits twice; and once the cluster is quiet, every command was answered and every
- * voter's governor holds no reservation.
+ * no command ID commits twice; the commands a voter acknowledged in one lane committed in the order it
+ * took them; and once the cluster is quiet, every command was answered and every voter's governor
+ * holds no reservation.
  */
 export class DriverCommandClients {
   readonly counts = emptyCommandCounts();
@@ -76,6 +77,8 @@ export class DriverCommandClients {
   private readonly committed = new Map<string, number>();
   /** Commands answered with a failure that says nothing was submitted, and where. */
   private readonly definite = new Map<string, string>();
+  /** Per voter life and lane, the acknowledged commands as [submission number, index], by number. */
+  private readonly lanes = new Map<string, [number, number][]>();
 
   constructor(private readonly host: CommandClientsHost) {}
 
@@ -113,7 +116,8 @@ export class DriverCommandClients {
     const [kind, lane] = pick(random, KINDS);
     const tenant = pick(random, TENANTS);
     const principal = pick(random, PRINCIPALS);
-    const commandId = `c${this.nextId++}`;
+    const seq = this.nextId++;
+    const commandId = `c${seq}`;
     const payload = CommandPayload.fromText(JSON.stringify({ v: "x".repeat(random.nextInt(120)) }));
     this.counts.commands++;
     const admitted = path.governor.tryAdmit({ lane, tenantId: tenant, principalId: principal, payload });
@@ -139,7 +143,12 @@ export class DriverCommandClients {
     const what = `command ${commandId} (${lane})`;
     this.host.track(node, what, answered);
     this.host.note(node.id, what);
-    answered.then((outcome) => this.guard(() => this.check(node, life, commandId, outcome)));
+    answered.then((outcome) =>
+      this.guard(() => {
+        this.check(node, life, commandId, outcome);
+        if (outcome.ok) this.checkLaneOrder(`${node.id}#${life} ${lane}`, seq, outcome.value.index);
+      }),
+    );
   }
 
   private check(
@@ -178,6 +187,28 @@ export class DriverCommandClients {
     if (committedAt !== undefined)
       fail("command-outcome", `command ${commandId} committed at ${committedAt}, but ${answer}`);
     this.definite.set(commandId, answer);
+  }
+
+  /**
+   * Each lane is FIFO: of the commands one voter took in one lane, those acknowledged committed in the
+   * order it took them. (One answered UnknownWriteOutcome may commit later than those behind it: a
+   * forward that timed out may still be served.)
+   */
+  private checkLaneOrder(lane: string, seq: number, index: number): void {
+    const acked = this.lanes.get(lane) ?? [];
+    this.lanes.set(lane, acked);
+    let at = acked.length;
+    while (at > 0 && acked[at - 1]![0] > seq) at--;
+    const before = acked[at - 1];
+    const after = acked[at];
+    if ((before !== undefined && before[1] >= index) || (after !== undefined && after[1] <= index)) {
+      const other = before !== undefined && before[1] >= index ? before : after!;
+      fail(
+        "lane-fifo",
+        `${lane}: command c${seq} committed at ${index}, command c${other[0]} at ${other[1]}, out of the order taken`,
+      );
+    }
+    acked.splice(at, 0, [seq, index]);
   }
 
   /** The reservations `nodes`' governors hold, described; none once every command was answered. */
