@@ -81,6 +81,8 @@ export interface DriverFaultHost {
   violation(error: unknown): void;
   /** The calls (proposals, reads, membership changes) `node`'s process took and has not answered. */
   unanswered(node: DriverNode): string[];
+  /** The admission reservations `node`'s current life holds, described. */
+  held(node: DriverNode): string[];
   /**
    * `node`'s disk is lost for good, if the cluster can spare it (its quorums hold without it); whether
    * it was.
@@ -169,6 +171,15 @@ export class DriverFaults {
             new InvariantViolation(
               "core-contract",
               `${node.id} stopped with unanswered calls: ${left.join(", ")}`,
+            ),
+          );
+        // Its command scheduler exited: every command it took was answered and released.
+        const held = this.host.held(node);
+        if (held.length > 0)
+          this.host.violation(
+            new InvariantViolation(
+              "reservations-released",
+              `${node.id} stopped holding reservations: ${held.join(", ")}`,
             ),
           );
         node.crash(true);

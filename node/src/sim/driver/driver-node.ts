@@ -206,12 +206,23 @@ export class DriverNode {
     if (driver === null || writer === null || commands === null || endpoint === null)
       return Promise.resolve();
     // Told to stop twice, a voter shuts down once.
+    // Every step runs, as the voter's do, and the first failure is reported.
     this.stopping ??= (async () => {
-      await commands.scheduler.shutdown();
-      await driver.transferLeadership();
-      await driver.stop();
-      endpoint.close();
-      await writer.close();
+      const failures: unknown[] = [];
+      for (const step of [
+        () => commands.scheduler.shutdown(),
+        () => driver.transferLeadership(),
+        () => driver.stop(),
+        () => endpoint.close(),
+        () => writer.close(),
+      ]) {
+        try {
+          await step();
+        } catch (error) {
+          failures.push(error);
+        }
+      }
+      if (failures.length > 0) throw failures[0];
     })();
     return this.stopping;
   }

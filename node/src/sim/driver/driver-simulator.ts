@@ -178,6 +178,7 @@ export class DriverSimulator {
         violation: (error) => this.violation(error),
         wipe: (node) => this.membership.wipe(node),
         unanswered: (node) => this.workload.unanswered(node),
+        held: (node) => this.commandClients.held([node]),
       },
       this.faultGap,
       this.profile,

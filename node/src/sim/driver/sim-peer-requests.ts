@@ -24,23 +24,43 @@ export interface RequestNetworkHost {
   readonly delay: readonly [number, number];
 }
 
+type RequestOutcome = { answer: Uint8Array } | { error: Error };
+
 /** A request being served: where its answer goes, if its connection stays up. */
 interface Served {
   readonly from: SimPeerEndpoint;
-  readonly settle: (outcome: { answer: Uint8Array } | { error: Error }) => void;
+  readonly settle: (outcome: RequestOutcome) => void;
+}
+
+/** Something on the wire of one connection: it arrives at `at`, after everything before it. */
+interface InFlight {
+  readonly at: number;
+  readonly work: () => void;
+  /** Its receiver died before it arrived. */
+  readonly undeliverable: () => void;
+}
+
+/** One direction of a connection between two process lives: what is on its wire, in order. */
+interface Wire {
+  readonly from: SimPeerEndpoint;
+  readonly to: SimPeerEndpoint;
+  readonly queue: InFlight[];
+  /** Whether the head's arrival is scheduled. */
+  scheduled: boolean;
 }
 
 /**
  * The peer network's requests between simulated processes, as `PeerTransport.request` makes them: each
  * goes over a connection from one process life to another, in order on each direction of a link
  * (one TCP connection), and is answered on the same connection. A request is not sent when its peer
- * is not connected (a cut link, no process), and fails as disconnected when the process serving it
- * dies before it answers; what a cut link loses is lost, and its caller times out. The caller's own
- * timeout and signal end its wait, not the request: a request that was sent is served.
+ * is not connected (a cut link, no process), and fails as disconnected when the process it goes to
+ * dies before it answers (the connection's reset reaches the caller); what a cut link loses is lost,
+ * a reset included, and its caller times out. The caller's own timeout and signal end its wait, not
+ * the request: a request that was sent is served.
  */
 export class SimRequestNetwork {
-  /** Per directed link between two process lives, when the last thing sent on it arrives. */
-  private readonly lastArrival = new Map<string, number>();
+  /** The wires of connections with something on them, by sender's and receiver's life. */
+  private readonly wires = new Map<string, Wire>();
 
   constructor(private readonly host: RequestNetworkHost) {}
 
@@ -64,7 +84,7 @@ export class SimRequestNetwork {
       return Promise.reject(new PeerUnavailableError(peerName, "no connection"));
     return new Promise<Uint8Array>((resolve, reject) => {
       let done = false;
-      const finish = (outcome: { answer: Uint8Array } | { error: Error }): void => {
+      const finish = (outcome: RequestOutcome): void => {
         if (done) return;
         done = true;
         from.timers.clearTimeout(timer);
@@ -80,7 +100,12 @@ export class SimRequestNetwork {
       signal?.addEventListener("abort", onAbort, { once: true });
       // A copy on the wire: the sender may reuse its buffer.
       const sent = new Uint8Array(body);
-      this.carry(from, to, () => this.serve(from, to, peerName, channel, sent, finish));
+      this.carry(
+        from,
+        to,
+        () => this.serve(from, to, peerName, channel, sent, finish),
+        () => this.reset(to, from, finish),
+      );
     });
   }
 
@@ -112,7 +137,7 @@ export class SimRequestNetwork {
     }
     const served: Served = { from, settle: finish };
     to.serving.add(served);
-    const answered = (outcome: { answer: Uint8Array } | { error: Error }): void => {
+    const answered = (outcome: RequestOutcome): void => {
       if (!to.serving.delete(served)) return;
       this.carry(to, from, () => finish(outcome));
     };
@@ -135,41 +160,61 @@ export class SimRequestNetwork {
 
   /** The process of `endpoint` died: what it was serving fails at each caller as disconnected. */
   closed(endpoint: SimPeerEndpoint): void {
-    for (const served of endpoint.serving) {
-      this.carry(
-        endpoint,
-        served.from,
-        () => served.settle({ error: new PeerInterruptedError(endpoint.name, "disconnected") }),
-        true,
-      );
-    }
+    for (const served of endpoint.serving) this.reset(endpoint, served.from, served.settle);
     endpoint.serving.clear();
   }
 
+  /** `from`'s end of a connection to `to` is gone: the reset reaches `to` as the trip allows. */
+  private reset(from: SimPeerEndpoint, to: SimPeerEndpoint, settle: (outcome: RequestOutcome) => void): void {
+    this.carry(from, to, () => settle({ error: new PeerInterruptedError(from.name, "disconnected") }));
+  }
+
   /**
-   * Delivers `work` at `to` after a trip from `from`, in order behind what went before on the link.
-   * Lost when the link is cut at arrival, unless `reset` (a connection's reset reaches its peer). Waits
-   * while `to`'s process is paused; dropped once it died.
+   * Puts `work` on the wire from `from` to `to`, arriving after a trip and behind whatever went before
+   * on that wire. At its arrival: lost when the link is cut; held, with everything behind it, while
+   * `to`'s process is paused; `undeliverable` instead once that process died.
    */
-  private carry(from: SimPeerEndpoint, to: SimPeerEndpoint, work: () => void, reset = false): void {
+  private carry(
+    from: SimPeerEndpoint,
+    to: SimPeerEndpoint,
+    work: () => void,
+    undeliverable: () => void = () => undefined,
+  ): void {
     const { random, delay } = this.host;
     const key = `${from.node}#${from.life}>${to.node}#${to.life}`;
-    const at = Math.max(
-      this.host.now() + delay[0] + random.nextInt(delay[1] - delay[0] + 1),
-      this.lastArrival.get(key) ?? 0,
-    );
-    this.lastArrival.set(key, at);
-    const arrive = (): void => {
-      if (to.closed) return;
-      if (!reset && this.host.isCut(from.node, to.node)) return;
-      const paused = this.host.pausedUntil(to.node);
-      if (paused > this.host.now()) {
-        this.host.at(paused, arrive);
-        return;
-      }
-      work();
-    };
-    this.host.at(at, arrive);
+    let wire = this.wires.get(key);
+    if (wire === undefined) {
+      wire = { from, to, queue: [], scheduled: false };
+      this.wires.set(key, wire);
+    }
+    const last = wire.queue[wire.queue.length - 1];
+    const at = Math.max(this.host.now() + delay[0] + random.nextInt(delay[1] - delay[0] + 1), last?.at ?? 0);
+    wire.queue.push({ at, work, undeliverable });
+    this.scheduleHead(key, wire);
+  }
+
+  private scheduleHead(key: string, wire: Wire): void {
+    const head = wire.queue[0];
+    if (wire.scheduled || head === undefined) return;
+    wire.scheduled = true;
+    this.host.at(Math.max(head.at, this.host.now()), () => this.arrive(key, wire));
+  }
+
+  /** The head of `wire` arrives, unless its receiver is paused: then it and all behind it wait. */
+  private arrive(key: string, wire: Wire): void {
+    wire.scheduled = false;
+    const { from, to } = wire;
+    const paused = this.host.pausedUntil(to.node);
+    if (!to.closed && paused > this.host.now()) {
+      wire.scheduled = true;
+      this.host.at(paused, () => this.arrive(key, wire));
+      return;
+    }
+    const head = wire.queue.shift()!;
+    if (wire.queue.length === 0) this.wires.delete(key);
+    else this.scheduleHead(key, wire);
+    if (to.closed) head.undeliverable();
+    else if (!this.host.isCut(from.node, to.node)) head.work();
   }
 }
 
