@@ -115,15 +115,33 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
     const waitUntil = this.timers.now() + this.leaderWaitMs;
     for (;;) {
       // A forwarded unit's outcomes come back together, so only a proposed one reports any ahead.
-      if (this.driver.isLeader()) return this.propose(batch, signal, committed, ahead);
-      const leader = this.driver.status().leader;
-      if (leader !== null && this.transport.peerInfo(leader)?.connected) {
+      const leading = this.driver.isLeader();
+      if (leading) {
         try {
-          return await this.forwardBatch(leader, batch, signal);
+          return await this.propose(batch, signal, committed, ahead);
+        } catch (err) {
+          // A leader handing its leadership over takes no proposal, and nothing was submitted: the unit
+          // waits for the next leader, as during an election.
+          if (!(err instanceof UnavailableError && err.reason === "TransferInProgress")) throw err;
+          if (this.timers.now() >= waitUntil || signal.aborted) throw err;
+        }
+      }
+      const leader = this.driver.status().leader;
+      if (!leading && leader !== null && this.transport.peerInfo(leader)?.connected) {
+        let outcomes: CommandOutcome<CommandResult>[] | undefined;
+        try {
+          outcomes = await this.forwardBatch(leader, batch, signal);
         } catch (err) {
           // Nothing reached the leader: safe to look for the next one.
           if (!(err instanceof UnavailableError && err.reason === "LeaderUnreachable")) throw err;
         }
+        // The voter reached no longer led, or was stopping, and submitted none of the unit: it may go
+        // to the next leader as well, while the wait allows. A unit that came forwarded never goes on.
+        if (
+          outcomes !== undefined &&
+          (!refusedWhole(batch, outcomes) || this.timers.now() >= waitUntil || signal.aborted)
+        )
+          return outcomes;
       }
       if (this.timers.now() >= waitUntil || signal.aborted) {
         throw new UnavailableError("no reachable leader; nothing was submitted", {
@@ -300,6 +318,17 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
           },
     );
   }
+}
+
+/**
+ * Whether the leader a unit was forwarded to refused all of it as Unavailable, which says nothing was
+ * submitted; false for a unit none of whose commands went (each came forwarded, and is refused here).
+ */
+function refusedWhole(
+  batch: readonly VoterCommand[],
+  outcomes: readonly CommandOutcome<CommandResult>[],
+): boolean {
+  return batch.some((c) => !c.forwarded) && outcomes.every((o) => !o.ok && o.error.code === "Unavailable");
 }
 
 /** The kinds whose result may reach the canonical `maxLeaseBytes` (a lease's messages, a delivery's changes). */

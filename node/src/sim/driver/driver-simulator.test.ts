@@ -85,12 +85,12 @@ describe("the production driver in the simulator", () => {
   });
 
   it("replays a seed exactly", async () => {
-    // Seed 145 loses a disk, routes messages to the new incarnation, shuts a voter down, reinstalls a
+    // Seed 11 loses a disk, routes messages to the new incarnation, shuts a voter down, reinstalls a
     // snapshot at start and forwards commands, some of whose outcomes stay unknown, among other faults. A
     // change to the runs' random draws may call for another seed with all of these: scan the stats of
     // seeds 0 to 300 for one.
-    const a = await runDriverSeed(145, { traceCapacity: Number.POSITIVE_INFINITY });
-    const b = await runDriverSeed(145, { traceCapacity: Number.POSITIVE_INFINITY });
+    const a = await runDriverSeed(11, { traceCapacity: Number.POSITIVE_INFINITY });
+    const b = await runDriverSeed(11, { traceCapacity: Number.POSITIVE_INFINITY });
     expect(a.stats.wipes).toBeGreaterThan(0);
     expect(a.stats.deliveredToNewIncarnation).toBeGreaterThan(0);
     expect(a.stats.shutdowns).toBeGreaterThan(0);
@@ -150,7 +150,7 @@ describe("the production driver in the simulator", () => {
   it("catches, in the figure-eight profile, a core that commits an earlier term's entry by counting", async () => {
     const profile = DRIVER_FIGURE_EIGHT_PROFILE;
     const counting = { profile, createCore: (o: RaftOptions) => new CountingCommitNode(o) };
-    const failure = await firstFailure(counting, 100);
+    const failure = await firstFailure(counting, 300);
     expect(failure, "no seed reached Figure 8").toBeDefined();
     expect(SAFETY_INVARIANTS).toContain(failure!.violation!.invariant);
     expect((await runDriverSeed(failure!.seed, { profile })).violation?.message).toBeUndefined();
