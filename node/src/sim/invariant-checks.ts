@@ -45,15 +45,22 @@ export function checkCommitProgress(
   if (s.commit < node.commit) {
     fail("monotonic-progress", `${node.id} commit index went back from ${node.commit} to ${s.commit}`);
   }
-  if (s.role === "leader" && s.commit > node.commit) {
-    const { voters } = s.conf;
-    const copies = durableCopies(voters, diskOf, s.commit);
-    if (copies <= voters.length / 2) {
-      fail(
-        "leader-completeness",
-        `${node.id} commits ${s.commit}, which only ${copies} disk(s) hold of its ${voters.length} voters [${voters.join(", ")}]`,
-      );
-    }
+  if (s.role === "leader" && s.commit > node.commit) checkCommitDurable(node.id, s, diskOf);
+}
+
+/** A leader with status `s` commits only what a majority of its voters' disks hold. */
+export function checkCommitDurable(
+  id: NodeId,
+  s: RaftStatus,
+  diskOf: (id: NodeId) => DurableLog | null,
+): void {
+  const { voters } = s.conf;
+  const copies = durableCopies(voters, diskOf, s.commit);
+  if (copies <= voters.length / 2) {
+    fail(
+      "leader-completeness",
+      `${id} commits ${s.commit}, which only ${copies} disk(s) hold of its ${voters.length} voters [${voters.join(", ")}]`,
+    );
   }
 }
 

@@ -81,6 +81,11 @@ export class DriverMembership {
     return this.lost.has(id) ? (this.incarnations.get(memberName(id)) ?? id) : id;
   }
 
+  /** Whether the member `id`'s disk was lost. */
+  isLost(id: NodeId): boolean {
+    return this.lost.has(id);
+  }
+
   /** `entry` was applied for the first time anywhere. */
   observeCommitted(entry: Entry): void {
     this.operator.observeCommitted(entry);

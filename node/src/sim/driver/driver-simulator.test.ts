@@ -6,6 +6,7 @@ import { CountingCommitNode } from "../test-fixtures/counting-commit-node.js";
 import { EagerConfChangeNode } from "../test-fixtures/eager-conf-change-node.js";
 import { EarlyReadNode } from "../test-fixtures/early-read-node.js";
 import { LearnerVotingNode } from "../test-fixtures/learner-voting-node.js";
+import { OwnEntryCountingNode } from "../test-fixtures/own-entry-counting-node.js";
 import { unsentInterruptions } from "../test-fixtures/unsent-interruptions.js";
 import { DRIVER_FIGURE_EIGHT_PROFILE } from "./driver-profiles.js";
 import { type DriverSimOptions, type DriverSimResult, runDriverSeed } from "./driver-simulator.js";
@@ -137,6 +138,14 @@ describe("the production driver in the simulator", () => {
     const failure = await firstFailure(eager, 100);
     expect(failure, "no seed exposed the second pending change").toBeDefined();
     expect(failure!.violation!.invariant).toBe("one-change-at-a-time");
+    expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
+  });
+
+  it("catches a leader that counts its own entries toward a quorum before they are durable", async () => {
+    const failure = await firstFailure({ createCore: (o: RaftOptions) => new OwnEntryCountingNode(o) }, 100);
+    expect(failure, "no seed exposed the early count").toBeDefined();
+    expect(failure!.violation!.invariant).toBe("leader-completeness");
+    expect(failure!.violation!.message).toContain("disk(s) hold");
     expect((await runDriverSeed(failure!.seed)).violation?.message).toBeUndefined();
   });
 

@@ -6,7 +6,9 @@ import type { HardState, Message, NodeId, Ready } from "../../raft/types.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
 import type { LogStore } from "../../storage/log-store.js";
 import type { ForwardTransport } from "../../voter/command-router.js";
+import type { DurableLog } from "../durable-quorum.js";
 import type { Range } from "../fault-profile.js";
+import { checkCommitDurable } from "../invariant-checks.js";
 import { InvariantViolation, SafetyChecker } from "../invariants.js";
 import { termsWithReady } from "../leader-log-view.js";
 import { changesAfter, MembershipChecker } from "../membership-invariants.js";
@@ -27,6 +29,13 @@ import { SimStateDisk } from "./sim-state-disk.js";
 import { TimerOwner, VirtualClock } from "./virtual-clock.js";
 
 const VOTERS: readonly NodeId[] = ["n1", "n2", "n3"];
+
+/** The disk of a voter the run does not know: it holds nothing. */
+const EMPTY_LOG: DurableLog = {
+  snapshotMeta: () => ({ index: 0, term: 0, conf: { voters: [] } }),
+  lastIndex: () => 0,
+  term: () => 0,
+};
 
 export interface DriverSimOptions {
   /** Simulated milliseconds of faults and client load before the run must converge (default 3,000). */
@@ -353,6 +362,11 @@ export class DriverSimulator {
         throw new InvariantViolation(
           "monotonic-progress",
           `${node.id}'s commit went from ${last} back to ${s.commit}`,
+        );
+      // A lost disk counts as holding the entry: it never votes again under its ID.
+      if (s.role === "leader" && s.commit > last)
+        checkCommitDurable(node.id, s, (id) =>
+          this.membership.isLost(id) ? null : (this.byId.get(id)?.logDisk.durableQuorumView ?? EMPTY_LOG),
         );
       this.lastCommit.set(node.id, s.commit);
     }

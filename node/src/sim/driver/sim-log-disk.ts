@@ -1,5 +1,6 @@
 import type { ConfState } from "../../raft/types.js";
 import type { StoreOp } from "../../storage/durable-log-store.js";
+import type { DurableLog } from "../durable-quorum.js";
 import { LogImage } from "./log-image.js";
 
 /** Where the simulated snapshot files live: a path names no real file. */
@@ -144,6 +145,13 @@ export class SimLogDisk {
   get durableLog(): Readonly<Pick<LogImage, "hardState" | "lastIndex">> {
     return this.durable;
   }
+
+  /** What is durable, as the check that a leader commits only what a majority holds reads it. */
+  readonly durableQuorumView: DurableLog = {
+    snapshotMeta: () => this.durable.snapshot.meta,
+    lastIndex: () => this.durable.lastIndex,
+    term: (index) => this.durable.term(index),
+  };
 
   /** A copy of the durable image, for tests and checks. */
   durableImage(): LogImage {
