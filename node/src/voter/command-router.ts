@@ -121,9 +121,10 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
           return await this.propose(batch, signal, committed, ahead);
         } catch (err) {
           // A leader handing its leadership over takes no proposal, and nothing was submitted: the unit
-          // waits for the next leader, as during an election.
+          // waits for the next leader, as during an election. One that came forwarded whole is answered
+          // at once: it never goes on, and its followers look for the next leader themselves.
           if (!(err instanceof UnavailableError && err.reason === "TransferInProgress")) throw err;
-          if (this.timers.now() >= waitUntil || signal.aborted) throw err;
+          if (this.timers.now() >= waitUntil || signal.aborted || batch.every((c) => c.forwarded)) throw err;
         }
       }
       const leader = this.driver.status().leader;
@@ -320,15 +321,23 @@ export class CommandRouter implements ReplicationTarget<VoterCommand, CommandRes
   }
 }
 
+/** The refusals of a voter that is about to stop leading, or has: the next leader may take the unit. */
+const LEADERSHIP_MOVING: ReadonlySet<string> = new Set(["NotLeader", "ShuttingDown", "TransferInProgress"]);
+
 /**
- * Whether the leader a unit was forwarded to refused all of it as Unavailable, which says nothing was
- * submitted; false for a unit none of whose commands went (each came forwarded, and is refused here).
+ * Whether the voter a unit was forwarded to refused all of it because it no longer leads (or is
+ * stopping, or handing its leadership over), which says nothing was submitted. Not for its other
+ * refusals, backpressure among them, which the next attempt would meet again; nor for a unit none of
+ * whose commands went (each came forwarded, and is refused here).
  */
 function refusedWhole(
   batch: readonly VoterCommand[],
   outcomes: readonly CommandOutcome<CommandResult>[],
 ): boolean {
-  return batch.some((c) => !c.forwarded) && outcomes.every((o) => !o.ok && o.error.code === "Unavailable");
+  return (
+    batch.some((c) => !c.forwarded) &&
+    outcomes.every((o) => !o.ok && o.error.code === "Unavailable" && LEADERSHIP_MOVING.has(o.error.reason))
+  );
 }
 
 /** The kinds whose result may reach the canonical `maxLeaseBytes` (a lease's messages, a delivery's changes). */

@@ -38,6 +38,7 @@ function follower(
 ) {
   let known = 0;
   const sent: string[] = [];
+  const bodies: string[][] = [];
   const driver = {
     isLeader: () => false,
     status: () => ({ leader: leaders[known] ?? null, term: 2 }),
@@ -48,6 +49,7 @@ function follower(
     request: async (leader, _channel, body) => {
       const { commands } = JSON.parse(Buffer.from(body).toString("utf8")) as { commands: VoterCommand[] };
       sent.push(leader);
+      bodies.push(commands.map((c) => c.commandId));
       const outcomes = answer(
         leader,
         commands.map((c) => c.commandId),
@@ -65,20 +67,53 @@ function follower(
   });
   const replicate = (batch: VoterCommand[]) =>
     router.replicate(batch, new AbortController().signal, () => false);
-  return { replicate, sent };
+  return { replicate, sent, bodies };
 }
+
+const refusal = (reason: string) => (commandId: string) => ({
+  ok: false,
+  error: new UnavailableError("nothing was submitted", { reason, commandId }).toBody().error,
+});
 
 describe("a follower's forward that the leader refused whole", () => {
   it("goes to the next leader when the one it reached no longer led and submitted none of it", async () => {
     let index = 40;
-    const { replicate, sent } = follower(["voter1", "voter3"], (leader, ids) =>
+    const { replicate, sent, bodies } = follower(["voter1", "voter3"], (leader, ids) =>
       leader === "voter1"
         ? ids.map(notLeader)
         : ids.map(() => ({ ok: true, value: { index: index++, duplicate: false, result: null } })),
     );
     const outcomes = await replicate([command("a"), command("b")]);
     expect(sent).toEqual(["voter1", "voter3"]);
+    expect(bodies).toEqual([
+      ["a", "b"],
+      ["a", "b"],
+    ]);
     expect(outcomes.map((o) => (o.ok ? o.value.index : o.error.code))).toEqual([40, 41]);
+  });
+
+  it("goes on as well when the one it reached was stopping or handing its leadership over", async () => {
+    for (const reason of ["ShuttingDown", "TransferInProgress"]) {
+      const { replicate, sent } = follower(["voter1", "voter3"], (leader, ids) =>
+        leader === "voter1"
+          ? ids.map(refusal(reason))
+          : ids.map(() => ({ ok: true, value: { index: 5, duplicate: false, result: null } })),
+      );
+      const outcomes = await replicate([command("a")]);
+      expect(sent).toEqual(["voter1", "voter3"]);
+      expect(outcomes.map((o) => o.ok)).toEqual([true]);
+    }
+  });
+
+  it("answers a leader's other refusals at once, backpressure among them: the next attempt would meet it again", async () => {
+    const { replicate, sent } = follower(["voter1", "voter3"], (_leader, ids) =>
+      ids.map(refusal("UncommittedBytesExceeded")),
+    );
+    const outcomes = await replicate([command("a")]);
+    expect(sent).toEqual(["voter1"]);
+    expect(outcomes.map((o) => (o.ok ? o.value.index : o.error.reason))).toEqual([
+      "UncommittedBytesExceeded",
+    ]);
   });
 
   it("answers what the leader answered when it took some of the unit", async () => {
@@ -105,14 +140,14 @@ describe("a follower's forward that the leader refused whole", () => {
     const { replicate, sent } = follower(["voter1", "voter3"], (_leader, ids) => ids.map(notLeader));
     const started = Date.now();
     const outcomes = await replicate([command("a", true)]);
-    expect(Date.now() - started).toBeLessThan(150);
+    expect(Date.now() - started).toBeLessThan(1_000);
     expect(sent).toEqual([]);
     expect(outcomes.map((o) => (o.ok ? o.value.index : o.error.reason))).toEqual(["NotLeader"]);
   });
 });
 
 describe("a unit on a leader handing its leadership over", () => {
-  function handingOver(leaderWaitMs: number, handedAfterMs: number) {
+  function handingOver(leaderWaitMs: number, handedAfterMs: number, forwarded = false) {
     const started = Date.now();
     const handed = () => Date.now() - started >= handedAfterMs;
     const sent: string[] = [];
@@ -143,7 +178,7 @@ describe("a unit on a leader handing its leadership over", () => {
       leaderWaitMs,
     });
     return {
-      replicate: () => router.replicate([command("a")], new AbortController().signal, () => false),
+      replicate: () => router.replicate([command("a", forwarded)], new AbortController().signal, () => false),
       sent,
     };
   }
@@ -153,6 +188,14 @@ describe("a unit on a leader handing its leadership over", () => {
     const outcomes = await replicate();
     expect(sent).toEqual(["voter3"]);
     expect(outcomes.map((o) => (o.ok ? o.value.index : o.error.reason))).toEqual([9]);
+  });
+
+  it("answers a unit that came forwarded whole at once: its follower looks for the next leader", async () => {
+    const { replicate, sent } = handingOver(2_000, 10_000, true);
+    const started = Date.now();
+    await expect(replicate()).rejects.toMatchObject({ code: "Unavailable", reason: "TransferInProgress" });
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(sent).toEqual([]);
   });
 
   it("answers the transfer's refusal once it has waited as long as it may", async () => {
