@@ -19,6 +19,16 @@ function command(commandId: string, forwarded = false): VoterCommand {
   };
 }
 
+function routerOver(driver: RaftDriver, transport: ForwardTransport, leaderWaitMs: number): CommandRouter {
+  return new CommandRouter({
+    driver,
+    transport,
+    logger: pino({ level: "silent" }),
+    forwardTimeoutMs: 1_000,
+    leaderWaitMs,
+  });
+}
+
 const notLeader = (commandId: string) => ({
   ok: false,
   error: new UnavailableError("this voter is not the leader; nothing was submitted", {
@@ -58,13 +68,7 @@ function follower(
       return Buffer.from(JSON.stringify({ outcomes }));
     },
   };
-  const router = new CommandRouter({
-    driver,
-    transport,
-    logger: pino({ level: "silent" }),
-    forwardTimeoutMs: 1_000,
-    leaderWaitMs,
-  });
+  const router = routerOver(driver, transport, leaderWaitMs);
   const replicate = (batch: VoterCommand[]) =>
     router.replicate(batch, new AbortController().signal, () => false);
   return { replicate, sent, bodies };
@@ -170,13 +174,7 @@ describe("a unit on a leader handing its leadership over", () => {
         );
       },
     };
-    const router = new CommandRouter({
-      driver,
-      transport,
-      logger: pino({ level: "silent" }),
-      forwardTimeoutMs: 1_000,
-      leaderWaitMs,
-    });
+    const router = routerOver(driver, transport, leaderWaitMs);
     return {
       replicate: () => router.replicate([command("a", forwarded)], new AbortController().signal, () => false),
       sent,
