@@ -119,3 +119,48 @@ it("answers a request pipelined behind a body that is not JSON", async () => {
   expect(second?.statusCode).toBe(200);
   socket.destroy();
 });
+
+it("answers a write whose connection then carries a request that is not HTTP with the write's own answer", async () => {
+  const submit = fx.service.onSubmit;
+  fx.service.onSubmit = async (command) => {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    return submit(command);
+  };
+  const socket = await open(port);
+  const text = received(socket);
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.on("error", () => undefined);
+  socket.write(`${putHead("")}${BODY}`);
+  await waitFor(() => fx.service.submitted.length === 1, "the write submitted");
+  // Behind the write, while it is still to be answered.
+  socket.write("NOT HTTP AT ALL\r\n\r\n");
+  await closed;
+  // A 400 here would read as the write's answer: a refusal of a write the voter carried out.
+  const answers = text().split(/(?=HTTP\/1\.1 )/);
+  expect(answers).toHaveLength(1);
+  const answer = parseResponse(answers[0]!);
+  expect(answer.statusCode).toBe(200);
+  expect(answer.headers.connection).toBe("close");
+});
+
+it("answers a write before closing a connection whose next request ran out of time to arrive", async () => {
+  await fx.close();
+  fx = httpFixture({ limits: { requestTimeoutMs: 500 } });
+  ({ port } = await fx.listen());
+  const submit = fx.service.onSubmit;
+  fx.service.onSubmit = async (command) => {
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    return submit(command);
+  };
+  const socket = await open(port);
+  const text = received(socket);
+  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
+  socket.on("error", () => undefined);
+  // The write, then a request whose body never comes: its time runs out while the write is owed.
+  socket.write(`${putHead("")}${BODY}${putHead("").replace("c1", "c2")}`);
+  await closed;
+  const answers = text().split(/(?=HTTP\/1\.1 )/);
+  expect(answers).toHaveLength(1);
+  expect(parseResponse(answers[0]!).statusCode).toBe(200);
+  expect(fx.service.submitted.map((c) => c.commandId)).toEqual(["c1"]);
+}, 10_000);

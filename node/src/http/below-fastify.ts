@@ -2,6 +2,7 @@ import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { InvalidArgumentError, type KeyLoadError, NotFoundError } from "@keyload/contract";
 import { lingerOnClose } from "./lingering-close.js";
+import { endAfterOpenAnswers } from "./request-observer.js";
 
 const JSON_TYPE = "application/json; charset=utf-8";
 
@@ -55,9 +56,13 @@ export function continueBody(request: IncomingMessage, response: ServerResponse)
 /**
  * Requests Node's parser rejects (malformed HTTP, oversized headers, the request timeout) never reach
  * fastify: they are answered on the raw socket, still in the contract's body, and the connection closed.
+ * Unless an earlier request on the connection (pipelined) is still to be answered: a raw answer now
+ * would read as that request's, a definite refusal of a write that may commit. Its answer goes first,
+ * then the connection closes, and the request that could not be read gets none.
  */
 export function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   if (error.code === "ECONNRESET" || !socket.writable) return;
+  if (endAfterOpenAnswers(socket)) return;
   const timedOut = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
   const answer = timedOut
     ? new InvalidArgumentError("the request did not arrive in time", { reason: "RequestTimeout" })

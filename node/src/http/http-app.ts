@@ -8,6 +8,7 @@ import Fastify, {
 } from "fastify";
 import type { Logger } from "pino";
 import type { HttpAdmissionGovernor } from "../admission/index.js";
+import { guardAnswerWrite } from "./answer-write-guard.js";
 import { answerBelowFastify, answerClientError, continueBody } from "./below-fastify.js";
 import { ClosingConnections } from "./closing-connections.js";
 import { edgeGate } from "./edge-gate.js";
@@ -202,9 +203,11 @@ export function buildHttpApp(
     continueBody(request.raw, reply.raw);
     done(null, payload);
   });
-  // Every answer, success or error, once the close has begun: it closes its connection after it.
+  // Every answer, success or error, once the close has begun: it closes its connection after it. An
+  // answer its client stops reading ends its connection.
   app.addHook("onSend", (request, reply, payload, done) => {
     closing.closeAfter(request.raw, reply.raw);
+    guardAnswerWrite(reply.raw, request.raw.socket, limits.requestTimeoutMs);
     done(null, payload);
   });
   app.addHook("preClose", (done) => {

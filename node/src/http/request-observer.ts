@@ -27,6 +27,25 @@ const WATCHED = new WeakMap<ServerResponse, Watched>();
  * 'close' if the connection closes first: its request is over then too.
  */
 const OPEN_ON_SOCKET = new WeakMap<Socket, Set<ServerResponse>>();
+/** Per connection to end once they are over, the answers still owed on it (endAfterOpenAnswers). */
+const END_AFTER = new WeakMap<Socket, Set<ServerResponse>>();
+
+/**
+ * Ends `socket` once the answers still owed on it, to requests that arrived whole, are over, each of
+ * them told to close its connection; false, doing nothing, when none is owed. For a connection whose
+ * next request cannot be read: an answer to that one written now would read, to the client, as the
+ * answer of the request before. (A request cut short, its body still arriving, is owed nothing: it
+ * ends as aborted when the connection does.)
+ */
+export function endAfterOpenAnswers(socket: Socket): boolean {
+  const owed = [...(OPEN_ON_SOCKET.get(socket) ?? [])].filter(
+    (response) => WATCHED.get(response)?.request.raw.complete === true,
+  );
+  if (owed.length === 0) return false;
+  for (const response of owed) if (!response.headersSent) response.shouldKeepAlive = false;
+  END_AFTER.set(socket, new Set(owed));
+  return true;
+}
 
 function onSocketClose(this: Socket): void {
   const open = OPEN_ON_SOCKET.get(this);
@@ -48,7 +67,13 @@ function ended(response: ServerResponse, aborted: boolean): void {
   const watched = WATCHED.get(response);
   if (watched === undefined) return;
   WATCHED.delete(response);
-  OPEN_ON_SOCKET.get(watched.request.raw.socket)?.delete(response);
+  const socket = watched.request.raw.socket;
+  OPEN_ON_SOCKET.get(socket)?.delete(response);
+  const owed = END_AFTER.get(socket);
+  if (owed?.delete(response) && owed.size === 0) {
+    END_AFTER.delete(socket);
+    socket.destroySoon();
+  }
   watched.observer.finished(watched.request, watched.reply, watched.edge, aborted);
 }
 
