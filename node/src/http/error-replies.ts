@@ -141,6 +141,8 @@ const VALIDATION_REASONS: Readonly<Record<string, string>> = {
   headers: "InvalidHeader",
 };
 
+/** fastify's own errors, by their code's prefix: any other error with a code is the voter's, a 500. */
 function isFastifyError(error: unknown): error is FastifyError {
-  return error instanceof Error && typeof (error as { code?: unknown }).code === "string";
+  const code = error instanceof Error ? (error as { code?: unknown }).code : undefined;
+  return typeof code === "string" && code.startsWith("FST_");
 }

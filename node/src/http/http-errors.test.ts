@@ -527,6 +527,15 @@ describe("the voter's errors", () => {
     expect(fx.logText()).toContain("SQLITE_CORRUPT");
   });
 
+  it("answers a failure that carries a code and a 4xx status, not fastify's own, with 500 Internal", async () => {
+    fx.service.onSubmit = async () => {
+      throw Object.assign(new Error("lookup failed"), { code: "ENOTFOUND", statusCode: 404 });
+    };
+    const response = await fx.app.inject(put('{"value":1}'));
+    expectContractError(response, 500, "Internal", "Internal");
+    expect(fx.logText()).toContain("lookup failed");
+  });
+
   it("answers a synchronous throw of authenticate with 500 Internal", async () => {
     fx.service.authenticate = () => {
       throw new TypeError("catalog closed");
