@@ -120,16 +120,22 @@ it("answers a request pipelined behind a body that is not JSON", async () => {
   socket.destroy();
 });
 
-it("answers a write whose connection then carries a request that is not HTTP with the write's own answer", async () => {
+/** A connection to the edge, whose writes the voter answers `delayMs` after it takes them. */
+async function slowWriteConnection(delayMs: number) {
   const submit = fx.service.onSubmit;
   fx.service.onSubmit = async (command) => {
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    await new Promise((resolve) => setTimeout(resolve, delayMs));
     return submit(command);
   };
   const socket = await open(port);
   const text = received(socket);
   const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
   socket.on("error", () => undefined);
+  return { socket, text, closed };
+}
+
+it("answers a write whose connection then carries a request that is not HTTP with the write's own answer", async () => {
+  const { text, closed, socket } = await slowWriteConnection(100);
   socket.write(`${putHead("")}${BODY}`);
   await waitFor(() => fx.service.submitted.length === 1, "the write submitted");
   // Behind the write, while it is still to be answered.
@@ -147,15 +153,7 @@ it("answers a write before closing a connection whose next request ran out of ti
   await fx.close();
   fx = httpFixture({ limits: { requestTimeoutMs: 500 } });
   ({ port } = await fx.listen());
-  const submit = fx.service.onSubmit;
-  fx.service.onSubmit = async (command) => {
-    await new Promise((resolve) => setTimeout(resolve, 1_500));
-    return submit(command);
-  };
-  const socket = await open(port);
-  const text = received(socket);
-  const closed = new Promise<void>((resolve) => socket.once("close", () => resolve()));
-  socket.on("error", () => undefined);
+  const { text, closed, socket } = await slowWriteConnection(1_500);
   // The write, then a request whose body never comes: its time runs out while the write is owed.
   socket.write(`${putHead("")}${BODY}${putHead("").replace("c1", "c2")}`);
   await closed;

@@ -1,6 +1,7 @@
 import type { Socket } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterEach, describe, expect, it } from "vitest";
+import { JsonText } from "../requests/json-text.js";
 import { bearer } from "./test-fixtures/fake-voter-service.js";
 import { type HttpFixture, httpFixture } from "./test-fixtures/http-fixture.js";
 import { open, parseResponse, waitFor } from "./test-fixtures/raw-http.js";
@@ -78,4 +79,39 @@ describe("the HTTP connection cap", () => {
     expect(await metric("keyload_http_connections")).toBe(2);
     expect(await metric("keyload_http_connections_refused_total")).toBe(1);
   });
+});
+
+describe("an answer its client stops reading", () => {
+  it("ends its connection and frees its HTTP slot, while a client that reads gets the same answer", async () => {
+    fx = httpFixture({
+      admission: { MaxRequests: 2 },
+      limits: { requestTimeoutMs: 1_000, keepAliveTimeoutMs: 1_000 },
+    });
+    // Far more than the socket buffers hold on both sides, so the write stalls.
+    const big = new JsonText(JSON.stringify({ v: "x".repeat(32 * 1024 * 1024) }));
+    fx.service.onRead = async () => big;
+    const { port, url } = await fx.listen();
+    const closed: boolean[] = [];
+    for (const who of ["writer", "reader"] as const) {
+      const socket = await open(port);
+      sockets.push(socket);
+      socket.on("error", () => undefined);
+      const index = closed.push(false) - 1;
+      socket.on("close", () => {
+        closed[index] = true;
+      });
+      socket.pause();
+      socket.write(`GET /v1/catalog/k HTTP/1.1\r\nHost: x\r\nAuthorization: ${bearer(who)}\r\n\r\n`);
+    }
+    const governor = fx.governor;
+    await waitFor(() => governor.usage("data").requests === 2, "both answers under way", 2_000);
+    // No write progress for half the request timeout, at most the whole of it, ends each connection.
+    await waitFor(() => governor.usage("data").requests === 0, "both slots freed", 4_000);
+    // The clients, reading again, find their connections gone.
+    for (const socket of sockets) socket.resume();
+    await waitFor(() => closed.every(Boolean), "both connections closed", 2_000);
+    const answer = await fetch(`${url}/v1/catalog/k`, { headers: { authorization: bearer("reader") } });
+    expect(answer.status).toBe(200);
+    expect((await answer.text()).length).toBeGreaterThan(32 * 1024 * 1024);
+  }, 20_000);
 });
