@@ -14,7 +14,8 @@ export interface ClusterSnapshot {
   readonly ready: boolean;
   /**
    * Voters that answer as members no configuration holds yet: they lost their data and came back as
-   * new members, which an admin adds (`replace`). The others serve on without them.
+   * new members, which ask the leader to add them (or an admin adds, `replace`). The others serve on
+   * without them.
    */
   readonly newMembers: readonly string[];
   /** A leader, and every voter but the new members ready and following it. */
@@ -71,7 +72,7 @@ export interface ReadinessOptions {
   readonly failure?: Promise<never>;
   /**
    * Also done when the only voters not ready are new members (ClusterSnapshot.newMembers): the cluster
-   * serves without them until they are added, which waiting does not bring about.
+   * serves without them until they are added and caught up, which may take long, or an admin.
    */
   readonly acceptNewMembers?: boolean;
 }

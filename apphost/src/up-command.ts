@@ -50,7 +50,9 @@ function endpoints(
     ...snapshot.newMembers.map(
       (name) =>
         `${name} lost its data and runs as a new member the cluster does not hold yet; the others serve ` +
-        `without it. Add it with \`pnpm apphost replace ${name}${stateDirOption(cluster)}\`.`,
+        `without it. It asks the leader to add it as a learner and to promote it once caught up ` +
+        `(\`pnpm apphost status${stateDirOption(cluster)}\` shows it join); with ` +
+        `KeyLoad__Cluster__NewMemberJoin=manual, add it with \`pnpm apphost replace ${name}${stateDirOption(cluster)}\`.`,
     ),
   ];
 }

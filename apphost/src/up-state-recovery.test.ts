@@ -100,14 +100,16 @@ describe("up on a state dir left behind", () => {
     expect(readFileSync(join(stateDir, "notes.txt"), "utf8")).toBe("keep\n");
   }, 120_000);
 
-  it("brings a cluster up without a voter that lost its data, and names it for replace", async () => {
+  it("brings a cluster up without a voter that lost its data, which then rejoins, or waits for replace", async () => {
     const stateDir = join(tempDir(), "state");
     stateDirs.push(stateDir);
     const first = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
     expect(first.exitCode, first.stderr).toBe(0);
     expect((await runCli(["down", "--state-dir", stateDir])).exitCode).toBe(0);
     rmSync(join(stateDir, "voter3"), { recursive: true, force: true });
-    const up = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
+    // Told not to ask, as with etcd, it waits for an admin.
+    const manual = { KeyLoad__Cluster__NewMemberJoin: "manual" };
+    const up = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir], manual);
     expect(up.exitCode, `${up.stdout}\n${up.stderr}`).toBe(0);
     expect(up.stdout).toContain("KeyLoad is ready");
     expect(up.stdout).toContain(`voter3 lost its data`);
@@ -118,8 +120,24 @@ describe("up on a state dir left behind", () => {
     expect(transfer.exitCode).toBe(1);
     expect(transfer.stderr).toContain("voter3 runs as a new member");
     expect(Date.now() - startedAt).toBeLessThan(10_000);
-    const replaced = await runCli(["replace", "voter3", "--state-dir", stateDir]);
+    const replaced = await runCli(["replace", "voter3", "--state-dir", stateDir], manual);
     expect(replaced.exitCode, `${replaced.stdout}\n${replaced.stderr}`).toBe(0);
+
+    // Shipped settings: it asks the leader to add it, as a learner, and to promote it once caught up.
+    expect((await runCli(["down", "--state-dir", stateDir])).exitCode).toBe(0);
+    rmSync(join(stateDir, "voter3"), { recursive: true, force: true });
+    const again = await runCli(["up", "--detach", "--isolated", "--state-dir", stateDir]);
+    expect(again.exitCode, `${again.stdout}\n${again.stderr}`).toBe(0);
+    const deadline = Date.now() + 30_000;
+    let voter3: { member?: string; health?: string; role?: string } | undefined;
+    while (Date.now() < deadline) {
+      const status = await runCli(["status", "--json", "--state-dir", stateDir]);
+      const { voters } = JSON.parse(status.stdout) as { voters: (typeof voter3 & { name: string })[] };
+      voter3 = voters.find((v) => v.name === "voter3");
+      if (voter3?.member === "voter" && voter3.health === "ready") break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(voter3).toMatchObject({ member: "voter", health: "ready" });
   }, 180_000);
 
   it("names a state dir that is a file, or under one, in one line without a stack", async () => {

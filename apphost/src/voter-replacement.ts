@@ -32,13 +32,9 @@ export async function replaceVoter(
     endpoints: VOTER_NAMES.map((voter) => httpUrlOf(cluster.voter(voter))),
     apiKey: cluster.adminKey,
   });
+  const leaders = new LeaderMembers(cluster, client);
   try {
-    const { members } = await client.clusterMembers();
-    const old = members.find((member) => member.name === name);
-    if (old !== undefined) {
-      await client.removeMember(old.memberId);
-      step(`removed ${old.memberId} from the configuration`);
-    }
+    const removed = await removeEvery(client, leaders, name, null, step);
 
     await cluster.stop(name);
     rmSync(cluster.voter(name).dataDir, { recursive: true, force: true });
@@ -49,15 +45,25 @@ export async function replaceVoter(
     if (joiner === null) throw new VoterReplaceError(`${name} started but does not say its member ID`);
     step(`${name} started empty as ${joiner}`);
 
-    await client.addLearner(joiner);
-    step(`added ${joiner} as a learner`);
-    await promoteOnceCaughtUp(
-      client,
-      joiner,
-      options.catchUpTimeoutMs ?? APPHOST_DEFAULTS.readinessTimeoutMs,
-    );
-    step(`promoted ${joiner} to voter`);
-    return `${name} replaced: ${joiner} is a voter${old === undefined ? "" : ` in place of ${old.memberId}`}`;
+    // The new member also asks the leader to add and promote it (unless told not to), and may have
+    // been in the middle of that when this began: each step is taken from what the leader holds now,
+    // and whichever of the two asks first makes it.
+    await removeEvery(client, leaders, name, joiner, step);
+    const catchUpTimeoutMs = options.catchUpTimeoutMs ?? APPHOST_DEFAULTS.readinessTimeoutMs;
+    const deadline = Date.now() + catchUpTimeoutMs;
+    for (;;) {
+      const role = (await leaders.members()).find((m) => m.memberId === joiner)?.role;
+      if (role === "voter") break;
+      if (role === undefined) {
+        const added = await askUntil(() => client.addLearner(joiner), ["MemberNameInUse"], deadline);
+        step(added.changed ? `added ${joiner} as a learner` : `${joiner} is a learner already (it asked)`);
+      } else {
+        const promoted = await askUntil(() => client.promoteMember(joiner), ["LearnerBehind"], deadline);
+        step(promoted.changed ? `promoted ${joiner} to voter` : `${joiner} is a voter already (it asked)`);
+      }
+    }
+    const instead = removed.length === 0 ? "" : ` in place of ${removed.join(", ")}`;
+    return `${name} replaced: ${joiner} is a voter${instead}`;
   } catch (err) {
     if (err instanceof KeyLoadClientError || err instanceof ConnectionError) {
       throw new VoterReplaceError(`replacing ${name} failed: ${err.message} (${err.code} ${err.reason})`, {
@@ -67,6 +73,57 @@ export async function replaceVoter(
     throw err;
   } finally {
     await client.close();
+  }
+}
+
+/** Removes every member named `name` but `keep`, as the leader holds them; says which it removed. */
+async function removeEvery(
+  client: KeyLoadClient,
+  leaders: LeaderMembers,
+  name: VoterName,
+  keep: string | null,
+  step: (line: string) => void,
+): Promise<string[]> {
+  const removed: string[] = [];
+  const deadline = Date.now() + APPHOST_DEFAULTS.replaceQuorumWaitMs;
+  for (;;) {
+    const old = (await leaders.members()).find((m) => m.name === name && m.memberId !== keep);
+    if (old === undefined) return removed;
+    await askUntil(() => client.removeMember(old.memberId), [], deadline);
+    step(`removed ${old.memberId} from the configuration`);
+    removed.push(old.memberId);
+  }
+}
+
+type Members = Awaited<ReturnType<KeyLoadClient["clusterMembers"]>>["members"];
+
+/**
+ * The configuration as the leader holds it: a follower's may trail it (the answer's `lastIndex` is
+ * null off the leader), and one that missed a change would name a member already gone.
+ */
+class LeaderMembers {
+  constructor(
+    private readonly cluster: AppHostCluster,
+    private readonly client: KeyLoadClient,
+  ) {}
+
+  async members(): Promise<Members> {
+    const deadline = Date.now() + APPHOST_DEFAULTS.replaceQuorumWaitMs;
+    let endpoint: string | undefined;
+    for (;;) {
+      const answer = await this.client.clusterMembers(endpoint === undefined ? {} : { endpoint });
+      if (answer.lastIndex !== null) return answer.members;
+      // A follower names the leader by member ID; its configuration names that member's voter.
+      const leader = answer.members.find((m) => m.memberId === answer.leader)?.name;
+      const voter = VOTER_NAMES.find((v) => v === leader);
+      if (Date.now() >= deadline) {
+        throw new VoterReplaceError(
+          `no voter answered as the leader within ${APPHOST_DEFAULTS.replaceQuorumWaitMs} ms`,
+        );
+      }
+      if (voter === undefined || endpoint !== undefined) await sleep(APPHOST_DEFAULTS.pollIntervalMs);
+      endpoint = voter === undefined ? undefined : httpUrlOf(this.cluster.voter(voter));
+    }
   }
 }
 
@@ -92,20 +149,22 @@ async function waitForOtherVoters(cluster: AppHostCluster, name: VoterName): Pro
   }
 }
 
-/** The leader refuses to promote a learner whose log is behind (`LearnerBehind`): asked until it is not. */
-async function promoteOnceCaughtUp(
-  client: KeyLoadClient,
-  memberId: string,
-  timeoutMs: number,
-): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
+/**
+ * Asks `change` until it is not refused for `ConfChangePending` (one change is made at a time) or one of
+ * `reasons`, or `deadline` has passed.
+ */
+async function askUntil<T>(
+  change: () => Promise<T>,
+  reasons: readonly string[],
+  deadline: number,
+): Promise<T> {
   for (;;) {
     try {
-      await client.promoteMember(memberId);
-      return;
+      return await change();
     } catch (err) {
-      const behind = err instanceof KeyLoadClientError && err.reason === "LearnerBehind";
-      if (!behind || Date.now() >= deadline) throw err;
+      const retried =
+        err instanceof KeyLoadClientError && [...reasons, "ConfChangePending"].includes(err.reason ?? "");
+      if (!retried || Date.now() >= deadline) throw err;
     }
     await sleep(APPHOST_DEFAULTS.pollIntervalMs);
   }

@@ -92,6 +92,9 @@ export const VOTER_CONFIG = {
     // Set only for a new cluster's first start: a voter on empty storage then bootstraps it with this ID;
     // otherwise it joins as a new member, to be added (member-identity.ts). Ignored once it holds data.
     text("BootstrapId", "", /^([A-Za-z0-9._-]{1,64})?$/, "empty, or 1-64 characters of [A-Za-z0-9._-]"),
+    // A new member (storage lost) asks the leader to add it as a learner in place of the member of its
+    // name and to promote it once caught up (member-joiner.ts); `manual` leaves both to an admin, as etcd.
+    oneOf("NewMemberJoin", "automatic", ["automatic", "manual"]),
   ],
   // The public HTTP port's certificate and key: both serve HTTPS, neither plain HTTP (checkConsistency).
   // Read and checked when the voter starts (http-tls-files.ts).
@@ -180,6 +183,8 @@ export interface VoterConfig {
     readonly secret: string;
     /** The ID of the new cluster to bootstrap on empty storage, or "" to join an existing one. */
     readonly bootstrapId: string;
+    /** Whether a new member asks the leader to add and promote it (member-joiner.ts), or waits for an admin. */
+    readonly newMemberJoin: "automatic" | "manual";
   };
   readonly tls: {
     /** "" (and httpKeyFile ""): plain HTTP. */

@@ -14,6 +14,12 @@ import type { Member, RaftDriver } from "./raft-driver.js";
 
 const voters = (members: readonly Member[]): Member[] => members.filter((m) => m.role === "voter");
 
+/** What a join request did: the role the new member has now, and the changes made for it. */
+export interface MemberJoin {
+  readonly role: "learner" | "voter";
+  readonly changes: readonly string[];
+}
+
 /** The share of the leader's log a learner must hold to be promoted (etcd's readyPercentThreshold). */
 const PROMOTE_MATCH_SHARE = 0.9;
 
@@ -77,6 +83,35 @@ export class ClusterMembership {
     }
     await this.change({ type: "add-learner", node: memberId });
     return { memberId, role: "learner", changed: true };
+  }
+
+  /**
+   * What a new member asks for itself (member-join.ts), on the leader: to be added as a learner and, once
+   * caught up, promoted. A member of its name is removed first, but only one the leader has not heard
+   * from lately: the name's process now presents the new member, so the old one's storage is gone. Each
+   * call makes at most the next change and answers the role the new member has after it, so asking again
+   * until `voter` completes the join; every refusal (a quorum not kept, a learner behind) is typed.
+   */
+  async join(memberId: string): Promise<MemberJoin> {
+    this.checkMemberId(memberId);
+    const members = await this.leadersMembers();
+    const present = members.find((m) => m.id === memberId);
+    if (present?.role === "voter") return { role: "voter", changes: [] };
+    if (present?.role === "learner") {
+      const { changed } = await this.promote(memberId);
+      return { role: "voter", changes: changed ? [`promoted ${memberId}`] : [] };
+    }
+    const old = members.find((m) => m.name === memberName(memberId));
+    if (old?.active === true) {
+      throw new FailedPreconditionError(
+        `${old.id} still holds the name ${old.name} and was heard from lately: ${memberId} joins once it is not`,
+        { reason: "MemberNameInUse", details: { memberId: old.id } },
+      );
+    }
+    const changes: string[] = [];
+    if (old !== undefined && (await this.remove(old.id)).changed) changes.push(`removed ${old.id}`);
+    if ((await this.addLearner(memberId)).changed) changes.push(`added ${memberId} as a learner`);
+    return { role: "learner", changes };
   }
 
   /** Makes a learner that has caught up a voter. */

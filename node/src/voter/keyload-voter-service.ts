@@ -60,7 +60,8 @@ export interface VoterServiceParts {
 export class KeyLoadVoterService implements VoterService {
   readonly metricsRegistry: Registry;
   readonly commandStages: CommandStageObserver;
-  private readonly membership: ClusterMembership;
+  /** The Raft configuration's administration, for the admin routes and new members' join requests. */
+  readonly membership: ClusterMembership;
 
   constructor(private readonly parts: VoterServiceParts) {
     this.metricsRegistry = parts.metricsRegistry;

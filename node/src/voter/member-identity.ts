@@ -29,7 +29,7 @@ interface Stored {
  * storage: it writes the configuration as its log's first entry and is a voter under its own name.
  * A voter on empty storage that was not told to is a new member: a new incarnation of its name
  * (`name~token`) with no configuration, which never votes or counts toward a commit until the cluster
- * adds it as a learner and promotes it. So a voter that lost its data can never vote with, or count
+ * adds it as a learner and promotes it (which it asks for itself, MemberJoiner). So a voter that lost its data can never vote with, or count
  * toward a commit, what it no longer holds, nor answer for votes its earlier incarnation cast.
  *
  * Told to bootstrap again after it lost its storage (`Cluster.BootstrapId` left in its configuration),
@@ -99,7 +99,7 @@ export class MemberIdentity implements ClusterId, MemberIncarnations {
       };
       log.warn(
         { memberId: stored.memberId },
-        "empty storage and no bootstrap asked: joining as a new member, to be added as a learner",
+        "empty storage and no bootstrap asked: joining as a new member, to be added as a learner and promoted",
       );
     }
     write(file, stored);

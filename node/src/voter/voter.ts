@@ -36,6 +36,8 @@ import { KeyLoadVoterService } from "./keyload-voter-service.js";
 import { SYSTEM_LEADER_CLOCK } from "./leader-clock.js";
 import { LeaderStamper } from "./leader-stamper.js";
 import { MemberIdentity } from "./member-identity.js";
+import { JOIN_CHANNEL, joinHandler } from "./member-join.js";
+import { MemberJoiner } from "./member-joiner.js";
 import { RaftDriver } from "./raft-driver.js";
 import { recoverAtStart } from "./start-recovery.js";
 import type { VoterFailedError } from "./voter-failed-error.js";
@@ -255,6 +257,16 @@ async function wireVoter(
     readyLagEntries: raft.readyLagEntries,
     replicationDeadlineMs: raft.replicationDeadlineMs,
   });
+  transport.handle(JOIN_CHANNEL, joinHandler(service.membership, log.child({ component: "membership" })));
+  const joiner = new MemberJoiner({
+    driver,
+    transport,
+    peers: cluster.voters.map((v) => v.id).filter((id) => id !== node.id),
+    logger: log.child({ component: "member-join" }),
+    intervalMs: raft.electionTimeoutMs,
+    // A join step may remove the old member and add the new one, each within the deadline.
+    requestTimeoutMs: 2 * raft.replicationDeadlineMs + raft.electionTimeoutMs,
+  });
   const http: HttpServer = createHttpServer({
     service,
     httpAdmission: httpGovernor,
@@ -277,6 +289,10 @@ async function wireVoter(
   bootstrapAdmin.start();
   opened.push(() => canonicalLimits.stop());
   canonicalLimits.start();
+  if (cluster.newMemberJoin === "automatic") {
+    opened.push(() => joiner.stop());
+    joiner.start();
+  }
   await http.listen(node.httpHost, httpPort);
   log.info(
     { httpUrl, http: `${node.httpHost}:${httpPort}`, peer: `${node.peerHost}:${node.peerPort}`, voters },
@@ -296,6 +312,7 @@ async function wireVoter(
         () => scheduler.shutdown(),
         () => bootstrapAdmin.stop(),
         () => canonicalLimits.stop(),
+        () => joiner.stop(),
         () => diskWatcher.stop(),
         async () => {
           if (await driver.transferLeadership()) log.info("leadership transferred before shutdown");
