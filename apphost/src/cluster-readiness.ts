@@ -13,9 +13,9 @@ export interface ClusterSnapshot {
   /** Every voter ready, exactly one leader, and every voter following it. */
   readonly ready: boolean;
   /**
-   * Voters that answer as members no configuration holds yet: they lost their data and came back as
-   * new members, which ask the leader to add them (or an admin adds, `replace`). The others serve on
-   * without them.
+   * Voters that answer as new members not yet voters: they lost their data and came back as new members
+   * (`voterN~<token>`), which ask the leader to add them as learners and promote them once caught up (or
+   * an admin does, `replace`). The others serve on without them.
    */
   readonly newMembers: readonly string[];
   /** A leader, and every voter but the new members ready and following it. */
@@ -39,7 +39,7 @@ export async function probeCluster(
   const newMembers = voters
     .filter(
       ({ health }) =>
-        health.reachable && !health.failed && health.memberId !== null && health.member === null,
+        health.reachable && !health.failed && health.memberId !== null && health.member !== "voter",
     )
     .map((v) => v.name);
   return {
@@ -58,7 +58,9 @@ export function describeSnapshot(snapshot: ClusterSnapshot): string {
   return snapshot.voters
     .map(({ name, health }) => {
       if (!health.reachable) return `${name} starting`;
-      if (snapshot.newMembers.includes(name)) return `${name} new member, not added`;
+      if (snapshot.newMembers.includes(name)) {
+        return `${name} new member, ${health.member === "learner" ? "a learner" : "not added"}`;
+      }
       return `${name} ${health.role}${health.ready ? " (ready)" : ""}`;
     })
     .join(" · ");

@@ -37,7 +37,7 @@ export async function transferLeader(stateDir: string, voter: VoterName): Promis
     throw new LeaderTransferError(
       health.member === "learner"
         ? `${voter} is a learner (member ${health.memberId}): only a voter can lead`
-        : `${voter} runs as a new member (${health.memberId}) the cluster does not hold yet: add it with \`replace ${voter}\` first`,
+        : `${voter} runs as a new member (${health.memberId}) the cluster does not hold yet: it joins by itself once the leader adds it, or \`replace ${voter}\` adds it`,
     );
   }
   const client = new KeyLoadClient({ endpoints: model.voters.map(httpUrlOf), apiKey: credentials.adminKey });

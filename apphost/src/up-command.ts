@@ -49,8 +49,8 @@ function endpoints(
     ...(dashboard === null ? [] : [`  dashboard  ${dashboard.url}`]),
     ...snapshot.newMembers.map(
       (name) =>
-        `${name} lost its data and runs as a new member the cluster does not hold yet; the others serve ` +
-        `without it. It asks the leader to add it as a learner and to promote it once caught up ` +
+        `${name} lost its data and runs as a new member, not a voter yet; the others serve without it. ` +
+        `It asks the leader to add it as a learner and to promote it once caught up ` +
         `(\`pnpm apphost status${stateDirOption(cluster)}\` shows it join); with ` +
         `KeyLoad__Cluster__NewMemberJoin=manual, add it with \`pnpm apphost replace ${name}${stateDirOption(cluster)}\`.`,
     ),

@@ -56,7 +56,9 @@ export async function replaceVoter(
       if (role === "voter") break;
       if (role === undefined) {
         const added = await askUntil(() => client.addLearner(joiner), ["MemberNameInUse"], deadline);
-        step(added.changed ? `added ${joiner} as a learner` : `${joiner} is a learner already (it asked)`);
+        step(
+          added.changed ? `added ${joiner} as a learner` : `${joiner} is a ${added.role} already (it asked)`,
+        );
       } else {
         const promoted = await askUntil(() => client.promoteMember(joiner), ["LearnerBehind"], deadline);
         step(promoted.changed ? `promoted ${joiner} to voter` : `${joiner} is a voter already (it asked)`);
@@ -89,9 +91,11 @@ async function removeEvery(
   for (;;) {
     const old = (await leaders.members()).find((m) => m.name === name && m.memberId !== keep);
     if (old === undefined) return removed;
-    await askUntil(() => client.removeMember(old.memberId), [], deadline);
-    step(`removed ${old.memberId} from the configuration`);
-    removed.push(old.memberId);
+    // Not changed: the new member's own join removed it meanwhile.
+    if ((await askUntil(() => client.removeMember(old.memberId), [], deadline)).changed) {
+      step(`removed ${old.memberId} from the configuration`);
+      removed.push(old.memberId);
+    }
   }
 }
 
@@ -113,9 +117,8 @@ class LeaderMembers {
     for (;;) {
       const answer = await this.client.clusterMembers(endpoint === undefined ? {} : { endpoint });
       if (answer.lastIndex !== null) return answer.members;
-      // A follower names the leader by member ID; its configuration names that member's voter.
-      const leader = answer.members.find((m) => m.memberId === answer.leader)?.name;
-      const voter = VOTER_NAMES.find((v) => v === leader);
+      // A follower names the leader by its voter name, which may hold a new member's ID.
+      const voter = VOTER_NAMES.find((v) => v === answer.leader);
       if (Date.now() >= deadline) {
         throw new VoterReplaceError(
           `no voter answered as the leader within ${APPHOST_DEFAULTS.replaceQuorumWaitMs} ms`,

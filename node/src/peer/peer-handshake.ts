@@ -70,6 +70,8 @@ export interface HandshakeIdentity {
 
 export interface HandshakeResult {
   readonly peerId: string;
+  /** The Raft member ID the peer announced (its name, or a new member's `name~token`). */
+  readonly memberId: string;
   /** The public HTTP URL the peer announced, for leader hints. */
   readonly httpUrl: string;
   /** The peer's wall clock as it sent its announcement. */
@@ -141,7 +143,12 @@ export async function dialHandshake(
   checkLimits(connection, self, expectedPeerId, accept);
   checkCluster(connection, self, expectedPeerId, accept);
   checkIncarnation(connection, self, expectedPeerId, accept);
-  return { peerId: expectedPeerId, httpUrl: accept.httpUrl, wallMs: accept.wallMs };
+  return {
+    peerId: expectedPeerId,
+    memberId: accept.memberId,
+    httpUrl: accept.httpUrl,
+    wallMs: accept.wallMs,
+  };
 }
 
 /**
@@ -221,7 +228,7 @@ export async function acceptHandshake(
     proof.announcement,
     announcement,
   );
-  return { peerId: dialerId, httpUrl: proof.httpUrl, wallMs: proof.wallMs };
+  return { peerId: dialerId, memberId: proof.memberId, httpUrl: proof.httpUrl, wallMs: proof.wallMs };
 }
 
 /**

@@ -50,6 +50,11 @@ interface PendingRequest {
 export class PeerLink {
   /** The public HTTP URL the peer last announced, in either direction; kept while disconnected. */
   httpUrl: string | null = null;
+  /**
+   * The member ID of the process this link reached at the peer's configured address, as its last
+   * handshake proved; null before the first.
+   */
+  dialedMemberId: string | null = null;
   /** The peer's last announced wall clock, and this process's monotonic clock when it arrived. */
   private wall: { readonly wallMs: number; readonly receivedAt: number } | null = null;
   private connection: PeerConnection | null = null;
@@ -175,6 +180,7 @@ export class PeerLink {
       clearTimeout(timeout);
       this.dialing = null;
       this.connection = connection;
+      this.dialedMemberId = result.memberId;
       this.announced(result);
       this.failures = 0;
       this.lastFailure = null;

@@ -102,6 +102,8 @@ describe("PeerTransport", () => {
       connected: true,
       httpUrl: `http://127.0.0.1:${port2 + 1}`,
       wallMs: expect.any(Number),
+      // What voter1's own connection to voter2's address reached.
+      memberId: "voter2",
     });
     expect(t.voter1!.peerInfo("nobody")).toBeNull();
     const stats = t.voter1!.stats();
@@ -117,7 +119,12 @@ describe("PeerTransport", () => {
     voter1.send(heartbeat("voter1", "voter2"));
     voter1.send(heartbeat("voter1", "voter9"));
     expect(voter1.stats().sendDrops).toBe(2);
-    expect(voter1.peerInfo("voter2")).toEqual({ connected: false, httpUrl: null, wallMs: null });
+    expect(voter1.peerInfo("voter2")).toEqual({
+      connected: false,
+      httpUrl: null,
+      wallMs: null,
+      memberId: null,
+    });
   });
 
   it("refuses a peer with a wrong secret in both directions, and logs it on both sides", async () => {
@@ -574,7 +581,12 @@ describe("PeerTransport", () => {
       expect(seen).not.toContain(FrameType.Raft);
       expect(seen).not.toContain(FrameType.Request);
       expect(Buffer.concat(wire).includes(SECRET)).toBe(false);
-      expect(voter1.peerInfo("voter2")).toEqual({ connected: false, httpUrl: null, wallMs: null });
+      expect(voter1.peerInfo("voter2")).toEqual({
+        connected: false,
+        httpUrl: null,
+        wallMs: null,
+        memberId: null,
+      });
       expect(find(fixture.log("voter1"), /voter2 failed to prove the cluster secret/)).toMatchObject({
         peerId: "voter2",
         reason: "BadProof",

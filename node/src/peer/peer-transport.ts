@@ -79,6 +79,11 @@ export interface PeerInfo {
    * peerWallMs): never ahead of the peer's own clock; null before its first handshake.
    */
   readonly wallMs: number | null;
+  /**
+   * The member ID of the process this node's own connection reached at the peer's configured address
+   * (its last handshake); null before one. Another process claiming the name elsewhere cannot set it.
+   */
+  readonly memberId: string | null;
 }
 
 export type RequestHandler = (fromPeerId: string, body: Uint8Array) => Promise<Uint8Array>;
@@ -283,7 +288,14 @@ export class PeerTransport {
 
   peerInfo(peerId: string): PeerInfo | null {
     const link = this.links.get(peerId);
-    return link ? { connected: link.connected, httpUrl: link.httpUrl, wallMs: link.peerWallMs() } : null;
+    return link
+      ? {
+          connected: link.connected,
+          httpUrl: link.httpUrl,
+          wallMs: link.peerWallMs(),
+          memberId: link.dialedMemberId,
+        }
+      : null;
   }
 
   /** The counters summed over every peer and what no peer is charged with. */

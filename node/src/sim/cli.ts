@@ -1,6 +1,6 @@
 /**
  * Soak runner: `pnpm --filter @keyload/node sim -- --seeds 100000 [--from S] [--steps 1000]
- * [--profile default|figure-eight|...|driver|driver-figure-eight]`, or `--seed S --trace` to replay one
+ * [--profile default|figure-eight|...|driver|driver-figure-eight|driver-rejoin]`, or `--seed S --trace` to replay one
  * seed with its whole trace. The `driver` profiles run the production driver (driver/driver-simulator.ts)
  * with its own faults; `--steps` does not apply to them. Exits 1 when any seed fails.
  */

@@ -1,11 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { DRIVER_FIGURE_EIGHT_PROFILE, DRIVER_PROFILE, type DriverProfile } from "./driver/driver-profiles.js";
+import {
+  DRIVER_FIGURE_EIGHT_PROFILE,
+  DRIVER_PROFILE,
+  DRIVER_REJOIN_PROFILE,
+  type DriverProfile,
+} from "./driver/driver-profiles.js";
 import { runDriverSeed } from "./driver/driver-simulator.js";
 
-/** The CI soaks of the driver simulator (`pnpm sim --profile driver|driver-figure-eight` soaks fresh seeds). */
+/** The CI soaks of the driver simulator (`pnpm sim --profile driver|driver-figure-eight|driver-rejoin` soaks fresh seeds). */
 const SOAKS: readonly [DriverProfile, number][] = [
   [DRIVER_PROFILE, 1500],
   [DRIVER_FIGURE_EIGHT_PROFILE, 300],
+  [DRIVER_REJOIN_PROFILE, 300],
 ];
 
 describe("the production driver under the driver simulator's faults", () => {

@@ -1,4 +1,3 @@
-import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./test-fixtures/cluster-envs.js";
 import { stateDump } from "./test-fixtures/storage-faults.js";
@@ -70,14 +69,11 @@ describe("the bootstrap admin of a new cluster", () => {
     expect(put.status).toBe(200);
 
     // Its data lost, it starts again as a new member, configured with another admin key.
-    await c.stop(target);
-    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
-    c.envs[target] = {
-      ...c.envs[target]!,
-      KeyLoad__Cluster__BootstrapId: "",
+    // Added by the steps below, not by asking.
+    await c.restartEmpty(target, {
       KeyLoad__Bootstrap__AdminKey: JOINER_KEY,
-    };
-    await c.restart(target);
+      KeyLoad__Cluster__NewMemberJoin: "manual",
+    });
     const joining = c.voter(target);
     // It seeded nothing of its own: its state holds no principal until the cluster's reaches it.
     expect(joining.hasBootstrapAdmin()).toBe(false);

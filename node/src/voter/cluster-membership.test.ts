@@ -1,4 +1,3 @@
-import { rmSync } from "node:fs";
 import { afterEach, describe, expect, it } from "vitest";
 import { LEADER_HEADER } from "../http/leader-header.js";
 import { call, VoterCluster } from "./test-fixtures/voter-cluster.js";
@@ -138,10 +137,8 @@ describe("the cluster membership admin routes", () => {
       expect(put.status).toBe(200);
     }
 
-    await c.stop(target);
-    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
-    c.envs[target] = { ...c.envs[target]!, KeyLoad__Cluster__BootstrapId: "" };
-    await c.restart(target);
+    // An admin's steps, as with etcd: the new member does not ask to join by itself.
+    await c.restartEmpty(target, { KeyLoad__Cluster__NewMemberJoin: "manual" });
     // The new incarnation says who it is, and that it is no member yet.
     const health = await call(c.voter(target).httpUrl, "GET", "/health/live");
     const detail = health.body.detail as { memberId: string; member: string | null };

@@ -10,13 +10,20 @@ import {
 } from "@keyload/contract";
 import { isMemberId, memberName } from "../peer/member-name.js";
 import type { ConfChange } from "../raft/conf-change.js";
+import type { DriverTimers } from "./driver-timers.js";
 import type { Member, RaftDriver } from "./raft-driver.js";
 
 const voters = (members: readonly Member[]): Member[] => members.filter((m) => m.role === "voter");
 
-/** What a join request did: the role the new member has now, and the changes made for it. */
+/** What a joining member's own configuration says of it: none held yet, or it is a learner there. */
+export type JoinerHolds = "none" | "learner";
+
+/**
+ * What a join request did: the role the member has now (`removed`: it was a member, and is no longer),
+ * and the changes made for it.
+ */
 export interface MemberJoin {
-  readonly role: "learner" | "voter";
+  readonly role: "learner" | "voter" | "removed";
   readonly changes: readonly string[];
 }
 
@@ -26,6 +33,11 @@ const PROMOTE_MATCH_SHARE = 0.9;
 export interface ClusterMembershipOptions {
   /** Whether a voter of this name is configured (itself or a peer): the only names the network reaches. */
   readonly isKnownName: (name: string) => boolean;
+  /**
+   * The member ID of the process this voter's own connection reaches at the configured address of the
+   * voter `name` (PeerInfo.memberId), or null while none is connected.
+   */
+  readonly memberAt: (name: string) => string | null;
   /** How far a learner's log may trail the leader's for it to be promoted. */
   readonly maxPromoteLagEntries: number;
   /**
@@ -33,6 +45,8 @@ export interface ClusterMembershipOptions {
    * leadership transfer to complete.
    */
   readonly deadlineMs: number;
+  /** The timers the deadline runs on: a simulation's; by default the deadline is Node's own. */
+  readonly timers?: DriverTimers;
 }
 
 /**
@@ -87,12 +101,16 @@ export class ClusterMembership {
 
   /**
    * What a new member asks for itself (member-join.ts), on the leader: to be added as a learner and, once
-   * caught up, promoted. A member of its name is removed first, but only one the leader has not heard
-   * from lately: the name's process now presents the new member, so the old one's storage is gone. Each
-   * call makes at most the next change and answers the role the new member has after it, so asking again
-   * until `voter` completes the join; every refusal (a quorum not kept, a learner behind) is typed.
+   * caught up, promoted. Each call makes at most the next change and answers the role the member has
+   * after it, so asking until `voter` completes the join; every refusal (a quorum not kept, a learner
+   * behind) is typed. `held` is what the member's own configuration says of it: a member that held one
+   * naming it a learner, absent from this later one, was removed, and is told so rather than added
+   * again. A new member is added only once this leader's own connection to its name's configured
+   * address reaches it (not another process claiming the name elsewhere), and a member of its name is
+   * removed first, once it has not been heard from lately: that address now answers as the new member,
+   * so the old one's storage is gone.
    */
-  async join(memberId: string): Promise<MemberJoin> {
+  async join(memberId: string, held: JoinerHolds): Promise<MemberJoin> {
     this.checkMemberId(memberId);
     const members = await this.leadersMembers();
     const present = members.find((m) => m.id === memberId);
@@ -101,7 +119,16 @@ export class ClusterMembership {
       const { changed } = await this.promote(memberId);
       return { role: "voter", changes: changed ? [`promoted ${memberId}`] : [] };
     }
-    const old = members.find((m) => m.name === memberName(memberId));
+    if (held === "learner") return { role: "removed", changes: [] };
+    const name = memberName(memberId);
+    const reached = this.options.memberAt(name);
+    if (reached !== memberId) {
+      throw new FailedPreconditionError(
+        `${name}'s configured address ${reached === null ? "is not reached yet" : `answers as ${reached}`}, not as ${memberId}: it joins once it does`,
+        { reason: "JoinerNotAtAddress" },
+      );
+    }
+    const old = members.find((m) => m.name === name);
     if (old?.active === true) {
       throw new FailedPreconditionError(
         `${old.id} still holds the name ${old.name} and was heard from lately: ${memberId} joins once it is not`,
@@ -249,13 +276,21 @@ export class ClusterMembership {
   }
 
   private async change(change: ConfChange): Promise<void> {
+    const { deadlineMs, timers } = this.options;
+    const deadline = new AbortController();
+    const timer = timers?.setTimeout(() => deadline.abort(), deadlineMs);
     try {
-      await this.driver.proposeConfChange(change, AbortSignal.timeout(this.options.deadlineMs));
+      await this.driver.proposeConfChange(
+        change,
+        timers === undefined ? AbortSignal.timeout(deadlineMs) : deadline.signal,
+      );
     } catch (err) {
       if (!(err instanceof UnknownWriteOutcomeError)) throw err;
       throw new UnknownWriteOutcomeError(`${unknownChange(err.reason)}; asking again is safe`, {
         reason: err.reason,
       });
+    } finally {
+      timers?.clearTimeout(timer);
     }
   }
 }

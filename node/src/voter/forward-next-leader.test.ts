@@ -55,7 +55,7 @@ function follower(
     waitApplied: async () => undefined,
   } as unknown as RaftDriver;
   const transport: ForwardTransport = {
-    peerInfo: () => ({ connected: true, httpUrl: null, wallMs: null }),
+    peerInfo: () => ({ connected: true, httpUrl: null, wallMs: null, memberId: null }),
     request: async (leader, _channel, body) => {
       const { commands } = JSON.parse(Buffer.from(body).toString("utf8")) as { commands: VoterCommand[] };
       sent.push(leader);
@@ -166,7 +166,7 @@ describe("a unit on a leader handing its leadership over", () => {
       waitApplied: async () => undefined,
     } as unknown as RaftDriver;
     const transport: ForwardTransport = {
-      peerInfo: () => ({ connected: true, httpUrl: null, wallMs: null }),
+      peerInfo: () => ({ connected: true, httpUrl: null, wallMs: null, memberId: null }),
       request: async (leader) => {
         sent.push(leader);
         return Buffer.from(

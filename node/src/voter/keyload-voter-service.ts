@@ -28,6 +28,7 @@ import { parseSearchRequest } from "../state/search-query.js";
 import type { StateMachine } from "../state/state-machine.js";
 import { ClusterMembership } from "./cluster-membership.js";
 import type { CommandResult, VoterCommand } from "./command-router.js";
+import { memberReachedAt } from "./member-join.js";
 import type { RaftDriver } from "./raft-driver.js";
 import type { CommandRejections } from "./voter-metrics.js";
 
@@ -68,6 +69,7 @@ export class KeyLoadVoterService implements VoterService {
     this.commandStages = parts.commandStages;
     this.membership = new ClusterMembership(parts.driver, {
       isKnownName: (name) => name === parts.nodeId || parts.transport.peerInfo(name) !== null,
+      memberAt: memberReachedAt(parts.transport),
       // A learner within the lag a voter may have and still call itself ready.
       maxPromoteLagEntries: parts.readyLagEntries,
       deadlineMs: parts.replicationDeadlineMs,

@@ -2,6 +2,7 @@ import type { Logger } from "pino";
 import { memberName } from "../peer/member-name.js";
 import { PeerRemoteError } from "../peer/peer-errors.js";
 import type { PeerTransport } from "../peer/peer-transport.js";
+import type { JoinerHolds } from "./cluster-membership.js";
 import { type DriverTimers, NODE_TIMERS, type TimerHandle } from "./driver-timers.js";
 import { decodeJoinAnswer, encodeJoinRequest, JOIN_CHANNEL, type JoinedRole } from "./member-join.js";
 import type { RaftDriver } from "./raft-driver.js";
@@ -24,8 +25,9 @@ export interface MemberJoinerOptions {
  * while this member holds no configuration (a new member, never added) or is a learner in the one it
  * holds, it asks the leader, every interval, to take the next step (member-join.ts): add it as a learner
  * in place of the member of its name that no longer answers, then promote it once caught up. It asks
- * nothing once it is a voter, nor when the configuration it holds leaves it out: removed, or not yet
- * at the entry that added it, which it reaches as a learner.
+ * nothing once it is a voter, nor when the configuration it holds leaves it out (removed, or not yet
+ * at the entry that added it, which it reaches as a learner), and stops for good when the leader says
+ * it was removed.
  */
 export class MemberJoiner {
   private readonly timers: DriverTimers;
@@ -52,27 +54,34 @@ export class MemberJoiner {
     this.timer = undefined;
   }
 
-  /** Whether this member should ask to join now: it holds no configuration, or is a learner in it. */
-  wantsToJoin(): boolean {
+  /**
+   * What this member's configuration holds of it, when it should ask to join: none held (a new member)
+   * or a learner in it; null when it should not ask (a voter, or left out of what it holds).
+   */
+  holds(): JoinerHolds | null {
     const members = this.options.driver.members();
-    if (members.length === 0) return true;
+    if (members.length === 0) return "none";
     const { id } = this.options.driver.status();
-    return members.find((m) => m.id === id)?.role === "learner";
+    return members.find((m) => m.id === id)?.role === "learner" ? "learner" : null;
   }
 
   private check(): void {
-    if (this.inFlight || this.stopped || !this.wantsToJoin()) return;
+    if (this.inFlight || this.stopped) return;
+    const holds = this.holds();
+    if (holds === null) return;
     this.inFlight = true;
-    void this.ask().finally(() => {
-      this.inFlight = false;
-    });
+    this.ask(holds)
+      .catch((err: unknown) => this.options.logger.error({ err }, "asking to join failed"))
+      .finally(() => {
+        this.inFlight = false;
+      });
   }
 
   /**
    * Asks the leader a learner follows; a member not yet added knows none, so it asks every connected
    * peer and the leader among them acts (a follower refuses, Unavailable).
    */
-  private async ask(): Promise<void> {
+  private async ask(holds: JoinerHolds): Promise<void> {
     const { driver, transport, peers, requestTimeoutMs } = this.options;
     const { id, leader } = driver.status();
     const leaderName = leader === null ? null : memberName(leader);
@@ -80,7 +89,7 @@ export class MemberJoiner {
       leaderName !== null && peers.includes(leaderName)
         ? [leaderName]
         : peers.filter((peer) => transport.peerInfo(peer)?.connected === true);
-    const body = encodeJoinRequest(id);
+    const body = encodeJoinRequest(id, holds);
     const answers = await Promise.allSettled(
       targets.map((peer) => transport.request(peer, JOIN_CHANNEL, body, { timeoutMs: requestTimeoutMs })),
     );
@@ -98,6 +107,12 @@ export class MemberJoiner {
       return;
     }
     this.lastRefusal = null;
+    if (role === "removed") {
+      // The configuration it holds names it a learner, a later one does not: it asks nothing more.
+      logger.warn({ leader: peer }, "this member was removed from the cluster: not asking to join again");
+      this.stop();
+      return;
+    }
     if (role === this.role) return;
     this.role = role;
     logger.info(
@@ -106,11 +121,15 @@ export class MemberJoiner {
     );
   }
 
-  /** A follower's refusal is expected, and a leader's (a learner behind, a quorum not kept) repeats. */
+  /**
+   * A follower's refusal is expected, and a leader's (a learner behind, a quorum not kept) repeats:
+   * each kind is logged once in a row, by its error and remote code (the message carries figures).
+   */
   private refused(peer: string, err: unknown): void {
     const { logger } = this.options;
-    const follower = err instanceof PeerRemoteError && err.remoteCode === "Unavailable";
-    const what = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+    const remote = err instanceof PeerRemoteError ? err.remoteCode : null;
+    const follower = remote === "Unavailable";
+    const what = err instanceof Error ? `${err.name}:${remote ?? err.message}` : String(err);
     if (follower || what === this.lastRefusal) {
       logger.debug({ peerId: peer, err }, "join request refused");
       return;

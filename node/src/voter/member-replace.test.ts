@@ -1,4 +1,3 @@
-import { rmSync } from "node:fs";
 import { FailedPreconditionError, InvalidArgumentError } from "@keyload/contract";
 import { afterEach, describe, expect, it } from "vitest";
 import { ClusterMembership } from "./cluster-membership.js";
@@ -30,14 +29,7 @@ describe("replacing a voter that lost its data", () => {
 
     // Its disk is lost: started again without being told to bootstrap, it is a new member. Told not to
     // ask the leader to join, it waits for an admin, as with etcd.
-    await c.stop(target);
-    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
-    c.envs[target] = {
-      ...c.envs[target]!,
-      KeyLoad__Cluster__BootstrapId: "",
-      KeyLoad__Cluster__NewMemberJoin: "manual",
-    };
-    await c.restart(target);
+    await c.restartEmpty(target, { KeyLoad__Cluster__NewMemberJoin: "manual" });
     const joiner = c.voter(target).driver.status().id;
     expect(joiner).toMatch(new RegExp(`^${name}~[0-9a-f]{8}$`));
     // Several election timeouts (300 ms): asking, it would have joined by then.
@@ -113,15 +105,25 @@ describe("a voter that lost its data, left to itself", () => {
       expect(put.status).toBe(200);
     }
 
-    // A member still heard from keeps its name: a new member of that name is not let in beside it.
+    // A process claiming the name is let in only once the leader's own connection to the name's address
+    // reaches it; and then not while the member of that name is still heard from.
+    const claimant = `${name}~0a1b2c3d`;
+    let reached = name;
     const membership = new ClusterMembership(lead, {
       isKnownName: () => true,
+      memberAt: () => reached,
       maxPromoteLagEntries: 1000,
       deadlineMs: 5_000,
     });
-    const inUse = await failure(membership.join(`${name}~0a1b2c3d`));
+    const elsewhere = await failure(membership.join(claimant, "none"));
+    expect(elsewhere).toBeInstanceOf(FailedPreconditionError);
+    expect((elsewhere as FailedPreconditionError).reason).toBe("JoinerNotAtAddress");
+    reached = claimant;
+    const inUse = await failure(membership.join(claimant, "none"));
     expect(inUse).toBeInstanceOf(FailedPreconditionError);
     expect((inUse as FailedPreconditionError).reason).toBe("MemberNameInUse");
+    // One that held a configuration naming it a learner, absent from the leader's, was removed.
+    expect(await membership.join(claimant, "learner")).toEqual({ role: "removed", changes: [] });
     expect(
       lead
         .members()
@@ -129,10 +131,7 @@ describe("a voter that lost its data, left to itself", () => {
         .sort(),
     ).toEqual(["voter1", "voter2", "voter3"]);
 
-    await c.stop(target);
-    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
-    c.envs[target] = { ...c.envs[target]!, KeyLoad__Cluster__BootstrapId: "" };
-    await c.restart(target);
+    await c.restartEmpty(target);
     const joiner = c.voter(target).driver.status().id;
     expect(joiner).toMatch(new RegExp(`^${name}~[0-9a-f]{8}$`));
 
@@ -147,9 +146,13 @@ describe("a voter that lost its data, left to itself", () => {
         .map(({ id, role }) => ({ id, role }))
         .sort((a, b) => a.id.localeCompare(b.id)),
     ).toEqual([0, 1, 2].map((i) => ({ id: i === target ? joiner : `voter${i + 1}`, role: "voter" })));
-    // The old member went first, then the new one came in as a learner, and was promoted after.
-    expect(changes.flat()).toEqual([`removed ${name}`, `added ${joiner} as a learner`, `promoted ${joiner}`]);
-    // A voter now, it asks nothing more.
+    // The old member went first, then the new one came in as a learner, and was promoted after (a step
+    // whose outcome a leader change left unknown is not logged, and is found made when asked again).
+    const order = [`removed ${name}`, `added ${joiner} as a learner`, `promoted ${joiner}`];
+    const ranks = changes.flat().map((change) => order.indexOf(change));
+    expect(ranks.length).toBeGreaterThan(0);
+    expect(ranks.every((rank) => rank >= 0)).toBe(true);
+    expect(ranks).toEqual([...new Set(ranks)].sort((a, b) => a - b));
     await waitFor(
       () =>
         c
@@ -158,8 +161,6 @@ describe("a voter that lost its data, left to itself", () => {
           .find((m) => m.id === joiner)?.role === "voter",
       "the new member to apply its promotion",
     );
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
-    expect(changes.flat()).toHaveLength(3);
 
     // It holds what was acknowledged before it lost its data, and counts toward commits.
     await c.stop(3 - leader - target);
@@ -172,6 +173,46 @@ describe("a voter that lost its data, left to itself", () => {
       const read = await call(c.voter(target).httpUrl, "GET", `/v1/catalog/${key}`);
       expect(read.status).toBe(200);
     }
+  }, 60_000);
+});
+
+describe("a member removed while it was a learner", () => {
+  it("is told so when it asks to join again, and asks nothing more", async () => {
+    const said: string[] = [];
+    const c = await VoterCluster.start({
+      logLines: (i, text) => {
+        const line = JSON.parse(text) as { msg: string };
+        said.push(`${i} ${line.msg}`);
+      },
+    });
+    cluster = c;
+    const leader = await c.waitForLeader();
+    const lead = c.voter(leader).driver;
+    const target = (leader + 1) % 3;
+    await c.restartEmpty(target, { KeyLoad__Cluster__NewMemberJoin: "manual" });
+    const joiner = c.voter(target).driver.status().id;
+    await lead.proposeConfChange({ type: "remove", node: `voter${target + 1}` });
+    await lead.proposeConfChange({ type: "add-learner", node: joiner });
+    await waitFor(
+      () =>
+        c
+          .voter(target)
+          .driver.members()
+          .find((m) => m.id === joiner)?.role === "learner",
+      "the learner to apply its own addition",
+    );
+    // Removed while it is down: it never hears of it, and still holds a configuration naming it a learner.
+    await c.stop(target);
+    await lead.proposeConfChange({ type: "remove", node: joiner });
+    c.envs[target] = { ...c.envs[target]!, KeyLoad__Cluster__NewMemberJoin: "automatic" };
+    await c.restart(target);
+    await waitFor(
+      () => said.includes(`${target} this member was removed from the cluster: not asking to join again`),
+      "the member to be told it was removed",
+    );
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect(lead.members().map((m) => m.id)).not.toContain(joiner);
+    expect(said.filter((line) => line.endsWith("told it was removed"))).toHaveLength(1);
   }, 60_000);
 });
 
@@ -196,9 +237,9 @@ describe("a voter that lost its data and is told to bootstrap again", () => {
 
     // Its disk is lost, and its configuration still asks for a bootstrap: it makes the cluster again,
     // under its earlier member ID, with no vote and none of the entries it acknowledged.
-    await c.stop(target);
-    rmSync(c.envs[target]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
-    await c.restart(target);
+    await c.restartEmpty(target, {
+      KeyLoad__Cluster__BootstrapId: c.envs[target]!.KeyLoad__Cluster__BootstrapId!,
+    });
     const again = c.voter(target).driver;
     expect(again.status()).toMatchObject({ id: `voter${target + 1}`, commit: 1 });
 

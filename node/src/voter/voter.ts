@@ -257,7 +257,10 @@ async function wireVoter(
     readyLagEntries: raft.readyLagEntries,
     replicationDeadlineMs: raft.replicationDeadlineMs,
   });
-  transport.handle(JOIN_CHANNEL, joinHandler(service.membership, log.child({ component: "membership" })));
+  // `manual` on the leader too: no member is added or removed but by an admin.
+  if (cluster.newMemberJoin === "automatic") {
+    transport.handle(JOIN_CHANNEL, joinHandler(service.membership, log.child({ component: "membership" })));
+  }
   const joiner = new MemberJoiner({
     driver,
     transport,

@@ -104,7 +104,7 @@ export class DriverFaults {
   constructor(
     private readonly host: DriverFaultHost,
     private readonly gap: Range,
-    private readonly bias: Pick<DriverProfile, "leaderBias" | "isolateBias">,
+    private readonly bias: Pick<DriverProfile, "leaderBias" | "isolateBias" | "wipeRate">,
   ) {}
 
   begin(): void {
@@ -225,7 +225,7 @@ export class DriverFaults {
           return;
         }
         if (running.length < 2) return;
-        if (random.chance(0.15) && this.host.wipe(target)) {
+        if (random.chance(this.bias.wipeRate) && this.host.wipe(target)) {
           this.counts.wipes++;
           return;
         }

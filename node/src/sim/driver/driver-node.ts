@@ -14,6 +14,7 @@ import { RaftDriver } from "../../voter/raft-driver.js";
 import { recoverAtStart } from "../../voter/start-recovery.js";
 import { describeError } from "../sim-failure.js";
 import { type CommandPathTuning, DriverCommandPath } from "./driver-command-path.js";
+import { DriverMemberJoin, type MemberJoinTuning } from "./driver-member-join.js";
 import { SimDriverState, type StateObserver } from "./sim-driver-state.js";
 import type { SimLogDisk } from "./sim-log-disk.js";
 import { SimLogStore } from "./sim-log-store.js";
@@ -73,6 +74,8 @@ export class DriverNode {
   /** This life's end of the peer network's requests, and its command path over the driver. */
   endpoint: SimPeerEndpoint | null = null;
   commands: DriverCommandPath | null = null;
+  /** This life's part in new members' joins, in runs whose new members ask to join. */
+  joins: DriverMemberJoin | null = null;
   /** Removed for good: never started again. */
   retired = false;
 
@@ -107,6 +110,8 @@ export class DriverNode {
     requests: SimRequestNetwork;
     /** What the command router sees of the peer requests (a test's broken transport). */
     forwards: (transport: ForwardTransport) => ForwardTransport;
+    /** New members ask the leader to join, as voters do by default; null: an operator adds them. */
+    joins: MemberJoinTuning | null;
     watch: NodeWatch;
     createCore: (options: RaftOptions) => RaftNode;
   }): Promise<void> {
@@ -192,6 +197,8 @@ export class DriverNode {
       logger,
       tuning.commands,
     );
+    if (options.joins !== null)
+      this.joins = new DriverMemberJoin(driver, endpoint, timers, logger, options.joins);
   }
 
   /**
@@ -202,7 +209,7 @@ export class DriverNode {
    * closed, so a power loss after the exit may still lose its unsynced applies.
    */
   shutDown(): Promise<void> {
-    const { driver, writer, commands, endpoint } = this;
+    const { driver, writer, commands, endpoint, joins } = this;
     if (driver === null || writer === null || commands === null || endpoint === null)
       return Promise.resolve();
     // Told to stop twice, a voter shuts down once.
@@ -211,6 +218,7 @@ export class DriverNode {
       const failures: unknown[] = [];
       for (const step of [
         () => commands.scheduler.shutdown(),
+        () => joins?.stop(),
         () => driver.transferLeadership(),
         () => driver.stop(),
         () => endpoint.close(),
@@ -251,6 +259,7 @@ export class DriverNode {
     this.endpoint?.close();
     this.endpoint = null;
     this.commands = null;
+    this.joins = null;
     this.logDisk.crash(keepUnsynced);
     return { stateBatchesLost: this.stateDisk.crash() };
   }

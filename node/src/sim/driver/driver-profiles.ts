@@ -12,6 +12,13 @@ export interface DriverProfile {
   readonly isolateBias: number;
   /** Options each driver's core takes over those the driver gives it. */
   readonly core: Partial<Pick<RaftOptions, "maxSizePerMsg" | "maxInflightMsgs">>;
+  /** The chance that a node's crash loses its disk for good, when the cluster can spare it. */
+  readonly wipeRate: number;
+  /**
+   * Who brings a new member in: the operator, which also changes the membership on its own, or the new
+   * members themselves, asking the leader (member-joiner.ts), with no operator acting.
+   */
+  readonly joins: "operator" | "new-members";
 }
 
 /** Every fault alike, on the driver's own core options. */
@@ -21,6 +28,8 @@ export const DRIVER_PROFILE: DriverProfile = {
   leaderBias: 0.5,
   isolateBias: 0,
   core: {},
+  wipeRate: 0.15,
+  joins: "operator",
 };
 
 /**
@@ -35,9 +44,25 @@ export const DRIVER_FIGURE_EIGHT_PROFILE: DriverProfile = {
   leaderBias: 0.9,
   isolateBias: 0.6,
   core: { maxSizePerMsg: 1, maxInflightMsgs: 1 },
+  wipeRate: 0.15,
+  joins: "operator",
+};
+
+/**
+ * Voters that lose their disks bring themselves back (docs/decisions/0041): no operator acts; each
+ * new incarnation asks the leader to remove the lost member of its name, add it as a learner and
+ * promote it once caught up, through crashes, pauses, partitions and leader changes. Disks are lost
+ * twice as often as in the default profile.
+ */
+export const DRIVER_REJOIN_PROFILE: DriverProfile = {
+  ...DRIVER_PROFILE,
+  name: "driver-rejoin",
+  wipeRate: 0.3,
+  joins: "new-members",
 };
 
 export const DRIVER_PROFILES: Readonly<Record<string, DriverProfile>> = {
   [DRIVER_PROFILE.name]: DRIVER_PROFILE,
   [DRIVER_FIGURE_EIGHT_PROFILE.name]: DRIVER_FIGURE_EIGHT_PROFILE,
+  [DRIVER_REJOIN_PROFILE.name]: DRIVER_REJOIN_PROFILE,
 };

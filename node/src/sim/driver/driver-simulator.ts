@@ -29,6 +29,8 @@ import { SimStateDisk } from "./sim-state-disk.js";
 import { TimerOwner, VirtualClock } from "./virtual-clock.js";
 
 const VOTERS: readonly NodeId[] = ["n1", "n2", "n3"];
+/** How far a learner may trail the leader and be promoted, when new members ask to join: a few entries. */
+const JOIN_PROMOTE_LAG_ENTRIES = 3;
 
 /** The disk of a voter the run does not know: it holds nothing. */
 const EMPTY_LOG: DurableLog = {
@@ -267,7 +269,8 @@ export class DriverSimulator {
       for (const node of this.nodes) this.start(node);
       this.schedule(between(this.random, this.profile.clientGap), () => this.client());
       this.faults.begin();
-      this.membership.begin();
+      // New members that bring themselves in leave the operator only the disks to lose.
+      if (this.profile.joins === "operator") this.membership.begin();
       while (this.clock.now < this.faultyMs) await this.next();
       await this.converge();
     } catch (error) {
@@ -391,6 +394,15 @@ export class DriverSimulator {
       post: (m) => this.post(m),
       requests: this.requests,
       forwards: this.forwards,
+      joins:
+        this.profile.joins === "new-members"
+          ? {
+              names: VOTERS,
+              electionTimeoutMs: this.tuning.electionTimeoutMs,
+              deadlineMs: PROPOSAL_DEADLINE_MS,
+              maxPromoteLagEntries: JOIN_PROMOTE_LAG_ENTRIES,
+            }
+          : null,
       watch: this.watchFor(node),
       createCore: this.createCore,
     });

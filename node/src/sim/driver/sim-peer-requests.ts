@@ -116,8 +116,8 @@ export class SimRequestNetwork {
 
   peerInfo(from: SimPeerEndpoint, peerName: string): PeerInfo | null {
     const to = this.host.endpoint(peerName);
-    if (to === undefined) return { connected: false, httpUrl: null, wallMs: null };
-    return { connected: this.connected(from, to), httpUrl: null, wallMs: to.timers.now() };
+    if (to === undefined) return { connected: false, httpUrl: null, wallMs: null, memberId: null };
+    return { connected: this.connected(from, to), httpUrl: null, wallMs: to.timers.now(), memberId: to.node };
   }
 
   private serve(

@@ -88,6 +88,17 @@ export class VoterCluster {
     this.voters[i] = await this.startVoter(i);
   }
 
+  /**
+   * Voter `i` loses its data dir: stopped, emptied, and started again with `env` over its settings,
+   * which ask for no bootstrap (a new member, `voterN~<token>`) unless `env` says otherwise.
+   */
+  async restartEmpty(i: number, env: Record<string, string> = {}): Promise<void> {
+    await this.stop(i);
+    rmSync(this.envs[i]!.KeyLoad__Node__DataDir!, { recursive: true, force: true });
+    this.envs[i] = { ...this.envs[i]!, KeyLoad__Cluster__BootstrapId: "", ...env };
+    this.voters[i] = await this.startVoter(i);
+  }
+
   async dispose(): Promise<void> {
     await Promise.allSettled(this.voters.map((v) => v?.shutdown()));
     rmSync(this.root, { recursive: true, force: true });
