@@ -165,11 +165,14 @@ describe("the member joiner", () => {
 
   const ID = "voter3~0a1b2c3d";
 
-  function joinerWith(state: {
-    members: Member[];
-    leader: string | null;
-    answer: () => Promise<Uint8Array>;
-  }) {
+  function joinerWith(
+    state: {
+      members: Member[];
+      leader: string | null;
+      answer: () => Promise<Uint8Array>;
+    },
+    logger = silent,
+  ) {
     const requests: { peer: string; channel: string; body: string }[] = [];
     const joiner = new MemberJoiner({
       driver: {
@@ -189,7 +192,7 @@ describe("the member joiner", () => {
         }),
       },
       peers: ["voter1", "voter2"],
-      logger: silent,
+      logger,
       intervalMs: 100,
       requestTimeoutMs: 1_000,
     });
@@ -262,6 +265,32 @@ describe("the member joiner", () => {
     expect(requests).toHaveLength(1);
     await vi.advanceTimersByTimeAsync(1_000);
     expect(requests).toHaveLength(1);
+  });
+
+  it("logs a leader's refusal once in a row, whatever figures it carries", async () => {
+    const messages = [
+      "voter3~0a1b2c3d holds the log up to 3 of 90: promote it once it has caught up",
+      "voter3~0a1b2c3d holds the log up to 40 of 95: promote it once it has caught up",
+      "voter3's configured address is not reached yet, not as voter3~0a1b2c3d: it joins once it does",
+      "voter3~0a1b2c3d holds the log up to 80 of 99: promote it once it has caught up",
+    ];
+    const state = {
+      members: [] as Member[],
+      leader: null as string | null,
+      answer: () =>
+        Promise.reject(new PeerRemoteError("voter1", "FailedPrecondition", messages.shift() ?? "")),
+    };
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (text: string) => lines.push(JSON.parse(text).msg) });
+    const { joiner } = joinerWith(state, logger);
+    joiner.start();
+    await vi.advanceTimersByTimeAsync(400);
+    joiner.stop();
+    expect(lines).toEqual([
+      "join request refused; asking again",
+      "join request refused; asking again",
+      "join request refused; asking again",
+    ]);
   });
 
   it("asks once at a time, and again after a refusal", async () => {

@@ -123,13 +123,13 @@ export class MemberJoiner {
 
   /**
    * A follower's refusal is expected, and a leader's (a learner behind, a quorum not kept) repeats:
-   * each kind is logged once in a row, by its error and remote code (the message carries figures).
+   * each is logged once in a row, told apart by its message without the figures it carries (how far
+   * a learner is), as only the code and the message cross the peer network.
    */
   private refused(peer: string, err: unknown): void {
     const { logger } = this.options;
-    const remote = err instanceof PeerRemoteError ? err.remoteCode : null;
-    const follower = remote === "Unavailable";
-    const what = err instanceof Error ? `${err.name}:${remote ?? err.message}` : String(err);
+    const follower = err instanceof PeerRemoteError && err.remoteCode === "Unavailable";
+    const what = err instanceof Error ? `${err.name}: ${err.message.replace(/\d+/g, "#")}` : String(err);
     if (follower || what === this.lastRefusal) {
       logger.debug({ peerId: peer, err }, "join request refused");
       return;

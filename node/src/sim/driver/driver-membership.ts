@@ -1,6 +1,6 @@
 import { InvalidArgumentError } from "@keyload/contract";
 import { incarnationOf, memberName } from "../../peer/member-name.js";
-import type { ConfChange } from "../../raft/conf-change.js";
+import { type ConfChange, decodeConfChange } from "../../raft/conf-change.js";
 import type { SeededRandom } from "../../raft/seeded-random.js";
 import type { ConfState, Entry, NodeId } from "../../raft/types.js";
 import type { MembershipProfile } from "../fault-profile.js";
@@ -24,6 +24,8 @@ const MEMBERSHIP: MembershipProfile = {
 export interface MembershipCounts {
   joins: number;
   confChanges: number;
+  /** New incarnations of lost members promoted to voter, whoever proposed it. */
+  rejoins: number;
 }
 
 /** What the membership of a driver run sees of it. */
@@ -51,7 +53,7 @@ export interface DriverMembershipHost {
  * whose data is gone comes back (member-identity.ts).
  */
 export class DriverMembership {
-  readonly counts: MembershipCounts = { joins: 0, confChanges: 0 };
+  readonly counts: MembershipCounts = { joins: 0, confChanges: 0, rejoins: 0 };
   private readonly operator: MembershipOperator;
   /** Members whose disk was lost. */
   private readonly lost = new Set<NodeId>();
@@ -89,6 +91,9 @@ export class DriverMembership {
   /** `entry` was applied for the first time anywhere. */
   observeCommitted(entry: Entry): void {
     this.operator.observeCommitted(entry);
+    if (entry.type !== "conf") return;
+    const change = decodeConfChange(entry.data);
+    if (change.type === "promote" && memberName(change.node) !== change.node) this.counts.rejoins++;
   }
 
   /** `node` applied `entry`: a member that applied its own removal shuts down for good, as etcd's does. */

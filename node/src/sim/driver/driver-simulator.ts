@@ -62,6 +62,8 @@ export interface DriverSimStats extends WorkloadCounts, CommandCounts, FaultCoun
   maxTerm: number;
   joins: number;
   confChanges: number;
+  /** New incarnations of lost members promoted to voter. */
+  rejoins: number;
   delivered: number;
   /** Messages for a member that lost its disk, delivered to the new incarnation of its name. */
   deliveredToNewIncarnation: number;
@@ -235,6 +237,7 @@ export class DriverSimulator {
       ...emptyFaultCounts(),
       joins: 0,
       confChanges: 0,
+      rejoins: 0,
       delivered: 0,
       deliveredToNewIncarnation: 0,
       dropped: 0,
