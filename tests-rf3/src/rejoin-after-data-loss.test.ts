@@ -1,8 +1,12 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { NotFoundError } from "@keyload/client";
 import { describe, expect, it } from "vitest";
+import { clientsPerTest } from "./test-fixtures/clients-per-test.js";
 import { clusterPerTest } from "./test-fixtures/cluster-per-test.js";
 import { failure } from "./test-fixtures/failure.js";
+import { FAST_RAFT } from "./test-fixtures/fast-raft.js";
+import { SteadyWriteLoad } from "./test-fixtures/steady-write-load.js";
+import { waitUntil } from "./test-fixtures/wait-until.js";
 
 /**
  * A voter that lost its data never votes with what it no longer holds. Follower B misses writes
@@ -11,6 +15,7 @@ import { failure } from "./test-fixtures/failure.js";
  * that does not vote, so there is no leader until the old one returns, and then every write is there.
  */
 const startCluster = clusterPerTest();
+const connect = clientsPerTest();
 
 const ELECTION_TIMEOUT_MS = 300;
 
@@ -69,6 +74,60 @@ describe("rejoin after data loss", () => {
     await admin.put("after-replace", 1, { endpoint: (await cluster.waitForLeader()).httpUrl });
     expect((await admin.get("after-replace", { endpoint: a!.httpUrl })).value).toBe(1);
     await cluster.start(b!.name);
+    await cluster.waitForReady();
+  });
+
+  it("rejoins by itself under a steady write load, holding every acknowledged write, and counts toward commits", async () => {
+    const cluster = await startCluster({ env: FAST_RAFT });
+    const leader = await cluster.waitForLeader();
+    const [lost, other] = cluster.voters.filter((v) => v.name !== leader.name);
+    const admin = cluster.adminClient();
+    const writer = () =>
+      connect({
+        endpoints: [leader.httpUrl, other!.httpUrl],
+        apiKey: cluster.adminKey,
+        adaptiveThrottle: false,
+        retryBudget: { capacity: 100 },
+      });
+    const load = new SteadyWriteLoad([writer(), writer(), writer()], "rejoin");
+    try {
+      await expect.poll(() => load.acked.length, { timeout: 10_000 }).toBeGreaterThan(30);
+      await cluster.stop(lost!.name);
+      cluster.wipe(lost!.name);
+      await cluster.start(lost!.name);
+      // Nobody runs `replace`: the new member asks the leader to put it in the old one's place.
+      await waitUntil(
+        `${lost!.name} to be a voter again`,
+        async (seen) => {
+          const { members } = await admin.clusterMembers({
+            endpoint: (await cluster.waitForLeader()).httpUrl,
+          });
+          seen(members);
+          const back = members.find((m) => m.name === lost!.name);
+          return back !== undefined && back.memberId !== lost!.name && back.role === "voter"
+            ? back
+            : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      const since = Date.now();
+      await expect.poll(() => load.ackedSince(since), { timeout: 10_000 }).toBeGreaterThan(30);
+    } finally {
+      await load.stop();
+    }
+
+    // A voter again, it counts: with the other follower gone, the leader and it commit alone.
+    await cluster.stop(other!.name);
+    const now = await cluster.waitForLeader();
+    await admin.put("after-rejoin", 1, { endpoint: now.httpUrl });
+    const read = cluster.client(cluster.adminKey);
+    const held = new Map<string, unknown>();
+    for await (const doc of read.queryAll({ prefix: "rejoin/", limit: 500 }, { endpoint: lost!.httpUrl })) {
+      held.set(doc.key, doc.value);
+    }
+    for (const write of load.acked) expect(held.get(write.key), write.key).toEqual(write.value);
+    expect((await admin.get("after-rejoin", { endpoint: lost!.httpUrl })).value).toBe(1);
+    await cluster.start(other!.name);
     await cluster.waitForReady();
   });
 });
